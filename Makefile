@@ -1,0 +1,49 @@
+# policyhub — see README.md. `make test` runs every test; `make demo` (arrives with the charts/demo issue).
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+# controller-gen is pinned here and run with `go run`, so nothing is installed by hand.
+CONTROLLER_GEN ?= go run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.20.1
+
+# Where the test binaries (kube-apiserver, cluster-gateway, Kyverno) are cached: outside the clone,
+# so a fresh clone on the same machine reuses them.
+POLICYHUB_TESTBIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/policyhub/testbin
+export POLICYHUB_TESTBIN
+
+GO_TEST_FLAGS ?= -count=1 -timeout 60m
+
+.PHONY: all build generate manifests testbin test unit e2e lint fmt vet leftovers help
+all: build
+
+help: ## Show the targets.
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+build: ## Build every package and command.
+	go build ./...
+
+generate: ## Generate deepcopy code for the APIs (controller-gen).
+	$(CONTROLLER_GEN) object paths=./apis/...
+
+manifests: ## Generate the CRDs into config/crd (controller-gen).
+	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd
+
+testbin: ## Build the local fleet's binaries from the Go module proxy into $(POLICYHUB_TESTBIN); install etcd.
+	hack/testbin.sh
+
+test: testbin ## Run every test: unit tests and the e2e tests on a local fleet.
+	go test $(GO_TEST_FLAGS) ./...
+	hack/leftovers.sh
+
+unit: ## Run only the tests that need no fleet.
+	go test $(GO_TEST_FLAGS) -short ./...
+
+lint: fmt vet ## gofmt and go vet.
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: not formatted:"; echo "$$out"; exit 1; fi
+
+vet:
+	go vet ./...
+
+leftovers: ## Fail if a process started by a local fleet is still running.
+	hack/leftovers.sh

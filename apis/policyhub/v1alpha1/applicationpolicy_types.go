@@ -1,0 +1,197 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// DefaultApplicationLabel is the label KubeVela puts on an Application's resources.
+const DefaultApplicationLabel = "app.oam.dev/name"
+
+// Scope says which of the application's resources a policy applies to.
+// +kubebuilder:validation:XValidation:rule="(has(self.kinds) && size(self.kinds) > 0) || (has(self.resources) && size(self.resources) > 0)",message="scope needs kinds or resources (or both): with neither, the policy would match nothing"
+type Scope struct {
+	// Kinds of the application's resources the rules apply to, e.g. Deployment or apps/v1/Deployment.
+	// All kinds share ONE generated policy per target namespace, so they take effect together.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=50
+	// +kubebuilder:validation:items:MinLength=1
+	Kinds []string `json:"kinds,omitempty"`
+
+	// Resources are specific resources of the application. Each gets its OWN generated policy,
+	// so each takes effect (and can be rolled back) independently.
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	Resources []ScopedResource `json:"resources,omitempty"`
+}
+
+// ScopedResource is one resource of an application, by kind and name.
+type ScopedResource struct {
+	// Kind of the resource, e.g. Deployment.
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
+	// Name of the resource.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// Validation is one CEL validation of a policies.kyverno.io/v1 NamespacedValidatingPolicy.
+type Validation struct {
+	// Expression is a CEL expression that must evaluate to true for an admitted resource,
+	// e.g. `object.spec.replicas <= 5`.
+	// +kubebuilder:validation:MinLength=1
+	Expression string `json:"expression"`
+	// Message shown when the expression is false.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// MessageExpression is a CEL expression that builds the message.
+	// +optional
+	MessageExpression string `json:"messageExpression,omitempty"`
+	// Reason of the refusal (e.g. Forbidden, Invalid).
+	// +optional
+	Reason string `json:"reason,omitempty"`
+}
+
+// ApplicationPolicySpec declares policies for one application's resources.
+// +kubebuilder:validation:XValidation:rule="has(self.application) && self.application != ''",message="spec.application is required: the name of the application whose resources this policy governs"
+// +kubebuilder:validation:XValidation:rule="(has(self.rules) && size(self.rules) > 0) || (has(self.validations) && size(self.validations) > 0)",message="give spec.rules (Kyverno rules) or spec.validations (CEL validations): a policy needs at least one"
+// +kubebuilder:validation:XValidation:rule="!(has(self.rules) && size(self.rules) > 0 && has(self.validations) && size(self.validations) > 0)",message="give spec.rules or spec.validations, not both: they render to different Kyverno kinds"
+// +kubebuilder:validation:XValidation:rule="has(self.scope)",message="spec.scope is required: list the kinds and/or the resources of the application this policy applies to"
+type ApplicationPolicySpec struct {
+	// Application is the name of the application. Its resources are those labelled
+	// applicationLabel=application.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Application string `json:"application,omitempty"`
+
+	// ApplicationLabel is the label key that ties resources to the application.
+	// +optional
+	// +kubebuilder:default="app.oam.dev/name"
+	// +kubebuilder:validation:MaxLength=317
+	ApplicationLabel string `json:"applicationLabel,omitempty"`
+
+	// Mode: Enforce refuses violating resources at admission; Audit admits them and reports.
+	// +optional
+	// +kubebuilder:default=Audit
+	Mode Mode `json:"mode,omitempty"`
+
+	// Scope says which of the application's resources the policy applies to.
+	// +optional
+	Scope *Scope `json:"scope,omitempty"`
+
+	// Rules are Kyverno rules (kyverno.io/v1 rule schema), rendered into a namespaced kyverno.io/v1 Policy.
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	// +kubebuilder:validation:items:XPreserveUnknownFields
+	Rules []runtime.RawExtension `json:"rules,omitempty"`
+
+	// Validations are CEL validations, rendered into a policies.kyverno.io/v1 NamespacedValidatingPolicy.
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	Validations []Validation `json:"validations,omitempty"`
+
+	// Placement selects the clusters. Defaults to the KubeVela Application's topology policies
+	// when the application is a KubeVela Application.
+	// +optional
+	Placement *Placement `json:"placement,omitempty"`
+
+	// DryRun plans and dry-run applies without persisting anything.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+
+	// Suspend stops syncing; objects already in the clusters stay as they are.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// Prune deletes generated policies that are no longer wanted. Only objects policyhub owns are deleted.
+	// +optional
+	// +kubebuilder:default=true
+	Prune *bool `json:"prune,omitempty"`
+}
+
+// ApplicationPolicyResult is the report results of one generated policy in one cluster.
+type ApplicationPolicyResult struct {
+	// Cluster the results come from.
+	Cluster string `json:"cluster"`
+	// Policy is the generated Kyverno policy's name.
+	Policy string `json:"policy"`
+	// Results for this application's resources only.
+	Results ResultCounts `json:"results"`
+	// Blocked counts admissions of this application's resources the policy refused.
+	// +optional
+	Blocked int64 `json:"blocked,omitempty"`
+}
+
+// ApplicationPolicyStatus is the observed state of an ApplicationPolicy.
+type ApplicationPolicyStatus struct {
+	// ObservedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled (kstatus-compatible).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Clusters is the sync state in each selected cluster.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
+	Clusters []ClusterStatus `json:"clusters,omitempty"`
+
+	// Summary totals the clusters' state.
+	// +optional
+	Summary StatusSummary `json:"summary,omitempty"`
+
+	// Policies are this application's results per generated policy and cluster; at most 100 entries.
+	// +optional
+	// +kubebuilder:validation:MaxItems=100
+	Policies []ApplicationPolicyResult `json:"policies,omitempty"`
+
+	// TopViolations are this application's most severe and newest violations; at most 20.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	TopViolations []Violation `json:"topViolations,omitempty"`
+}
+
+// ApplicationPolicy applies Kyverno rules to one application's resources, in the clusters the
+// application runs in.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ap,categories=policyhub
+// +kubebuilder:printcolumn:name="Application",type=string,JSONPath=`.spec.application`
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.summary.clusters`
+// +kubebuilder:printcolumn:name="Synced",type=integer,JSONPath=`.status.summary.synced`
+// +kubebuilder:printcolumn:name="Violations",type=integer,JSONPath=`.status.summary.violations`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+type ApplicationPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec declares the application, its rules and where they run.
+	Spec ApplicationPolicySpec `json:"spec"`
+
+	// Status is the sync state and the application's results.
+	// +optional
+	Status ApplicationPolicyStatus `json:"status,omitempty"`
+}
+
+// ApplicationPolicyList is a list of ApplicationPolicy.
+// +kubebuilder:object:root=true
+type ApplicationPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ApplicationPolicy `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ApplicationPolicy{}, &ApplicationPolicyList{})
+}

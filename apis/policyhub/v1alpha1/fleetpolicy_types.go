@@ -1,0 +1,181 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// PolicyTemplate is one complete Kyverno policy object: any kind the fleet runs (kyverno.io/v1
+// ClusterPolicy or Policy, policies.kyverno.io/v1 ValidatingPolicy and its siblings, PolicyException).
+// Its spec is kept as given; policyhub adds its ownership labels and, where asked, rewrites the mode.
+// +kubebuilder:validation:XValidation:rule="has(self.apiVersion) && self.apiVersion != ''",message="template.apiVersion is required: the Kyverno policy's apiVersion, e.g. kyverno.io/v1 or policies.kyverno.io/v1"
+// +kubebuilder:validation:XValidation:rule="has(self.kind) && self.kind != ''",message="template.kind is required: the Kyverno policy's kind, e.g. ClusterPolicy or ValidatingPolicy"
+// +kubebuilder:validation:XValidation:rule="has(self.spec)",message="template.spec is required: the Kyverno policy's spec"
+// +kubebuilder:validation:XValidation:rule="!has(self.apiVersion) || self.apiVersion.startsWith('kyverno.io/') || self.apiVersion.startsWith('policies.kyverno.io/')",message="template must be a Kyverno policy: the group of its apiVersion must be kyverno.io or policies.kyverno.io"
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || !(self.kind == 'Policy' || self.kind == 'PolicyException' || self.kind.startsWith('Namespaced')) || (has(self.metadata) && has(self.metadata.namespace) && self.metadata.namespace != '')",message="template.metadata.namespace is required for a namespaced Kyverno kind (Policy, PolicyException, Namespaced*)"
+type PolicyTemplate struct {
+	// APIVersion of the Kyverno policy, e.g. kyverno.io/v1 or policies.kyverno.io/v1.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+
+	// Kind of the Kyverno policy, e.g. ClusterPolicy, Policy, ValidatingPolicy, PolicyException.
+	// +optional
+	Kind string `json:"kind,omitempty"`
+
+	// Metadata of the policy object written to the clusters.
+	// +optional
+	Metadata TemplateMetadata `json:"metadata,omitempty"`
+
+	// Spec of the Kyverno policy, kept as given.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Spec *runtime.RawExtension `json:"spec,omitempty"`
+}
+
+// TemplateMetadata is the part of a policy's metadata a template may set.
+type TemplateMetadata struct {
+	// Name of the policy object in the clusters; defaults to the declaration's name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+
+	// Namespace of the policy object, for namespaced kinds (Policy, PolicyException, Namespaced*).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+
+	// Labels copied to the policy object; policyhub adds its own ownership labels.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Annotations copied to the policy object, e.g. policies.kyverno.io/title, category, severity.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// ClusterOverride changes how the declaration applies to some of the selected clusters, e.g.
+// dry-run in prod while enforcing in staging. Where several overrides select a cluster, later
+// entries win field by field.
+// +kubebuilder:validation:XValidation:rule="(has(self.clusters) && size(self.clusters) > 0) || has(self.clusterSelector)",message="a cluster override must select clusters: give clusters or clusterSelector"
+type ClusterOverride struct {
+	// Clusters the override applies to, by name.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
+	Clusters []string `json:"clusters,omitempty"`
+
+	// ClusterSelector selects the clusters the override applies to by their labels.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// Mode overrides the mode in these clusters.
+	// +optional
+	Mode *Mode `json:"mode,omitempty"`
+
+	// DryRun plans and dry-run applies in these clusters without persisting anything.
+	// +optional
+	DryRun *bool `json:"dryRun,omitempty"`
+
+	// Exclude removes these clusters from the placement (owned objects there are pruned).
+	// +optional
+	Exclude bool `json:"exclude,omitempty"`
+}
+
+// FleetPolicySpec declares one Kyverno policy and the clusters it must run in.
+// +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.placementRef) || (has(self.placement.placementRef.namespace) && self.placement.placementRef.namespace != '')",message="placement.placementRef.namespace is required on a FleetPolicy, which is cluster-scoped"
+type FleetPolicySpec struct {
+	// Template is the Kyverno policy to run in every selected cluster.
+	Template PolicyTemplate `json:"template"`
+
+	// Placement selects the clusters. Empty selects none.
+	// +optional
+	Placement Placement `json:"placement,omitempty"`
+
+	// Mode overrides the policy's own failure action: Enforce refuses violating resources,
+	// Audit only reports them. Rewrites each rule's validate.failureAction (kyverno.io kinds) or
+	// the validationActions (policies.kyverno.io kinds). Unset keeps the template's.
+	// +optional
+	Mode *Mode `json:"mode,omitempty"`
+
+	// DryRun plans and dry-run applies everywhere (admission runs, nothing persists) and reports
+	// the plan with diffs in status.
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+
+	// ClusterOverrides change mode, dry-run or inclusion for some of the selected clusters.
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	ClusterOverrides []ClusterOverride `json:"clusterOverrides,omitempty"`
+
+	// Suspend stops syncing; objects already in the clusters stay as they are.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// Prune deletes the policy from clusters that are no longer selected, and from every cluster
+	// when the FleetPolicy is deleted. Only objects policyhub owns are ever deleted.
+	// +optional
+	// +kubebuilder:default=true
+	Prune *bool `json:"prune,omitempty"`
+}
+
+// FleetPolicyStatus is the observed state of a FleetPolicy across its clusters.
+type FleetPolicyStatus struct {
+	// ObservedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled (kstatus-compatible).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Clusters is the state in each selected cluster (and in clusters still being pruned).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
+	Clusters []ClusterStatus `json:"clusters,omitempty"`
+
+	// Summary totals the clusters' state.
+	// +optional
+	Summary StatusSummary `json:"summary,omitempty"`
+}
+
+// FleetPolicy runs one Kyverno policy in every cluster its placement selects.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=fp,categories=policyhub
+// +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.mode`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.summary.clusters`
+// +kubebuilder:printcolumn:name="Synced",type=integer,JSONPath=`.status.summary.synced`
+// +kubebuilder:printcolumn:name="Violations",type=integer,JSONPath=`.status.summary.violations`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+type FleetPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec declares the policy and where it runs.
+	Spec FleetPolicySpec `json:"spec"`
+
+	// Status is the policy's state in each cluster.
+	// +optional
+	Status FleetPolicyStatus `json:"status,omitempty"`
+}
+
+// FleetPolicyList is a list of FleetPolicy.
+// +kubebuilder:object:root=true
+type FleetPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FleetPolicy `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&FleetPolicy{}, &FleetPolicyList{})
+}

@@ -1,0 +1,171 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EngineInfo says what policy machinery the cluster runs.
+type EngineInfo struct {
+	// ReportAPIs are the report APIs the cluster serves, e.g. wgpolicyk8s.io/v1alpha2, openreports.io/v1alpha1.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=10
+	ReportAPIs []string `json:"reportAPIs,omitempty"`
+	// KyvernoWebhooks is true when Kyverno's admission webhooks are registered in the cluster.
+	// +optional
+	KyvernoWebhooks bool `json:"kyvernoWebhooks,omitempty"`
+}
+
+// PolicySummary is the results of one policy in the cluster.
+type PolicySummary struct {
+	// Name of the policy.
+	Name string `json:"name"`
+	// Namespace of the policy; empty for cluster-scoped policies.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Kind of the policy, e.g. ClusterPolicy or ValidatingPolicy.
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// Title from the policy's policies.kyverno.io/title annotation.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Title string `json:"title,omitempty"`
+	// Category from the policies.kyverno.io/category annotation or the results.
+	// +optional
+	Category string `json:"category,omitempty"`
+	// Severity from the policies.kyverno.io/severity annotation or the results.
+	// +optional
+	Severity string `json:"severity,omitempty"`
+	// Results counts the policy's results by kind of result.
+	Results ResultCounts `json:"results"`
+	// Blocked counts admissions the policy refused (Enforce denials write no report).
+	// +optional
+	Blocked int64 `json:"blocked,omitempty"`
+}
+
+// ApplicationSummary is the results of one policy for one application's resources.
+type ApplicationSummary struct {
+	// Namespace of the application's resources.
+	Namespace string `json:"namespace"`
+	// Name of the application (the value of its application label).
+	Name string `json:"name"`
+	// Policy whose results these are.
+	Policy string `json:"policy"`
+	// Results counts the results by kind of result.
+	Results ResultCounts `json:"results"`
+	// Blocked counts admissions of the application's resources the policy refused.
+	// +optional
+	Blocked int64 `json:"blocked,omitempty"`
+}
+
+// Truncation says what the agent cut to keep the summary bounded.
+type Truncation struct {
+	// Policies left out of spec.policies.
+	// +optional
+	Policies int32 `json:"policies,omitempty"`
+	// Applications left out of spec.applications.
+	// +optional
+	Applications int32 `json:"applications,omitempty"`
+	// Violations left out of spec.violations.
+	// +optional
+	Violations int64 `json:"violations,omitempty"`
+}
+
+// PolicyReportSummarySpec is one cluster's compliance, as its agent saw it.
+// +kubebuilder:validation:XValidation:rule="has(self.cluster) && self.cluster != ''",message="spec.cluster is required: the name of the managed cluster this summary describes"
+type PolicyReportSummarySpec struct {
+	// Cluster is the managed cluster the summary describes; it must match the hub namespace it is written to.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster,omitempty"`
+
+	// GeneratedAt is when the agent built the summary.
+	// +optional
+	GeneratedAt *metav1.Time `json:"generatedAt,omitempty"`
+
+	// ContentHash is a hash of the summary's content, so unchanged summaries are not pushed again.
+	// +optional
+	ContentHash string `json:"contentHash,omitempty"`
+
+	// Engine says which report APIs the cluster serves and whether Kyverno's webhooks are present.
+	// +optional
+	Engine EngineInfo `json:"engine,omitempty"`
+
+	// Totals counts every result in the cluster.
+	// +optional
+	Totals ResultCounts `json:"totals,omitempty"`
+
+	// Blocked counts admissions refused by Kyverno in the cluster.
+	// +optional
+	Blocked int64 `json:"blocked,omitempty"`
+
+	// Policies are the results per policy; at most 1000 entries.
+	// +optional
+	// +kubebuilder:validation:MaxItems=1000
+	Policies []PolicySummary `json:"policies,omitempty"`
+
+	// Applications are the results per application and policy; at most 2000 entries.
+	// +optional
+	// +kubebuilder:validation:MaxItems=2000
+	Applications []ApplicationSummary `json:"applications,omitempty"`
+
+	// Violations are the top fail and error results, most severe and newest first; at most 200.
+	// +optional
+	// +kubebuilder:validation:MaxItems=200
+	Violations []Violation `json:"violations,omitempty"`
+
+	// Truncated says what was cut to keep the summary bounded; absent when nothing was.
+	// +optional
+	Truncated *Truncation `json:"truncated,omitempty"`
+}
+
+// PolicyReportSummaryStatus is set by the hub when it aggregates the summary.
+type PolicyReportSummaryStatus struct {
+	// ObservedGeneration is the generation of the summary the hub last aggregated.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready when aggregated; Stalled with the reason when refused (e.g. spec.cluster
+	// does not match the namespace).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PolicyReportSummary is a bounded summary of one managed cluster's policy reports, written by the
+// cluster's agent into the cluster's namespace on the hub.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=prs,categories=policyhub
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster`
+// +kubebuilder:printcolumn:name="Pass",type=integer,JSONPath=`.spec.totals.pass`
+// +kubebuilder:printcolumn:name="Fail",type=integer,JSONPath=`.spec.totals.fail`
+// +kubebuilder:printcolumn:name="Warn",type=integer,JSONPath=`.spec.totals.warn`
+// +kubebuilder:printcolumn:name="Error",type=integer,JSONPath=`.spec.totals.error`
+// +kubebuilder:printcolumn:name="Blocked",type=integer,JSONPath=`.spec.blocked`
+// +kubebuilder:printcolumn:name="Generated",type=date,JSONPath=`.spec.generatedAt`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PolicyReportSummary struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the cluster's compliance summary.
+	Spec PolicyReportSummarySpec `json:"spec"`
+
+	// Status is the hub's verdict on the summary.
+	// +optional
+	Status PolicyReportSummaryStatus `json:"status,omitempty"`
+}
+
+// PolicyReportSummaryList is a list of PolicyReportSummary.
+// +kubebuilder:object:root=true
+type PolicyReportSummaryList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PolicyReportSummary `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PolicyReportSummary{}, &PolicyReportSummaryList{})
+}

@@ -1,0 +1,250 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types, kstatus-compatible: tools such as kstatus, Flux and Argo CD read these.
+const (
+	// ConditionReady is True when every selected cluster holds the desired state.
+	ConditionReady = "Ready"
+	// ConditionReconciling is True while the controller works towards the desired state.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when progress needs a change by the user (e.g. an invalid template).
+	ConditionStalled = "Stalled"
+)
+
+// Labels and annotations policyhub puts on every object it writes in a managed cluster.
+const (
+	// LabelManagedBy names the hub that owns an object. An object is policyhub's only if it carries
+	// this label with the hub's id; anything else is never updated or deleted.
+	LabelManagedBy = "policyhub.io/managed-by"
+	// LabelSourceKind, LabelSourceNamespace and LabelSourceName name the declaration an object was rendered from.
+	LabelSourceKind      = "policyhub.io/source-kind"
+	LabelSourceNamespace = "policyhub.io/source-namespace"
+	LabelSourceName      = "policyhub.io/source-name"
+	// AnnotationContentHash is the hash of the rendered content, so a resync can tell unchanged objects apart.
+	AnnotationContentHash = "policyhub.io/content-hash"
+)
+
+// Mode says what a policy does with a violating resource.
+// +kubebuilder:validation:Enum=Audit;Enforce
+type Mode string
+
+const (
+	// ModeAudit admits violating resources and reports them.
+	ModeAudit Mode = "Audit"
+	// ModeEnforce refuses violating resources at admission.
+	ModeEnforce Mode = "Enforce"
+)
+
+// Placement selects managed clusters. The selected set is the union of clusters, clusterSelector
+// and placementRef; an empty placement selects no cluster (never "all" by accident).
+// +kubebuilder:validation:XValidation:rule="!has(self.clusterSelector) || (has(self.clusterSelector.matchLabels) && size(self.clusterSelector.matchLabels) > 0) || (has(self.clusterSelector.matchExpressions) && size(self.clusterSelector.matchExpressions) > 0)",message="placement.clusterSelector is empty and would select every cluster; give matchLabels or matchExpressions, or list clusters by name"
+type Placement struct {
+	// Clusters names managed clusters, as registered with cluster-gateway (the name of the
+	// cluster's credential Secret, or of its OCM ManagedCluster).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	Clusters []string `json:"clusters,omitempty"`
+
+	// ClusterSelector selects managed clusters by their labels: the labels on the cluster's
+	// cluster-gateway credential Secret, and on its OCM ManagedCluster where OCM is installed.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// PlacementRef selects the clusters of an OCM Placement's PlacementDecisions.
+	// +optional
+	PlacementRef *PlacementRef `json:"placementRef,omitempty"`
+}
+
+// PlacementRef refers to an OCM Placement (cluster.open-cluster-management.io/v1beta1).
+type PlacementRef struct {
+	// Name of the Placement.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Namespace of the Placement. Required on cluster-scoped declarations; defaults to the
+	// declaration's own namespace on namespaced ones.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// ClusterPhase is the sync state of one declaration in one cluster.
+// +kubebuilder:validation:Enum=Pending;Synced;DryRun;Failed;Conflict;Unsupported;LockHeld
+type ClusterPhase string
+
+const (
+	// ClusterPhasePending: selected, not synced yet.
+	ClusterPhasePending ClusterPhase = "Pending"
+	// ClusterPhaseSynced: the cluster holds the desired objects.
+	ClusterPhaseSynced ClusterPhase = "Synced"
+	// ClusterPhaseDryRun: planned and dry-run applied; nothing persisted.
+	ClusterPhaseDryRun ClusterPhase = "DryRun"
+	// ClusterPhaseFailed: the sync failed (unreachable cluster, refused apply...); retried with backoff.
+	ClusterPhaseFailed ClusterPhase = "Failed"
+	// ClusterPhaseConflict: an object of the same group, kind, namespace and name exists that
+	// policyhub does not own; it is left untouched.
+	ClusterPhaseConflict ClusterPhase = "Conflict"
+	// ClusterPhaseUnsupported: the cluster does not serve the kind (e.g. an older Kyverno).
+	ClusterPhaseUnsupported ClusterPhase = "Unsupported"
+	// ClusterPhaseLockHeld: another writer holds the cluster's sync Lease; retried.
+	ClusterPhaseLockHeld ClusterPhase = "LockHeld"
+)
+
+// ActionCounts counts what one sync did (or, in dry-run, would do) to the objects of a declaration.
+type ActionCounts struct {
+	// +optional
+	Created int32 `json:"created,omitempty"`
+	// +optional
+	Updated int32 `json:"updated,omitempty"`
+	// +optional
+	Unchanged int32 `json:"unchanged,omitempty"`
+	// +optional
+	Deleted int32 `json:"deleted,omitempty"`
+	// +optional
+	Conflict int32 `json:"conflict,omitempty"`
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+}
+
+// ResultCounts counts policy report results, as Kyverno reports them.
+type ResultCounts struct {
+	// +optional
+	Pass int64 `json:"pass,omitempty"`
+	// +optional
+	Fail int64 `json:"fail,omitempty"`
+	// +optional
+	Warn int64 `json:"warn,omitempty"`
+	// +optional
+	Error int64 `json:"error,omitempty"`
+	// +optional
+	Skip int64 `json:"skip,omitempty"`
+}
+
+// PlannedChange is one object's entry in a sync plan.
+type PlannedChange struct {
+	// Action planned for the object.
+	// +kubebuilder:validation:Enum=Create;Update;Unchanged;Delete;Conflict;Failed
+	Action string `json:"action"`
+	// APIVersion of the object.
+	APIVersion string `json:"apiVersion"`
+	// Kind of the object.
+	Kind string `json:"kind"`
+	// Namespace of the object; empty for cluster-scoped kinds.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the object.
+	Name string `json:"name"`
+	// Diff is a unified diff of the live object against the desired one, cut to 4 KiB.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Diff string `json:"diff,omitempty"`
+	// Message explains a Conflict or Failed action (e.g. the admission error).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// ClusterStatus is the state of one declaration in one managed cluster.
+type ClusterStatus struct {
+	// Name of the managed cluster.
+	Name string `json:"name"`
+	// Phase of the last sync in this cluster.
+	Phase ClusterPhase `json:"phase"`
+	// Message says why the cluster is in this phase, in words a user can act on.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	Message string `json:"message,omitempty"`
+	// LastSyncTime is when the last sync of this cluster finished.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+	// Actions counts what the last sync did, or would do in dry-run.
+	// +optional
+	Actions ActionCounts `json:"actions,omitempty"`
+	// Plan lists the changes of the last dry-run, with diffs; at most 20 entries.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	Plan []PlannedChange `json:"plan,omitempty"`
+	// PlanTruncated counts the plan entries left out of plan.
+	// +optional
+	PlanTruncated int32 `json:"planTruncated,omitempty"`
+	// Results are the policy report results of this declaration's policies in this cluster,
+	// from the cluster's latest PolicyReportSummary.
+	// +optional
+	Results *ResultCounts `json:"results,omitempty"`
+	// Blocked counts admissions this declaration's policies refused in this cluster.
+	// +optional
+	Blocked int64 `json:"blocked,omitempty"`
+	// ReportTime is when the agent generated the summary the results come from.
+	// +optional
+	ReportTime *metav1.Time `json:"reportTime,omitempty"`
+	// Stale is true when the cluster's summary is older than three push intervals.
+	// +optional
+	Stale bool `json:"stale,omitempty"`
+}
+
+// StatusSummary totals a declaration's state across its clusters.
+type StatusSummary struct {
+	// Clusters selected by the placement.
+	// +optional
+	Clusters int32 `json:"clusters,omitempty"`
+	// Synced clusters (phase Synced or DryRun).
+	// +optional
+	Synced int32 `json:"synced,omitempty"`
+	// Failed clusters (phase Failed, Conflict, Unsupported or LockHeld).
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+	// Results totals report results across clusters.
+	// +optional
+	Results ResultCounts `json:"results,omitempty"`
+	// Violations is results.fail + results.error across clusters, for printer columns and dashboards.
+	// +optional
+	Violations int64 `json:"violations,omitempty"`
+}
+
+// Violation is one failing (or erroring) result, kept for users to act on.
+type Violation struct {
+	// Cluster the result comes from (empty inside a PolicyReportSummary, whose cluster is spec.cluster).
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
+	// Policy that produced the result.
+	Policy string `json:"policy"`
+	// Rule of the policy.
+	// +optional
+	Rule string `json:"rule,omitempty"`
+	// Result: fail or error.
+	// +kubebuilder:validation:Enum=fail;error
+	Result string `json:"result"`
+	// Severity from the policy's policies.kyverno.io/severity annotation.
+	// +optional
+	Severity string `json:"severity,omitempty"`
+	// Resource the result is about.
+	Resource ResourceRef `json:"resource"`
+	// Message of the result, cut to 512 characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Message string `json:"message,omitempty"`
+	// Timestamp of the result.
+	// +optional
+	Timestamp *metav1.Time `json:"timestamp,omitempty"`
+}
+
+// ResourceRef names one Kubernetes resource.
+type ResourceRef struct {
+	// APIVersion of the resource.
+	// +optional
+	APIVersion string `json:"apiVersion,omitempty"`
+	// Kind of the resource.
+	Kind string `json:"kind"`
+	// Namespace of the resource; empty for cluster-scoped kinds.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the resource.
+	Name string `json:"name"`
+}

@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools pins Kyverno's admission and reports controllers so `go build` can build them from this module.
+package tools
+
+import (
+	_ "github.com/kyverno/kyverno/cmd/kyverno"
+	_ "github.com/kyverno/kyverno/cmd/reports-controller"
+)
