@@ -1,0 +1,299 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/policyhub/policyhub/hub/gateway"
+)
+
+// Options say what fleet to start.
+type Options struct {
+	// Managed are the managed clusters; default: cluster-1 (env=staging) and cluster-2 (env=prod).
+	Managed []ManagedCluster
+	// SecretNamespace is cluster-gateway's credential-secret namespace; default vela-system.
+	SecretNamespace string
+}
+
+// ManagedCluster describes one managed cluster of the fleet.
+type ManagedCluster struct {
+	// Name of the cluster (its gateway credential Secret's name).
+	Name string
+	// Labels put on the cluster's gateway credential Secret.
+	Labels map[string]string
+	// Kyverno runs real Kyverno admission and reports controllers in the cluster.
+	Kyverno bool
+	// KyvernoReportsArgs are extra flags for the reports controller, e.g. --openreportsEnabled.
+	KyvernoReportsArgs []string
+}
+
+// Fleet is a running local fleet. Stop it when done.
+type Fleet struct {
+	// Dir holds every file of the fleet (PKI, kubeconfigs, data); it is removed by Stop unless Keep was called.
+	Dir string
+	// LogDir holds one log file per process.
+	LogDir string
+	// Hub is the hub cluster; cluster-gateway is registered with it.
+	Hub *Cluster
+	// Managed are the managed clusters, in the order of Options.Managed.
+	Managed []*Cluster
+	// GatewayURL is cluster-gateway's own URL, for clients that reach it directly.
+	GatewayURL string
+	// SecretNamespace is the gateway's credential-secret namespace on the hub.
+	SecretNamespace string
+
+	launch   *launcher
+	etcd     *process
+	gateway  *process
+	etcdDir  string
+	keep     bool
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// DefaultManaged is the fleet a test gets when it names no managed clusters.
+func DefaultManaged() []ManagedCluster {
+	return []ManagedCluster{
+		{Name: "cluster-1", Labels: map[string]string{"env": "staging"}},
+		{Name: "cluster-2", Labels: map[string]string{"env": "prod"}},
+	}
+}
+
+// Start starts a fleet and returns when every part is ready: apiservers serving, CRDs Established,
+// the gateway Available through the hub and proxying to every managed cluster, Kyverno's webhooks
+// registered where asked. On error everything already started is stopped; the error names the
+// log directory.
+func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
+	if len(opts.Managed) == 0 {
+		opts.Managed = DefaultManaged()
+	}
+	if opts.SecretNamespace == "" {
+		opts.SecretNamespace = gateway.DefaultSecretNamespace
+	}
+	b, err := findBinaries(slices.ContainsFunc(opts.Managed, func(m ManagedCluster) bool { return m.Kyverno }))
+	if err != nil {
+		return nil, err
+	}
+	// The directory name is what hack/leftovers.sh looks for in command lines.
+	dir, err := os.MkdirTemp("", "policyhub-fleet-")
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	f = &Fleet{Dir: dir, LogDir: filepath.Join(dir, "logs"), SecretNamespace: opts.SecretNamespace, launch: newLauncher()}
+	defer func() {
+		if err != nil {
+			f.Keep()
+			_ = f.Stop()
+			err = fmt.Errorf("%w (logs: %s)", err, f.LogDir)
+			f = nil
+		}
+	}()
+	if err := os.MkdirAll(f.LogDir, 0o755); err != nil {
+		return f, fmt.Errorf("fleet: %w", err)
+	}
+
+	servingCA, err := newCertAuthority("policyhub-fleet-ca")
+	if err != nil {
+		return f, err
+	}
+	frontProxyCA, err := newCertAuthority("policyhub-fleet-front-proxy-ca")
+	if err != nil {
+		return f, err
+	}
+	setup := apiserverSetup{binary: b.kubeAPIServer, servingCA: servingCA.certPEM, frontProxyCA: frontProxyCA.certPEM}
+	if setup.serving, err = servingCA.serving("kube-apiserver", "kubernetes", "kubernetes.default.svc"); err != nil {
+		return f, err
+	}
+	if setup.frontProxyClient, err = frontProxyCA.client("front-proxy-client"); err != nil {
+		return f, err
+	}
+	if setup.saKey, setup.saPub, err = newServiceAccountKey(); err != nil {
+		return f, err
+	}
+
+	f.etcdDir = etcdDataDir(dir)
+	if f.etcd, setup.etcdURL, err = startEtcd(ctx, b.etcd, f.etcdDir, f.LogDir, f.launch); err != nil {
+		return f, err
+	}
+	if f.Hub, err = newCluster(dir, f.LogDir, "hub", true, setup, f.launch); err != nil {
+		return f, err
+	}
+	for _, m := range opts.Managed {
+		c, err := newCluster(dir, f.LogDir, m.Name, false, setup, f.launch)
+		if err != nil {
+			return f, err
+		}
+		c.Labels = maps.Clone(m.Labels)
+		f.Managed = append(f.Managed, c)
+	}
+	for _, c := range f.all() {
+		if err := c.apiserver.start(f.launch); err != nil {
+			return f, err
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, c := range f.all() {
+		g.Go(func() error { return c.waitReady(gctx) })
+	}
+	if err := g.Wait(); err != nil {
+		return f, err
+	}
+
+	hubCRDObjs, err := loadCRDs(ctx, hubCRDs)
+	if err != nil {
+		return f, err
+	}
+	managedCRDObjs, err := loadCRDs(ctx, managedCRDs)
+	if err != nil {
+		return f, err
+	}
+	hub, err := client.New(f.Hub.Config, client.Options{})
+	if err != nil {
+		return f, fmt.Errorf("hub client: %w", err)
+	}
+	g, gctx = errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := installCRDs(gctx, hub, hubCRDObjs); err != nil {
+			return fmt.Errorf("hub CRDs: %w", err)
+		}
+		if err := f.startGateway(gctx, b.clusterGateway, servingCA); err != nil {
+			return err
+		}
+		for _, c := range f.Managed {
+			if err := f.registerCluster(gctx, hub, c); err != nil {
+				return err
+			}
+		}
+		for _, c := range f.Managed {
+			if err := f.waitProxied(gctx, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for i, c := range f.Managed {
+		m := opts.Managed[i]
+		g.Go(func() error {
+			cl, err := client.New(c.Config, client.Options{})
+			if err != nil {
+				return fmt.Errorf("cluster %s: %w", c.Name, err)
+			}
+			if err := installCRDs(gctx, cl, managedCRDObjs); err != nil {
+				return fmt.Errorf("cluster %s CRDs: %w", c.Name, err)
+			}
+			if m.Kyverno {
+				return f.startKyverno(gctx, b, c, m.KyvernoReportsArgs)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// etcdDataDir puts etcd's data on tmpfs where there is one: etcd fsyncs every write, and the
+// fleet's data need not survive the test.
+func etcdDataDir(fleetDir string) string {
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		if d, err := os.MkdirTemp("/dev/shm", "policyhub-fleet-etcd-"); err == nil {
+			return d
+		}
+	}
+	return filepath.Join(fleetDir, "etcd")
+}
+
+// Cluster returns the managed cluster with that name, or nil.
+func (f *Fleet) Cluster(name string) *Cluster {
+	for _, c := range f.Managed {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func (f *Fleet) all() []*Cluster {
+	var all []*Cluster
+	if f.Hub != nil {
+		all = append(all, f.Hub)
+	}
+	return append(all, f.Managed...)
+}
+
+// Keep keeps the fleet's directory (and its logs) after Stop, e.g. when a test failed.
+func (f *Fleet) Keep() { f.keep = true }
+
+// Stop ends every process of the fleet (Kyverno and the gateway, then the apiservers, then etcd:
+// apiservers hang when etcd goes first), checks that none is left, and removes the fleet's files
+// unless Keep was called. Safe to call more than once.
+func (f *Fleet) Stop() error {
+	f.stopOnce.Do(func() { f.stopErr = f.stop() })
+	return f.stopErr
+}
+
+func (f *Fleet) stop() error {
+	var errs []error
+	var procs []*process
+	stopAll := func(ps []*process, grace time.Duration) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for _, p := range ps {
+			if p == nil {
+				continue
+			}
+			procs = append(procs, p)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := p.stop(grace); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	var first []*process
+	for _, c := range f.Managed {
+		first = append(first, c.kyverno...)
+	}
+	stopAll(append(first, f.gateway), 5*time.Second)
+	var apiservers []*process
+	for _, c := range f.all() {
+		apiservers = append(apiservers, c.apiserver)
+	}
+	stopAll(apiservers, 10*time.Second)
+	stopAll([]*process{f.etcd}, 10*time.Second)
+	f.launch.close()
+
+	for _, p := range procs {
+		if pid := p.pid(); pid != 0 {
+			// Signal 0 to the process group: ESRCH means no member is left.
+			if err := syscall.Kill(-pid, 0); !errors.Is(err, syscall.ESRCH) {
+				errs = append(errs, fmt.Errorf("%s (pid %d) is still running after Stop", p.name, pid))
+			}
+		}
+	}
+	// etcd's data is not needed to read what went wrong, and it lives on tmpfs: never kept.
+	if f.etcdDir != "" {
+		errs = append(errs, os.RemoveAll(f.etcdDir))
+	}
+	if !f.keep {
+		errs = append(errs, os.RemoveAll(f.Dir))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,101 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+)
+
+// Versions of the real parts the fleet runs; hack/testbin.sh builds the same ones.
+const (
+	KubernetesVersion     = "v1.36.3"
+	ClusterGatewayVersion = "v1.9.1"
+	KyvernoVersion        = "v1.19.1"
+
+	openReportsModule = "github.com/openreports/reports-api@v0.2.1"
+	ocmAPIModule      = "open-cluster-management.io/api@v1.1.0"
+	kubeVelaModule    = "github.com/oam-dev/kubevela@v1.10.6"
+	kyvernoModule     = "github.com/kyverno/kyverno@" + KyvernoVersion
+)
+
+// binaries are the paths of the programs a fleet runs.
+type binaries struct {
+	etcd, kubeAPIServer, clusterGateway, kyverno, reportsController string
+}
+
+// TestbinDir is where `make testbin` puts the binaries: $POLICYHUB_TESTBIN, or
+// <user cache dir>/policyhub/testbin.
+func TestbinDir() (string, error) {
+	if dir := os.Getenv("POLICYHUB_TESTBIN"); dir != "" {
+		return dir, nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("testbin directory: %w", err)
+	}
+	return filepath.Join(cache, "policyhub", "testbin"), nil
+}
+
+// findBinaries locates the programs; Kyverno's only when withKyverno (it is the slowest to build).
+func findBinaries(withKyverno bool) (binaries, error) {
+	dir, err := TestbinDir()
+	if err != nil {
+		return binaries{}, err
+	}
+	etcd, err := exec.LookPath("etcd")
+	if err != nil {
+		return binaries{}, fmt.Errorf("etcd is not installed: run `make testbin` (it installs Debian's etcd-server)")
+	}
+	b := binaries{
+		etcd:              etcd,
+		kubeAPIServer:     filepath.Join(dir, "kube-apiserver-"+KubernetesVersion, "kube-apiserver"),
+		clusterGateway:    filepath.Join(dir, "cluster-gateway-"+ClusterGatewayVersion, "cluster-gateway"),
+		kyverno:           filepath.Join(dir, "kyverno-"+KyvernoVersion, "kyverno"),
+		reportsController: filepath.Join(dir, "kyverno-"+KyvernoVersion, "reports-controller"),
+	}
+	need := []string{b.kubeAPIServer, b.clusterGateway}
+	if withKyverno {
+		need = append(need, b.kyverno, b.reportsController)
+	}
+	for _, path := range need {
+		if _, err := os.Stat(path); err != nil {
+			return binaries{}, fmt.Errorf("%s is missing: run `make testbin` to build the fleet's binaries", path)
+		}
+	}
+	return b, nil
+}
+
+// moduleDir returns the folder of module@version in the Go module cache, downloading it if needed
+// (`make testbin` downloads them ahead, so tests do not).
+func moduleDir(ctx context.Context, moduleAtVersion string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", moduleAtVersion)
+	// Outside any module, so the project's go.mod is neither read nor changed.
+	cmd.Dir = os.TempDir()
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	out, err := cmd.Output()
+	var info struct{ Dir, Error string }
+	if jsonErr := json.Unmarshal(out, &info); jsonErr != nil && err == nil {
+		err = jsonErr
+	}
+	if err != nil || info.Error != "" || info.Dir == "" {
+		return "", fmt.Errorf("go mod download %s: %v %s", moduleAtVersion, err, info.Error)
+	}
+	return info.Dir, nil
+}
+
+// repoRoot is the policyhub checkout this package was compiled from (for config/crd).
+func repoRoot() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("cannot tell where the policyhub checkout is")
+	}
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	if _, err := os.Stat(filepath.Join(root, "config", "crd")); err != nil {
+		return "", fmt.Errorf("policyhub checkout at %s has no config/crd: %w", root, err)
+	}
+	return root, nil
+}

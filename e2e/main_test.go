@@ -1,0 +1,48 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/policyhub/policyhub/e2e/fleet"
+)
+
+// testFleet is the fleet every test of this package runs on: a hub and two managed clusters, each
+// with real Kyverno.
+var testFleet *fleet.Fleet
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("e2e: -short given: the local-fleet tests do not run")
+		os.Exit(0)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	f, err := fleet.Start(ctx, fleet.Options{Managed: []fleet.ManagedCluster{
+		{Name: "cluster-1", Labels: map[string]string{"env": "staging"}, Kyverno: true},
+		{Name: "cluster-2", Labels: map[string]string{"env": "prod"}, Kyverno: true},
+	}})
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: start the local fleet: %v\n", err)
+		os.Exit(1)
+	}
+	// Printed first, so a test that panics still tells where the processes' logs are.
+	fmt.Printf("e2e: local fleet ready in %s; logs in %s\n", time.Since(start).Round(100*time.Millisecond), f.LogDir)
+	testFleet = f
+	code := m.Run()
+	if code != 0 {
+		f.Keep()
+		fmt.Fprintf(os.Stderr, "e2e: tests failed; the fleet's logs are kept in %s\n", f.LogDir)
+	}
+	if err := f.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: stop the local fleet: %v\n", err)
+		code = 1
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,233 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const validFleetPolicy = `
+apiVersion: policyhub.io/v1alpha1
+kind: FleetPolicy
+metadata:
+  name: disallow-latest-tag
+spec:
+  mode: Enforce
+  placement:
+    clusterSelector:
+      matchLabels:
+        env: prod
+  template:
+    apiVersion: kyverno.io/v1
+    kind: ClusterPolicy
+    metadata:
+      annotations:
+        policies.kyverno.io/severity: medium
+    spec:
+      rules:
+      - name: require-pinned-image
+        match:
+          any:
+          - resources:
+              kinds: [Deployment]
+        validate:
+          message: pin the image
+          pattern:
+            spec:
+              template:
+                spec:
+                  containers:
+                  - image: "!*:latest"
+`
+
+const validApplicationPolicy = `
+apiVersion: policyhub.io/v1alpha1
+kind: ApplicationPolicy
+metadata:
+  name: shop-limits
+  namespace: default
+spec:
+  application: shop
+  mode: Audit
+  scope:
+    kinds: [Deployment]
+  rules:
+  - name: require-limits
+    validate:
+      message: set memory limits
+      pattern:
+        spec:
+          template:
+            spec:
+              containers:
+              - resources:
+                  limits:
+                    memory: "?*"
+`
+
+const validPolicyReportSummary = `
+apiVersion: policyhub.io/v1alpha1
+kind: PolicyReportSummary
+metadata:
+  name: cluster-1
+  namespace: default
+spec:
+  cluster: cluster-1
+  totals:
+    pass: 3
+    fail: 1
+`
+
+// The hub apiserver refuses invalid declarations at admission with a message a user understands,
+// and admits the valid ones they were made from (so each refusal is the rule's doing).
+func TestAdmissionRefusesInvalidDeclarations(t *testing.T) {
+	ctx := testContext(t)
+	hub := directClient(t, testFleet.Hub.Config)
+
+	set := func(value any, path ...string) func(*unstructured.Unstructured) {
+		return func(u *unstructured.Unstructured) {
+			if err := unstructured.SetNestedField(u.Object, value, path...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	remove := func(path ...string) func(*unstructured.Unstructured) {
+		return func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, path...) }
+	}
+
+	tests := []struct {
+		name   string
+		base   string
+		change func(*unstructured.Unstructured)
+		want   []string // substrings of the refusal; none means the object must be admitted
+	}{
+		{name: "valid FleetPolicy", base: validFleetPolicy},
+		{name: "valid ApplicationPolicy", base: validApplicationPolicy},
+		{name: "valid PolicyReportSummary", base: validPolicyReportSummary},
+		{
+			name: "FleetPolicy template without apiVersion", base: validFleetPolicy,
+			change: remove("spec", "template", "apiVersion"),
+			want:   []string{"spec.template", "template.apiVersion is required"},
+		},
+		{
+			name: "FleetPolicy template without kind", base: validFleetPolicy,
+			change: remove("spec", "template", "kind"),
+			want:   []string{"template.kind is required"},
+		},
+		{
+			name: "FleetPolicy template without spec", base: validFleetPolicy,
+			change: remove("spec", "template", "spec"),
+			want:   []string{"template.spec is required"},
+		},
+		{
+			name: "FleetPolicy template that is not a Kyverno policy", base: validFleetPolicy,
+			change: set("apps/v1", "spec", "template", "apiVersion"),
+			want:   []string{"template must be a Kyverno policy: the group of its apiVersion must be kyverno.io or policies.kyverno.io"},
+		},
+		{
+			name: "FleetPolicy template in a look-alike group", base: validFleetPolicy,
+			change: set("evil-kyverno.io/v1", "spec", "template", "apiVersion"),
+			want:   []string{"template must be a Kyverno policy"},
+		},
+		{
+			name: "FleetPolicy mode other than Audit/Enforce", base: validFleetPolicy,
+			change: set("Block", "spec", "mode"),
+			want:   []string{"spec.mode", `Unsupported value: "Block"`, `"Audit"`, `"Enforce"`},
+		},
+		{
+			name: "FleetPolicy cluster override with a bad mode", base: validFleetPolicy,
+			change: set([]any{map[string]any{"clusters": []any{"cluster-1"}, "mode": "enforce"}}, "spec", "clusterOverrides"),
+			want:   []string{"spec.clusterOverrides[0].mode", `Unsupported value: "enforce"`},
+		},
+		{
+			name: "FleetPolicy cluster override that selects nothing", base: validFleetPolicy,
+			change: set([]any{map[string]any{"dryRun": true}}, "spec", "clusterOverrides"),
+			want:   []string{"a cluster override must select clusters"},
+		},
+		{
+			name: "FleetPolicy empty cluster selector", base: validFleetPolicy,
+			change: set(map[string]any{}, "spec", "placement", "clusterSelector"),
+			want:   []string{"placement.clusterSelector is empty and would select every cluster"},
+		},
+		{
+			name: "FleetPolicy placementRef without namespace", base: validFleetPolicy,
+			change: set(map[string]any{"name": "prod"}, "spec", "placement", "placementRef"),
+			want:   []string{"placement.placementRef.namespace is required on a FleetPolicy"},
+		},
+		{
+			name: "FleetPolicy namespaced Kyverno kind without namespace", base: validFleetPolicy,
+			change: set("Policy", "spec", "template", "kind"),
+			want:   []string{"template.metadata.namespace is required for a namespaced Kyverno kind"},
+		},
+		{
+			name: "ApplicationPolicy without application", base: validApplicationPolicy,
+			change: remove("spec", "application"),
+			want:   []string{"spec.application is required"},
+		},
+		{
+			name: "ApplicationPolicy without rules or validations", base: validApplicationPolicy,
+			change: remove("spec", "rules"),
+			want:   []string{"give spec.rules (Kyverno rules) or spec.validations (CEL validations): a policy needs at least one"},
+		},
+		{
+			name: "ApplicationPolicy with both rules and validations", base: validApplicationPolicy,
+			change: set([]any{map[string]any{"expression": "object.spec.replicas <= 5"}}, "spec", "validations"),
+			want:   []string{"give spec.rules or spec.validations, not both"},
+		},
+		{
+			name: "ApplicationPolicy scope with neither kinds nor resources", base: validApplicationPolicy,
+			change: set(map[string]any{}, "spec", "scope"),
+			want:   []string{"scope needs kinds or resources (or both)"},
+		},
+		{
+			name: "ApplicationPolicy without scope", base: validApplicationPolicy,
+			change: remove("spec", "scope"),
+			want:   []string{"spec.scope is required"},
+		},
+		{
+			name: "ApplicationPolicy mode other than Audit/Enforce", base: validApplicationPolicy,
+			change: set("Warn", "spec", "mode"),
+			want:   []string{"spec.mode", `Unsupported value: "Warn"`},
+		},
+		{
+			name: "PolicyReportSummary with empty spec.cluster", base: validPolicyReportSummary,
+			change: set("", "spec", "cluster"),
+			want:   []string{"spec.cluster is required: the name of the managed cluster this summary describes"},
+		},
+		{
+			name: "PolicyReportSummary without spec.cluster", base: validPolicyReportSummary,
+			change: remove("spec", "cluster"),
+			want:   []string{"spec.cluster is required"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := object(t, tt.base)
+			if tt.change != nil {
+				tt.change(obj)
+			}
+			// Dry-run: admission and validation run in full, nothing is stored.
+			err := hub.Create(ctx, obj, client.DryRunAll)
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("a valid %s was refused: %v", obj.GetKind(), err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("admitted, want a refusal saying %q", tt.want)
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Errorf("refused with %v, want an Invalid error", err)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("refusal %q lacks %q", err.Error(), want)
+				}
+			}
+		})
+	}
+}
