@@ -114,4 +114,3 @@ spec:
 	}
 	t.Cleanup(func() { _ = gatewayClient(t, "cluster-1").Delete(ctx, live) })
 }
-
