@@ -56,4 +56,12 @@ build kyverno v1.19.1 kyverno "-s -w" \
 	github.com/kyverno/kyverno/cmd/kyverno kyverno \
 	github.com/kyverno/kyverno/cmd/reports-controller reports-controller
 
+# Modules whose CRDs the fleet installs (e2e/fleet/testbin.go names the same versions): fetched
+# now so that tests never wait on a download.
+for module in github.com/kyverno/kyverno@v1.19.1 github.com/openreports/reports-api@v0.2.1 \
+	open-cluster-management.io/api@v1.1.0 github.com/oam-dev/kubevela@v1.10.6; do
+	(cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod GOWORK=off go mod download "$module")
+done
+say "CRD modules: in the Go module cache"
+
 echo "$cache"
