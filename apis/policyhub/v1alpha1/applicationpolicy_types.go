@@ -55,7 +55,7 @@ type Validation struct {
 }
 
 // ApplicationPolicySpec declares policies for one application's resources.
-// +kubebuilder:validation:XValidation:rule="has(self.application) && self.application != ”",message="spec.application is required: the name of the application whose resources this policy governs"
+// +kubebuilder:validation:XValidation:rule="has(self.application) && size(self.application) > 0",message="spec.application is required: the name of the application whose resources this policy governs"
 // +kubebuilder:validation:XValidation:rule="(has(self.rules) && size(self.rules) > 0) || (has(self.validations) && size(self.validations) > 0)",message="give spec.rules (Kyverno rules) or spec.validations (CEL validations): a policy needs at least one"
 // +kubebuilder:validation:XValidation:rule="!(has(self.rules) && size(self.rules) > 0 && has(self.validations) && size(self.validations) > 0)",message="give spec.rules or spec.validations, not both: they render to different Kyverno kinds"
 // +kubebuilder:validation:XValidation:rule="has(self.scope)",message="spec.scope is required: list the kinds and/or the resources of the application this policy applies to"

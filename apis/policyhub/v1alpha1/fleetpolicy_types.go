@@ -8,11 +8,11 @@ import (
 // PolicyTemplate is one complete Kyverno policy object: any kind the fleet runs (kyverno.io/v1
 // ClusterPolicy or Policy, policies.kyverno.io/v1 ValidatingPolicy and its siblings, PolicyException).
 // Its spec is kept as given; policyhub adds its ownership labels and, where asked, rewrites the mode.
-// +kubebuilder:validation:XValidation:rule="has(self.apiVersion) && self.apiVersion != ”",message="template.apiVersion is required: the Kyverno policy's apiVersion, e.g. kyverno.io/v1 or policies.kyverno.io/v1"
-// +kubebuilder:validation:XValidation:rule="has(self.kind) && self.kind != ”",message="template.kind is required: the Kyverno policy's kind, e.g. ClusterPolicy or ValidatingPolicy"
+// +kubebuilder:validation:XValidation:rule="has(self.apiVersion) && size(self.apiVersion) > 0",message="template.apiVersion is required: the Kyverno policy's apiVersion, e.g. kyverno.io/v1 or policies.kyverno.io/v1"
+// +kubebuilder:validation:XValidation:rule="has(self.kind) && size(self.kind) > 0",message="template.kind is required: the Kyverno policy's kind, e.g. ClusterPolicy or ValidatingPolicy"
 // +kubebuilder:validation:XValidation:rule="has(self.spec)",message="template.spec is required: the Kyverno policy's spec"
 // +kubebuilder:validation:XValidation:rule="!has(self.apiVersion) || self.apiVersion.startsWith('kyverno.io/') || self.apiVersion.startsWith('policies.kyverno.io/')",message="template must be a Kyverno policy: the group of its apiVersion must be kyverno.io or policies.kyverno.io"
-// +kubebuilder:validation:XValidation:rule="!has(self.kind) || !(self.kind == 'Policy' || self.kind == 'PolicyException' || self.kind.startsWith('Namespaced')) || (has(self.metadata) && has(self.metadata.namespace) && self.metadata.namespace != ”)",message="template.metadata.namespace is required for a namespaced Kyverno kind (Policy, PolicyException, Namespaced*)"
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || !(self.kind == 'Policy' || self.kind == 'PolicyException' || self.kind.startsWith('Namespaced')) || (has(self.metadata) && has(self.metadata.namespace) && size(self.metadata.namespace) > 0)",message="template.metadata.namespace is required for a namespaced Kyverno kind (Policy, PolicyException, Namespaced*)"
 type PolicyTemplate struct {
 	// APIVersion of the Kyverno policy, e.g. kyverno.io/v1 or policies.kyverno.io/v1.
 	// +optional
@@ -84,7 +84,7 @@ type ClusterOverride struct {
 }
 
 // FleetPolicySpec declares one Kyverno policy and the clusters it must run in.
-// +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.placementRef) || (has(self.placement.placementRef.namespace) && self.placement.placementRef.namespace != ”)",message="placement.placementRef.namespace is required on a FleetPolicy, which is cluster-scoped"
+// +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.placementRef) || (has(self.placement.placementRef.namespace) && size(self.placement.placementRef.namespace) > 0)",message="placement.placementRef.namespace is required on a FleetPolicy, which is cluster-scoped"
 type FleetPolicySpec struct {
 	// Template is the Kyverno policy to run in every selected cluster.
 	Template PolicyTemplate `json:"template"`

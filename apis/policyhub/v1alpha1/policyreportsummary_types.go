@@ -72,7 +72,7 @@ type Truncation struct {
 }
 
 // PolicyReportSummarySpec is one cluster's compliance, as its agent saw it.
-// +kubebuilder:validation:XValidation:rule="has(self.cluster) && self.cluster != ”",message="spec.cluster is required: the name of the managed cluster this summary describes"
+// +kubebuilder:validation:XValidation:rule="has(self.cluster) && size(self.cluster) > 0",message="spec.cluster is required: the name of the managed cluster this summary describes"
 type PolicyReportSummarySpec struct {
 	// Cluster is the managed cluster the summary describes; it must match the hub namespace it is written to.
 	// +optional

@@ -99,30 +99,42 @@ const (
 
 // ActionCounts counts what one sync did (or, in dry-run, would do) to the objects of a declaration.
 type ActionCounts struct {
+	// Created counts objects that did not exist in the cluster and were created.
 	// +optional
 	Created int32 `json:"created,omitempty"`
+	// Updated counts owned objects whose content differed and were updated.
 	// +optional
 	Updated int32 `json:"updated,omitempty"`
+	// Unchanged counts owned objects that already held the desired content (nothing was written).
 	// +optional
 	Unchanged int32 `json:"unchanged,omitempty"`
+	// Deleted counts owned objects no longer wanted in the cluster that were pruned.
 	// +optional
 	Deleted int32 `json:"deleted,omitempty"`
+	// Conflict counts objects of the same group, kind, namespace and name that policyhub does not
+	// own; they were left untouched.
 	// +optional
 	Conflict int32 `json:"conflict,omitempty"`
+	// Failed counts objects whose apply or delete failed (see the cluster's message).
 	// +optional
 	Failed int32 `json:"failed,omitempty"`
 }
 
 // ResultCounts counts policy report results, as Kyverno reports them.
 type ResultCounts struct {
+	// Pass counts results where the resource satisfied the rule.
 	// +optional
 	Pass int64 `json:"pass,omitempty"`
+	// Fail counts results where the resource violated the rule.
 	// +optional
 	Fail int64 `json:"fail,omitempty"`
+	// Warn counts results where the rule only warned (e.g. an Audit rule with audit annotations).
 	// +optional
 	Warn int64 `json:"warn,omitempty"`
+	// Error counts results where the rule could not be evaluated.
 	// +optional
 	Error int64 `json:"error,omitempty"`
+	// Skip counts results where the rule did not apply (preconditions unmet, exceptions).
 	// +optional
 	Skip int64 `json:"skip,omitempty"`
 }
