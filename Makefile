@@ -12,7 +12,7 @@ export POLICYHUB_TESTBIN
 
 GO_TEST_FLAGS ?= -count=1 -timeout 60m
 
-.PHONY: all build generate manifests testbin test unit e2e lint fmt vet leftovers help
+.PHONY: all build generate manifests verify-generated testbin test unit lint fmt vet leftovers help
 all: build
 
 help: ## Show the targets.
@@ -27,10 +27,18 @@ generate: ## Generate deepcopy code for the APIs (controller-gen).
 manifests: ## Generate the CRDs into config/crd (controller-gen).
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd
 
+GENERATED = apis/policyhub/v1alpha1/zz_generated.deepcopy.go config/crd/*.yaml
+
+verify-generated: ## Fail if the generated deepcopy code or CRDs were not regenerated after an API change.
+	@before=$$(cat $(GENERATED) | sha256sum); \
+	$(MAKE) -s generate manifests; \
+	if [ "$$before" != "$$(cat $(GENERATED) | sha256sum)" ]; then \
+		echo "generated code was stale and has now been regenerated: review and commit it"; exit 1; fi
+
 testbin: ## Build the local fleet's binaries from the Go module proxy into $(POLICYHUB_TESTBIN); install etcd.
 	hack/testbin.sh
 
-test: testbin ## Run every test: unit tests and the e2e tests on a local fleet.
+test: testbin verify-generated ## Run every test: unit tests and the e2e tests on a local fleet.
 	go test $(GO_TEST_FLAGS) ./...
 	hack/leftovers.sh
 
