@@ -1,0 +1,33 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Every sample in config/samples is admitted by the hub, so the samples users start from stay valid
+// as the API's validation grows.
+func TestSamplesAreAdmitted(t *testing.T) {
+	ctx := testContext(t)
+	hub := directClient(t, testFleet.Hub.Config)
+	files, err := filepath.Glob(filepath.Join("..", "config", "samples", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no samples in config/samples (%v)", err)
+	}
+	createNamespace(ctx, t, hub, "shop")
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj := object(t, string(data))
+			if err := hub.Create(ctx, obj, client.DryRunAll); err != nil {
+				t.Errorf("the hub refuses sample %s: %v", file, err)
+			}
+		})
+	}
+}
