@@ -204,11 +204,12 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	return f, nil
 }
 
-// etcdDataDir puts etcd's data on tmpfs where there is one: etcd fsyncs every write, and the
-// fleet's data need not survive the test.
+// etcdDataDir puts etcd's data on tmpfs where there is one (etcd fsyncs every write, and the
+// fleet's data need not survive the test), named after the fleet's directory.
 func etcdDataDir(fleetDir string) string {
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		if d, err := os.MkdirTemp("/dev/shm", "policyhub-fleet-etcd-"); err == nil {
+		d := filepath.Join("/dev/shm", filepath.Base(fleetDir)+"-etcd")
+		if err := os.Mkdir(d, 0o700); err == nil {
 			return d
 		}
 	}
