@@ -65,8 +65,9 @@ func missingDescriptions(path string, schema apiextensionsv1.JSONSchemaProps) []
 }
 
 // Every CEL rule in the CRDs is plain ASCII. gofmt rewrites two single quotes in a doc comment
-// into a typographic quote, which silently turns `x != ''` in a marker into a rule the apiserver
-// refuses to compile; the markers therefore test emptiness with size(x) > 0.
+// into a typographic closing quote, which silently turns an empty-string comparison in a marker
+// into a rule the apiserver refuses to compile; the markers therefore test emptiness with
+// size(x) > 0.
 func TestCELRulesSurviveGofmt(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "..", "config", "crd", "*.yaml"))
 	if err != nil || len(files) == 0 {
