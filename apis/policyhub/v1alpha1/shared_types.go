@@ -19,11 +19,15 @@ const (
 	// LabelManagedBy names the hub that owns an object. An object is policyhub's only if it carries
 	// this label with the hub's id; anything else is never updated or deleted.
 	LabelManagedBy = "policyhub.io/managed-by"
-	// LabelSourceKind, LabelSourceNamespace and LabelSourceName name the declaration an object was rendered from.
+	// LabelSourceKind, LabelSourceNamespace and LabelSourceName name the declaration an object was
+	// rendered from, for selecting with kubectl; the name label is left out when the name is longer
+	// than a label value may be. AnnotationSource is the authoritative reference.
 	LabelSourceKind      = "policyhub.io/source-kind"
 	LabelSourceNamespace = "policyhub.io/source-namespace"
 	LabelSourceName      = "policyhub.io/source-name"
-	// AnnotationContentHash is the hash of the rendered content, so a resync can tell unchanged objects apart.
+	// AnnotationSource names the declaration an object was rendered from: Kind/name or Kind/namespace/name.
+	AnnotationSource = "policyhub.io/source"
+	// AnnotationContentHash is the hash of the rendered content.
 	AnnotationContentHash = "policyhub.io/content-hash"
 )
 

@@ -1,0 +1,219 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// Owner is the hub and the declaration a rendered object belongs to.
+type Owner struct {
+	// HubID is the hub's id, the value of the managed-by label.
+	HubID string
+	// Kind, Namespace and Name identify the declaration (Namespace is empty for FleetPolicy).
+	Kind, Namespace, Name string
+}
+
+// Source is the value of the source annotation: Kind/name or Kind/namespace/name.
+func (o Owner) Source() string {
+	if o.Namespace == "" {
+		return o.Kind + "/" + o.Name
+	}
+	return o.Kind + "/" + o.Namespace + "/" + o.Name
+}
+
+// Labels are the ownership labels of an object the owner renders.
+func (o Owner) Labels() map[string]string {
+	labels := map[string]string{
+		policyhubv1.LabelManagedBy:  o.HubID,
+		policyhubv1.LabelSourceKind: o.Kind,
+	}
+	if o.Namespace != "" {
+		labels[policyhubv1.LabelSourceNamespace] = o.Namespace
+	}
+	// A label value holds at most 63 characters; longer names are in the source annotation only.
+	if len(validation.IsValidLabelValue(o.Name)) == 0 {
+		labels[policyhubv1.LabelSourceName] = o.Name
+	}
+	return labels
+}
+
+// Validate checks that the owner can label objects.
+func (o Owner) Validate() error {
+	if errs := validation.IsValidLabelValue(o.HubID); o.HubID == "" || len(errs) > 0 {
+		return fmt.Errorf("hub id %q is not a valid label value: %s", o.HubID, strings.Join(errs, "; "))
+	}
+	if o.Kind == "" || o.Name == "" {
+		return fmt.Errorf("owner needs a kind and a name, got %q", o.Source())
+	}
+	return nil
+}
+
+// FleetPolicy renders a FleetPolicy's template for one cluster. mode is the mode in effect there
+// (the spec's, or a cluster override's); nil keeps the template's own failure actions.
+func FleetPolicy(hubID string, fp *policyhubv1.FleetPolicy, mode *policyhubv1.Mode) (*unstructured.Unstructured, error) {
+	owner := Owner{HubID: hubID, Kind: "FleetPolicy", Name: fp.Name}
+	obj, err := Template(owner, fp.Spec.Template, fp.Name, mode)
+	if err != nil {
+		return nil, fmt.Errorf("render FleetPolicy %s: %w", fp.Name, err)
+	}
+	return obj, nil
+}
+
+// Template renders a policy template: metadata (name defaulting to defaultName), spec, mode
+// override, ownership labels and annotations, content hash.
+func Template(owner Owner, tmpl policyhubv1.PolicyTemplate, defaultName string, mode *policyhubv1.Mode) (*unstructured.Unstructured, error) {
+	if err := owner.Validate(); err != nil {
+		return nil, err
+	}
+	if tmpl.APIVersion == "" || tmpl.Kind == "" {
+		return nil, fmt.Errorf("template needs apiVersion and kind")
+	}
+	spec := map[string]any{}
+	if tmpl.Spec != nil && len(tmpl.Spec.Raw) > 0 {
+		if err := json.Unmarshal(tmpl.Spec.Raw, &spec); err != nil {
+			return nil, fmt.Errorf("template spec: %w", err)
+		}
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": tmpl.APIVersion,
+		"kind":       tmpl.Kind,
+		"spec":       spec,
+	}}
+	name := tmpl.Metadata.Name
+	if name == "" {
+		name = defaultName
+	}
+	obj.SetName(name)
+	obj.SetNamespace(tmpl.Metadata.Namespace)
+
+	labels := maps.Clone(tmpl.Metadata.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	// Ownership labels win over the template's: an object must never look owned by another hub.
+	maps.Copy(labels, owner.Labels())
+	obj.SetLabels(labels)
+
+	if mode != nil {
+		if err := SetMode(obj, *mode); err != nil {
+			return nil, err
+		}
+	}
+
+	annotations := maps.Clone(tmpl.Metadata.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	delete(annotations, policyhubv1.AnnotationContentHash)
+	annotations[policyhubv1.AnnotationSource] = owner.Source()
+	obj.SetAnnotations(annotations)
+
+	hash, err := ContentHash(obj)
+	if err != nil {
+		return nil, err
+	}
+	annotations[policyhubv1.AnnotationContentHash] = hash
+	obj.SetAnnotations(annotations)
+	return obj, nil
+}
+
+// ContentHash is the sha256 of the object's JSON without its content-hash annotation. JSON
+// encoding sorts map keys, so equal content always hashes the same.
+func ContentHash(obj *unstructured.Unstructured) (string, error) {
+	c := obj.DeepCopy()
+	annotations := c.GetAnnotations()
+	delete(annotations, policyhubv1.AnnotationContentHash)
+	c.SetAnnotations(annotations)
+	data, err := json.Marshal(c.Object)
+	if err != nil {
+		return "", fmt.Errorf("content hash: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// Groups of Kyverno's two policy generations.
+const (
+	kyvernoGroup  = "kyverno.io"
+	policiesGroup = "policies.kyverno.io"
+)
+
+// SetMode rewrites the object's failure actions to mode, in the fields its kind uses:
+//   - kyverno.io ClusterPolicy and Policy: every validate rule's validate.failureAction (and the
+//     deprecated policy-wide spec.validationFailureAction when the template sets it);
+//   - policies.kyverno.io ValidatingPolicy, ImageValidatingPolicy and their Namespaced forms:
+//     spec.validationActions, Deny for Enforce and Audit for Audit (a Warn the template asks for is kept).
+//
+// Kinds that validate nothing (mutating, generating, deleting policies, exceptions) have no mode:
+// setting one is an error, not a silent no-op.
+func SetMode(obj *unstructured.Unstructured, mode policyhubv1.Mode) error {
+	if mode != policyhubv1.ModeAudit && mode != policyhubv1.ModeEnforce {
+		return fmt.Errorf("mode %q: want Audit or Enforce", mode)
+	}
+	gvk := obj.GroupVersionKind()
+	switch {
+	case gvk.Group == kyvernoGroup && (gvk.Kind == "ClusterPolicy" || gvk.Kind == "Policy"):
+		return setRuleFailureActions(obj, mode)
+	case gvk.Group == policiesGroup && slices.Contains([]string{
+		"ValidatingPolicy", "NamespacedValidatingPolicy", "ImageValidatingPolicy", "NamespacedImageValidatingPolicy",
+	}, gvk.Kind):
+		return setValidationActions(obj, mode)
+	default:
+		return fmt.Errorf("mode %s does not apply to %s %s: only validating kinds have a failure action", mode, gvk.GroupKind(), obj.GetName())
+	}
+}
+
+func setRuleFailureActions(obj *unstructured.Unstructured, mode policyhubv1.Mode) error {
+	rules, _, err := unstructured.NestedSlice(obj.Object, "spec", "rules")
+	if err != nil {
+		return fmt.Errorf("spec.rules: %w", err)
+	}
+	validating := 0
+	for i, r := range rules {
+		rule, ok := r.(map[string]any)
+		if !ok {
+			return fmt.Errorf("spec.rules[%d] is not an object", i)
+		}
+		validate, ok := rule["validate"].(map[string]any)
+		if !ok {
+			continue
+		}
+		validate["failureAction"] = string(mode)
+		validating++
+	}
+	if validating == 0 {
+		return fmt.Errorf("mode %s: %s %s has no validate rule to apply it to", mode, obj.GetKind(), obj.GetName())
+	}
+	if err := unstructured.SetNestedSlice(obj.Object, rules, "spec", "rules"); err != nil {
+		return err
+	}
+	if _, found, _ := unstructured.NestedString(obj.Object, "spec", "validationFailureAction"); found {
+		return unstructured.SetNestedField(obj.Object, string(mode), "spec", "validationFailureAction")
+	}
+	return nil
+}
+
+func setValidationActions(obj *unstructured.Unstructured, mode policyhubv1.Mode) error {
+	current, _, err := unstructured.NestedStringSlice(obj.Object, "spec", "validationActions")
+	if err != nil {
+		return fmt.Errorf("spec.validationActions: %w", err)
+	}
+	actions := []any{"Audit"}
+	if mode == policyhubv1.ModeEnforce {
+		actions = []any{"Deny"}
+	}
+	if slices.Contains(current, "Warn") {
+		actions = append(actions, "Warn")
+	}
+	return unstructured.SetNestedSlice(obj.Object, actions, "spec", "validationActions")
+}

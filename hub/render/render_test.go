@@ -1,0 +1,248 @@
+package render
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
+
+func fleetPolicy(t *testing.T, name, templateYAML string) *policyhubv1.FleetPolicy {
+	t.Helper()
+	fp := &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	var tmpl map[string]any
+	if err := yaml.Unmarshal([]byte(templateYAML), &tmpl); err != nil {
+		t.Fatal(err)
+	}
+	data, err := yaml.Marshal(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &fp.Spec.Template); err != nil {
+		t.Fatal(err)
+	}
+	return fp
+}
+
+const clusterPolicy = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  labels:
+    team: platform
+    policyhub.io/managed-by: someone-else
+  annotations:
+    policies.kyverno.io/severity: medium
+spec:
+  background: true
+  rules:
+  - name: add-owner
+    mutate:
+      patchStrategicMerge:
+        metadata:
+          labels:
+            +(owner): platform
+  - name: require-pinned-image
+    match:
+      any:
+      - resources:
+          kinds: [Deployment]
+    validate:
+      failureAction: Enforce
+      message: pin the image
+      pattern:
+        spec:
+          template:
+            spec:
+              containers:
+              - image: "!*:latest"
+`
+
+const legacyClusterPolicy = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: require-team
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    validate:
+      message: need a team label
+      pattern:
+        metadata:
+          labels:
+            team: "?*"
+`
+
+const validatingPolicy = `
+apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata:
+  name: require-team-label
+spec:
+  validationActions: [Audit, Warn]
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [apps]
+      apiVersions: [v1]
+      operations: [CREATE, UPDATE]
+      resources: [deployments]
+  validations:
+  - expression: "'team' in object.metadata.labels"
+`
+
+const namespacedPolicy = `
+apiVersion: kyverno.io/v1
+kind: Policy
+metadata:
+  name: shop-limits
+  namespace: shop
+spec:
+  rules:
+  - name: limits
+    match:
+      any:
+      - resources:
+          kinds: [Deployment]
+    validate:
+      failureAction: Audit
+      pattern:
+        spec:
+          template:
+            spec:
+              containers:
+              - resources:
+                  limits:
+                    memory: "?*"
+`
+
+const mutatingPolicy = `
+apiVersion: policies.kyverno.io/v1
+kind: MutatingPolicy
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: [v1]
+      operations: [CREATE]
+      resources: [pods]
+`
+
+const mutateOnlyClusterPolicy = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+spec:
+  rules:
+  - name: add-owner
+    mutate:
+      patchStrategicMerge:
+        metadata:
+          labels:
+            owner: platform
+`
+
+func mode(m policyhubv1.Mode) *policyhubv1.Mode { return &m }
+
+func TestFleetPolicy(t *testing.T) {
+	tests := []struct {
+		name     string // also the golden file's name
+		fpName   string
+		template string
+		mode     *policyhubv1.Mode
+		hubID    string
+		wantErr  string
+	}{
+		{name: "clusterpolicy-template-mode", fpName: "disallow-latest", template: clusterPolicy, hubID: "hub-a"},
+		{name: "clusterpolicy-mode-audit", fpName: "disallow-latest", template: clusterPolicy, mode: mode(policyhubv1.ModeAudit), hubID: "hub-a"},
+		{name: "clusterpolicy-legacy-policy-wide-action", fpName: "require-team", template: legacyClusterPolicy, mode: mode(policyhubv1.ModeAudit), hubID: "hub-a"},
+		{name: "validatingpolicy-enforce-keeps-warn", fpName: "team-label", template: validatingPolicy, mode: mode(policyhubv1.ModeEnforce), hubID: "hub-a"},
+		{name: "namespaced-policy", fpName: "shop", template: namespacedPolicy, mode: mode(policyhubv1.ModeEnforce), hubID: "hub-a"},
+		{name: "long-name-has-no-name-label", fpName: strings.Repeat("a", 70), template: legacyClusterPolicy, hubID: "hub-a"},
+		{name: "mode-on-a-mutating-policy", fpName: "m", template: mutatingPolicy, mode: mode(policyhubv1.ModeEnforce), hubID: "hub-a",
+			wantErr: "mode Enforce does not apply to MutatingPolicy.policies.kyverno.io m: only validating kinds have a failure action"},
+		{name: "mode-on-mutate-only-rules", fpName: "m", template: mutateOnlyClusterPolicy, mode: mode(policyhubv1.ModeAudit), hubID: "hub-a",
+			wantErr: "ClusterPolicy m has no validate rule to apply it to"},
+		{name: "bad-hub-id", fpName: "m", template: clusterPolicy, hubID: "hub/a", wantErr: `hub id "hub/a" is not a valid label value`},
+		{name: "empty-hub-id", fpName: "m", template: clusterPolicy, hubID: "", wantErr: `hub id ""`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := FleetPolicy(tt.hubID, fleetPolicy(t, tt.fpName, tt.template), tt.mode)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := yaml.Marshal(got.Object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", tt.name+".yaml")
+			if *update {
+				if err := os.WriteFile(golden, out, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./hub/render -update to write it)", err)
+			}
+			if string(out) != string(want) {
+				t.Errorf("render differs from %s:\n--- got\n%s\n--- want\n%s", golden, out, want)
+			}
+		})
+	}
+}
+
+// Rendering is deterministic and the hash follows the content: the same input renders the same
+// hash every time, a changed spec changes it, and the hash covers the ownership labels too.
+func TestContentHash(t *testing.T) {
+	fp := fleetPolicy(t, "p", clusterPolicy)
+	hashOf := func(hubID string, fp *policyhubv1.FleetPolicy, m *policyhubv1.Mode) string {
+		obj, err := FleetPolicy(hubID, fp, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.GetAnnotations()[policyhubv1.AnnotationContentHash]
+	}
+	first := hashOf("hub-a", fp, nil)
+	if !strings.HasPrefix(first, "sha256:") || len(first) != len("sha256:")+64 {
+		t.Fatalf("hash %q is not sha256:<64 hex>", first)
+	}
+	for range 20 {
+		if again := hashOf("hub-a", fp, nil); again != first {
+			t.Fatalf("hash changed between identical renders: %s then %s", first, again)
+		}
+	}
+	if hashOf("hub-a", fp, mode(policyhubv1.ModeAudit)) == first {
+		t.Errorf("a mode change did not change the hash")
+	}
+	if hashOf("hub-b", fp, nil) == first {
+		t.Errorf("another hub's render has the same hash")
+	}
+	changed := fp.DeepCopy()
+	changed.Spec.Template.Spec = &runtime.RawExtension{Raw: []byte(`{"background":false,"rules":[]}`)}
+	if hashOf("hub-a", changed, nil) == first {
+		t.Errorf("a spec change did not change the hash")
+	}
+	// The input is never modified.
+	if fp.Spec.Template.Metadata.Labels[policyhubv1.LabelManagedBy] != "someone-else" {
+		t.Errorf("render modified the FleetPolicy's template labels")
+	}
+}
