@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/policyhub/policyhub/hub/placement"
+)
+
+// The hub's inventory is cluster-gateway's credential Secrets (their labels, less the credential
+// type) merged with OCM ManagedCluster labels, plus OCM PlacementDecisions; a label change on a
+// Secret shows at the next read.
+func TestInventoryReadsGatewaySecretsAndOCM(t *testing.T) {
+	ctx := testContext(t)
+	hub := directClient(t, testFleet.Hub.Config)
+
+	inv, err := placement.ReadInventory(ctx, hub, testFleet.SecretNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []placement.Cluster{
+		{Name: "cluster-1", Labels: map[string]string{"env": "staging"}},
+		{Name: "cluster-2", Labels: map[string]string{"env": "prod"}},
+	}
+	if !reflect.DeepEqual(inv.Clusters, want) {
+		t.Fatalf("inventory %v, want %v", inv.Clusters, want)
+	}
+
+	// OCM: a ManagedCluster adds labels to cluster-2 (the Secret's win on a clash) and a cluster
+	// only OCM knows; a PlacementDecision names cluster-1.
+	managed := func(name string, labels map[string]string) *unstructured.Unstructured {
+		mc := object(t, `{"apiVersion":"cluster.open-cluster-management.io/v1","kind":"ManagedCluster","spec":{"hubAcceptsClient":true}}`)
+		mc.SetName(name)
+		mc.SetLabels(labels)
+		return mc
+	}
+	mc2 := managed("cluster-2", map[string]string{"region": "eu", "env": "ignored-secret-wins"})
+	mcOCM := managed("ocm-only", map[string]string{"region": "us"})
+	for _, mc := range []*unstructured.Unstructured{mc2, mcOCM} {
+		if err := hub.Create(ctx, mc); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = hub.Delete(context.Background(), mc) })
+	}
+	createNamespace(ctx, t, hub, "ocm-e2e")
+	decision := object(t, `
+apiVersion: cluster.open-cluster-management.io/v1beta1
+kind: PlacementDecision
+metadata:
+  name: prod-placement-decision-1
+  namespace: ocm-e2e
+  labels:
+    cluster.open-cluster-management.io/placement: prod-placement
+`)
+	if err := hub.Create(ctx, decision); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedSlice(decision.Object, []any{map[string]any{"clusterName": "cluster-1", "reason": "e2e"}}, "status", "decisions"); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Status().Update(ctx, decision); err != nil {
+		t.Fatalf("set the PlacementDecision's status: %v", err)
+	}
+
+	if err := testFleet.SetClusterLabels(ctx, "cluster-1", map[string]string{"env": "staging", "tier": "gold"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = testFleet.SetClusterLabels(context.Background(), "cluster-1", map[string]string{"env": "staging"})
+	})
+
+	inv, err = placement.ReadInventory(ctx, hub, testFleet.SecretNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []placement.Cluster{
+		{Name: "cluster-1", Labels: map[string]string{"env": "staging", "tier": "gold"}},
+		{Name: "cluster-2", Labels: map[string]string{"env": "prod", "region": "eu"}},
+		{Name: "ocm-only", Labels: map[string]string{"region": "us"}},
+	}
+	if !reflect.DeepEqual(inv.Clusters, want) {
+		t.Errorf("inventory with OCM %v, want %v", inv.Clusters, want)
+	}
+	ref := types.NamespacedName{Namespace: "ocm-e2e", Name: "prod-placement"}
+	if got := inv.Decisions[ref]; !reflect.DeepEqual(got, []string{"cluster-1"}) {
+		t.Errorf("decisions of %s = %v, want [cluster-1]", ref, got)
+	}
+}

@@ -1,0 +1,142 @@
+package placement
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// Cluster is one managed cluster of the inventory.
+type Cluster struct {
+	Name   string
+	Labels map[string]string
+}
+
+// Inventory is what the hub knows of the fleet: its clusters, and the clusters each OCM
+// Placement decided on.
+type Inventory struct {
+	// Clusters, sorted by name.
+	Clusters []Cluster
+	// Decisions maps an OCM Placement (namespace/name) to the clusters its PlacementDecisions list.
+	Decisions map[types.NamespacedName][]string
+}
+
+// Target is one selected cluster and how the declaration applies there.
+type Target struct {
+	Cluster string
+	// Mode in effect there: a cluster override's, else the spec's; nil keeps the template's.
+	Mode *policyhubv1.Mode
+	// DryRun: plan and dry-run apply only.
+	DryRun bool
+}
+
+// Selection is the outcome of a placement.
+type Selection struct {
+	// Targets, sorted by cluster name.
+	Targets []Target
+	// Unknown are clusters named in the placement (or decided by OCM) that the inventory lacks.
+	Unknown []string
+}
+
+// Select returns the clusters the placement selects: the union of clusters named, clusters whose
+// labels match clusterSelector, and clusters of the placementRef's decisions. An empty placement
+// selects nothing. defaultNamespace is used for a placementRef without namespace.
+func Select(p policyhubv1.Placement, inv Inventory, defaultNamespace string) ([]string, []string, error) {
+	known := map[string]bool{}
+	for _, c := range inv.Clusters {
+		known[c.Name] = true
+	}
+	picked := map[string]bool{}
+	for _, name := range p.Clusters {
+		picked[name] = true
+	}
+	if p.ClusterSelector != nil {
+		sel, err := selector(p.ClusterSelector)
+		if err != nil {
+			return nil, nil, fmt.Errorf("placement.clusterSelector: %w", err)
+		}
+		for _, c := range inv.Clusters {
+			if sel.Matches(labels.Set(c.Labels)) {
+				picked[c.Name] = true
+			}
+		}
+	}
+	if p.PlacementRef != nil {
+		ref := types.NamespacedName{Namespace: p.PlacementRef.Namespace, Name: p.PlacementRef.Name}
+		if ref.Namespace == "" {
+			ref.Namespace = defaultNamespace
+		}
+		for _, name := range inv.Decisions[ref] {
+			picked[name] = true
+		}
+	}
+	var selected, unknown []string
+	for name := range picked {
+		if known[name] {
+			selected = append(selected, name)
+		} else {
+			unknown = append(unknown, name)
+		}
+	}
+	sort.Strings(selected)
+	sort.Strings(unknown)
+	return selected, unknown, nil
+}
+
+// FleetPolicy selects a FleetPolicy's clusters and applies its cluster overrides: excluded
+// clusters are dropped, and mode and dry-run are resolved per cluster (later overrides win field by
+// field over earlier ones and over the spec).
+func FleetPolicy(spec policyhubv1.FleetPolicySpec, inv Inventory) (Selection, error) {
+	selected, unknown, err := Select(spec.Placement, inv, "")
+	if err != nil {
+		return Selection{}, err
+	}
+	labelsOf := map[string]map[string]string{}
+	for _, c := range inv.Clusters {
+		labelsOf[c.Name] = c.Labels
+	}
+	overrideSelectors := make([]labels.Selector, len(spec.ClusterOverrides))
+	for i, o := range spec.ClusterOverrides {
+		if o.ClusterSelector != nil {
+			if overrideSelectors[i], err = selector(o.ClusterSelector); err != nil {
+				return Selection{}, fmt.Errorf("clusterOverrides[%d].clusterSelector: %w", i, err)
+			}
+		}
+	}
+	sel := Selection{Unknown: unknown}
+	for _, name := range selected {
+		target := Target{Cluster: name, Mode: spec.Mode, DryRun: spec.DryRun}
+		excluded := false
+		for i, o := range spec.ClusterOverrides {
+			if !slices.Contains(o.Clusters, name) && (overrideSelectors[i] == nil || !overrideSelectors[i].Matches(labels.Set(labelsOf[name]))) {
+				continue
+			}
+			if o.Mode != nil {
+				target.Mode = o.Mode
+			}
+			if o.DryRun != nil {
+				target.DryRun = *o.DryRun
+			}
+			excluded = excluded || o.Exclude
+		}
+		if !excluded {
+			sel.Targets = append(sel.Targets, target)
+		}
+	}
+	return sel, nil
+}
+
+// selector converts a label selector; an empty one is refused, because it would select every
+// cluster (admission refuses it too, this guards objects stored before that rule).
+func selector(ls *metav1.LabelSelector) (labels.Selector, error) {
+	if len(ls.MatchLabels) == 0 && len(ls.MatchExpressions) == 0 {
+		return nil, fmt.Errorf("empty selector would select every cluster")
+	}
+	return metav1.LabelSelectorAsSelector(ls)
+}
