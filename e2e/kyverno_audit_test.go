@@ -22,33 +22,7 @@ func TestKyvernoAuditPolicyThroughGatewayReportsExistingViolation(t *testing.T) 
 		t.Fatalf("create the violating Deployment before the policy: %v", err)
 	}
 
-	policy := object(t, `
-apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: e2e-disallow-latest-audit
-  annotations:
-    policies.kyverno.io/severity: medium
-    policies.kyverno.io/category: Best Practices
-spec:
-  background: true
-  rules:
-  - name: require-pinned-image
-    match:
-      any:
-      - resources:
-          kinds: [Deployment]
-          namespaces: [audit-e2e]
-    validate:
-      failureAction: Audit
-      message: "the image tag latest is not allowed: pin a version"
-      pattern:
-        spec:
-          template:
-            spec:
-              containers:
-              - image: "!*:latest"
-`)
+	policy := latestTagPolicy(t, "e2e-disallow-latest-audit", ns, "Audit")
 	apply(ctx, t, gatewayClient(t, "cluster-2"), policy)
 	t.Cleanup(func() { _ = gatewayClient(t, "cluster-2").Delete(ctx, policy) })
 

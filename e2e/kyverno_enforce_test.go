@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -23,30 +24,7 @@ func TestKyvernoEnforcePolicyThroughGatewayDeniesLatestTag(t *testing.T) {
 	cluster := directClient(t, testFleet.Cluster("cluster-1").Config)
 	createNamespace(ctx, t, cluster, ns)
 
-	policy := object(t, `
-apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: e2e-disallow-latest-enforce
-spec:
-  background: false
-  rules:
-  - name: require-pinned-image
-    match:
-      any:
-      - resources:
-          kinds: [Deployment]
-          namespaces: [enforce-e2e]
-    validate:
-      failureAction: Enforce
-      message: "the image tag latest is not allowed: pin a version"
-      pattern:
-        spec:
-          template:
-            spec:
-              containers:
-              - image: "!*:latest"
-`)
+	policy := latestTagPolicy(t, "e2e-disallow-latest-enforce", ns, "Enforce")
 	apply(ctx, t, gatewayClient(t, "cluster-1"), policy)
 	t.Cleanup(func() { _ = gatewayClient(t, "cluster-1").Delete(ctx, policy) })
 
@@ -94,6 +72,39 @@ func assertKyvernoDenial(t *testing.T, what string, err error, policy string) {
 			t.Errorf("%s: denial %q lacks %q", what, msg, want)
 		}
 	}
+}
+
+// latestTagPolicy is a Kyverno ClusterPolicy that refuses (Enforce) or reports (Audit) Deployments
+// in namespace whose image is tagged latest.
+func latestTagPolicy(t *testing.T, name, namespace, failureAction string) *unstructured.Unstructured {
+	t.Helper()
+	return object(t, fmt.Sprintf(`
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: %s
+  annotations:
+    policies.kyverno.io/severity: medium
+    policies.kyverno.io/category: Best Practices
+spec:
+  background: true
+  rules:
+  - name: require-pinned-image
+    match:
+      any:
+      - resources:
+          kinds: [Deployment]
+          namespaces: [%s]
+    validate:
+      failureAction: %s
+      message: "the image tag latest is not allowed: pin a version"
+      pattern:
+        spec:
+          template:
+            spec:
+              containers:
+              - image: "!*:latest"
+`, name, namespace, failureAction))
 }
 
 func deployment(namespace, name, image string) *appsv1.Deployment {

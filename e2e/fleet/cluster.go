@@ -86,16 +86,7 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		return fmt.Errorf("cluster %s: %w", c.Name, err)
 	}
 	return poll(ctx, 200*time.Millisecond, "kube-apiserver "+c.Name, c.apiserver, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL+"/readyz", nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		return getOK(ctx, httpClient, c.URL+"/readyz")
 	})
 }
 
@@ -234,16 +225,7 @@ func startEtcd(ctx context.Context, binary, fleetDir, logDir string, l *launcher
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	err = poll(ctx, 100*time.Millisecond, "etcd", p, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, clientURL+"/health", nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		return getOK(ctx, http.DefaultClient, clientURL+"/health")
 	})
 	if err != nil {
 		return p, "", err

@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -204,19 +203,8 @@ func proxiedVersion(ctx context.Context, f *Fleet, cluster string) error {
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/version", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /version of %s through the gateway: %s", cluster, resp.Status)
-	}
-	return nil
+	_, err = getOK(ctx, httpClient, cfg.Host+"/version")
+	return err
 }
 
 func kubernetesClient(t *testing.T, cfg *rest.Config) *kubernetes.Clientset {

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"maps"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -78,16 +77,7 @@ func (f *Fleet) startGateway(ctx context.Context, binary string, ca *certAuthori
 		return fmt.Errorf("cluster-gateway: %w", err)
 	}
 	err = poll(healthCtx, 100*time.Millisecond, "cluster-gateway /healthz", f.gateway, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.GatewayURL+"/healthz", nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		return getOK(ctx, httpClient, f.GatewayURL+"/healthz")
 	})
 	if err != nil {
 		return err
@@ -183,19 +173,7 @@ func (f *Fleet) waitProxied(ctx context.Context, c *Cluster) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	return poll(ctx, 200*time.Millisecond, "cluster "+c.Name+" through the gateway", f.gateway, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/version", nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return false, fmt.Errorf("GET %s/version: %s", cfg.Host, resp.Status)
-		}
-		return true, nil
+		return getOK(ctx, httpClient, cfg.Host+"/version")
 	})
 }
 

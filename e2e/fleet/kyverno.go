@@ -117,15 +117,6 @@ func (f *Fleet) startKyverno(ctx context.Context, b binaries, c *Cluster, report
 	probe := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	readiness := "https://127.0.0.1:" + strconv.Itoa(webhookPort) + "/health/readiness"
 	return poll(ctx, 250*time.Millisecond, "Kyverno readiness in "+c.Name, admission, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, readiness, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := probe.Do(req)
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		return getOK(ctx, probe, readiness)
 	})
 }

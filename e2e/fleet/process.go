@@ -2,9 +2,9 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,6 +197,23 @@ func poll(ctx context.Context, interval time.Duration, what string, proc *proces
 	}
 }
 
+// getOK sends GET url and reports whether the answer was 200 OK; any other answer is the error.
+func getOK(ctx context.Context, httpClient *http.Client, url string) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return false, err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return true, nil
+}
+
 func writeFile(dir, name string, data []byte) (string, error) {
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, data, 0o600); err != nil {
@@ -204,5 +221,3 @@ func writeFile(dir, name string, data []byte) (string, error) {
 	}
 	return path, nil
 }
-
-var errNotReady = errors.New("not ready")

@@ -15,19 +15,7 @@ import (
 // any other path) tells a user what the field does. The CRDs are generated from this package's doc
 // comments: an undocumented Go field shows up here.
 func TestEveryCRDFieldIsDocumented(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "..", "config", "crd", "*.yaml"))
-	if err != nil || len(files) != 3 {
-		t.Fatalf("want the 3 generated CRDs in config/crd, found %v (%v)", files, err)
-	}
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(data, crd); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
+	for _, crd := range generatedCRDs(t) {
 		for _, version := range crd.Spec.Versions {
 			var undocumented []string
 			root := version.Schema.OpenAPIV3Schema
@@ -45,6 +33,28 @@ func TestEveryCRDFieldIsDocumented(t *testing.T) {
 			}
 		}
 	}
+}
+
+// generatedCRDs reads the CRDs make manifests generates into config/crd.
+func generatedCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "config", "crd", "*.yaml"))
+	if err != nil || len(files) != 3 {
+		t.Fatalf("want the 3 generated CRDs in config/crd, found %v (%v)", files, err)
+	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(data, crd); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		crds = append(crds, crd)
+	}
+	return crds
 }
 
 func missingDescriptions(path string, schema apiextensionsv1.JSONSchemaProps) []string {
@@ -69,20 +79,8 @@ func missingDescriptions(path string, schema apiextensionsv1.JSONSchemaProps) []
 // into a rule the apiserver refuses to compile; the markers therefore test emptiness with
 // size(x) > 0.
 func TestCELRulesSurviveGofmt(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "..", "config", "crd", "*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no CRDs in config/crd (%v)", err)
-	}
 	rules := 0
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.Unmarshal(data, crd); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
+	for _, crd := range generatedCRDs(t) {
 		for _, version := range crd.Spec.Versions {
 			walkSchema(*version.Schema.OpenAPIV3Schema, func(s apiextensionsv1.JSONSchemaProps) {
 				for _, v := range s.XValidations {
