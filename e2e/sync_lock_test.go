@@ -1,0 +1,159 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/policyhub/policyhub/hub/gateway"
+	hubsync "github.com/policyhub/policyhub/hub/sync"
+)
+
+// Short Lease timings so the tests take seconds.
+func lockOptions(identity string) hubsync.LockOptions {
+	return hubsync.LockOptions{
+		Identity:      identity,
+		LeaseDuration: 4 * time.Second,
+		RenewDeadline: 3 * time.Second,
+		RetryPeriod:   500 * time.Millisecond,
+	}
+}
+
+func gatewayClientset(t *testing.T, cluster string) kubernetes.Interface {
+	t.Helper()
+	cfg, err := gateway.ClusterConfig(testFleet.Hub.Config, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// A Lease held by another writer in cluster-1 makes the sync there give up with LockHeld naming
+// the holder, while cluster-2 is written; once the holder lets go, cluster-1 is written too and the
+// Lease is released after.
+func TestSyncLockHeldByAnotherWriter(t *testing.T) {
+	ctx := testContext(t)
+	c1, c2 := gatewayClientset(t, "cluster-1"), gatewayClientset(t, "cluster-2")
+
+	// The other writer: a Lease created directly in cluster-1, renewed just now, valid for a minute.
+	direct, err := kubernetes.NewForConfig(testFleet.Cluster("cluster-1").Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = direct.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubsync.LeaseNamespace}}, metav1.CreateOptions{})
+	now := metav1.NewMicroTime(time.Now())
+	held := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: hubsync.LeaseNamespace, Name: hubsync.LeaseName},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To("other-hub/replica-0"),
+			LeaseDurationSeconds: ptr.To[int32](60),
+			AcquireTime:          &now,
+			RenewTime:            &now,
+		},
+	}
+	if _, err := direct.CoordinationV1().Leases(hubsync.LeaseNamespace).Create(ctx, held, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = direct.CoordinationV1().Leases(hubsync.LeaseNamespace).Delete(context.Background(), hubsync.LeaseName, metav1.DeleteOptions{})
+	})
+
+	var ran1, ran2 atomic.Bool
+	err = hubsync.WithLock(ctx, c1, "cluster-1", lockOptions("hub-a/test"), func(context.Context) error { ran1.Store(true); return nil })
+	var lockHeld *hubsync.LockHeldError
+	if !errors.As(err, &lockHeld) || lockHeld.Holder != "other-hub/replica-0" {
+		t.Fatalf("cluster-1 with a held Lease: %v, want a LockHeldError naming other-hub/replica-0", err)
+	}
+	if ran1.Load() {
+		t.Fatalf("work ran in cluster-1 without the Lease")
+	}
+	if err := hubsync.WithLock(ctx, c2, "cluster-2", lockOptions("hub-a/test"), func(context.Context) error { ran2.Store(true); return nil }); err != nil || !ran2.Load() {
+		t.Fatalf("cluster-2 (Lease free) was not written while cluster-1 was locked: ran=%v err=%v", ran2.Load(), err)
+	}
+
+	// The other writer releases (an empty holder, as leaderelection writes on release).
+	lease, err := direct.CoordinationV1().Leases(hubsync.LeaseNamespace).Get(ctx, hubsync.LeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease.Spec.HolderIdentity = ptr.To("")
+	if _, err := direct.CoordinationV1().Leases(hubsync.LeaseNamespace).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := hubsync.WithLock(ctx, c1, "cluster-1", lockOptions("hub-a/test"), func(context.Context) error { ran1.Store(true); return nil }); err != nil || !ran1.Load() {
+		t.Fatalf("cluster-1 after the release: ran=%v err=%v", ran1.Load(), err)
+	}
+	after, err := direct.CoordinationV1().Leases(hubsync.LeaseNamespace).Get(ctx, hubsync.LeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := ptr.Deref(after.Spec.HolderIdentity, ""); h != "" {
+		t.Errorf("the Lease is still held by %q after the sync finished", h)
+	}
+	if after.Spec.LeaseTransitions == nil || *after.Spec.LeaseTransitions < 1 {
+		t.Errorf("leaseTransitions = %v, want ≥ 1 (the Lease changed hands)", after.Spec.LeaseTransitions)
+	}
+}
+
+// Two writers with different identities never write the same cluster at once: each writes
+// ConfigMaps under the Lease, and at no point are both inside; both get their turn.
+func TestSyncLockExcludesConcurrentWriters(t *testing.T) {
+	ctx := testContext(t)
+	const ns = "lock-e2e"
+	createNamespace(ctx, t, directClient(t, testFleet.Cluster("cluster-2").Config), ns)
+	var inside, maxInside, turns atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, identity := range []string{"hub-a/replica-0", "hub-b/replica-0"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cs := gatewayClientset(t, "cluster-2")
+			opts := lockOptions(identity)
+			opts.AcquireTimeout = 60 * time.Second // wait for the other writer rather than give up
+			errs <- hubsync.WithLock(ctx, cs, "cluster-2", opts, func(ctx context.Context) error {
+				n := inside.Add(1)
+				defer inside.Add(-1)
+				for {
+					m := maxInside.Load()
+					if n <= m || maxInside.CompareAndSwap(m, n) {
+						break
+					}
+				}
+				turns.Add(1)
+				// Real writes while holding the Lease, long enough for the other writer to try.
+				for i := range 15 {
+					cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", identity[:5], i)}}
+					if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("writer: %v", err)
+		}
+	}
+	if maxInside.Load() != 1 || turns.Load() != 2 {
+		t.Errorf("writers inside at once: max %d (want 1); turns %d (want 2)", maxInside.Load(), turns.Load())
+	}
+}
