@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -80,7 +81,8 @@ func Template(owner Owner, tmpl policyhubv1.PolicyTemplate, defaultName string, 
 	}
 	spec := map[string]any{}
 	if tmpl.Spec != nil && len(tmpl.Spec.Raw) > 0 {
-		if err := json.Unmarshal(tmpl.Spec.Raw, &spec); err != nil {
+		// apimachinery's decoder keeps integers int64, as objects read from the API have them.
+		if err := utiljson.Unmarshal(tmpl.Spec.Raw, &spec); err != nil {
 			return nil, fmt.Errorf("template spec: %w", err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
@@ -244,5 +245,28 @@ func TestContentHash(t *testing.T) {
 	// The input is never modified.
 	if fp.Spec.Template.Metadata.Labels[policyhubv1.LabelManagedBy] != "someone-else" {
 		t.Errorf("render modified the FleetPolicy's template labels")
+	}
+}
+
+// Integers in a template stay integers (int64), as in objects read from the API, so comparing a
+// render with the live object does not see 3 and 3.0 as different.
+func TestTemplateKeepsIntegers(t *testing.T) {
+	fp := fleetPolicy(t, "p", `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+spec:
+  rules:
+  - name: r
+    validate:
+      pattern: {spec: {replicas: 3}}
+`)
+	obj, err := FleetPolicy("hub-a", fp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, _, _ := unstructured.NestedSlice(obj.Object, "spec", "rules")
+	replicas, _, _ := unstructured.NestedFieldNoCopy(rules[0].(map[string]any), "validate", "pattern", "spec", "replicas")
+	if _, ok := replicas.(int64); !ok {
+		t.Errorf("replicas decoded as %T, want int64", replicas)
 	}
 }

@@ -1,0 +1,113 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/gateway"
+	"github.com/policyhub/policyhub/hub/render"
+	hubsync "github.com/policyhub/policyhub/hub/sync"
+)
+
+const e2eHubID = "e2e-hub"
+
+func newSyncer(t *testing.T) *hubsync.Syncer {
+	t.Helper()
+	s, err := hubsync.NewSyncer(hubsync.Options{HubID: e2eHubID, Lock: lockOptions(e2eHubID + "/test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func gatewayCluster(t *testing.T, name string) hubsync.Cluster {
+	t.Helper()
+	cfg, err := gateway.ClusterConfig(testFleet.Hub.Config, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hubsync.Cluster{Name: name, Config: cfg}
+}
+
+// auditTemplate is a harmless Kyverno ClusterPolicy template: it audits only ConfigMaps carrying
+// the label policyhub.io/e2e=<scope>, so it never gets in another test's way.
+func auditTemplate(scope string) string {
+	return fmt.Sprintf(`
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+spec:
+  background: false
+  rules:
+  - name: configmaps-need-owner
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+          selector:
+            matchLabels:
+              policyhub.io/e2e: %s
+    validate:
+      failureAction: Audit
+      message: "configmaps need an owner label"
+      pattern:
+        metadata:
+          labels:
+            owner: "?*"
+`, scope)
+}
+
+// renderFleetPolicy renders a FleetPolicy named name with the template, as the hub would.
+func renderFleetPolicy(t *testing.T, name, template string, mode *policyhubv1.Mode) (*unstructured.Unstructured, string) {
+	t.Helper()
+	fp := &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	data, err := yaml.YAMLToJSON([]byte(template))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &fp.Spec.Template); err != nil {
+		t.Fatal(err)
+	}
+	obj, err := render.FleetPolicy(e2eHubID, fp, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj, render.Owner{HubID: e2eHubID, Kind: "FleetPolicy", Name: name}.Source()
+}
+
+// liveObject reads obj's live copy directly from a managed cluster (not through the gateway).
+func liveObject(t *testing.T, cluster string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	t.Helper()
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(obj.GroupVersionKind())
+	err := directClient(t, testFleet.Cluster(cluster).Config).Get(testContext(t), types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, live)
+	return live, err
+}
+
+// onlyResult returns the single declaration result of a sync and fails unless its phase is want.
+func onlyResult(t *testing.T, res *hubsync.ClusterResult, want policyhubv1.ClusterPhase) *hubsync.DeclarationResult {
+	t.Helper()
+	if len(res.Declarations) != 1 {
+		t.Fatalf("%d declaration results, want 1", len(res.Declarations))
+	}
+	d := res.Declarations[0]
+	if d.Phase != want {
+		t.Fatalf("%s: phase %s (%s), want %s", res.Cluster, d.Phase, d.Message, want)
+	}
+	return d
+}
+
+// leaseVersion is the resourceVersion of the cluster's sync Lease ("" when there is none).
+func leaseVersion(t *testing.T, cluster string) string {
+	t.Helper()
+	lease, err := gatewayClientset(t, cluster).CoordinationV1().Leases(hubsync.LeaseNamespace).Get(testContext(t), hubsync.LeaseName, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return lease.ResourceVersion
+}
