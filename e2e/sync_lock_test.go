@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,9 +13,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/gateway"
 	hubsync "github.com/policyhub/policyhub/hub/sync"
 )
@@ -65,7 +68,15 @@ func TestSyncLockHeldByAnotherWriter(t *testing.T) {
 			RenewTime:            &now,
 		},
 	}
-	if _, err := direct.CoordinationV1().Leases(hubsync.LeaseNamespace).Create(ctx, held, metav1.CreateOptions{}); err != nil {
+	// Earlier syncs may have left the (released) Lease: take it over as the other writer would.
+	leases := direct.CoordinationV1().Leases(hubsync.LeaseNamespace)
+	if existing, err := leases.Get(ctx, hubsync.LeaseName, metav1.GetOptions{}); err == nil {
+		existing.Spec = held.Spec
+		_, err = leases.Update(ctx, existing, metav1.UpdateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	} else if _, err := leases.Create(ctx, held, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -85,6 +96,23 @@ func TestSyncLockHeldByAnotherWriter(t *testing.T) {
 		t.Fatalf("cluster-2 (Lease free) was not written while cluster-1 was locked: ran=%v err=%v", ran2.Load(), err)
 	}
 
+	// The same at the level of a sync: the declaration is LockHeld in cluster-1, Synced in cluster-2.
+	s := newSyncer(t)
+	obj, source := renderFleetPolicy(t, "e2e-sync-lockheld", auditTemplate("lockheld"), nil)
+	decl := []hubsync.Declaration{{Source: source, Objects: []*unstructured.Unstructured{obj}, Prune: true}}
+	if d := onlyResult(t, s.Sync(ctx, gatewayCluster(t, "cluster-1"), decl), policyhubv1.ClusterPhaseLockHeld); !strings.Contains(d.Message, "other-hub/replica-0") {
+		t.Errorf("LockHeld message %q does not name the holder", d.Message)
+	}
+	onlyResult(t, s.Sync(ctx, gatewayCluster(t, "cluster-2"), decl), policyhubv1.ClusterPhaseSynced)
+	t.Cleanup(func() {
+		for _, c := range []string{"cluster-1", "cluster-2"} {
+			s.Sync(context.Background(), gatewayCluster(t, c), []hubsync.Declaration{{Source: source, Prune: true}})
+		}
+	})
+	if _, err := liveObject(t, "cluster-1", obj); err == nil {
+		t.Errorf("cluster-1 was written while another writer held its Lease")
+	}
+
 	// The other writer releases (an empty holder, as leaderelection writes on release).
 	lease, err := direct.CoordinationV1().Leases(hubsync.LeaseNamespace).Get(ctx, hubsync.LeaseName, metav1.GetOptions{})
 	if err != nil {
@@ -97,6 +125,7 @@ func TestSyncLockHeldByAnotherWriter(t *testing.T) {
 	if err := hubsync.WithLock(ctx, c1, "cluster-1", lockOptions("hub-a/test"), func(context.Context) error { ran1.Store(true); return nil }); err != nil || !ran1.Load() {
 		t.Fatalf("cluster-1 after the release: ran=%v err=%v", ran1.Load(), err)
 	}
+	onlyResult(t, s.Sync(ctx, gatewayCluster(t, "cluster-1"), decl), policyhubv1.ClusterPhaseSynced)
 	after, err := direct.CoordinationV1().Leases(hubsync.LeaseNamespace).Get(ctx, hubsync.LeaseName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,560 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	gosync "sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/plan"
+)
+
+// FieldManager is the server-side apply field manager of everything policyhub writes.
+const FieldManager = "policyhub"
+
+// PolicyKinds are the Kyverno kinds policyhub may have written in a cluster; the served ones are
+// read on every sync so that objects of a kind a declaration no longer renders are still pruned.
+var PolicyKinds = []schema.GroupKind{
+	{Group: "kyverno.io", Kind: "ClusterPolicy"},
+	{Group: "kyverno.io", Kind: "Policy"},
+	{Group: "kyverno.io", Kind: "PolicyException"},
+	{Group: "kyverno.io", Kind: "ClusterCleanupPolicy"},
+	{Group: "kyverno.io", Kind: "CleanupPolicy"},
+	{Group: "policies.kyverno.io", Kind: "ValidatingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "NamespacedValidatingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "MutatingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "NamespacedMutatingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "GeneratingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "NamespacedGeneratingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "ImageValidatingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "NamespacedImageValidatingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "DeletingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "NamespacedDeletingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "PolicyException"},
+}
+
+// Cluster is a managed cluster and the config that reaches it (through the gateway).
+type Cluster struct {
+	Name   string
+	Config *rest.Config
+}
+
+// Declaration is what one declaration wants in one cluster.
+type Declaration struct {
+	// Source identifies the declaration (render.Owner.Source()).
+	Source string
+	// Objects are its rendered objects for this cluster; none means "nothing here" (prune all).
+	Objects []*unstructured.Unstructured
+	// DryRun sends the same requests with dryRun=All: admission runs, nothing persists.
+	DryRun bool
+	// Prune deletes owned objects it no longer renders.
+	Prune bool
+}
+
+// Options configure a Syncer.
+type Options struct {
+	// HubID is the value of the managed-by label: the objects this hub owns.
+	HubID string
+	// Lock configures the cluster sync Lease; Lock.Identity is required.
+	Lock LockOptions
+	// Concurrency bounds the requests in flight to one cluster; zero means 8.
+	Concurrency int
+}
+
+// DeclarationResult is the outcome of one declaration in one cluster.
+type DeclarationResult struct {
+	Source  string
+	Phase   policyhubv1.ClusterPhase
+	Message string
+	Actions policyhubv1.ActionCounts
+	// Plan lists the changes of a dry-run (at most 20, with diffs); PlanTruncated counts the rest.
+	Plan          []policyhubv1.PlannedChange
+	PlanTruncated int32
+}
+
+// ClusterResult is the outcome of one sync of one cluster.
+type ClusterResult struct {
+	Cluster string
+	// Declarations, in the order given.
+	Declarations []*DeclarationResult
+	// Requests counts the requests sent to the cluster; Writes those that persisted something
+	// (mutating and not dry-run), the Lease's included.
+	Requests, Writes int64
+	Duration         time.Duration
+}
+
+// Syncer syncs declarations into managed clusters. It keeps one client per cluster.
+type Syncer struct {
+	opts    Options
+	mu      gosync.Mutex
+	clients map[string]*clusterClients
+}
+
+type clusterClients struct {
+	host      string
+	client    client.Client
+	clientset kubernetes.Interface
+	requests  atomic.Int64
+	writes    atomic.Int64
+}
+
+// NewSyncer returns a Syncer for hub opts.HubID.
+func NewSyncer(opts Options) (*Syncer, error) {
+	if opts.HubID == "" || opts.Lock.Identity == "" {
+		return nil, fmt.Errorf("syncer needs a hub id and a lock identity")
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 8
+	}
+	return &Syncer{opts: opts, clients: map[string]*clusterClients{}}, nil
+}
+
+// Forget drops the cached client of a cluster (e.g. when its credentials or endpoint changed).
+func (s *Syncer) Forget(cluster string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.clients, cluster)
+}
+
+func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cc, ok := s.clients[c.Name]; ok && cc.host == c.Config.Host {
+		return cc, nil
+	}
+	cc := &clusterClients{host: c.Config.Host}
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, cc: cc} })
+	var err error
+	if cc.client, err = client.New(cfg, client.Options{}); err != nil {
+		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
+	}
+	if cc.clientset, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
+	}
+	s.clients[c.Name] = cc
+	return cc, nil
+}
+
+// countingTransport counts the requests sent to a cluster and the writes among them.
+type countingTransport struct {
+	next http.RoundTripper
+	cc   *clusterClients
+}
+
+func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.cc.requests.Add(1)
+	switch req.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		if req.URL.Query().Get("dryRun") == "" {
+			t.cc.writes.Add(1)
+		}
+	}
+	return t.next.RoundTrip(req)
+}
+
+// Sync makes the cluster hold what the declarations want. It reads first and writes only when
+// something differs: a resync with nothing changed sends reads and persists nothing, not even the
+// Lease. Real writes happen under the cluster's sync Lease, after reading again; dry-run
+// declarations send their requests with dryRun=All and need no Lease. A failure is reported per
+// declaration; Sync itself never fails.
+func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration) *ClusterResult {
+	start := time.Now()
+	res := &ClusterResult{Cluster: cluster.Name}
+	for _, d := range decls {
+		res.Declarations = append(res.Declarations, &DeclarationResult{Source: d.Source, Phase: policyhubv1.ClusterPhasePending})
+	}
+	cc, err := s.clientsFor(cluster)
+	if err != nil {
+		res.fail(nil, err)
+		return res
+	}
+	requests0, writes0 := cc.requests.Load(), cc.writes.Load()
+	defer func() {
+		res.Requests, res.Writes = cc.requests.Load()-requests0, cc.writes.Load()-writes0
+		res.Duration = time.Since(start)
+		logSync(ctx, res)
+	}()
+
+	// Capability: a declaration with a kind the cluster does not serve is Unsupported; nothing of it is sent.
+	active := make([]int, 0, len(decls))
+	for i, d := range decls {
+		if missing, err := s.unserved(cc, d.Objects); err != nil {
+			res.fail([]int{i}, fmt.Errorf("cluster %s: discovery: %w", cluster.Name, err))
+		} else if len(missing) > 0 {
+			r := res.Declarations[i]
+			r.Phase = policyhubv1.ClusterPhaseUnsupported
+			r.Message = fmt.Sprintf("cluster %s does not serve %s: install or upgrade Kyverno to a version that serves it; nothing was sent",
+				cluster.Name, strings.Join(missing, ", "))
+		} else {
+			active = append(active, i)
+		}
+	}
+	if len(active) == 0 {
+		return res
+	}
+
+	work, err := s.plan(ctx, cc, decls, active)
+	if err != nil {
+		res.fail(active, fmt.Errorf("cluster %s: read live policies: %w", cluster.Name, err))
+		return res
+	}
+	var dryRun, real []int
+	for _, i := range active {
+		switch {
+		case decls[i].DryRun:
+			dryRun = append(dryRun, i)
+		case work.needsWrite(i):
+			real = append(real, i)
+		default:
+			res.record(i, work, false)
+		}
+	}
+	s.write(ctx, cc, work, dryRun, true)
+	for _, i := range dryRun {
+		res.record(i, work, true)
+	}
+	if len(real) == 0 {
+		return res
+	}
+	err = WithLock(ctx, cc.clientset, cluster.Name, s.opts.Lock, func(ctx context.Context) error {
+		// Read again under the Lease: another writer may have changed the cluster meanwhile.
+		locked, err := s.plan(ctx, cc, decls, real)
+		if err != nil {
+			return fmt.Errorf("cluster %s: read live policies: %w", cluster.Name, err)
+		}
+		s.write(ctx, cc, locked, real, false)
+		work = locked
+		return nil
+	})
+	switch {
+	case IsLockHeld(err):
+		for _, i := range real {
+			r := res.Declarations[i]
+			r.Phase, r.Message = policyhubv1.ClusterPhaseLockHeld, err.Error()
+		}
+	case err != nil:
+		res.fail(real, err)
+	default:
+		for _, i := range real {
+			res.record(i, work, false)
+		}
+	}
+	return res
+}
+
+// unserved lists the kinds of objs the cluster does not serve.
+func (s *Syncer) unserved(cc *clusterClients, objs []*unstructured.Unstructured) ([]string, error) {
+	var missing []string
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, obj := range objs {
+		gvk := obj.GroupVersionKind()
+		if seen[gvk] {
+			continue
+		}
+		seen[gvk] = true
+		if _, err := cc.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			if meta.IsNoMatchError(err) {
+				missing = append(missing, gvk.GroupVersion().String()+" "+gvk.Kind)
+				continue
+			}
+			return nil, err
+		}
+	}
+	sort.Strings(missing)
+	return missing, nil
+}
+
+// change is one object's planned action in a sync.
+type change struct {
+	decl    int
+	action  string // Create, Update, Unchanged, Delete, Conflict
+	desired *unstructured.Unstructured
+	live    *unstructured.Unstructured
+	message string
+	diff    string
+	err     error
+}
+
+type workPlan struct {
+	changes []*change
+}
+
+func (w *workPlan) needsWrite(decl int) bool {
+	for _, c := range w.changes {
+		if c.decl == decl && (c.action == "Create" || c.action == "Update" || c.action == "Delete") {
+			return true
+		}
+	}
+	return false
+}
+
+// plan reads the cluster's policies and plans the declarations of indexes which.
+func (s *Syncer) plan(ctx context.Context, cc *clusterClients, decls []Declaration, which []int) (*workPlan, error) {
+	live, err := s.readLive(ctx, cc, decls, which)
+	if err != nil {
+		return nil, err
+	}
+	liveByKey := map[plan.Key]*unstructured.Unstructured{}
+	for _, obj := range live {
+		liveByKey[plan.KeyOf(obj)] = obj
+	}
+	w := &workPlan{}
+	// Two declarations rendering the same object: the first (by source) keeps it, the other is a Conflict.
+	claimed := map[plan.Key]string{}
+	order := append([]int(nil), which...)
+	sort.Slice(order, func(a, b int) bool { return decls[order[a]].Source < decls[order[b]].Source })
+	for _, i := range order {
+		d := decls[i]
+		p := plan.Make(s.opts.HubID, d.Source, d.Objects, live, d.Prune)
+		for _, obj := range p.Apply {
+			key := plan.KeyOf(obj)
+			if other, taken := claimed[key]; taken {
+				w.changes = append(w.changes, &change{decl: i, action: "Conflict", desired: obj,
+					message: fmt.Sprintf("%s is also rendered by %s, which keeps it; it is left untouched", key, other)})
+				continue
+			}
+			claimed[key] = d.Source
+			c := &change{decl: i, desired: obj, live: liveByKey[key]}
+			switch {
+			case c.live == nil:
+				c.action = "Create"
+			case inSync(obj, c.live):
+				c.action = "Unchanged"
+			default:
+				c.action = "Update"
+			}
+			w.changes = append(w.changes, c)
+		}
+		for _, conflict := range p.Conflicts {
+			w.changes = append(w.changes, &change{decl: i, action: "Conflict", desired: conflict.Desired, live: liveByKey[plan.KeyOf(conflict.Desired)], message: conflict.Reason})
+		}
+		for _, obj := range p.Delete {
+			w.changes = append(w.changes, &change{decl: i, action: "Delete", live: obj})
+		}
+	}
+	return w, nil
+}
+
+// readLive lists, per served policy kind, the objects the declarations may touch: every object of
+// the kinds they render (to find same-named objects policyhub does not own), and this hub's
+// objects of the other kinds (to prune).
+func (s *Syncer) readLive(ctx context.Context, cc *clusterClients, decls []Declaration, which []int) ([]*unstructured.Unstructured, error) {
+	rendered := map[schema.GroupKind]schema.GroupVersionKind{}
+	for _, i := range which {
+		for _, obj := range decls[i].Objects {
+			rendered[obj.GroupVersionKind().GroupKind()] = obj.GroupVersionKind()
+		}
+	}
+	kinds := map[schema.GroupKind]bool{}
+	for gk := range rendered {
+		kinds[gk] = true
+	}
+	for _, gk := range PolicyKinds {
+		if _, ok := kinds[gk]; !ok {
+			kinds[gk] = false
+		}
+	}
+	var live []*unstructured.Unstructured
+	for gk, all := range kinds {
+		mapping, err := cc.client.RESTMapper().RESTMapping(gk)
+		if err != nil {
+			if meta.IsNoMatchError(err) {
+				continue // not served: nothing of this kind can exist
+			}
+			return nil, err
+		}
+		gvk := mapping.GroupVersionKind
+		if want, ok := rendered[gk]; ok {
+			gvk = want
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		var opts []client.ListOption
+		if !all {
+			opts = append(opts, client.MatchingLabels{policyhubv1.LabelManagedBy: s.opts.HubID})
+		}
+		if err := cc.client.List(ctx, list, opts...); err != nil {
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				continue
+			}
+			return nil, fmt.Errorf("list %s: %w", gk, err)
+		}
+		for i := range list.Items {
+			live = append(live, &list.Items[i])
+		}
+	}
+	return live, nil
+}
+
+// write sends the changes of the declarations of indexes which, dryRun=All when dryRun.
+func (s *Syncer) write(ctx context.Context, cc *clusterClients, w *workPlan, which []int, dryRun bool) {
+	selected := map[int]bool{}
+	for _, i := range which {
+		selected[i] = true
+	}
+	sem := make(chan struct{}, s.opts.Concurrency)
+	var wg gosync.WaitGroup
+	for _, c := range w.changes {
+		if !selected[c.decl] {
+			continue
+		}
+		switch c.action {
+		case "Create", "Update", "Delete":
+		default:
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			s.writeOne(ctx, cc, c, dryRun)
+		}()
+	}
+	wg.Wait()
+}
+
+func (s *Syncer) writeOne(ctx context.Context, cc *clusterClients, c *change, dryRun bool) {
+	var opts []client.ApplyOption
+	var deleteOpts []client.DeleteOption
+	if dryRun {
+		opts = append(opts, client.DryRunAll)
+		deleteOpts = append(deleteOpts, client.DryRunAll)
+	}
+	if c.action == "Delete" {
+		// The UID precondition: never delete an object re-created meanwhile by someone else.
+		uid := c.live.GetUID()
+		deleteOpts = append(deleteOpts, client.Preconditions{UID: &uid})
+		c.err = client.IgnoreNotFound(cc.client.Delete(ctx, c.live.DeepCopy(), deleteOpts...))
+		if dryRun && c.err == nil {
+			c.diff = diff(c.live, nil)
+		}
+		return
+	}
+	applied := c.desired.DeepCopy()
+	opts = append(opts, client.FieldOwner(FieldManager), client.ForceOwnership)
+	c.err = cc.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), opts...)
+	if dryRun && c.err == nil {
+		c.diff = diff(c.live, applied)
+	}
+}
+
+// maxPlan is how many changes a dry-run keeps in status per cluster (the API's limit).
+const maxPlan = 20
+
+// record fills declaration i's result from the plan.
+func (r *ClusterResult) record(i int, w *workPlan, dryRun bool) {
+	res := r.Declarations[i]
+	var failures, conflicts []string
+	for _, c := range w.changes {
+		if c.decl != i {
+			continue
+		}
+		obj := c.desired
+		if obj == nil {
+			obj = c.live
+		}
+		entry := policyhubv1.PlannedChange{
+			Action: c.action, APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(),
+			Namespace: obj.GetNamespace(), Name: obj.GetName(), Diff: c.diff, Message: c.message,
+		}
+		switch {
+		case c.err != nil:
+			res.Actions.Failed++
+			entry.Action, entry.Message = "Failed", truncate(c.err.Error(), 1024)
+			failures = append(failures, fmt.Sprintf("%s: %v", plan.KeyOf(obj), c.err))
+		case c.action == "Create":
+			res.Actions.Created++
+		case c.action == "Update":
+			res.Actions.Updated++
+		case c.action == "Delete":
+			res.Actions.Deleted++
+		case c.action == "Unchanged":
+			res.Actions.Unchanged++
+		case c.action == "Conflict":
+			res.Actions.Conflict++
+			conflicts = append(conflicts, c.message)
+		}
+		if dryRun && entry.Action != "Unchanged" {
+			if len(res.Plan) < maxPlan {
+				res.Plan = append(res.Plan, entry)
+			} else {
+				res.PlanTruncated++
+			}
+		}
+	}
+	a := res.Actions
+	counts := fmt.Sprintf("created %d, updated %d, deleted %d, unchanged %d", a.Created, a.Updated, a.Deleted, a.Unchanged)
+	switch {
+	case len(failures) > 0:
+		res.Phase, res.Message = policyhubv1.ClusterPhaseFailed, firstOf(failures)+" ("+counts+")"
+	case len(conflicts) > 0:
+		res.Phase, res.Message = policyhubv1.ClusterPhaseConflict, firstOf(conflicts)
+	case dryRun:
+		res.Phase = policyhubv1.ClusterPhaseDryRun
+		res.Message = fmt.Sprintf("dry-run, nothing was persisted: would create %d, update %d, delete %d; %d unchanged", a.Created, a.Updated, a.Deleted, a.Unchanged)
+	default:
+		res.Phase, res.Message = policyhubv1.ClusterPhaseSynced, counts
+	}
+}
+
+// fail marks the declarations of indexes which (all when nil) Failed with err.
+func (r *ClusterResult) fail(which []int, err error) {
+	if which == nil {
+		for i := range r.Declarations {
+			which = append(which, i)
+		}
+	}
+	for _, i := range which {
+		res := r.Declarations[i]
+		res.Phase, res.Message = policyhubv1.ClusterPhaseFailed, truncate(err.Error(), 2048)
+	}
+}
+
+func firstOf(msgs []string) string {
+	if len(msgs) == 1 {
+		return truncate(msgs[0], 1900)
+	}
+	return truncate(msgs[0], 1900) + fmt.Sprintf(" (and %d more)", len(msgs)-1)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// logSync writes the one log line per cluster sync, with the counts.
+func logSync(ctx context.Context, res *ClusterResult) {
+	var total policyhubv1.ActionCounts
+	phases := map[policyhubv1.ClusterPhase]int{}
+	for _, d := range res.Declarations {
+		total.Created += d.Actions.Created
+		total.Updated += d.Actions.Updated
+		total.Deleted += d.Actions.Deleted
+		total.Failed += d.Actions.Failed
+		total.Unchanged += d.Actions.Unchanged
+		total.Conflict += d.Actions.Conflict
+		phases[d.Phase]++
+	}
+	log.FromContext(ctx).Info(fmt.Sprintf("applied %d, updated %d, removed %d, failed %d, unchanged %d, conflicts %d",
+		total.Created, total.Updated, total.Deleted, total.Failed, total.Unchanged, total.Conflict),
+		"cluster", res.Cluster, "declarations", len(res.Declarations), "phases", phases,
+		"requests", res.Requests, "writes", res.Writes, "duration", res.Duration.Round(time.Millisecond).String())
+}
