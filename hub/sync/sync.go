@@ -95,6 +95,8 @@ type ClusterResult struct {
 	// (mutating and not dry-run), the Lease's included.
 	Requests, Writes int64
 	Duration         time.Duration
+	// Err is set when the cluster could not be read at all (unreachable, refused credentials).
+	Err error
 }
 
 // Syncer syncs declarations into managed clusters. It keeps one client per cluster.
@@ -180,6 +182,7 @@ func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration)
 	}
 	cc, err := s.clientsFor(cluster)
 	if err != nil {
+		res.Err = err
 		res.fail(nil, err)
 		return res
 	}
@@ -194,7 +197,8 @@ func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration)
 	active := make([]int, 0, len(decls))
 	for i, d := range decls {
 		if missing, err := s.unserved(cc, d.Objects); err != nil {
-			res.fail([]int{i}, fmt.Errorf("cluster %s: discovery: %w", cluster.Name, err))
+			res.Err = fmt.Errorf("cluster %s: discovery: %w", cluster.Name, err)
+			res.fail([]int{i}, res.Err)
 		} else if len(missing) > 0 {
 			r := res.Declarations[i]
 			r.Phase = policyhubv1.ClusterPhaseUnsupported
@@ -210,7 +214,8 @@ func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration)
 
 	work, err := s.plan(ctx, cc, decls, active)
 	if err != nil {
-		res.fail(active, fmt.Errorf("cluster %s: read live policies: %w", cluster.Name, err))
+		res.Err = fmt.Errorf("cluster %s: read live policies: %w", cluster.Name, err)
+		res.fail(active, res.Err)
 		return res
 	}
 	var dryRun, real []int

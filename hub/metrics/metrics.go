@@ -1,0 +1,92 @@
+package metrics
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	hubsync "github.com/policyhub/policyhub/hub/sync"
+)
+
+// Sync holds the metrics of syncing declarations into clusters.
+type Sync struct {
+	operations *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	errors     *prometheus.CounterVec
+	reachable  *prometheus.GaugeVec
+}
+
+// NewSync creates the sync metrics and registers them with reg.
+func NewSync(reg prometheus.Registerer) *Sync {
+	m := &Sync{
+		operations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "policyhub_sync_operations_total",
+			Help: "Objects handled by syncs, by cluster and action (created, updated, unchanged, deleted, conflict, failed).",
+		}, []string{"cluster", "action"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "policyhub_sync_duration_seconds",
+			Help:    "Duration of one sync of one cluster.",
+			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+		}, []string{"cluster"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "policyhub_sync_errors_total",
+			Help: "Declarations not synced in a cluster, by reason (failed, conflict, unsupported, lock_held, unreachable).",
+		}, []string{"cluster", "reason"}),
+		reachable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "policyhub_cluster_reachable",
+			Help: "1 when the last sync could read the cluster through the gateway, 0 when it could not.",
+		}, []string{"cluster"}),
+	}
+	reg.MustRegister(m.operations, m.duration, m.errors, m.reachable)
+	return m
+}
+
+// Observe records one cluster sync.
+func (m *Sync) Observe(res *hubsync.ClusterResult) {
+	c := res.Cluster
+	m.duration.WithLabelValues(c).Observe(res.Duration.Seconds())
+	if res.Err != nil {
+		m.reachable.WithLabelValues(c).Set(0)
+		m.errors.WithLabelValues(c, "unreachable").Inc()
+		return
+	}
+	m.reachable.WithLabelValues(c).Set(1)
+	for _, d := range res.Declarations {
+		a := d.Actions
+		for action, n := range map[string]int32{
+			"created": a.Created, "updated": a.Updated, "unchanged": a.Unchanged,
+			"deleted": a.Deleted, "conflict": a.Conflict, "failed": a.Failed,
+		} {
+			if n > 0 {
+				m.operations.WithLabelValues(c, action).Add(float64(n))
+			}
+		}
+		switch d.Phase {
+		case policyhubv1.ClusterPhaseFailed, policyhubv1.ClusterPhaseConflict,
+			policyhubv1.ClusterPhaseUnsupported, policyhubv1.ClusterPhaseLockHeld:
+			m.errors.WithLabelValues(c, reason(d.Phase)).Inc()
+		}
+	}
+}
+
+// ForgetCluster removes a cluster's series (it left the inventory).
+func (m *Sync) ForgetCluster(cluster string) {
+	labels := prometheus.Labels{"cluster": cluster}
+	m.operations.DeletePartialMatch(labels)
+	m.duration.DeletePartialMatch(labels)
+	m.errors.DeletePartialMatch(labels)
+	m.reachable.DeletePartialMatch(labels)
+}
+
+// reason turns a phase into a metric label value: LockHeld → lock_held.
+func reason(p policyhubv1.ClusterPhase) string {
+	var b strings.Builder
+	for i, r := range string(p) {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
+	}
+	return strings.ToLower(b.String())
+}
