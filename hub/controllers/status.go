@@ -1,0 +1,143 @@
+package controllers
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	hubsync "github.com/policyhub/policyhub/hub/sync"
+)
+
+// clusterOutcome is what one reconcile learnt about one cluster.
+type clusterOutcome struct {
+	cluster string
+	result  *hubsync.DeclarationResult
+	// wrote is true when the sync changed something in the cluster.
+	wrote bool
+}
+
+// clusterStatuses merges this reconcile's outcomes into the previous per-cluster statuses.
+// lastSyncTime moves only when the cluster's phase, message or counts changed or the sync wrote,
+// so a resync that changed nothing leaves the status as it was (and nothing is persisted).
+func clusterStatuses(old []policyhubv1.ClusterStatus, outcomes []clusterOutcome, now metav1.Time) []policyhubv1.ClusterStatus {
+	previous := map[string]policyhubv1.ClusterStatus{}
+	for _, s := range old {
+		previous[s.Name] = s
+	}
+	out := make([]policyhubv1.ClusterStatus, 0, len(outcomes))
+	for _, o := range outcomes {
+		prev, had := previous[o.cluster]
+		s := prev
+		s.Name = o.cluster
+		s.Phase = o.result.Phase
+		s.Message = o.result.Message
+		s.Actions = o.result.Actions
+		s.Plan = o.result.Plan
+		s.PlanTruncated = o.result.PlanTruncated
+		if !had || o.wrote || prev.Phase != s.Phase || prev.Message != s.Message || prev.Actions != s.Actions || s.LastSyncTime == nil {
+			t := now
+			s.LastSyncTime = &t
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// summarize totals the clusters' state.
+func summarize(clusters []policyhubv1.ClusterStatus) policyhubv1.StatusSummary {
+	var s policyhubv1.StatusSummary
+	for _, c := range clusters {
+		s.Clusters++
+		switch c.Phase {
+		case policyhubv1.ClusterPhaseSynced, policyhubv1.ClusterPhaseDryRun:
+			s.Synced++
+		case policyhubv1.ClusterPhasePending:
+		default:
+			s.Failed++
+		}
+		if c.Results != nil {
+			s.Results.Pass += c.Results.Pass
+			s.Results.Fail += c.Results.Fail
+			s.Results.Warn += c.Results.Warn
+			s.Results.Error += c.Results.Error
+			s.Results.Skip += c.Results.Skip
+		}
+	}
+	s.Violations = s.Results.Fail + s.Results.Error
+	return s
+}
+
+// readyCondition says, kstatus-style, whether every selected cluster holds the declaration.
+// The reason is the worst cluster phase.
+func readyCondition(clusters []policyhubv1.ClusterStatus, unknown []string, generation int64) metav1.Condition {
+	cond := metav1.Condition{Type: policyhubv1.ConditionReady, ObservedGeneration: generation}
+	worst := ""
+	var problems []string
+	rank := map[policyhubv1.ClusterPhase]int{
+		policyhubv1.ClusterPhaseFailed: 6, policyhubv1.ClusterPhaseConflict: 5, policyhubv1.ClusterPhaseUnsupported: 4,
+		policyhubv1.ClusterPhaseLockHeld: 3, policyhubv1.ClusterPhasePending: 2,
+	}
+	worstRank := 0
+	dryRun := 0
+	for _, c := range clusters {
+		if r := rank[c.Phase]; r > 0 {
+			problems = append(problems, fmt.Sprintf("%s: %s", c.Name, c.Phase))
+			if r > worstRank {
+				worstRank, worst = r, string(c.Phase)
+			}
+		}
+		if c.Phase == policyhubv1.ClusterPhaseDryRun {
+			dryRun++
+		}
+	}
+	for _, name := range unknown {
+		problems = append(problems, name+": unknown cluster")
+	}
+	switch {
+	case len(problems) > 0:
+		cond.Status = metav1.ConditionFalse
+		cond.Reason = worst
+		if cond.Reason == "" {
+			cond.Reason = "UnknownCluster"
+		}
+		cond.Message = truncate("not synced in "+strings.Join(problems, ", "), 1024)
+	case len(clusters) == 0:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "NoClusters", "the placement selects no cluster"
+	case dryRun > 0:
+		cond.Status, cond.Reason = metav1.ConditionTrue, "DryRun"
+		cond.Message = fmt.Sprintf("planned in %d clusters (dry-run), synced in %d", dryRun, len(clusters)-dryRun)
+	default:
+		cond.Status, cond.Reason = metav1.ConditionTrue, "Synced"
+		cond.Message = fmt.Sprintf("synced in %d clusters", len(clusters))
+	}
+	return cond
+}
+
+// setConditions sets Ready, Reconciling and Stalled consistently.
+func setConditions(conds *[]metav1.Condition, ready metav1.Condition, reconciling, stalled *metav1.Condition) {
+	apimeta.SetStatusCondition(conds, ready)
+	for _, c := range []struct {
+		kind string
+		cond *metav1.Condition
+	}{{policyhubv1.ConditionReconciling, reconciling}, {policyhubv1.ConditionStalled, stalled}} {
+		if c.cond == nil {
+			apimeta.RemoveStatusCondition(conds, c.kind)
+			continue
+		}
+		c.cond.Type = c.kind
+		c.cond.ObservedGeneration = ready.ObservedGeneration
+		apimeta.SetStatusCondition(conds, *c.cond)
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

@@ -1,0 +1,76 @@
+package controllers
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	hubsync "github.com/policyhub/policyhub/hub/sync"
+)
+
+func TestClusterStatusesMoveLastSyncTimeOnlyOnChange(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(10 * time.Minute))
+	synced := &hubsync.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, Message: "ok", Actions: policyhubv1.ActionCounts{Unchanged: 1}}
+	first := clusterStatuses(nil, []clusterOutcome{{cluster: "b", result: synced, wrote: true}, {cluster: "a", result: synced}}, t0)
+	if len(first) != 2 || first[0].Name != "a" || !first[0].LastSyncTime.Equal(&t0) {
+		t.Fatalf("first statuses %+v", first)
+	}
+	same := clusterStatuses(first, []clusterOutcome{{cluster: "a", result: synced}, {cluster: "b", result: synced}}, t1)
+	for _, s := range same {
+		if !s.LastSyncTime.Equal(&t0) {
+			t.Errorf("%s: lastSyncTime moved on a resync that changed nothing", s.Name)
+		}
+	}
+	failed := &hubsync.DeclarationResult{Phase: policyhubv1.ClusterPhaseFailed, Message: "boom"}
+	changed := clusterStatuses(first, []clusterOutcome{{cluster: "a", result: failed}, {cluster: "b", result: synced, wrote: true}}, t1)
+	for _, s := range changed {
+		if !s.LastSyncTime.Equal(&t1) {
+			t.Errorf("%s: lastSyncTime did not move after a change", s.Name)
+		}
+	}
+}
+
+func TestReadyCondition(t *testing.T) {
+	tests := []struct {
+		name       string
+		phases     []policyhubv1.ClusterPhase
+		unknown    []string
+		wantStatus metav1.ConditionStatus
+		wantReason string
+	}{
+		{name: "no clusters", wantStatus: metav1.ConditionTrue, wantReason: "NoClusters"},
+		{name: "all synced", phases: []policyhubv1.ClusterPhase{"Synced", "Synced"}, wantStatus: metav1.ConditionTrue, wantReason: "Synced"},
+		{name: "dry-run somewhere", phases: []policyhubv1.ClusterPhase{"Synced", "DryRun"}, wantStatus: metav1.ConditionTrue, wantReason: "DryRun"},
+		{name: "worst phase is the reason", phases: []policyhubv1.ClusterPhase{"LockHeld", "Failed", "Conflict"}, wantStatus: metav1.ConditionFalse, wantReason: "Failed"},
+		{name: "conflict", phases: []policyhubv1.ClusterPhase{"Synced", "Conflict"}, wantStatus: metav1.ConditionFalse, wantReason: "Conflict"},
+		{name: "unknown cluster named", phases: []policyhubv1.ClusterPhase{"Synced"}, unknown: []string{"ghost"}, wantStatus: metav1.ConditionFalse, wantReason: "UnknownCluster"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var clusters []policyhubv1.ClusterStatus
+			for i, p := range tt.phases {
+				clusters = append(clusters, policyhubv1.ClusterStatus{Name: string(rune('a' + i)), Phase: p})
+			}
+			c := readyCondition(clusters, tt.unknown, 3)
+			if c.Status != tt.wantStatus || c.Reason != tt.wantReason || c.ObservedGeneration != 3 {
+				t.Errorf("condition %+v, want status %s reason %s", c, tt.wantStatus, tt.wantReason)
+			}
+		})
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	s := summarize([]policyhubv1.ClusterStatus{
+		{Phase: "Synced", Results: &policyhubv1.ResultCounts{Pass: 3, Fail: 2}},
+		{Phase: "DryRun"},
+		{Phase: "Conflict", Results: &policyhubv1.ResultCounts{Error: 1}},
+		{Phase: "Pending"},
+	})
+	want := policyhubv1.StatusSummary{Clusters: 4, Synced: 2, Failed: 1, Results: policyhubv1.ResultCounts{Pass: 3, Fail: 2, Error: 1}, Violations: 3}
+	if s != want {
+		t.Errorf("summary %+v, want %+v", s, want)
+	}
+}
