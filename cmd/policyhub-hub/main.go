@@ -1,0 +1,174 @@
+// Command policyhub-hub is the hub controller: it syncs FleetPolicies into the managed clusters
+// their placement selects, through cluster-gateway, and reports per-cluster status, Events and
+// metrics.
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/controllers"
+	"github.com/policyhub/policyhub/hub/gateway"
+	"github.com/policyhub/policyhub/hub/metrics"
+	hubsync "github.com/policyhub/policyhub/hub/sync"
+)
+
+type options struct {
+	hubID                   string
+	identity                string
+	gatewayURL              string
+	gatewayCAFile           string
+	secretNamespace         string
+	resyncInterval          time.Duration
+	maxConcurrentClusters   int
+	maxConcurrentReconciles int
+	metricsAddr             string
+	probeAddr               string
+	leaderElect             bool
+	leaderElectionNamespace string
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "policyhub-hub: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var o options
+	fs := flag.CommandLine
+	fs.StringVar(&o.hubID, "hub-id", "policyhub", "This hub's id: the value of the policyhub.io/managed-by label on every object it writes in a managed cluster. Objects with another id are never touched.")
+	fs.StringVar(&o.identity, "identity", "", "This process's identity in the clusters' sync Leases (default: <hub-id>/<hostname>-<random>).")
+	fs.StringVar(&o.gatewayURL, "gateway-url", "", "Reach cluster-gateway directly at this URL (with this process's hub credentials) instead of through the hub's aggregation layer.")
+	fs.StringVar(&o.gatewayCAFile, "gateway-ca-file", "", "CA bundle that verifies --gateway-url (default: the hub's CA).")
+	fs.StringVar(&o.secretNamespace, "gateway-secret-namespace", gateway.DefaultSecretNamespace, "Namespace of cluster-gateway's cluster credential Secrets (their labels are the clusters' labels).")
+	fs.DurationVar(&o.resyncInterval, "resync-interval", 10*time.Minute, "How often every FleetPolicy is synced again, correcting drift in the clusters.")
+	fs.IntVar(&o.maxConcurrentClusters, "max-concurrent-clusters", 8, "Clusters synced at once for one FleetPolicy.")
+	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "FleetPolicies reconciled at once.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader among hub replicas on the hub (a Lease), so one replica reconciles at a time.")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "policyhub-system", "Namespace of the hub's leader election Lease.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: policyhub-hub [flags]\n\nSyncs FleetPolicies into managed clusters through cluster-gateway.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	if errs := validation.IsValidLabelValue(o.hubID); o.hubID == "" || len(errs) > 0 {
+		return fmt.Errorf("--hub-id %q must be a valid label value: %s", o.hubID, strings.Join(errs, "; "))
+	}
+	if o.resyncInterval <= 0 || o.maxConcurrentClusters <= 0 || o.maxConcurrentReconciles <= 0 {
+		return errors.New("--resync-interval, --max-concurrent-clusters and --max-concurrent-reconciles must be positive")
+	}
+	if o.identity == "" {
+		host, _ := os.Hostname()
+		suffix := make([]byte, 4)
+		_, _ = rand.Read(suffix)
+		o.identity = o.hubID + "/" + host + "-" + hex.EncodeToString(suffix)
+	}
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("hub kubeconfig: %w", err)
+	}
+	gatewayCfg, err := gatewayConfig(cfg, o)
+	if err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := policyhubv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	// Only the metadata of the gateway's Secrets, and only in its namespace, is cached.
+	secretMeta := &metav1.PartialObjectMetadata{}
+	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElect,
+		LeaderElectionID:        "policyhub-hub." + o.hubID,
+		LeaderElectionNamespace: o.leaderElectionNamespace,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			secretMeta: {Namespaces: map[string]cache.Config{o.secretNamespace: {}}},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	syncer, err := hubsync.NewSyncer(hubsync.Options{HubID: o.hubID, Lock: hubsync.LockOptions{Identity: o.identity}})
+	if err != nil {
+		return err
+	}
+	reconciler := &controllers.FleetPolicyReconciler{
+		Client:                  mgr.GetClient(),
+		Reader:                  mgr.GetAPIReader(),
+		Gateway:                 gatewayCfg,
+		SecretNamespace:         o.secretNamespace,
+		HubID:                   o.hubID,
+		Syncer:                  syncer,
+		Metrics:                 metrics.NewSync(ctrlmetrics.Registry),
+		Recorder:                mgr.GetEventRecorder("policyhub-hub"),
+		ResyncInterval:          o.resyncInterval,
+		MaxConcurrentClusters:   o.maxConcurrentClusters,
+		MaxConcurrentReconciles: o.maxConcurrentReconciles,
+	}
+	if err := reconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("FleetPolicy controller: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	ctrl.Log.Info("starting policyhub-hub", "hubID", o.hubID, "identity", o.identity, "gateway", gatewayCfg.Host, "secretNamespace", o.secretNamespace)
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// gatewayConfig is the config that reaches cluster-gateway: the hub's own (the gateway is an
+// aggregated API of the hub) or, with --gateway-url, the gateway's URL with the hub credentials.
+func gatewayConfig(hub *rest.Config, o options) (*rest.Config, error) {
+	if o.gatewayURL == "" {
+		return hub, nil
+	}
+	cfg := rest.CopyConfig(hub)
+	cfg.Host = o.gatewayURL
+	if o.gatewayCAFile != "" {
+		ca, err := os.ReadFile(o.gatewayCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--gateway-ca-file: %w", err)
+		}
+		cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile = ca, ""
+	}
+	return cfg, nil
+}
