@@ -5,8 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/policyhub/policyhub/e2e/fleet"
 )
@@ -32,6 +36,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "e2e: start the local fleet: %v\n", err)
 		os.Exit(1)
 	}
+	// The in-process hub controllers of the tests log next to the fleet's processes.
+	hubLog, err := os.Create(filepath.Join(f.LogDir, "policyhub-hub-in-tests.log"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		_ = f.Stop()
+		os.Exit(1)
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(hubLog), zap.UseDevMode(true)))
 	// Printed first, so a test that panics still tells where the processes' logs are.
 	fmt.Printf("e2e: local fleet ready in %s; logs in %s\n", time.Since(start).Round(100*time.Millisecond), f.LogDir)
 	testFleet = f

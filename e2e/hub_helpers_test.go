@@ -1,0 +1,201 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/controllers"
+	"github.com/policyhub/policyhub/hub/metrics"
+	hubsync "github.com/policyhub/policyhub/hub/sync"
+)
+
+// testHub is a hub controller running in the test process against the fleet's hub.
+type testHub struct {
+	registry *prometheus.Registry
+}
+
+// startHub runs the FleetPolicy controller (hub id e2e-hub) until the test ends. Register it
+// before creating FleetPolicies, so their deletion (which needs the running hub to prune and
+// release the finalizer) is cleaned up first.
+func startHub(t *testing.T, resync time.Duration) *testHub {
+	t.Helper()
+	secretMeta := &metav1.PartialObjectMetadata{}
+	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	mgr, err := ctrl.NewManager(testFleet.Hub.Config, ctrl.Options{
+		Scheme:                 testScheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			secretMeta: {Namespaces: map[string]cache.Config{testFleet.SecretNamespace: {}}},
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncer, err := hubsync.NewSyncer(hubsync.Options{HubID: e2eHubID, Lock: lockOptions(e2eHubID + "/" + t.Name())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &testHub{registry: prometheus.NewRegistry()}
+	r := &controllers.FleetPolicyReconciler{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Gateway: testFleet.Hub.Config,
+		SecretNamespace: testFleet.SecretNamespace, HubID: e2eHubID, Syncer: syncer,
+		Metrics: metrics.NewSync(h.registry), Recorder: mgr.GetEventRecorder("policyhub-hub"),
+		ResyncInterval: resync, MaxConcurrentClusters: 4, MaxConcurrentReconciles: 2,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("hub manager: %v", err)
+		}
+	})
+	return h
+}
+
+// createFleetPolicy creates a FleetPolicy from YAML and, when the test ends, deletes it and waits
+// until the hub has pruned it and let it go.
+func createFleetPolicy(t *testing.T, manifest string) *policyhubv1.FleetPolicy {
+	t.Helper()
+	ctx := testContext(t)
+	hub := directClient(t, testFleet.Hub.Config)
+	fp := &policyhubv1.FleetPolicy{}
+	if err := yaml.Unmarshal([]byte(manifest), fp); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Create(ctx, fp); err != nil {
+		t.Fatalf("create FleetPolicy %s: %v", fp.Name, err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if err := hub.Delete(ctx, fp); client.IgnoreNotFound(err) != nil {
+			t.Errorf("delete FleetPolicy %s: %v", fp.Name, err)
+			return
+		}
+		eventually(t, 60*time.Second, 200*time.Millisecond, "FleetPolicy "+fp.Name+" pruned and gone", func() error {
+			err := hub.Get(ctx, client.ObjectKeyFromObject(fp), &policyhubv1.FleetPolicy{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("still there (%v)", err)
+		})
+	})
+	return fp
+}
+
+// fleetPolicyStatus polls the FleetPolicy until check accepts it, and returns it.
+func waitFleetPolicy(t *testing.T, name, what string, check func(*policyhubv1.FleetPolicy) error) *policyhubv1.FleetPolicy {
+	t.Helper()
+	hub := directClient(t, testFleet.Hub.Config)
+	fp := &policyhubv1.FleetPolicy{}
+	eventually(t, 90*time.Second, 200*time.Millisecond, what, func() error {
+		if err := hub.Get(testContext(t), client.ObjectKey{Name: name}, fp); err != nil {
+			return err
+		}
+		if fp.Status.ObservedGeneration != fp.Generation {
+			return fmt.Errorf("status is of generation %d, spec is %d", fp.Status.ObservedGeneration, fp.Generation)
+		}
+		return check(fp)
+	})
+	return fp
+}
+
+// clusterPhases maps cluster → phase from a FleetPolicy's status.
+func clusterPhases(fp *policyhubv1.FleetPolicy) map[string]policyhubv1.ClusterPhase {
+	phases := map[string]policyhubv1.ClusterPhase{}
+	for _, c := range fp.Status.Clusters {
+		phases[c.Name] = c.Phase
+	}
+	return phases
+}
+
+// wantPhases returns a check that the FleetPolicy's clusters have exactly these phases.
+func wantPhases(want map[string]policyhubv1.ClusterPhase) func(*policyhubv1.FleetPolicy) error {
+	return func(fp *policyhubv1.FleetPolicy) error {
+		got := clusterPhases(fp)
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("cluster phases %v, want %v (status %+v)", got, want, fp.Status.Conditions)
+		}
+		return nil
+	}
+}
+
+// indentedSpec is auditTemplate's spec as a YAML flow mapping, to embed in a FleetPolicy manifest.
+func indentedSpec(scope string) string {
+	tmpl := map[string]any{}
+	if err := yaml.Unmarshal([]byte(auditTemplate(scope)), &tmpl); err != nil {
+		panic(err)
+	}
+	out, err := json.Marshal(tmpl["spec"])
+	if err != nil {
+		panic(err)
+	}
+	return string(out)
+}
+
+func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// syncOps reads the hub's policyhub_sync_operations_total for a cluster and action.
+func (h *testHub) syncOps(t *testing.T, cluster, action string) float64 {
+	t.Helper()
+	families, err := h.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "policyhub_sync_operations_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["cluster"] == cluster && labels["action"] == action {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func findCondition(fp *policyhubv1.FleetPolicy, kind string) *metav1.Condition {
+	for i := range fp.Status.Conditions {
+		if fp.Status.Conditions[i].Type == kind {
+			return &fp.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func unmarshalJSON(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+func marshalJSON(v any) []byte {
+	out, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
