@@ -113,11 +113,20 @@ func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 	}
-	if fp.Spec.Suspend {
-		log.FromContext(ctx).V(1).Info("suspended: not syncing")
-		return ctrl.Result{}, nil
-	}
 	orig := fp.DeepCopy()
+	if fp.Spec.Suspend {
+		// Nothing is synced or pruned; the status says so, keeping the clusters' last state.
+		ready := metav1.ConditionTrue
+		if c := meta.FindStatusCondition(fp.Status.Conditions, policyhubv1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
+			ready = c.Status
+		}
+		fp.Status.ObservedGeneration = fp.Generation
+		setConditions(&fp.Status.Conditions, metav1.Condition{
+			Type: policyhubv1.ConditionReady, Status: ready, Reason: "Suspended", ObservedGeneration: fp.Generation,
+			Message: "suspended: not syncing; the policies in the clusters are left as they are",
+		}, nil, nil)
+		return ctrl.Result{}, r.patchStatus(ctx, orig, fp)
+	}
 
 	inv, err := placement.ReadInventory(ctx, r.Reader, r.SecretNamespace)
 	if err != nil {
