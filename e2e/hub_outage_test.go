@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/e2e/fleet"
+)
+
+// useOwnFleet starts a fleet for this test alone (no Kyverno: stopping its apiservers must not
+// disturb the shared fleet's Kyverno) and points the package's helpers at it until the test ends.
+// Tests of this package never run in parallel, so swapping testFleet is safe.
+func useOwnFleet(t *testing.T) *fleet.Fleet {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	own, err := fleet.Start(ctx, fleet.Options{})
+	if err != nil {
+		t.Fatalf("start this test's fleet: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			own.Keep()
+			t.Logf("this test's fleet logs: %s", own.LogDir)
+		}
+		if err := own.Stop(); err != nil {
+			t.Errorf("stop this test's fleet: %v", err)
+		}
+	})
+	shared := testFleet
+	testFleet = own
+	t.Cleanup(func() { testFleet = shared })
+	return own
+}
+
+// A cluster whose apiserver is down is Failed with the reason while the other cluster takes the
+// change; once it is back it catches up without anyone doing anything. Deleting the FleetPolicy
+// while a cluster is down prunes the reachable one, keeps the finalizer and says why; when the
+// cluster returns, it is pruned and the FleetPolicy goes.
+func TestHubSurvivesAnUnreachableCluster(t *testing.T) {
+	own := useOwnFleet(t)
+	startHub(t, 2*time.Second)
+	ctx := testContext(t)
+	hub := directClient(t, own.Hub.Config)
+	fp := createFleetPolicy(t, `
+metadata: {name: e2e-outage}
+spec:
+  placement: {clusters: [cluster-1, cluster-2]}
+  template:
+    apiVersion: kyverno.io/v1
+    kind: ClusterPolicy
+    spec: `+indentedSpec("outage"))
+	both := map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Synced"}
+	waitFleetPolicy(t, fp.Name, "synced in both", wantPhases(both))
+
+	down := own.Cluster("cluster-2")
+	if err := down.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			_ = down.StartAPIServer(context.Background())
+		}
+	})
+	audit := policyhubv1.ModeAudit
+	edit := &policyhubv1.FleetPolicy{}
+	if err := hub.Get(ctx, client.ObjectKeyFromObject(fp), edit); err != nil {
+		t.Fatal(err)
+	}
+	edit.Spec.Mode = &audit
+	if err := hub.Update(ctx, edit); err != nil {
+		t.Fatal(err)
+	}
+	failed := waitFleetPolicy(t, fp.Name, "cluster-2 Failed, cluster-1 Synced", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Failed"}))
+	if msg := failed.Status.Clusters[1].Message; !strings.Contains(msg, "cluster-2") {
+		t.Errorf("cluster-2's message does not say what failed: %q", msg)
+	}
+	if ready := findCondition(failed, policyhubv1.ConditionReady); ready == nil || ready.Status != "False" || ready.Reason != "Failed" {
+		t.Errorf("Ready %+v, want False/Failed", ready)
+	}
+	if got := ruleField(t, "cluster-1", fp.Name, "validate", "failureAction"); got != "Audit" {
+		t.Errorf("cluster-1 did not get the change while cluster-2 was down: failureAction %q", got)
+	}
+
+	if err := down.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	waitFleetPolicy(t, fp.Name, "cluster-2 recovered by itself", wantPhases(both))
+	if got := ruleField(t, "cluster-2", fp.Name, "validate", "failureAction"); got != "Audit" {
+		t.Errorf("cluster-2 did not catch up after its restart: failureAction %q", got)
+	}
+
+	// Deletion with cluster-2 down: the finalizer holds until cluster-2 is pruned too.
+	if err := down.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	restarted = false
+	if err := hub.Delete(ctx, fp); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, 200*time.Millisecond, "deletion held back by the unreachable cluster", func() error {
+		current := &policyhubv1.FleetPolicy{}
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(fp), current); err != nil {
+			return fmt.Errorf("the FleetPolicy went although cluster-2 was not pruned: %v", err)
+		}
+		ready := findCondition(current, policyhubv1.ConditionReady)
+		if ready == nil || ready.Reason != "PruneFailed" {
+			return fmt.Errorf("Ready %+v, want reason PruneFailed", ready)
+		}
+		for _, c := range current.Status.Clusters {
+			if c.Name == "cluster-2" && strings.Contains(c.Message, "could not prune") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no cluster-2 entry saying it could not be pruned: %+v", current.Status.Clusters)
+	})
+	if got := presence(t, fp.Name); got["cluster-1"] {
+		t.Errorf("cluster-1 was not pruned while cluster-2 was down")
+	}
+	if err := down.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	restarted = true
+	eventually(t, 90*time.Second, 200*time.Millisecond, "the FleetPolicy gone once cluster-2 is pruned", func() error {
+		err := hub.Get(ctx, client.ObjectKeyFromObject(fp), &policyhubv1.FleetPolicy{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+	if got := presence(t, fp.Name); got["cluster-2"] {
+		t.Errorf("cluster-2 still holds the policy after the FleetPolicy went")
+	}
+}

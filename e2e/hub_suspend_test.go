@@ -1,0 +1,64 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// A suspended FleetPolicy is not synced (a change waits in the spec) and not pruned; its status
+// says Suspended. Resuming syncs the change.
+func TestHubSuspendStopsSyncingWithoutPruning(t *testing.T) {
+	startHub(t, 10*time.Minute)
+	fp := createFleetPolicy(t, `
+metadata: {name: e2e-suspend}
+spec:
+  mode: Enforce
+  placement: {clusters: [cluster-1]}
+  template:
+    apiVersion: kyverno.io/v1
+    kind: ClusterPolicy
+    spec: `+indentedSpec("suspend"))
+	waitFleetPolicy(t, fp.Name, "synced", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
+
+	hub := directClient(t, testFleet.Hub.Config)
+	update := func(change func(*policyhubv1.FleetPolicy)) {
+		t.Helper()
+		live := &policyhubv1.FleetPolicy{}
+		if err := hub.Get(context.Background(), client.ObjectKeyFromObject(fp), live); err != nil {
+			t.Fatal(err)
+		}
+		change(live)
+		if err := hub.Update(context.Background(), live); err != nil {
+			t.Fatal(err)
+		}
+	}
+	audit := policyhubv1.ModeAudit
+	update(func(fp *policyhubv1.FleetPolicy) {
+		fp.Spec.Suspend = true
+		fp.Spec.Mode = &audit
+		fp.Spec.Placement.Clusters = nil // would prune cluster-1 if not suspended
+	})
+	waitFleetPolicy(t, fp.Name, "suspended", func(fp *policyhubv1.FleetPolicy) error {
+		if c := findCondition(fp, policyhubv1.ConditionReady); c == nil || c.Reason != "Suspended" {
+			return errorf("Ready %+v, want reason Suspended", c)
+		}
+		return nil
+	})
+	if got := ruleField(t, "cluster-1", fp.Name, "validate", "failureAction"); got != "Enforce" {
+		t.Errorf("a suspended FleetPolicy was synced or pruned: failureAction %q", got)
+	}
+
+	update(func(fp *policyhubv1.FleetPolicy) {
+		fp.Spec.Suspend = false
+		fp.Spec.Placement.Clusters = []string{"cluster-1"}
+	})
+	waitFleetPolicy(t, fp.Name, "resumed and synced", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
+	if got := ruleField(t, "cluster-1", fp.Name, "validate", "failureAction"); got != "Audit" {
+		t.Errorf("the change made while suspended was not synced on resume: failureAction %q", got)
+	}
+}
