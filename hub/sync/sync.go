@@ -104,6 +104,10 @@ type Syncer struct {
 	opts    Options
 	mu      gosync.Mutex
 	clients map[string]*clusterClients
+	// writers serializes this process's writers per cluster. The Lease keeps writers of different
+	// identities apart, but goroutines sharing one identity would all count as its holder, and the
+	// first to finish would release the Lease under the others.
+	writers map[string]*gosync.Mutex
 }
 
 type clusterClients struct {
@@ -122,7 +126,7 @@ func NewSyncer(opts Options) (*Syncer, error) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 8
 	}
-	return &Syncer{opts: opts, clients: map[string]*clusterClients{}}, nil
+	return &Syncer{opts: opts, clients: map[string]*clusterClients{}, writers: map[string]*gosync.Mutex{}}, nil
 }
 
 // Forget drops the cached client of a cluster (e.g. when its credentials or endpoint changed).
@@ -150,6 +154,17 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 	}
 	s.clients[c.Name] = cc
 	return cc, nil
+}
+
+func (s *Syncer) writer(cluster string) *gosync.Mutex {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.writers[cluster]
+	if !ok {
+		w = &gosync.Mutex{}
+		s.writers[cluster] = w
+	}
+	return w
 }
 
 // countingTransport counts the requests sent to a cluster and the writes among them.
@@ -236,6 +251,9 @@ func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration)
 	if len(real) == 0 {
 		return res
 	}
+	writer := s.writer(cluster.Name)
+	writer.Lock()
+	defer writer.Unlock()
 	err = WithLock(ctx, cc.clientset, cluster.Name, s.opts.Lock, func(ctx context.Context) error {
 		// Read again under the Lease: another writer may have changed the cluster meanwhile.
 		locked, err := s.plan(ctx, cc, decls, real)
