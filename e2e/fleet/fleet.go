@@ -90,7 +90,9 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
 	}
-	f = &Fleet{Dir: dir, LogDir: filepath.Join(dir, "logs"), SecretNamespace: opts.SecretNamespace, launch: newLauncher()}
+	f = &Fleet{Dir: dir, LogDir: filepath.Join(dir, "logs"), SecretNamespace: opts.SecretNamespace, launch: newLauncher(),
+		// POLICYHUB_KEEP_FLEET=1 keeps every fleet's files and logs, passing tests' too.
+		keep: os.Getenv("POLICYHUB_KEEP_FLEET") != ""}
 	defer func() {
 		if err != nil {
 			f.Keep()

@@ -1,0 +1,165 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	gosync "sync"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	hubsync "github.com/policyhub/policyhub/hub/sync"
+)
+
+// runHubProcess builds cmd/policyhub-hub once per test and runs it against the fleet's hub until
+// the test ends; its output goes to the fleet's log directory.
+func runHubProcess(t *testing.T, binary, identity string) {
+	t.Helper()
+	logFile, err := os.Create(filepath.Join(testFleet.LogDir, "policyhub-hub-"+identity+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary,
+		"--kubeconfig="+testFleet.Hub.Kubeconfig,
+		"--hub-id="+e2eHubID, "--identity="+e2eHubID+"/"+identity,
+		"--gateway-secret-namespace="+testFleet.SecretNamespace,
+		"--leader-elect=false", // two writers on purpose: only the clusters' sync Leases keep them apart
+		"--resync-interval=1s",
+		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		logFile.Close()
+	})
+}
+
+// leaseHolders watches a cluster's sync Lease and collects every holder it sees.
+func leaseHolders(t *testing.T, ctx context.Context, cluster string) func() map[string]bool {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + hubsync.LeaseName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu gosync.Mutex
+	seen := map[string]bool{}
+	go func() {
+		for ev := range w.ResultChan() {
+			if lease, ok := ev.Object.(*coordinationv1.Lease); ok && ev.Type != watch.Deleted {
+				if h := ptr.Deref(lease.Spec.HolderIdentity, ""); h != "" {
+					mu.Lock()
+					seen[h] = true
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return func() map[string]bool {
+		mu.Lock()
+		defer mu.Unlock()
+		out := map[string]bool{}
+		for k := range seen {
+			out[k] = true
+		}
+		return out
+	}
+}
+
+// Two hub processes with different identities (and no leader election between them) sync the
+// same FleetPolicies into the same clusters. Each cluster's sync Lease passes between them (both
+// identities hold it at some point), no process ever finds the Lease taken from under it while it
+// believed it held it (what concurrent writers of one process once caused), every policy ends up
+// synced, with policyhub as its only writer.
+func TestTwoHubProcessesTakeTurnsPerCluster(t *testing.T) {
+	dir := t.TempDir()
+	binary := filepath.Join(dir, "policyhub-hub")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/policyhub-hub")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build policyhub-hub: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	holders1, holders2 := leaseHolders(t, ctx, "cluster-1"), leaseHolders(t, ctx, "cluster-2")
+	runHubProcess(t, binary, "process-a")
+	runHubProcess(t, binary, "process-b")
+
+	const n = 6
+	for i := range n {
+		createFleetPolicy(t, fmt.Sprintf(`
+metadata: {name: e2e-two-hubs-%d}
+spec:
+  placement: {clusters: [cluster-1, cluster-2]}
+  template:
+    apiVersion: kyverno.io/v1
+    kind: ClusterPolicy
+    spec: %s`, i, indentedSpec(fmt.Sprintf("two-hubs-%d", i))))
+	}
+	both := map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Synced"}
+	for i := range n {
+		waitFleetPolicy(t, fmt.Sprintf("e2e-two-hubs-%d", i), "synced in both", wantPhases(both))
+	}
+	want := map[string]bool{e2eHubID + "/process-a": true, e2eHubID + "/process-b": true}
+	eventually(t, 60*time.Second, 200*time.Millisecond, "both processes held each cluster's sync Lease", func() error {
+		h1, h2 := holders1(), holders2()
+		for id := range want {
+			if !h1[id] || !h2[id] {
+				return errorf("holders seen: cluster-1 %v, cluster-2 %v", h1, h2)
+			}
+		}
+		return nil
+	})
+	for _, identity := range []string{"process-a", "process-b"} {
+		logged, err := os.ReadFile(filepath.Join(testFleet.LogDir, "policyhub-hub-"+identity+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(logged), "Failed to release lease") {
+			t.Errorf("%s lost a cluster's sync Lease while it believed it held it (see its log)", identity)
+		}
+	}
+	for i := range n {
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(clusterPolicyGVK)
+		obj.SetName(fmt.Sprintf("e2e-two-hubs-%d", i))
+		for _, c := range []string{"cluster-1", "cluster-2"} {
+			live, err := liveObject(t, c, obj)
+			if err != nil {
+				t.Fatalf("%s: %v", c, err)
+			}
+			for _, mf := range live.GetManagedFields() {
+				if mf.Operation == metav1.ManagedFieldsOperationApply && mf.Manager != hubsync.FieldManager {
+					t.Errorf("%s/%s: applied by %q as well as policyhub", c, obj.GetName(), mf.Manager)
+				}
+			}
+		}
+	}
+}
