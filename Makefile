@@ -12,7 +12,7 @@ export POLICYHUB_TESTBIN
 
 GO_TEST_FLAGS ?= -count=1 -timeout 60m
 
-.PHONY: all build generate manifests verify-generated testbin test unit lint fmt vet leftovers help
+.PHONY: all build generate manifests verify-generated testbin test unit lint fmt vet leftovers bench-sync help
 all: build
 
 help: ## Show the targets.
@@ -52,6 +52,11 @@ fmt:
 
 vet:
 	go vet ./...
+
+BENCH_SYNC_FLAGS ?= -clusters 4 -policies 200 -parallel 8
+
+bench-sync: testbin ## Benchmark: policyhub vs a kubectl loop vs a bare SSA loop on a local fleet (prints a table).
+	go run ./e2e/bench/syncbench $(BENCH_SYNC_FLAGS)
 
 leftovers: ## Fail if a process started by a local fleet is still running.
 	hack/leftovers.sh

@@ -182,3 +182,18 @@ func namespace(name string) *unstructured.Unstructured {
 		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
 	}}
 }
+
+// GatewayKubeconfig writes (once) and returns a kubeconfig that reaches the managed cluster through
+// the gateway, via the hub's aggregation layer, as the hub's admin: what kubectl users of the hub
+// would use.
+func (f *Fleet) GatewayKubeconfig(cluster string) (string, error) {
+	cfg, err := gateway.ClusterConfig(f.Hub.Config, cluster)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(f.Dir, "gateway-"+cluster+".kubeconfig")
+	if err := writeKubeconfig(path, cluster, cfg); err != nil {
+		return "", err
+	}
+	return path, nil
+}

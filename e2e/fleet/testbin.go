@@ -99,3 +99,16 @@ func repoRoot() (string, error) {
 	}
 	return root, nil
 }
+
+// KubectlPath is the kubectl `make testbin` builds, of the fleet's Kubernetes version.
+func KubectlPath() (string, error) {
+	dir, err := TestbinDir()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kube-apiserver-"+KubernetesVersion, "kubectl")
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("%s is missing: run `make testbin`", path)
+	}
+	return path, nil
+}

@@ -1,0 +1,509 @@
+// Command syncbench measures how fast policies reach a fleet and what it costs the clusters, on a
+// local fleet, in one run: policyhub's hub controller against (a) a loop running `kubectl apply`
+// once per policy per cluster (how Fairwinds' policy sync works) and (b) a bare client-go
+// server-side-apply loop with the same parallelism (the ceiling). Then a resync with nothing
+// changed, for each. Requests are counted where they land: each managed kube-apiserver's own
+// apiserver_request_total. It prints a Markdown table; `make bench-sync` runs it.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	gosync "sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/e2e/fleet"
+	"github.com/policyhub/policyhub/hub/controllers"
+	"github.com/policyhub/policyhub/hub/gateway"
+	"github.com/policyhub/policyhub/hub/metrics"
+	hubsync "github.com/policyhub/policyhub/hub/sync"
+)
+
+const hubID = "bench-hub"
+
+type options struct {
+	clusters, policies, parallel int
+	kyverno                      bool
+}
+
+// cost is what a run cost the managed clusters.
+type cost struct {
+	duration         time.Duration
+	requests, writes float64 // all requests; accepted mutating requests that were not dry-run
+	changed          int     // objects whose resourceVersion changed (no-op runs)
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.clusters, "clusters", 4, "managed clusters")
+	flag.IntVar(&o.policies, "policies", 200, "policies (FleetPolicies), each placed in every cluster")
+	flag.IntVar(&o.parallel, "parallel", 8, "requests in flight per cluster for the loops; FleetPolicies reconciled at once for policyhub")
+	flag.BoolVar(&o.kyverno, "kyverno", false, "run real Kyverno in the clusters (its admission of every policy is then part of the cost)")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintf(os.Stderr, "syncbench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	ctx := context.Background()
+	var managed []fleet.ManagedCluster
+	for i := 1; i <= o.clusters; i++ {
+		managed = append(managed, fleet.ManagedCluster{Name: fmt.Sprintf("cluster-%d", i), Labels: map[string]string{"env": "bench"}, Kyverno: o.kyverno})
+	}
+	fmt.Fprintf(os.Stderr, "syncbench: starting a fleet of %d managed clusters...\n", o.clusters)
+	f, err := fleet.Start(ctx, fleet.Options{Managed: managed})
+	if err != nil {
+		return err
+	}
+	defer f.Stop()
+	logFile, err := os.Create(filepath.Join(f.LogDir, "policyhub-hub.log"))
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+	fmt.Fprintf(os.Stderr, "syncbench: fleet ready; logs in %s\n", f.LogDir)
+
+	b := &bench{o: o, f: f}
+	type row struct {
+		name          string
+		apply, noop   cost
+		objectsPerRun int
+	}
+	var rows []row
+	for _, m := range []struct {
+		name string
+		run  func(ctx context.Context, prefix string) (cost, cost, error)
+	}{
+		{"bare client-go SSA loop (ceiling)", b.ssaLoop},
+		{"kubectl apply loop", b.kubectlLoop},
+		{"policyhub", b.policyhub},
+	} {
+		fmt.Fprintf(os.Stderr, "syncbench: %s...\n", m.name)
+		apply, noop, err := m.run(ctx, strings.Fields(m.name)[0])
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.name, err)
+		}
+		rows = append(rows, row{name: m.name, apply: apply, noop: noop, objectsPerRun: o.clusters * o.policies})
+	}
+
+	fmt.Printf("\n%d managed clusters × %d policies = %d objects; parallelism %d; Kyverno %v\n\n", o.clusters, o.policies, o.clusters*o.policies, o.parallel, o.kyverno)
+	fmt.Println("| method | converge | objects/s | requests | mutating requests | no-op resync: time | requests | mutating requests | objects changed |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	for _, r := range rows {
+		fmt.Printf("| %s | %s | %.0f | %.0f | %.0f | %s | %.0f | %.0f | %d |\n", r.name,
+			r.apply.duration.Round(10*time.Millisecond), float64(r.objectsPerRun)/r.apply.duration.Seconds(), r.apply.requests, r.apply.writes,
+			r.noop.duration.Round(10*time.Millisecond), r.noop.requests, r.noop.writes, r.noop.changed)
+	}
+	ceiling, kubectl, hub := rows[0].apply.duration, rows[1].apply.duration, rows[2].apply.duration
+	fmt.Printf("\npolicyhub: %.1f× faster than the kubectl loop; %.0f%% of the SSA loop's throughput; %d objects changed by its no-op resync\n",
+		kubectl.Seconds()/hub.Seconds(), 100*ceiling.Seconds()/hub.Seconds(), rows[2].noop.changed)
+	return nil
+}
+
+type bench struct {
+	o options
+	f *fleet.Fleet
+}
+
+// policy is the i-th benchmark ClusterPolicy named prefix-i.
+func policy(prefix string, i int) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(template(i)), &obj.Object); err != nil {
+		panic(err)
+	}
+	obj.SetName(fmt.Sprintf("%s-%d", prefix, i))
+	obj.SetLabels(map[string]string{"bench": prefix})
+	return obj
+}
+
+func template(i int) string {
+	return fmt.Sprintf(`
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+spec:
+  background: false
+  rules:
+  - name: rule-%d
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+          selector:
+            matchLabels:
+              bench: policy-%d
+    validate:
+      failureAction: Audit
+      message: "configmaps need an owner label"
+      pattern:
+        metadata:
+          labels:
+            owner: "?*"
+`, i, i)
+}
+
+// measure runs fn and returns what it cost the managed clusters.
+func (b *bench) measure(prefix string, fn func() error) (cost, error) {
+	before, err := b.requests()
+	if err != nil {
+		return cost{}, err
+	}
+	versions, err := b.versions(prefix)
+	if err != nil {
+		return cost{}, err
+	}
+	start := time.Now()
+	if err := fn(); err != nil {
+		return cost{}, err
+	}
+	c := cost{duration: time.Since(start)}
+	after, err := b.requests()
+	if err != nil {
+		return cost{}, err
+	}
+	c.requests, c.writes = after[0]-before[0], after[1]-before[1]
+	now, err := b.versions(prefix)
+	if err != nil {
+		return cost{}, err
+	}
+	for k, v := range versions {
+		if now[k] != v {
+			c.changed++
+		}
+	}
+	return c, nil
+}
+
+// requests sums, over the managed apiservers, every request and the accepted mutating ones.
+func (b *bench) requests() ([2]float64, error) {
+	var total [2]float64
+	for _, c := range b.f.Managed {
+		hc, err := rest.HTTPClientFor(c.Config)
+		if err != nil {
+			return total, err
+		}
+		resp, err := hc.Get(c.URL + "/metrics")
+		if err != nil {
+			return total, err
+		}
+		all, writes, err := parseRequests(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return total, err
+		}
+		total[0] += all
+		total[1] += writes
+	}
+	return total, nil
+}
+
+func parseRequests(r io.Reader) (all, writes float64, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		end := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[end+1:], 64)
+		if err != nil {
+			return 0, 0, err
+		}
+		all += v
+		labels := line[len("apiserver_request_total{"):strings.LastIndexByte(line, '}')]
+		mutating := false
+		for _, verb := range []string{`verb="POST"`, `verb="PUT"`, `verb="PATCH"`, `verb="APPLY"`, `verb="DELETE"`} {
+			mutating = mutating || strings.Contains(labels, verb)
+		}
+		if mutating && strings.Contains(labels, `dry_run=""`) && strings.Contains(labels, `code="2`) {
+			writes += v
+		}
+	}
+	return all, writes, sc.Err()
+}
+
+// versions maps cluster/name → resourceVersion of the benchmark's objects named prefix-*.
+func (b *bench) versions(prefix string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, c := range b.f.Managed {
+		cl, err := client.New(c.Config, client.Options{})
+		if err != nil {
+			return nil, err
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetAPIVersion("kyverno.io/v1")
+		list.SetKind("ClusterPolicyList")
+		if err := cl.List(context.Background(), list); err != nil {
+			return nil, err
+		}
+		for _, item := range list.Items {
+			if strings.HasPrefix(item.GetName(), prefix+"-") {
+				out[c.Name+"/"+item.GetName()] = item.GetResourceVersion()
+			}
+		}
+	}
+	return out, nil
+}
+
+// perCluster runs work(cluster, i) for every policy i in every cluster, b.o.parallel at a time per cluster.
+func (b *bench) perCluster(work func(cluster string, i int) error) error {
+	errs := make(chan error, len(b.f.Managed))
+	var wg gosync.WaitGroup
+	for _, c := range b.f.Managed {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			next := make(chan int)
+			var inner gosync.WaitGroup
+			var once gosync.Once
+			for range b.o.parallel {
+				inner.Add(1)
+				go func() {
+					defer inner.Done()
+					for i := range next {
+						if err := work(c.Name, i); err != nil {
+							once.Do(func() { errs <- fmt.Errorf("%s: %w", c.Name, err) })
+						}
+					}
+				}()
+			}
+			for i := range b.o.policies {
+				next <- i
+			}
+			close(next)
+			inner.Wait()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func (b *bench) ssaLoop(ctx context.Context, prefix string) (cost, cost, error) {
+	clients := map[string]client.Client{}
+	for _, c := range b.f.Managed {
+		cfg, err := gateway.ClusterConfig(b.f.Hub.Config, c.Name)
+		if err != nil {
+			return cost{}, cost{}, err
+		}
+		cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling: measure the clusters, not the limiter
+		if clients[c.Name], err = client.New(cfg, client.Options{}); err != nil {
+			return cost{}, cost{}, err
+		}
+	}
+	loop := func() error {
+		return b.perCluster(func(cluster string, i int) error {
+			return clients[cluster].Apply(ctx, client.ApplyConfigurationFromUnstructured(policy(prefix, i)), client.FieldOwner("bench-ssa"), client.ForceOwnership)
+		})
+	}
+	apply, err := b.measure(prefix, loop)
+	if err != nil {
+		return cost{}, cost{}, err
+	}
+	noop, err := b.measure(prefix, loop)
+	return apply, noop, err
+}
+
+func (b *bench) kubectlLoop(ctx context.Context, prefix string) (cost, cost, error) {
+	kubectl, err := fleet.KubectlPath()
+	if err != nil {
+		return cost{}, cost{}, err
+	}
+	dir, err := os.MkdirTemp(b.f.Dir, "kubectl-")
+	if err != nil {
+		return cost{}, cost{}, err
+	}
+	kubeconfigs := map[string]string{}
+	for _, c := range b.f.Managed {
+		if kubeconfigs[c.Name], err = b.f.GatewayKubeconfig(c.Name); err != nil {
+			return cost{}, cost{}, err
+		}
+	}
+	for i := range b.o.policies {
+		data, err := yaml.Marshal(policy(prefix, i).Object)
+		if err != nil {
+			return cost{}, cost{}, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.yaml", i)), data, 0o644); err != nil {
+			return cost{}, cost{}, err
+		}
+	}
+	loop := func() error {
+		return b.perCluster(func(cluster string, i int) error {
+			cmd := exec.CommandContext(ctx, kubectl, "apply", "-f", filepath.Join(dir, fmt.Sprintf("%d.yaml", i)), "--kubeconfig", kubeconfigs[cluster])
+			cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(dir, "cache"))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("kubectl apply: %v: %s", err, out)
+			}
+			return nil
+		})
+	}
+	apply, err := b.measure(prefix, loop)
+	if err != nil {
+		return cost{}, cost{}, err
+	}
+	noop, err := b.measure(prefix, loop)
+	return apply, noop, err
+}
+
+func (b *bench) policyhub(ctx context.Context, prefix string) (cost, cost, error) {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(policyhubv1.AddToScheme(scheme))
+	secretMeta := &metav1.PartialObjectMetadata{}
+	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	hubCfg := rest.CopyConfig(b.f.Hub.Config)
+	hubCfg.QPS, hubCfg.Burst = -1, 0
+	mgr, err := ctrl.NewManager(hubCfg, ctrl.Options{
+		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:      cache.Options{ByObject: map[client.Object]cache.ByObject{secretMeta: {Namespaces: map[string]cache.Config{b.f.SecretNamespace: {}}}}},
+	})
+	if err != nil {
+		return cost{}, cost{}, err
+	}
+	syncer, err := hubsync.NewSyncer(hubsync.Options{HubID: hubID, Lock: hubsync.LockOptions{Identity: hubID + "/bench"}, Concurrency: b.o.parallel})
+	if err != nil {
+		return cost{}, cost{}, err
+	}
+	registry := prometheus.NewRegistry()
+	r := &controllers.FleetPolicyReconciler{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Gateway: hubCfg, SecretNamespace: b.f.SecretNamespace,
+		HubID: hubID, Syncer: syncer, Metrics: metrics.NewSync(registry), Recorder: mgr.GetEventRecorder("policyhub-hub"),
+		ResyncInterval: time.Hour, MaxConcurrentClusters: b.o.clusters, MaxConcurrentReconciles: b.o.parallel,
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return cost{}, cost{}, err
+	}
+	mgrCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() { _ = mgr.Start(mgrCtx) }()
+	hub, err := client.New(hubCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return cost{}, cost{}, err
+	}
+
+	var names []string
+	apply, err := b.measure(prefix, func() error {
+		for i := range b.o.policies {
+			fp := &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, i)}}
+			fp.Spec.Placement.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "bench"}}
+			if err := yaml.Unmarshal([]byte(template(i)), &fp.Spec.Template); err != nil {
+				return err
+			}
+			if err := hub.Create(ctx, fp); err != nil {
+				return err
+			}
+			names = append(names, fp.Name)
+		}
+		return b.waitSynced(ctx, hub, names)
+	})
+	if err != nil {
+		return cost{}, cost{}, err
+	}
+	// A resync of every FleetPolicy with nothing changed: touch an annotation (it triggers a
+	// reconcile, as the resync timer would) and wait until each reconcile has run.
+	noop, err := b.measure(prefix, func() error {
+		start := unchangedCount(registry)
+		for _, name := range names {
+			fp := &policyhubv1.FleetPolicy{}
+			if err := hub.Get(ctx, client.ObjectKey{Name: name}, fp); err != nil {
+				return err
+			}
+			patch := client.MergeFrom(fp.DeepCopy())
+			fp.SetAnnotations(map[string]string{"bench/resync": "1"})
+			if err := hub.Patch(ctx, fp, patch); err != nil {
+				return err
+			}
+		}
+		return b.waitUnchanged(registry, start+float64(len(names)*b.o.clusters))
+	})
+	return apply, noop, err
+}
+
+// waitSynced polls until every FleetPolicy is Synced in every cluster.
+func (b *bench) waitSynced(ctx context.Context, hub client.Client, names []string) error {
+	deadline := time.Now().Add(30 * time.Minute)
+	for time.Now().Before(deadline) {
+		list := &policyhubv1.FleetPolicyList{}
+		if err := hub.List(ctx, list); err != nil {
+			return err
+		}
+		done := 0
+		for _, fp := range list.Items {
+			synced := 0
+			for _, c := range fp.Status.Clusters {
+				if c.Phase == policyhubv1.ClusterPhaseSynced {
+					synced++
+				}
+			}
+			if synced == b.o.clusters && fp.Status.ObservedGeneration == fp.Generation {
+				done++
+			}
+		}
+		if done >= len(names) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("not converged within 30 minutes")
+}
+
+// unchangedCount is the hub's count of objects a sync found unchanged, over all clusters.
+func unchangedCount(registry *prometheus.Registry) float64 {
+	families, _ := registry.Gather()
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() == "policyhub_sync_operations_total" {
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "action" && l.GetValue() == "unchanged" {
+						total += m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+	}
+	return total
+}
+
+// waitUnchanged polls the hub's metrics until its unchanged count reaches n.
+func (b *bench) waitUnchanged(registry *prometheus.Registry, n float64) error {
+	deadline := time.Now().Add(30 * time.Minute)
+	for unchangedCount(registry) < n {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no-op resync did not finish: %v of %v", unchangedCount(registry), n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}
+
