@@ -29,6 +29,9 @@ type LockOptions struct {
 	// AcquireTimeout is how long to try for a Lease another writer holds before giving up with a
 	// LockHeldError; zero means 2 × RetryPeriod.
 	AcquireTimeout time.Duration
+
+	// namespaceExists skips ensuring the Lease's namespace (the Syncer knows it from before).
+	namespaceExists bool
 }
 
 func (o LockOptions) withDefaults() LockOptions {
@@ -71,9 +74,11 @@ func WithLock(ctx context.Context, cs kubernetes.Interface, cluster string, opts
 	if opts.Identity == "" {
 		return fmt.Errorf("cluster %s: sync Lease needs an identity", cluster)
 	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: LeaseNamespace}}
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("cluster %s: create namespace %s for the sync Lease: %w", cluster, LeaseNamespace, err)
+	if !opts.namespaceExists {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: LeaseNamespace}}
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("cluster %s: create namespace %s for the sync Lease: %w", cluster, LeaseNamespace, err)
+		}
 	}
 
 	runCtx, stop := context.WithCancel(ctx)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -95,6 +96,9 @@ type ClusterResult struct {
 	// (mutating and not dry-run), the Lease's included.
 	Requests, Writes int64
 	Duration         time.Duration
+	// ReadTime, LockTime and WriteTime split Duration: reading the cluster, waiting for and
+	// taking its Lease, writing (dry-runs included).
+	ReadTime, LockTime, WriteTime time.Duration
 	// Err is set when the cluster could not be read at all (unreachable, refused credentials).
 	Err error
 }
@@ -111,9 +115,16 @@ type Syncer struct {
 }
 
 type clusterClients struct {
-	host      string
-	client    client.Client
-	clientset kubernetes.Interface
+	// leaseNamespace is true once the Lease's namespace is known to exist.
+	leaseNamespace atomic.Bool
+	host           string
+	client         client.Client
+	clientset      kubernetes.Interface
+	// cache watches the cluster's policy kinds, so planning costs no request once warm. It may lag
+	// the cluster slightly: it decides only whether to write; what is written is decided from a
+	// fresh read under the Lease.
+	cache     cache.Cache
+	stopCache context.CancelFunc
 	requests  atomic.Int64
 	writes    atomic.Int64
 }
@@ -129,18 +140,34 @@ func NewSyncer(opts Options) (*Syncer, error) {
 	return &Syncer{opts: opts, clients: map[string]*clusterClients{}, writers: map[string]*gosync.Mutex{}}, nil
 }
 
-// Forget drops the cached client of a cluster (e.g. when its credentials or endpoint changed).
+// Forget drops the client and watch cache of a cluster (it left the fleet, or its endpoint changed).
 func (s *Syncer) Forget(cluster string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.clients, cluster)
+	if cc, ok := s.clients[cluster]; ok {
+		cc.stopCache()
+		delete(s.clients, cluster)
+	}
+}
+
+// Close stops every cluster's watch cache.
+func (s *Syncer) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, cc := range s.clients {
+		cc.stopCache()
+		delete(s.clients, name)
+	}
 }
 
 func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cc, ok := s.clients[c.Name]; ok && cc.host == c.Config.Host {
-		return cc, nil
+	if cc, ok := s.clients[c.Name]; ok {
+		if cc.host == c.Config.Host {
+			return cc, nil
+		}
+		cc.stopCache()
 	}
 	cc := &clusterClients{host: c.Config.Host}
 	cfg := rest.CopyConfig(c.Config)
@@ -152,8 +179,25 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 	if cc.clientset, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
 	}
+	if cc.cache, err = cache.New(cfg, cache.Options{Mapper: cc.client.RESTMapper()}); err != nil {
+		return nil, fmt.Errorf("watch cache for cluster %s: %w", c.Name, err)
+	}
+	cacheCtx, stop := context.WithCancel(context.Background())
+	cc.stopCache = stop
+	go func() { _ = cc.cache.Start(cacheCtx) }()
 	s.clients[c.Name] = cc
 	return cc, nil
+}
+
+// withLock runs work under the cluster's sync Lease (see WithLock).
+func (s *Syncer) withLock(ctx context.Context, cc *clusterClients, cluster string, work func(context.Context) error) error {
+	opts := s.opts.Lock
+	opts.namespaceExists = cc.leaseNamespace.Load()
+	err := WithLock(ctx, cc.clientset, cluster, opts, work)
+	if err == nil || IsLockHeld(err) {
+		cc.leaseNamespace.Store(true)
+	}
+	return err
 }
 
 func (s *Syncer) writer(cluster string) *gosync.Mutex {
@@ -227,7 +271,15 @@ func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration)
 		return res
 	}
 
-	work, err := s.plan(ctx, cc, decls, active)
+	readStart := time.Now()
+	// One cheap request tells a dead cluster apart from a cache that has not noticed yet.
+	if _, err := cc.clientset.Discovery().ServerVersion(); err != nil {
+		res.Err = fmt.Errorf("cluster %s: unreachable: %w", cluster.Name, err)
+		res.fail(active, res.Err)
+		return res
+	}
+	work, err := s.plan(ctx, cc, decls, active, nil, nil, true)
+	res.ReadTime += time.Since(readStart)
 	if err != nil {
 		res.Err = fmt.Errorf("cluster %s: read live policies: %w", cluster.Name, err)
 		res.fail(active, res.Err)
@@ -244,23 +296,32 @@ func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration)
 			res.record(i, work, false)
 		}
 	}
+	writeStart := time.Now()
 	s.write(ctx, cc, work, dryRun, true)
+	res.WriteTime += time.Since(writeStart)
 	for _, i := range dryRun {
 		res.record(i, work, true)
 	}
 	if len(real) == 0 {
 		return res
 	}
+	lockStart := time.Now()
 	writer := s.writer(cluster.Name)
 	writer.Lock()
 	defer writer.Unlock()
-	err = WithLock(ctx, cc.clientset, cluster.Name, s.opts.Lock, func(ctx context.Context) error {
-		// Read again under the Lease: another writer may have changed the cluster meanwhile.
-		locked, err := s.plan(ctx, cc, decls, real)
+	err = s.withLock(ctx, cc, cluster.Name, func(ctx context.Context) error {
+		res.LockTime += time.Since(lockStart)
+		// Read again under the Lease the kinds about to be written: another writer may have
+		// changed them meanwhile. The other kinds' reads stand.
+		readStart := time.Now()
+		locked, err := s.plan(ctx, cc, decls, real, work.kindsWritten(real), work.live, false)
+		res.ReadTime += time.Since(readStart)
 		if err != nil {
 			return fmt.Errorf("cluster %s: read live policies: %w", cluster.Name, err)
 		}
+		writeStart := time.Now()
 		s.write(ctx, cc, locked, real, false)
+		res.WriteTime += time.Since(writeStart)
 		work = locked
 		return nil
 	})
@@ -315,6 +376,29 @@ type change struct {
 
 type workPlan struct {
 	changes []*change
+	// live is what the plan was made from, by kind.
+	live map[schema.GroupKind][]*unstructured.Unstructured
+}
+
+// kindsWritten are the kinds the declarations of indexes which would create, update, delete or
+// find in conflict.
+func (w *workPlan) kindsWritten(which []int) map[schema.GroupKind]bool {
+	selected := map[int]bool{}
+	for _, i := range which {
+		selected[i] = true
+	}
+	kinds := map[schema.GroupKind]bool{}
+	for _, c := range w.changes {
+		if !selected[c.decl] || c.action == "Unchanged" {
+			continue
+		}
+		obj := c.desired
+		if obj == nil {
+			obj = c.live
+		}
+		kinds[obj.GroupVersionKind().GroupKind()] = true
+	}
+	return kinds
 }
 
 func (w *workPlan) needsWrite(decl int) bool {
@@ -326,17 +410,28 @@ func (w *workPlan) needsWrite(decl int) bool {
 	return false
 }
 
-// plan reads the cluster's policies and plans the declarations of indexes which.
-func (s *Syncer) plan(ctx context.Context, cc *clusterClients, decls []Declaration, which []int) (*workPlan, error) {
-	live, err := s.readLive(ctx, cc, decls, which)
+// plan reads the cluster's policies (from the watch cache when cached) and plans the declarations
+// of indexes which. With only set, just those kinds are read again and the others are taken from
+// previous.
+func (s *Syncer) plan(ctx context.Context, cc *clusterClients, decls []Declaration, which []int, only map[schema.GroupKind]bool, previous map[schema.GroupKind][]*unstructured.Unstructured, cached bool) (*workPlan, error) {
+	byKind, err := s.readLive(ctx, cc, decls, which, only, cached)
 	if err != nil {
 		return nil, err
+	}
+	for gk, objs := range previous {
+		if _, reread := byKind[gk]; !reread && !only[gk] {
+			byKind[gk] = objs
+		}
+	}
+	var live []*unstructured.Unstructured
+	for _, objs := range byKind {
+		live = append(live, objs...)
 	}
 	liveByKey := map[plan.Key]*unstructured.Unstructured{}
 	for _, obj := range live {
 		liveByKey[plan.KeyOf(obj)] = obj
 	}
-	w := &workPlan{}
+	w := &workPlan{live: byKind}
 	// Two declarations rendering the same object: the first (by source) keeps it, the other is a Conflict.
 	claimed := map[plan.Key]string{}
 	order := append([]int(nil), which...)
@@ -375,15 +470,16 @@ func (s *Syncer) plan(ctx context.Context, cc *clusterClients, decls []Declarati
 
 // readLive lists, per served policy kind, the objects the declarations may touch: every object of
 // the kinds they render (to find same-named objects policyhub does not own), and this hub's
-// objects of the other kinds (to prune).
-func (s *Syncer) readLive(ctx context.Context, cc *clusterClients, decls []Declaration, which []int) ([]*unstructured.Unstructured, error) {
+// objects of the other kinds (to prune). With only set, just those kinds are listed. The lists
+// run in parallel.
+func (s *Syncer) readLive(ctx context.Context, cc *clusterClients, decls []Declaration, which []int, only map[schema.GroupKind]bool, cached bool) (map[schema.GroupKind][]*unstructured.Unstructured, error) {
 	rendered := map[schema.GroupKind]schema.GroupVersionKind{}
 	for _, i := range which {
 		for _, obj := range decls[i].Objects {
 			rendered[obj.GroupVersionKind().GroupKind()] = obj.GroupVersionKind()
 		}
 	}
-	kinds := map[schema.GroupKind]bool{}
+	kinds := map[schema.GroupKind]bool{} // kind → list every object (not only ours)
 	for gk := range rendered {
 		kinds[gk] = true
 	}
@@ -392,36 +488,80 @@ func (s *Syncer) readLive(ctx context.Context, cc *clusterClients, decls []Decla
 			kinds[gk] = false
 		}
 	}
-	var live []*unstructured.Unstructured
+	var (
+		mu    gosync.Mutex
+		wg    gosync.WaitGroup
+		first error
+		out   = map[schema.GroupKind][]*unstructured.Unstructured{}
+		sem   = make(chan struct{}, s.opts.Concurrency)
+	)
 	for gk, all := range kinds {
-		mapping, err := cc.client.RESTMapper().RESTMapping(gk)
-		if err != nil {
-			if meta.IsNoMatchError(err) {
-				continue // not served: nothing of this kind can exist
+		if only != nil && !only[gk] {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Cached reads cost no request (the first one fills the kind's cache, and all kinds
+			// fill at once); direct lists are bounded like any request.
+			if !cached {
+				sem <- struct{}{}
+				defer func() { <-sem }()
 			}
-			return nil, err
-		}
-		gvk := mapping.GroupVersionKind
-		if want, ok := rendered[gk]; ok {
-			gvk = want
-		}
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		var opts []client.ListOption
-		if !all {
-			opts = append(opts, client.MatchingLabels{policyhubv1.LabelManagedBy: s.opts.HubID})
-		}
-		if err := cc.client.List(ctx, list, opts...); err != nil {
-			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-				continue
+			objs, err := s.listKind(ctx, cc, gk, rendered, all, cached)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && first == nil {
+				first = err
 			}
-			return nil, fmt.Errorf("list %s: %w", gk, err)
-		}
-		for i := range list.Items {
-			live = append(live, &list.Items[i])
-		}
+			if objs != nil {
+				out[gk] = objs
+			}
+		}()
 	}
-	return live, nil
+	wg.Wait()
+	return out, first
+}
+
+// listKind lists one kind; nil without error when the cluster does not serve it.
+func (s *Syncer) listKind(ctx context.Context, cc *clusterClients, gk schema.GroupKind, rendered map[schema.GroupKind]schema.GroupVersionKind, all, cached bool) ([]*unstructured.Unstructured, error) {
+	mapping, err := cc.client.RESTMapper().RESTMapping(gk)
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil // not served: nothing of this kind can exist
+		}
+		return nil, err
+	}
+	gvk := mapping.GroupVersionKind
+	if want, ok := rendered[gk]; ok {
+		gvk = want
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	var opts []client.ListOption
+	if !all {
+		opts = append(opts, client.MatchingLabels{policyhubv1.LabelManagedBy: s.opts.HubID})
+	}
+	var reader client.Reader = cc.client
+	if cached {
+		reader = cc.cache
+		// The first read of a kind waits for its cache to fill; a cluster that stops answering
+		// meanwhile must not hold the sync up for long.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
+	if err := reader.List(ctx, list, opts...); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list %s: %w", gk, err)
+	}
+	objs := make([]*unstructured.Unstructured, 0, len(list.Items))
+	for i := range list.Items {
+		objs = append(objs, &list.Items[i])
+	}
+	return objs, nil
 }
 
 // write sends the changes of the declarations of indexes which, dryRun=All when dryRun.
@@ -579,5 +719,7 @@ func logSync(ctx context.Context, res *ClusterResult) {
 	log.FromContext(ctx).Info(fmt.Sprintf("applied %d, updated %d, removed %d, failed %d, unchanged %d, conflicts %d",
 		total.Created, total.Updated, total.Deleted, total.Failed, total.Unchanged, total.Conflict),
 		"cluster", res.Cluster, "declarations", len(res.Declarations), "phases", phases,
-		"requests", res.Requests, "writes", res.Writes, "duration", res.Duration.Round(time.Millisecond).String())
+		"requests", res.Requests, "writes", res.Writes, "duration", res.Duration.Round(time.Millisecond).String(),
+		"read", res.ReadTime.Round(time.Millisecond).String(), "lock", res.LockTime.Round(time.Millisecond).String(),
+		"write", res.WriteTime.Round(time.Millisecond).String())
 }
