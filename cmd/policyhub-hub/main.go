@@ -47,6 +47,9 @@ type options struct {
 	probeAddr               string
 	leaderElect             bool
 	leaderElectionNamespace string
+	retryMaxDelay           time.Duration
+	qps                     float64
+	burst                   int
 }
 
 func main() {
@@ -66,7 +69,10 @@ func run() error {
 	fs.StringVar(&o.secretNamespace, "gateway-secret-namespace", gateway.DefaultSecretNamespace, "Namespace of cluster-gateway's cluster credential Secrets (their labels are the clusters' labels).")
 	fs.DurationVar(&o.resyncInterval, "resync-interval", 10*time.Minute, "How often every FleetPolicy is synced again, correcting drift in the clusters.")
 	fs.IntVar(&o.maxConcurrentClusters, "max-concurrent-clusters", 8, "Clusters synced at once for one FleetPolicy.")
-	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 4, "FleetPolicies reconciled at once.")
+	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 32, "FleetPolicies reconciled at once. A reconcile mostly waits for its clusters' sync passes, which batch the FleetPolicies waiting for a cluster, so many at once are cheap.")
+	fs.DurationVar(&o.retryMaxDelay, "retry-max-delay", time.Minute, "Longest wait between retries of a FleetPolicy whose clusters fail (the wait starts at 0.5s and doubles): a cluster that comes back is synced within this long.")
+	fs.Float64Var(&o.qps, "kube-api-qps", 100, "Client-side rate limit of requests to the hub, and to each managed cluster.")
+	fs.IntVar(&o.burst, "kube-api-burst", 300, "Client-side burst of requests to the hub, and to each managed cluster.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader among hub replicas on the hub (a Lease), so one replica reconciles at a time.")
@@ -97,6 +103,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("hub kubeconfig: %w", err)
 	}
+	cfg.QPS, cfg.Burst = float32(o.qps), o.burst
 	gatewayCfg, err := gatewayConfig(cfg, o)
 	if err != nil {
 		return err
@@ -129,18 +136,19 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	syncMetrics := metrics.NewSync(ctrlmetrics.Registry)
 	reconciler := &controllers.FleetPolicyReconciler{
 		Client:                  mgr.GetClient(),
 		Reader:                  mgr.GetAPIReader(),
 		Gateway:                 gatewayCfg,
 		SecretNamespace:         o.secretNamespace,
 		HubID:                   o.hubID,
-		Syncer:                  syncer,
-		Metrics:                 metrics.NewSync(ctrlmetrics.Registry),
+		Batcher:                 hubsync.NewBatcher(syncer, 10*time.Millisecond, syncMetrics.Observe),
 		Recorder:                mgr.GetEventRecorder("policyhub-hub"),
 		ResyncInterval:          o.resyncInterval,
 		MaxConcurrentClusters:   o.maxConcurrentClusters,
 		MaxConcurrentReconciles: o.maxConcurrentReconciles,
+		RetryMaxDelay:           o.retryMaxDelay,
 	}
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("FleetPolicy controller: %w", err)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,7 +29,6 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/gateway"
-	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
 	hubsync "github.com/policyhub/policyhub/hub/sync"
@@ -48,15 +48,18 @@ type FleetPolicyReconciler struct {
 	// SecretNamespace is the gateway's credential-secret namespace.
 	SecretNamespace string
 	HubID           string
-	Syncer          *hubsync.Syncer
-	Metrics         *metrics.Sync
-	Recorder        events.EventRecorder
+	// Batcher syncs the clusters, batching the declarations of concurrent reconciles per cluster.
+	Batcher  *hubsync.Batcher
+	Recorder events.EventRecorder
 	// ResyncInterval brings drift back: every FleetPolicy is synced again after it.
 	ResyncInterval time.Duration
 	// MaxConcurrentClusters bounds the clusters synced at once for one FleetPolicy.
 	MaxConcurrentClusters int
 	// MaxConcurrentReconciles bounds the FleetPolicies reconciled at once.
 	MaxConcurrentReconciles int
+	// RetryMaxDelay caps the backoff of a FleetPolicy whose clusters fail (it starts at 0.5s and
+	// doubles): a cluster that comes back is synced within this long. Zero means one minute.
+	RetryMaxDelay time.Duration
 }
 
 // SetupWithManager registers the reconciler: FleetPolicy spec changes, and changes of the
@@ -66,12 +69,19 @@ func (r *FleetPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		_, ok := o.GetLabels()[gateway.CredentialTypeLabel]
 		return ok && o.GetNamespace() == r.SecretNamespace
 	})
+	retryMax := r.RetryMaxDelay
+	if retryMax <= 0 {
+		retryMax = time.Minute
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&policyhubv1.FleetPolicy{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.everyFleetPolicy),
 			builder.OnlyMetadata, builder.WithPredicates(credentials, predicate.Or(predicate.LabelChangedPredicate{}, createOrDelete()))).
 		Named("fleetpolicy").
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1),
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](500*time.Millisecond, retryMax),
+		}).
 		Complete(r)
 }
 
@@ -230,11 +240,8 @@ func (r *FleetPolicyReconciler) syncOne(ctx context.Context, job syncJob) cluste
 	if err != nil {
 		return clusterOutcome{cluster: job.cluster, result: &hubsync.DeclarationResult{Source: job.decl.Source, Phase: policyhubv1.ClusterPhaseFailed, Message: err.Error()}}
 	}
-	res := r.Syncer.Sync(log.IntoContext(ctx, log.FromContext(ctx).WithValues("cluster", job.cluster)), hubsync.Cluster{Name: job.cluster, Config: cfg}, []hubsync.Declaration{job.decl})
-	if r.Metrics != nil {
-		r.Metrics.Observe(res)
-	}
-	return clusterOutcome{cluster: job.cluster, result: res.Declarations[0], wrote: res.Writes > 0}
+	out := r.Batcher.Sync(log.IntoContext(ctx, log.FromContext(ctx).WithValues("cluster", job.cluster)), hubsync.Cluster{Name: job.cluster, Config: cfg}, job.decl)
+	return clusterOutcome{cluster: job.cluster, result: out.Result, wrote: out.Wrote}
 }
 
 // finalize prunes the FleetPolicy's policies from every cluster it was synced to, then lets it go.
