@@ -56,9 +56,11 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 	h := &testHub{registry: prometheus.NewRegistry()}
 	r := &controllers.FleetPolicyReconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Gateway: testFleet.Hub.Config,
-		SecretNamespace: testFleet.SecretNamespace, HubID: e2eHubID, Syncer: syncer,
-		Metrics: metrics.NewSync(h.registry), Recorder: mgr.GetEventRecorder("policyhub-hub"),
-		ResyncInterval: resync, MaxConcurrentClusters: 4, MaxConcurrentReconciles: 2,
+		SecretNamespace: testFleet.SecretNamespace, HubID: e2eHubID,
+		Batcher:        hubsync.NewBatcher(syncer, 10*time.Millisecond, metrics.NewSync(h.registry).Observe),
+		Recorder:       mgr.GetEventRecorder("policyhub-hub"),
+		ResyncInterval: resync, MaxConcurrentClusters: 4, MaxConcurrentReconciles: 8,
+		RetryMaxDelay: 2 * time.Second, // outages in tests last seconds
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)

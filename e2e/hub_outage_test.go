@@ -70,12 +70,13 @@ spec:
 			_ = down.StartAPIServer(context.Background())
 		}
 	})
-	audit := policyhubv1.ModeAudit
+	// A real change: the template's rule audits; the override enforces.
+	enforce := policyhubv1.ModeEnforce
 	edit := &policyhubv1.FleetPolicy{}
 	if err := hub.Get(ctx, client.ObjectKeyFromObject(fp), edit); err != nil {
 		t.Fatal(err)
 	}
-	edit.Spec.Mode = &audit
+	edit.Spec.Mode = &enforce
 	if err := hub.Update(ctx, edit); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ spec:
 	if ready := findCondition(failed, policyhubv1.ConditionReady); ready == nil || ready.Status != "False" || ready.Reason != "Failed" {
 		t.Errorf("Ready %+v, want False/Failed", ready)
 	}
-	if got := ruleField(t, "cluster-1", fp.Name, "validate", "failureAction"); got != "Audit" {
+	if got := ruleField(t, "cluster-1", fp.Name, "validate", "failureAction"); got != "Enforce" {
 		t.Errorf("cluster-1 did not get the change while cluster-2 was down: failureAction %q", got)
 	}
 
@@ -95,7 +96,7 @@ spec:
 	}
 	restarted = true
 	waitFleetPolicy(t, fp.Name, "cluster-2 recovered by itself", wantPhases(both))
-	if got := ruleField(t, "cluster-2", fp.Name, "validate", "failureAction"); got != "Audit" {
+	if got := ruleField(t, "cluster-2", fp.Name, "validate", "failureAction"); got != "Enforce" {
 		t.Errorf("cluster-2 did not catch up after its restart: failureAction %q", got)
 	}
 

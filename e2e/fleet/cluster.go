@@ -61,9 +61,10 @@ func writeKubeconfig(path, name string, cfg *rest.Config) error {
 }
 
 // StopAPIServer stops the cluster's kube-apiserver (the cluster becomes unreachable); its data
-// stays in etcd and StartAPIServer brings it back on the same port.
+// stays in etcd and StartAPIServer brings it back on the same port. It is an outage, not a
+// maintenance: the apiserver gets 3 s to drain its watches before it is killed.
 func (c *Cluster) StopAPIServer() error {
-	return c.apiserver.stop(15 * time.Second)
+	return c.apiserver.stop(3 * time.Second)
 }
 
 // StartAPIServer starts the cluster's kube-apiserver again after StopAPIServer and waits until it is ready.
