@@ -55,7 +55,7 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 	}
 	h := &testHub{registry: prometheus.NewRegistry()}
 	r := &controllers.FleetPolicyReconciler{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Gateway: testFleet.Hub.Config,
+		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: testFleet.Hub.Config,
 		SecretNamespace: testFleet.SecretNamespace, HubID: e2eHubID,
 		Batcher:        hubsync.NewBatcher(syncer, 10*time.Millisecond, metrics.NewSync(h.registry).Observe),
 		Recorder:       mgr.GetEventRecorder("policyhub-hub"),

@@ -139,7 +139,7 @@ func run() error {
 	syncMetrics := metrics.NewSync(ctrlmetrics.Registry)
 	reconciler := &controllers.FleetPolicyReconciler{
 		Client:                  mgr.GetClient(),
-		Reader:                  mgr.GetAPIReader(),
+		Reader:                  mgr.GetClient(),
 		Gateway:                 gatewayCfg,
 		SecretNamespace:         o.secretNamespace,
 		HubID:                   o.hubID,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	gosync "sync"
 	"time"
 
@@ -41,7 +42,8 @@ const Finalizer = "policyhub.io/prune"
 type FleetPolicyReconciler struct {
 	// Client reads and writes the hub (FleetPolicies and their status).
 	Client client.Client
-	// Reader reads the inventory (gateway Secrets' metadata, OCM objects) without a cache.
+	// Reader reads the inventory (gateway Secrets' metadata, OCM objects); the manager's cached
+	// client serves it from watches.
 	Reader client.Reader
 	// Gateway reaches cluster-gateway: the hub's config (aggregation layer) or the gateway's URL.
 	Gateway *rest.Config
@@ -312,22 +314,26 @@ func (r *FleetPolicyReconciler) patchStatus(ctx context.Context, orig, fp *polic
 	return nil
 }
 
-// emitEvents records an Event for each cluster whose phase changed or that was written to.
+// emitEvents records the clusters whose phase changed or that were written to: a Warning per
+// cluster in trouble, and one Normal Event for all the clusters that synced.
 func (r *FleetPolicyReconciler) emitEvents(fp *policyhubv1.FleetPolicy, before []policyhubv1.ClusterStatus, outcomes []clusterOutcome) {
 	prev := map[string]policyhubv1.ClusterPhase{}
 	for _, s := range before {
 		prev[s.Name] = s.Phase
 	}
+	var synced []string
 	for _, o := range outcomes {
 		if prev[o.cluster] == o.result.Phase && !o.wrote {
 			continue
 		}
-		kind := corev1.EventTypeNormal
 		switch o.result.Phase {
 		case policyhubv1.ClusterPhaseSynced, policyhubv1.ClusterPhaseDryRun:
+			synced = append(synced, fmt.Sprintf("%s (%s)", o.cluster, o.result.Message))
 		default:
-			kind = corev1.EventTypeWarning
+			r.Recorder.Eventf(fp, nil, corev1.EventTypeWarning, string(o.result.Phase), "Sync", "%s: %s", o.cluster, o.result.Message)
 		}
-		r.Recorder.Eventf(fp, nil, kind, string(o.result.Phase), "Sync", "%s: %s", o.cluster, o.result.Message)
+	}
+	if len(synced) > 0 {
+		r.Recorder.Eventf(fp, nil, corev1.EventTypeNormal, "Synced", "Sync", "%s", truncate(strings.Join(synced, "; "), 1024))
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
@@ -418,6 +419,9 @@ func (s *Syncer) plan(ctx context.Context, cc *clusterClients, decls []Declarati
 	if err != nil {
 		return nil, err
 	}
+	if !cached {
+		upgradeFromPrevious(byKind, previous)
+	}
 	for gk, objs := range previous {
 		if _, reread := byKind[gk]; !reread && !only[gk] {
 			byKind[gk] = objs
@@ -523,7 +527,25 @@ func (s *Syncer) readLive(ctx context.Context, cc *clusterClients, decls []Decla
 	return out, first
 }
 
-// listKind lists one kind; nil without error when the cluster does not serve it.
+// upgradeFromPrevious replaces metadata-only objects (read under the Lease) with the full objects
+// of the earlier read when they are the same version; an object that changed since stays
+// metadata-only, so it plans as an update (applying is idempotent).
+func upgradeFromPrevious(byKind, previous map[schema.GroupKind][]*unstructured.Unstructured) {
+	for gk, objs := range byKind {
+		full := map[string]*unstructured.Unstructured{}
+		for _, obj := range previous[gk] {
+			full[obj.GetNamespace()+"/"+obj.GetName()] = obj
+		}
+		for i, obj := range objs {
+			if prev, ok := full[obj.GetNamespace()+"/"+obj.GetName()]; ok && prev.GetResourceVersion() == obj.GetResourceVersion() {
+				objs[i] = prev
+			}
+		}
+	}
+}
+
+// listKind lists one kind; nil without error when the cluster does not serve it. A direct read
+// (cached false) lists metadata only: it decides ownership and existence, which metadata carries.
 func (s *Syncer) listKind(ctx context.Context, cc *clusterClients, gk schema.GroupKind, rendered map[schema.GroupKind]schema.GroupVersionKind, all, cached bool) ([]*unstructured.Unstructured, error) {
 	mapping, err := cc.client.RESTMapper().RESTMapping(gk)
 	if err != nil {
@@ -542,16 +564,35 @@ func (s *Syncer) listKind(ctx context.Context, cc *clusterClients, gk schema.Gro
 	if !all {
 		opts = append(opts, client.MatchingLabels{policyhubv1.LabelManagedBy: s.opts.HubID})
 	}
-	var reader client.Reader = cc.client
-	if cached {
-		reader = cc.cache
-		// The first read of a kind waits for its cache to fill; a cluster that stops answering
-		// meanwhile must not hold the sync up for long.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
+	if !cached {
+		metaList := &metav1.PartialObjectMetadataList{}
+		metaList.SetGroupVersionKind(list.GroupVersionKind())
+		if err := cc.client.List(ctx, metaList, opts...); err != nil {
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("list %s: %w", gk, err)
+		}
+		objs := make([]*unstructured.Unstructured, 0, len(metaList.Items))
+		for i := range metaList.Items {
+			m := &metaList.Items[i]
+			obj := &unstructured.Unstructured{}
+			obj.SetGroupVersionKind(gvk)
+			obj.SetNamespace(m.Namespace)
+			obj.SetName(m.Name)
+			obj.SetUID(m.UID)
+			obj.SetResourceVersion(m.ResourceVersion)
+			obj.SetLabels(m.Labels)
+			obj.SetAnnotations(m.Annotations)
+			objs = append(objs, obj)
+		}
+		return objs, nil
 	}
-	if err := reader.List(ctx, list, opts...); err != nil {
+	// The first read of a kind waits for its cache to fill; a cluster that stops answering
+	// meanwhile must not hold the sync up for long.
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := cc.cache.List(ctx, list, opts...); err != nil {
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 			return nil, nil
 		}
