@@ -286,6 +286,25 @@ func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration)
 		res.fail(active, res.Err)
 		return res
 	}
+	// The watch cache may lag (e.g. behind this hub's own last writes): confirm planned writes
+	// with a direct read before taking the Lease, so a resync with nothing to do never writes it.
+	var pending []int
+	for _, i := range active {
+		if !decls[i].DryRun && work.needsWrite(i) {
+			pending = append(pending, i)
+		}
+	}
+	if len(pending) > 0 {
+		readStart := time.Now()
+		confirmed, err := s.plan(ctx, cc, decls, pending, work.kindsWritten(pending), work.live, false)
+		res.ReadTime += time.Since(readStart)
+		if err != nil {
+			res.Err = fmt.Errorf("cluster %s: read live policies: %w", cluster.Name, err)
+			res.fail(pending, res.Err)
+			return res
+		}
+		work.replace(pending, confirmed)
+	}
 	var dryRun, real []int
 	for _, i := range active {
 		switch {
@@ -402,6 +421,25 @@ func (w *workPlan) kindsWritten(which []int) map[schema.GroupKind]bool {
 	return kinds
 }
 
+// replace swaps the changes of the declarations of indexes which for other's (a fresher plan of
+// them) and takes other's reads of the kinds it read.
+func (w *workPlan) replace(which []int, other *workPlan) {
+	selected := map[int]bool{}
+	for _, i := range which {
+		selected[i] = true
+	}
+	kept := w.changes[:0]
+	for _, c := range w.changes {
+		if !selected[c.decl] {
+			kept = append(kept, c)
+		}
+	}
+	w.changes = append(kept, other.changes...)
+	for gk, objs := range other.live {
+		w.live[gk] = objs
+	}
+}
+
 func (w *workPlan) needsWrite(decl int) bool {
 	for _, c := range w.changes {
 		if c.decl == decl && (c.action == "Create" || c.action == "Update" || c.action == "Delete") {
@@ -420,7 +458,9 @@ func (s *Syncer) plan(ctx context.Context, cc *clusterClients, decls []Declarati
 		return nil, err
 	}
 	if !cached {
-		upgradeFromPrevious(byKind, previous)
+		if err := s.upgradeFromPrevious(ctx, cc, byKind, previous); err != nil {
+			return nil, err
+		}
 	}
 	for gk, objs := range previous {
 		if _, reread := byKind[gk]; !reread && !only[gk] {
@@ -527,10 +567,10 @@ func (s *Syncer) readLive(ctx context.Context, cc *clusterClients, decls []Decla
 	return out, first
 }
 
-// upgradeFromPrevious replaces metadata-only objects (read under the Lease) with the full objects
-// of the earlier read when they are the same version; an object that changed since stays
-// metadata-only, so it plans as an update (applying is idempotent).
-func upgradeFromPrevious(byKind, previous map[schema.GroupKind][]*unstructured.Unstructured) {
+// upgradeFromPrevious replaces the metadata-only objects of a direct read with full objects: the
+// earlier (cached) read's when it has the same version, else a fresh GET. Only objects of this
+// hub need content (to tell drift); the others only need their metadata.
+func (s *Syncer) upgradeFromPrevious(ctx context.Context, cc *clusterClients, byKind, previous map[schema.GroupKind][]*unstructured.Unstructured) error {
 	for gk, objs := range byKind {
 		full := map[string]*unstructured.Unstructured{}
 		for _, obj := range previous[gk] {
@@ -539,9 +579,23 @@ func upgradeFromPrevious(byKind, previous map[schema.GroupKind][]*unstructured.U
 		for i, obj := range objs {
 			if prev, ok := full[obj.GetNamespace()+"/"+obj.GetName()]; ok && prev.GetResourceVersion() == obj.GetResourceVersion() {
 				objs[i] = prev
+				continue
 			}
+			if obj.GetLabels()[policyhubv1.LabelManagedBy] != s.opts.HubID {
+				continue
+			}
+			fresh := &unstructured.Unstructured{}
+			fresh.SetGroupVersionKind(obj.GroupVersionKind())
+			if err := cc.client.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue // deleted meanwhile: planned from its metadata, the delete is a no-op
+				}
+				return fmt.Errorf("get %s %s: %w", gk, obj.GetName(), err)
+			}
+			objs[i] = fresh
 		}
 	}
+	return nil
 }
 
 // listKind lists one kind; nil without error when the cluster does not serve it. A direct read
