@@ -107,7 +107,21 @@ func createFleetPolicy(t *testing.T, manifest string) *policyhubv1.FleetPolicy {
 	return fp
 }
 
-// fleetPolicyStatus polls the FleetPolicy until check accepts it, and returns it.
+// updateFleetPolicy reads the FleetPolicy, applies change and writes it back.
+func updateFleetPolicy(t *testing.T, name string, change func(*policyhubv1.FleetPolicy)) {
+	t.Helper()
+	hub := directClient(t, testFleet.Hub.Config)
+	live := &policyhubv1.FleetPolicy{}
+	if err := hub.Get(context.Background(), client.ObjectKey{Name: name}, live); err != nil {
+		t.Fatal(err)
+	}
+	change(live)
+	if err := hub.Update(context.Background(), live); err != nil {
+		t.Fatalf("update FleetPolicy %s: %v", name, err)
+	}
+}
+
+// waitFleetPolicy polls the FleetPolicy until check accepts it, and returns it.
 func waitFleetPolicy(t *testing.T, name, what string, check func(*policyhubv1.FleetPolicy) error) *policyhubv1.FleetPolicy {
 	t.Helper()
 	hub := directClient(t, testFleet.Hub.Config)

@@ -72,14 +72,7 @@ spec:
 	})
 	// A real change: the template's rule audits; the override enforces.
 	enforce := policyhubv1.ModeEnforce
-	edit := &policyhubv1.FleetPolicy{}
-	if err := hub.Get(ctx, client.ObjectKeyFromObject(fp), edit); err != nil {
-		t.Fatal(err)
-	}
-	edit.Spec.Mode = &enforce
-	if err := hub.Update(ctx, edit); err != nil {
-		t.Fatal(err)
-	}
+	updateFleetPolicy(t, fp.Name, func(fp *policyhubv1.FleetPolicy) { fp.Spec.Mode = &enforce })
 	failed := waitFleetPolicy(t, fp.Name, "cluster-2 Failed, cluster-1 Synced", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Failed"}))
 	if msg := failed.Status.Clusters[1].Message; !strings.Contains(msg, "cluster-2") {
 		t.Errorf("cluster-2's message does not say what failed: %q", msg)

@@ -1,11 +1,8 @@
 package e2e
 
 import (
-	"context"
 	"testing"
 	"time"
-
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
@@ -25,20 +22,8 @@ spec:
     spec: `+indentedSpec("suspend"))
 	waitFleetPolicy(t, fp.Name, "synced", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
 
-	hub := directClient(t, testFleet.Hub.Config)
-	update := func(change func(*policyhubv1.FleetPolicy)) {
-		t.Helper()
-		live := &policyhubv1.FleetPolicy{}
-		if err := hub.Get(context.Background(), client.ObjectKeyFromObject(fp), live); err != nil {
-			t.Fatal(err)
-		}
-		change(live)
-		if err := hub.Update(context.Background(), live); err != nil {
-			t.Fatal(err)
-		}
-	}
 	audit := policyhubv1.ModeAudit
-	update(func(fp *policyhubv1.FleetPolicy) {
+	updateFleetPolicy(t, fp.Name, func(fp *policyhubv1.FleetPolicy) {
 		fp.Spec.Suspend = true
 		fp.Spec.Mode = &audit
 		fp.Spec.Placement.Clusters = nil // would prune cluster-1 if not suspended
@@ -53,7 +38,7 @@ spec:
 		t.Errorf("a suspended FleetPolicy was synced or pruned: failureAction %q", got)
 	}
 
-	update(func(fp *policyhubv1.FleetPolicy) {
+	updateFleetPolicy(t, fp.Name, func(fp *policyhubv1.FleetPolicy) {
 		fp.Spec.Suspend = false
 		fp.Spec.Placement.Clusters = []string{"cluster-1"}
 	})

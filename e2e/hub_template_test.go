@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
@@ -51,19 +49,7 @@ spec:
 		}
 	}
 
-	hub := directClient(t, testFleet.Hub.Config)
-	edit := func(change func(*policyhubv1.FleetPolicy)) {
-		t.Helper()
-		live := &policyhubv1.FleetPolicy{}
-		if err := hub.Get(context.Background(), client.ObjectKeyFromObject(fp), live); err != nil {
-			t.Fatal(err)
-		}
-		change(live)
-		if err := hub.Update(context.Background(), live); err != nil {
-			t.Fatal(err)
-		}
-	}
-	edit(func(fp *policyhubv1.FleetPolicy) {
+	updateFleetPolicy(t, fp.Name, func(fp *policyhubv1.FleetPolicy) {
 		audit := policyhubv1.ModeAudit
 		fp.Spec.Mode = &audit
 		spec := map[string]any{}
