@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	gosync "sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,72 @@ type LockOptions struct {
 
 	// namespaceExists skips ensuring the Lease's namespace (the Syncer knows it from before).
 	namespaceExists bool
+	// observer remembers foreign Lease records across calls, so a dead writer's Lease expires.
+	observer *leaseObserver
+}
+
+// leaseObserver remembers, per cluster, the Lease record last seen held by another writer and
+// since when. leaderelection judges a Lease expired when it has itself seen the record unchanged
+// for the Lease's duration (not by the holder's clock); each WithLock makes a new elector, so
+// without this memory a Lease left behind by a writer that died would never look expired.
+type leaseObserver struct {
+	mu   gosync.Mutex
+	seen map[string]observation
+}
+
+type observation struct {
+	resourceVersion string
+	since           time.Time
+}
+
+func newLeaseObserver() *leaseObserver {
+	return &leaseObserver{seen: map[string]observation{}}
+}
+
+// unchangedFor records the record's version and says how long it has been seen unchanged.
+func (o *leaseObserver) unchangedFor(cluster, resourceVersion string, now time.Time) time.Duration {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	obs, ok := o.seen[cluster]
+	if !ok || obs.resourceVersion != resourceVersion {
+		obs = observation{resourceVersion: resourceVersion, since: now}
+		o.seen[cluster] = obs
+	}
+	return now.Sub(obs.since)
+}
+
+// releaseIfExpired empties the holder of a Lease another writer has not renewed for longer than
+// its duration, as this process has seen it, so the elector can take it at once.
+func releaseIfExpired(ctx context.Context, cs kubernetes.Interface, cluster, identity string, o *leaseObserver, defaultDuration time.Duration) error {
+	leases := cs.CoordinationV1().Leases(LeaseNamespace)
+	lease, err := leases.Get(ctx, LeaseName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cluster %s: read the sync Lease: %w", cluster, err)
+	}
+	holder := ""
+	if lease.Spec.HolderIdentity != nil {
+		holder = *lease.Spec.HolderIdentity
+	}
+	if holder == "" || holder == identity {
+		return nil
+	}
+	duration := defaultDuration
+	if lease.Spec.LeaseDurationSeconds != nil {
+		duration = time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
+	}
+	if o.unchangedFor(cluster, lease.ResourceVersion, time.Now()) <= duration {
+		return nil
+	}
+	empty := ""
+	lease.Spec.HolderIdentity = &empty
+	// The resourceVersion makes this conditional: a holder that renews meanwhile wins.
+	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("cluster %s: release the sync Lease %q left unrenewed: %w", cluster, holder, err)
+	}
+	return nil
 }
 
 func (o LockOptions) withDefaults() LockOptions {
@@ -78,6 +145,12 @@ func WithLock(ctx context.Context, cs kubernetes.Interface, cluster string, opts
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: LeaseNamespace}}
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("cluster %s: create namespace %s for the sync Lease: %w", cluster, LeaseNamespace, err)
+		}
+	}
+
+	if opts.observer != nil {
+		if err := releaseIfExpired(ctx, cs, cluster, opts.Identity, opts.observer, opts.LeaseDuration); err != nil {
+			return err
 		}
 	}
 

@@ -109,6 +109,8 @@ type Syncer struct {
 	opts    Options
 	mu      gosync.Mutex
 	clients map[string]*clusterClients
+	// leases remembers foreign Lease records, so a Lease a dead writer left behind expires.
+	leases *leaseObserver
 	// writers serializes this process's writers per cluster. The Lease keeps writers of different
 	// identities apart, but goroutines sharing one identity would all count as its holder, and the
 	// first to finish would release the Lease under the others.
@@ -138,7 +140,7 @@ func NewSyncer(opts Options) (*Syncer, error) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 8
 	}
-	return &Syncer{opts: opts, clients: map[string]*clusterClients{}, writers: map[string]*gosync.Mutex{}}, nil
+	return &Syncer{opts: opts, clients: map[string]*clusterClients{}, writers: map[string]*gosync.Mutex{}, leases: newLeaseObserver()}, nil
 }
 
 // Forget drops the client and watch cache of a cluster (it left the fleet, or its endpoint changed).
@@ -194,6 +196,7 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 func (s *Syncer) withLock(ctx context.Context, cc *clusterClients, cluster string, work func(context.Context) error) error {
 	opts := s.opts.Lock
 	opts.namespaceExists = cc.leaseNamespace.Load()
+	opts.observer = s.leases
 	err := WithLock(ctx, cc.clientset, cluster, opts, work)
 	if err == nil || IsLockHeld(err) {
 		cc.leaseNamespace.Store(true)
