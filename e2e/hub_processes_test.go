@@ -13,6 +13,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
@@ -57,6 +58,58 @@ func runHubProcess(t *testing.T, binary, identity string) {
 	})
 }
 
+// holdLease makes holder the cluster's sync Lease holder for a minute, as another writer would.
+func holdLease(t *testing.T, cluster, holder string) {
+	t.Helper()
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubsync.LeaseNamespace}}, metav1.CreateOptions{})
+	now := metav1.NewMicroTime(time.Now())
+	spec := coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](60), AcquireTime: &now, RenewTime: &now}
+	leases := cs.CoordinationV1().Leases(hubsync.LeaseNamespace)
+	if existing, err := leases.Get(ctx, hubsync.LeaseName, metav1.GetOptions{}); err == nil {
+		existing.Spec = spec
+		if _, err := leases.Update(ctx, existing, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if _, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: hubsync.LeaseNamespace, Name: hubsync.LeaseName}, Spec: spec}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// releaseLease empties the holder of the cluster's sync Lease, as leaderelection does on release.
+func releaseLease(t *testing.T, cluster string) {
+	t.Helper()
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Get(ctx, hubsync.LeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease.Spec.HolderIdentity = ptr.To("")
+	if _, err := cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deleteLease removes the cluster's sync Lease (test cleanup: no holder is left behind).
+func deleteLease(t *testing.T, cluster string) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Delete(context.Background(), hubsync.LeaseName, metav1.DeleteOptions{})
+}
+
 // leaseHolders watches a cluster's sync Lease and collects every holder it sees.
 func leaseHolders(t *testing.T, ctx context.Context, cluster string) func() map[string]bool {
 	t.Helper()
@@ -94,10 +147,11 @@ func leaseHolders(t *testing.T, ctx context.Context, cluster string) func() map[
 }
 
 // Two hub processes with different identities (and no leader election between them) sync the
-// same FleetPolicies into the same clusters. Each cluster's sync Lease passes between them (both
-// identities hold it at some point), no process ever finds the Lease taken from under it while it
-// believed it held it (what concurrent writers of one process once caused), every policy ends up
-// synced, with policyhub as its only writer.
+// same FleetPolicies into the same clusters. The test holds both clusters' sync Leases first, so
+// both processes have writes waiting and queue on the Leases (each reports LockHeld); once the
+// Leases are free, every policy is synced with policyhub as its only writer, the Leases were held
+// by the processes one at a time, and no process ever found a Lease taken from under it while it
+// believed it held it (what concurrent writers of one process once caused).
 func TestTwoHubProcessesTakeTurnsPerCluster(t *testing.T) {
 	dir := t.TempDir()
 	binary := filepath.Join(dir, "policyhub-hub")
@@ -108,6 +162,15 @@ func TestTwoHubProcessesTakeTurnsPerCluster(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	for _, c := range []string{"cluster-1", "cluster-2"} {
+		holdLease(t, c, "test-gate")
+	}
+	// Registered before the processes, so it runs after they stopped: no Lease is left behind.
+	t.Cleanup(func() {
+		for _, c := range []string{"cluster-1", "cluster-2"} {
+			deleteLease(t, c)
+		}
+	})
 	holders1, holders2 := leaseHolders(t, ctx, "cluster-1"), leaseHolders(t, ctx, "cluster-2")
 	runHubProcess(t, binary, "process-a")
 	runHubProcess(t, binary, "process-b")
@@ -123,20 +186,31 @@ spec:
     kind: ClusterPolicy
     spec: %s`, i, indentedSpec(fmt.Sprintf("two-hubs-%d", i))))
 	}
-	both := map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Synced"}
-	for i := range n {
-		waitFleetPolicy(t, fmt.Sprintf("e2e-two-hubs-%d", i), "synced in both", wantPhases(both))
-	}
-	want := map[string]bool{e2eHubID + "/process-a": true, e2eHubID + "/process-b": true}
-	eventually(t, 60*time.Second, 200*time.Millisecond, "both processes held each cluster's sync Lease", func() error {
-		h1, h2 := holders1(), holders2()
-		for id := range want {
-			if !h1[id] || !h2[id] {
-				return errorf("holders seen: cluster-1 %v, cluster-2 %v", h1, h2)
+	eventually(t, 60*time.Second, 200*time.Millisecond, "both processes queued on the held Leases", func() error {
+		for _, identity := range []string{"process-a", "process-b"} {
+			logged, err := os.ReadFile(filepath.Join(testFleet.LogDir, "policyhub-hub-"+identity+".log"))
+			if err != nil {
+				return err
+			}
+			// The per-sync log line counts the declarations by phase.
+			if !strings.Contains(string(logged), `"LockHeld":`) {
+				return errorf("%s has not reported a held Lease yet", identity)
 			}
 		}
 		return nil
 	})
+	for _, c := range []string{"cluster-1", "cluster-2"} {
+		releaseLease(t, c)
+	}
+	both := map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Synced"}
+	for i := range n {
+		waitFleetPolicy(t, fmt.Sprintf("e2e-two-hubs-%d", i), "synced in both", wantPhases(both))
+	}
+	for cluster, seen := range map[string]map[string]bool{"cluster-1": holders1(), "cluster-2": holders2()} {
+		if !seen[e2eHubID+"/process-a"] && !seen[e2eHubID+"/process-b"] {
+			t.Errorf("%s: no process held the sync Lease (holders seen: %v)", cluster, seen)
+		}
+	}
 	for _, identity := range []string{"process-a", "process-b"} {
 		logged, err := os.ReadFile(filepath.Join(testFleet.LogDir, "policyhub-hub-"+identity+".log"))
 		if err != nil {

@@ -186,3 +186,39 @@ func TestSyncLockExcludesConcurrentWriters(t *testing.T) {
 		t.Errorf("writers inside at once: max %d (want 1); turns %d (want 2)", maxInside.Load(), turns.Load())
 	}
 }
+
+// A Lease left behind by a writer that died (held, never renewed) stops blocking the cluster once
+// it has gone unrenewed for its duration, as this hub has seen it.
+func TestSyncTakesOverALeaseLeftByADeadWriter(t *testing.T) {
+	ctx := testContext(t)
+	cs, err := kubernetes.NewForConfig(testFleet.Cluster("cluster-1").Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holdLease(t, "cluster-1", "crashed-hub/replica-0")
+	lease, err := cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Get(ctx, hubsync.LeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease.Spec.LeaseDurationSeconds = ptr.To[int32](3)
+	if _, err := cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := newSyncer(t)
+	obj, source := renderFleetPolicy(t, "e2e-dead-writer", auditTemplate("dead-writer"), nil)
+	decl := []hubsync.Declaration{{Source: source, Objects: []*unstructured.Unstructured{obj}, Prune: true}}
+	t.Cleanup(func() {
+		s.Sync(context.Background(), gatewayCluster(t, "cluster-1"), []hubsync.Declaration{{Source: source, Prune: true}})
+	})
+
+	onlyResult(t, s.Sync(ctx, gatewayCluster(t, "cluster-1"), decl), policyhubv1.ClusterPhaseLockHeld)
+	eventually(t, 30*time.Second, 500*time.Millisecond, "the dead writer's Lease taken over", func() error {
+		if d := s.Sync(ctx, gatewayCluster(t, "cluster-1"), decl).Declarations[0]; d.Phase != policyhubv1.ClusterPhaseSynced {
+			return fmt.Errorf("phase %s: %s", d.Phase, d.Message)
+		}
+		return nil
+	})
+	if _, err := liveObject(t, "cluster-1", obj); err != nil {
+		t.Errorf("not written after the take-over: %v", err)
+	}
+}
