@@ -53,6 +53,7 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(syncer.Close)
 	h := &testHub{registry: prometheus.NewRegistry()}
 	r := &controllers.FleetPolicyReconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: testFleet.Hub.Config,

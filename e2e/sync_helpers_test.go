@@ -23,6 +23,7 @@ func newSyncer(t *testing.T) *hubsync.Syncer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(s.Close) // runs after the test's own cleanups, which may still sync
 	return s
 }
 
