@@ -28,6 +28,9 @@ import (
 // FieldManager is the server-side apply field manager of everything policyhub writes.
 const FieldManager = "policyhub"
 
+// requestTimeout bounds every request to a managed cluster but the watch cache's.
+const requestTimeout = 30 * time.Second
+
 // PolicyKinds are the Kyverno kinds policyhub may have written in a cluster; the served ones are
 // read on every sync so that objects of a kind a declaration no longer renders are still pruned.
 var PolicyKinds = []schema.GroupKind{
@@ -175,6 +178,12 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 	cc := &clusterClients{host: c.Config.Host}
 	cfg := rest.CopyConfig(c.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, cc: cc} })
+	// The watch cache's requests are long-lived; every other request gets a deadline, so a cluster
+	// that hangs fails its sync instead of holding it (and the declarations waiting on it) forever.
+	cacheCfg := rest.CopyConfig(cfg)
+	if cfg.Timeout == 0 {
+		cfg.Timeout = requestTimeout
+	}
 	var err error
 	if cc.client, err = client.New(cfg, client.Options{}); err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
@@ -182,7 +191,7 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 	if cc.clientset, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
 	}
-	if cc.cache, err = cache.New(cfg, cache.Options{Mapper: cc.client.RESTMapper()}); err != nil {
+	if cc.cache, err = cache.New(cacheCfg, cache.Options{Mapper: cc.client.RESTMapper()}); err != nil {
 		return nil, fmt.Errorf("watch cache for cluster %s: %w", c.Name, err)
 	}
 	cacheCtx, stop := context.WithCancel(context.Background())
@@ -277,7 +286,7 @@ func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration)
 
 	readStart := time.Now()
 	// One cheap request tells a dead cluster apart from a cache that has not noticed yet.
-	if _, err := cc.clientset.Discovery().ServerVersion(); err != nil {
+	if err := cc.clientset.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
 		res.Err = fmt.Errorf("cluster %s: unreachable: %w", cluster.Name, err)
 		res.fail(active, res.Err)
 		return res
