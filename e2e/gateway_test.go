@@ -64,30 +64,8 @@ func TestGatewayListsNamespacesOfManagedCluster(t *testing.T) {
 // RESTMapper discovers Kyverno's CRDs through the gateway: the hub does not serve them.
 func TestGatewayServerSideApplyClusterPolicy(t *testing.T) {
 	ctx := testContext(t)
-	policy := object(t, `
-apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: e2e-gateway-apply
-spec:
-  background: false
-  rules:
-  - name: configmaps-need-owner
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap]
-          selector:
-            matchLabels:
-              policyhub.io/e2e: gateway-apply
-    validate:
-      failureAction: Audit
-      message: "configmaps need an owner label"
-      pattern:
-        metadata:
-          labels:
-            owner: "?*"
-`)
+	policy := object(t, auditTemplate("gateway-apply"))
+	policy.SetName("e2e-gateway-apply")
 	apply(ctx, t, gatewayClient(t, "cluster-1"), policy)
 
 	key := types.NamespacedName{Name: policy.GetName()}

@@ -80,27 +80,7 @@ spec:
 	waitPresence(t, "e2e-by-label", map[string]bool{"cluster-2": true})
 
 	// OCM: a PlacementDecision of Placement ocm-hub/prod-only names cluster-2.
-	hub := directClient(t, testFleet.Hub.Config)
-	createNamespace(ctx, t, hub, "ocm-hub")
-	decision := object(t, `
-apiVersion: cluster.open-cluster-management.io/v1beta1
-kind: PlacementDecision
-metadata:
-  name: prod-only-decision-1
-  namespace: ocm-hub
-  labels:
-    cluster.open-cluster-management.io/placement: prod-only
-`)
-	if err := hub.Create(ctx, decision); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = hub.Delete(ctx, decision) })
-	if err := unstructured.SetNestedSlice(decision.Object, []any{map[string]any{"clusterName": "cluster-2", "reason": "e2e"}}, "status", "decisions"); err != nil {
-		t.Fatal(err)
-	}
-	if err := hub.Status().Update(ctx, decision); err != nil {
-		t.Fatal(err)
-	}
+	createPlacementDecision(ctx, t, "ocm-hub", "prod-only", "cluster-2")
 	createFleetPolicy(t, `
 metadata: {name: e2e-by-ocm}
 spec:

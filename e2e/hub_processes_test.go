@@ -13,7 +13,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
@@ -56,58 +55,6 @@ func runHubProcess(t *testing.T, binary, identity string) {
 		}
 		logFile.Close()
 	})
-}
-
-// holdLease makes holder the cluster's sync Lease holder for a minute, as another writer would.
-func holdLease(t *testing.T, cluster, holder string) {
-	t.Helper()
-	ctx := context.Background()
-	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubsync.LeaseNamespace}}, metav1.CreateOptions{})
-	now := metav1.NewMicroTime(time.Now())
-	spec := coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](60), AcquireTime: &now, RenewTime: &now}
-	leases := cs.CoordinationV1().Leases(hubsync.LeaseNamespace)
-	if existing, err := leases.Get(ctx, hubsync.LeaseName, metav1.GetOptions{}); err == nil {
-		existing.Spec = spec
-		if _, err := leases.Update(ctx, existing, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	if _, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: hubsync.LeaseNamespace, Name: hubsync.LeaseName}, Spec: spec}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// releaseLease empties the holder of the cluster's sync Lease, as leaderelection does on release.
-func releaseLease(t *testing.T, cluster string) {
-	t.Helper()
-	ctx := context.Background()
-	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lease, err := cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Get(ctx, hubsync.LeaseName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lease.Spec.HolderIdentity = ptr.To("")
-	if _, err := cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// deleteLease removes the cluster's sync Lease (test cleanup: no holder is left behind).
-func deleteLease(t *testing.T, cluster string) {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Delete(context.Background(), hubsync.LeaseName, metav1.DeleteOptions{})
 }
 
 // leaseHolders watches a cluster's sync Lease and collects every holder it sees.
@@ -163,7 +110,7 @@ func TestTwoHubProcessesTakeTurnsPerCluster(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	for _, c := range []string{"cluster-1", "cluster-2"} {
-		holdLease(t, c, "test-gate")
+		holdLease(t, c, "test-gate", 60*time.Second)
 	}
 	// Registered before the processes, so it runs after they stopped: no Lease is left behind.
 	t.Cleanup(func() {

@@ -46,25 +46,7 @@ func TestInventoryReadsGatewaySecretsAndOCM(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = hub.Delete(context.Background(), mc) })
 	}
-	createNamespace(ctx, t, hub, "ocm-e2e")
-	decision := object(t, `
-apiVersion: cluster.open-cluster-management.io/v1beta1
-kind: PlacementDecision
-metadata:
-  name: prod-placement-decision-1
-  namespace: ocm-e2e
-  labels:
-    cluster.open-cluster-management.io/placement: prod-placement
-`)
-	if err := hub.Create(ctx, decision); err != nil {
-		t.Fatal(err)
-	}
-	if err := unstructured.SetNestedSlice(decision.Object, []any{map[string]any{"clusterName": "cluster-1", "reason": "e2e"}}, "status", "decisions"); err != nil {
-		t.Fatal(err)
-	}
-	if err := hub.Status().Update(ctx, decision); err != nil {
-		t.Fatalf("set the PlacementDecision's status: %v", err)
-	}
+	createPlacementDecision(ctx, t, "ocm-e2e", "prod-placement", "cluster-1")
 
 	if err := testFleet.SetClusterLabels(ctx, "cluster-1", map[string]string{"env": "staging", "tier": "gold"}); err != nil {
 		t.Fatal(err)
@@ -88,5 +70,31 @@ metadata:
 	ref := types.NamespacedName{Namespace: "ocm-e2e", Name: "prod-placement"}
 	if got := inv.Decisions[ref]; !reflect.DeepEqual(got, []string{"cluster-1"}) {
 		t.Errorf("decisions of %s = %v, want [cluster-1]", ref, got)
+	}
+}
+
+// createPlacementDecision creates, in namespace, the PlacementDecision of OCM Placement placement
+// naming clusters (as OCM's placement controller would), and deletes it when the test ends.
+func createPlacementDecision(ctx context.Context, t *testing.T, namespace, placement string, clusters ...string) {
+	t.Helper()
+	hub := directClient(t, testFleet.Hub.Config)
+	createNamespace(ctx, t, hub, namespace)
+	decision := object(t, `{"apiVersion":"cluster.open-cluster-management.io/v1beta1","kind":"PlacementDecision"}`)
+	decision.SetNamespace(namespace)
+	decision.SetName(placement + "-decision-1")
+	decision.SetLabels(map[string]string{"cluster.open-cluster-management.io/placement": placement})
+	if err := hub.Create(ctx, decision); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(context.Background(), decision) })
+	var decisions []any
+	for _, c := range clusters {
+		decisions = append(decisions, map[string]any{"clusterName": c, "reason": "e2e"})
+	}
+	if err := unstructured.SetNestedSlice(decision.Object, decisions, "status", "decisions"); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Status().Update(ctx, decision); err != nil {
+		t.Fatalf("set the PlacementDecision's status: %v", err)
 	}
 }

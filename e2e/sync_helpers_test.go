@@ -1,12 +1,18 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -111,4 +117,57 @@ func leaseVersion(t *testing.T, cluster string) string {
 		return ""
 	}
 	return lease.ResourceVersion
+}
+
+// holdLease makes holder the cluster's sync Lease holder, renewed just now and valid for
+// duration, as another writer would (taking over a Lease earlier syncs left released).
+func holdLease(t *testing.T, cluster, holder string, duration time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubsync.LeaseNamespace}}, metav1.CreateOptions{})
+	now := metav1.NewMicroTime(time.Now())
+	spec := coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To(int32(duration.Seconds())), AcquireTime: &now, RenewTime: &now}
+	leases := cs.CoordinationV1().Leases(hubsync.LeaseNamespace)
+	if existing, err := leases.Get(ctx, hubsync.LeaseName, metav1.GetOptions{}); err == nil {
+		existing.Spec = spec
+		if _, err := leases.Update(ctx, existing, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if _, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: hubsync.LeaseNamespace, Name: hubsync.LeaseName}, Spec: spec}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// releaseLease empties the holder of the cluster's sync Lease, as leaderelection does on release.
+func releaseLease(t *testing.T, cluster string) {
+	t.Helper()
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Get(ctx, hubsync.LeaseName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease.Spec.HolderIdentity = ptr.To("")
+	if _, err := cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// deleteLease removes the cluster's sync Lease (test cleanup: no holder is left behind).
+func deleteLease(t *testing.T, cluster string) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Delete(context.Background(), hubsync.LeaseName, metav1.DeleteOptions{})
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -52,36 +51,13 @@ func TestSyncLockHeldByAnotherWriter(t *testing.T) {
 	ctx := testContext(t)
 	c1, c2 := gatewayClientset(t, "cluster-1"), gatewayClientset(t, "cluster-2")
 
-	// The other writer: a Lease created directly in cluster-1, renewed just now, valid for a minute.
+	// The other writer: a Lease in cluster-1, renewed just now, valid for a minute.
+	holdLease(t, "cluster-1", "other-hub/replica-0", time.Minute)
+	t.Cleanup(func() { deleteLease(t, "cluster-1") })
 	direct, err := kubernetes.NewForConfig(testFleet.Cluster("cluster-1").Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _ = direct.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubsync.LeaseNamespace}}, metav1.CreateOptions{})
-	now := metav1.NewMicroTime(time.Now())
-	held := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: hubsync.LeaseNamespace, Name: hubsync.LeaseName},
-		Spec: coordinationv1.LeaseSpec{
-			HolderIdentity:       ptr.To("other-hub/replica-0"),
-			LeaseDurationSeconds: ptr.To[int32](60),
-			AcquireTime:          &now,
-			RenewTime:            &now,
-		},
-	}
-	// Earlier syncs may have left the (released) Lease: take it over as the other writer would.
-	leases := direct.CoordinationV1().Leases(hubsync.LeaseNamespace)
-	if existing, err := leases.Get(ctx, hubsync.LeaseName, metav1.GetOptions{}); err == nil {
-		existing.Spec = held.Spec
-		_, err = leases.Update(ctx, existing, metav1.UpdateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-	} else if _, err := leases.Create(ctx, held, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = direct.CoordinationV1().Leases(hubsync.LeaseNamespace).Delete(context.Background(), hubsync.LeaseName, metav1.DeleteOptions{})
-	})
 
 	var ran1, ran2 atomic.Bool
 	err = hubsync.WithLock(ctx, c1, "cluster-1", lockOptions("hub-a/test"), func(context.Context) error { ran1.Store(true); return nil })
@@ -114,14 +90,7 @@ func TestSyncLockHeldByAnotherWriter(t *testing.T) {
 	}
 
 	// The other writer releases (an empty holder, as leaderelection writes on release).
-	lease, err := direct.CoordinationV1().Leases(hubsync.LeaseNamespace).Get(ctx, hubsync.LeaseName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lease.Spec.HolderIdentity = ptr.To("")
-	if _, err := direct.CoordinationV1().Leases(hubsync.LeaseNamespace).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	releaseLease(t, "cluster-1")
 	if err := hubsync.WithLock(ctx, c1, "cluster-1", lockOptions("hub-a/test"), func(context.Context) error { ran1.Store(true); return nil }); err != nil || !ran1.Load() {
 		t.Fatalf("cluster-1 after the release: ran=%v err=%v", ran1.Load(), err)
 	}
@@ -191,19 +160,7 @@ func TestSyncLockExcludesConcurrentWriters(t *testing.T) {
 // it has gone unrenewed for its duration, as this hub has seen it.
 func TestSyncTakesOverALeaseLeftByADeadWriter(t *testing.T) {
 	ctx := testContext(t)
-	cs, err := kubernetes.NewForConfig(testFleet.Cluster("cluster-1").Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	holdLease(t, "cluster-1", "crashed-hub/replica-0")
-	lease, err := cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Get(ctx, hubsync.LeaseName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lease.Spec.LeaseDurationSeconds = ptr.To[int32](3)
-	if _, err := cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	holdLease(t, "cluster-1", "crashed-hub/replica-0", 3*time.Second)
 	s := newSyncer(t)
 	obj, source := renderFleetPolicy(t, "e2e-dead-writer", auditTemplate("dead-writer"), nil)
 	decl := []hubsync.Declaration{{Source: source, Objects: []*unstructured.Unstructured{obj}, Prune: true}}
