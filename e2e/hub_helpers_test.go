@@ -8,12 +8,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -35,16 +33,13 @@ type testHub struct {
 // release the finalizer) is cleaned up first.
 func startHub(t *testing.T, resync time.Duration) *testHub {
 	t.Helper()
-	secretMeta := &metav1.PartialObjectMetadata{}
-	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	mgr, err := ctrl.NewManager(testFleet.Hub.Config, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			secretMeta: {Namespaces: map[string]cache.Config{testFleet.SecretNamespace: {}}},
-		}},
+		Cache:                  controllers.CacheOptions(testFleet.SecretNamespace),
+		Client:                 controllers.ClientOptions(),
 	})
 	if err != nil {
 		t.Fatal(err)

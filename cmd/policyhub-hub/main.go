@@ -13,15 +13,11 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -115,9 +111,6 @@ func run() error {
 	if err := policyhubv1.AddToScheme(scheme); err != nil {
 		return err
 	}
-	// Only the metadata of the gateway's Secrets, and only in its namespace, is cached.
-	secretMeta := &metav1.PartialObjectMetadata{}
-	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
@@ -125,9 +118,8 @@ func run() error {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "policyhub-hub." + o.hubID,
 		LeaderElectionNamespace: o.leaderElectionNamespace,
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			secretMeta: {Namespaces: map[string]cache.Config{o.secretNamespace: {}}},
-		}},
+		Cache:                   controllers.CacheOptions(o.secretNamespace),
+		Client:                  controllers.ClientOptions(),
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)

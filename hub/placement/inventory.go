@@ -32,7 +32,8 @@ const placementLabel = "cluster.open-cluster-management.io/placement"
 func ReadInventory(ctx context.Context, c client.Reader, secretNamespace string) (Inventory, error) {
 	byName := map[string]map[string]string{}
 
-	clusters := &unstructured.UnstructuredList{}
+	// Only labels are needed: metadata, which a cached reader keeps without the objects.
+	clusters := &metav1.PartialObjectMetadataList{}
 	clusters.SetGroupVersionKind(ManagedClusterGVK.GroupVersion().WithKind(ManagedClusterGVK.Kind + "List"))
 	ocm := true
 	if err := c.List(ctx, clusters); err != nil {

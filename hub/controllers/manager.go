@@ -1,0 +1,26 @@
+package controllers
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// CacheOptions are the hub manager's cache settings the reconcilers rely on: only the metadata
+// of cluster-gateway's credential Secrets is cached, and only in their namespace (the hub never
+// holds credentials).
+func CacheOptions(secretNamespace string) cache.Options {
+	secretMeta := &metav1.PartialObjectMetadata{}
+	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		secretMeta: {Namespaces: map[string]cache.Config{secretNamespace: {}}},
+	}}
+}
+
+// ClientOptions make the manager's client read unstructured objects (OCM's PlacementDecisions)
+// from its cache too: every reconcile reads the inventory, and listing it from the hub each time
+// cost the hub apiserver two requests per reconcile.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{Unstructured: true}}
+}
