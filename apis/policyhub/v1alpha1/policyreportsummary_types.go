@@ -83,6 +83,11 @@ type PolicyReportSummarySpec struct {
 	// +optional
 	GeneratedAt *metav1.Time `json:"generatedAt,omitempty"`
 
+	// HeartbeatInterval is how often the agent refreshes generatedAt when nothing changed. The hub
+	// marks the cluster's results Stale when generatedAt is older than three of these; absent means 1m.
+	// +optional
+	HeartbeatInterval *metav1.Duration `json:"heartbeatInterval,omitempty"`
+
 	// ContentHash is a hash of the summary's content, so unchanged summaries are not pushed again.
 	// +optional
 	ContentHash string `json:"contentHash,omitempty"`

@@ -200,7 +200,7 @@ type ClusterStatus struct {
 	// ReportTime is when the agent generated the summary the results come from.
 	// +optional
 	ReportTime *metav1.Time `json:"reportTime,omitempty"`
-	// Stale is true when the cluster's summary is older than three push intervals.
+	// Stale is true when the cluster's summary is older than three of its agent's heartbeat intervals.
 	// +optional
 	Stale bool `json:"stale,omitempty"`
 }

@@ -537,6 +537,11 @@ func (in *PolicyReportSummarySpec) DeepCopyInto(out *PolicyReportSummarySpec) {
 		in, out := &in.GeneratedAt, &out.GeneratedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.HeartbeatInterval != nil {
+		in, out := &in.HeartbeatInterval, &out.HeartbeatInterval
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	in.Engine.DeepCopyInto(&out.Engine)
 	out.Totals = in.Totals
 	if in.Policies != nil {
