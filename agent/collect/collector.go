@@ -1,0 +1,433 @@
+package collect
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	gosync "sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// ReportKinds are the report APIs the collector reads when the cluster serves them.
+var ReportKinds = []schema.GroupVersionResource{
+	{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"},
+	{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "clusterpolicyreports"},
+	{Group: "openreports.io", Version: "v1alpha1", Resource: "reports"},
+	{Group: "openreports.io", Version: "v1alpha1", Resource: "clusterreports"},
+}
+
+// PolicyKinds are the Kyverno policy kinds whose annotations (title, category, severity) the
+// collector reads when the cluster serves them.
+var PolicyKinds = []schema.GroupVersionResource{
+	{Group: "kyverno.io", Version: "v1", Resource: "clusterpolicies"},
+	{Group: "kyverno.io", Version: "v1", Resource: "policies"},
+	{Group: "policies.kyverno.io", Version: "v1", Resource: "validatingpolicies"},
+	{Group: "policies.kyverno.io", Version: "v1", Resource: "namespacedvalidatingpolicies"},
+	{Group: "policies.kyverno.io", Version: "v1", Resource: "imagevalidatingpolicies"},
+	{Group: "policies.kyverno.io", Version: "v1", Resource: "namespacedimagevalidatingpolicies"},
+}
+
+var policyKindNames = map[string]string{
+	"clusterpolicies": "ClusterPolicy", "policies": "Policy",
+	"validatingpolicies": "ValidatingPolicy", "namespacedvalidatingpolicies": "NamespacedValidatingPolicy",
+	"imagevalidatingpolicies": "ImageValidatingPolicy", "namespacedimagevalidatingpolicies": "NamespacedImageValidatingPolicy",
+}
+
+// Kyverno's policy annotations a summary shows.
+const (
+	annotationTitle    = "policies.kyverno.io/title"
+	annotationCategory = "policies.kyverno.io/category"
+	annotationSeverity = "policies.kyverno.io/severity"
+)
+
+// kyvernoWebhookLabel marks the webhook configurations Kyverno registers.
+const kyvernoWebhookLabel = "webhook.kyverno.io/managed-by"
+
+// Options configure a Collector.
+type Options struct {
+	// ApplicationLabel is the label whose value names a resource's application; empty means
+	// app.oam.dev/name (KubeVela's).
+	ApplicationLabel string
+	// DiscoveryInterval is how often the served report and policy APIs are checked again, so
+	// APIs installed after start are read too; zero means 30s.
+	DiscoveryInterval time.Duration
+}
+
+// Collector keeps digests of a cluster's reports, blocked admissions, policies and application
+// labels, each from an informer whose transform drops everything else before it is stored.
+type Collector struct {
+	opts      Options
+	dynamic   dynamic.Interface
+	metadata  metadata.Interface
+	clientset kubernetes.Interface
+	discovery discovery.CachedDiscoveryInterface
+	mapper    meta.ResettableRESTMapper
+
+	changed chan struct{}
+
+	mu       gosync.Mutex
+	ctx      context.Context
+	reports  map[schema.GroupVersionResource]cache.SharedIndexInformer
+	policies map[schema.GroupVersionResource]cache.SharedIndexInformer
+	events   cache.SharedIndexInformer
+	webhooks bool
+	served   []string
+	// discovered is set once the served APIs were looked up (and their informers started).
+	discovered bool
+
+	// appsMu guards apps apart from mu: report transforms start application informers from the
+	// informers' goroutines, while mu may be held.
+	appsMu gosync.Mutex
+	apps   map[schema.GroupVersionResource]cache.SharedIndexInformer
+}
+
+// New returns a Collector for the cluster cfg reaches.
+func New(cfg *rest.Config, opts Options) (*Collector, error) {
+	if opts.ApplicationLabel == "" {
+		opts.ApplicationLabel = "app.oam.dev/name"
+	}
+	if opts.DiscoveryInterval == 0 {
+		opts.DiscoveryInterval = 30 * time.Second
+	}
+	c := &Collector{
+		opts:     opts,
+		changed:  make(chan struct{}, 1),
+		reports:  map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		policies: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		apps:     map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+	}
+	// Kyverno's deprecation warnings come with every list of its v1 kinds: log each once.
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandlerWithContext = log.NewKubeAPIWarningLogger(log.KubeAPIWarningLoggerOptions{Deduplicate: true})
+	var err error
+	if c.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.metadata, err = metadata.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if c.clientset, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	c.discovery = memory.NewMemCacheClient(c.clientset.Discovery())
+	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(c.discovery)
+	return c, nil
+}
+
+// Changed is signalled (coalesced) whenever what the collector knows may have changed.
+func (c *Collector) Changed() <-chan struct{} { return c.changed }
+
+func (c *Collector) signal() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Run starts the informers and checks the served APIs every DiscoveryInterval until ctx ends.
+func (c *Collector) Run(ctx context.Context) error {
+	c.mu.Lock()
+	c.appsMu.Lock()
+	c.ctx = ctx // read under either lock
+	c.appsMu.Unlock()
+	c.events = c.newInformer(ctx, &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = fields.OneTermEqualSelector("reason", "PolicyViolation").String()
+			return c.clientset.CoreV1().Events("").List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = fields.OneTermEqualSelector("reason", "PolicyViolation").String()
+			return c.clientset.CoreV1().Events("").Watch(ctx, o)
+		},
+	}, &corev1.Event{}, func(obj any) (any, error) {
+		ev, ok := obj.(*corev1.Event)
+		if !ok {
+			return obj, nil
+		}
+		return &item{ObjectMeta: slim(ev.ObjectMeta), block: DigestEvent(ev)}, nil
+	})
+	c.mu.Unlock()
+	ticker := time.NewTicker(c.opts.DiscoveryInterval)
+	defer ticker.Stop()
+	for {
+		if err := c.discover(ctx); err != nil {
+			log.FromContext(ctx).Error(err, "discovery of report and policy APIs failed; will retry")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// discover starts informers for report and policy APIs the cluster serves now.
+func (c *Collector) discover(ctx context.Context) error {
+	c.discovery.Invalidate()
+	c.mapper.Reset()
+	served := func(gvr schema.GroupVersionResource) (bool, error) {
+		list, err := c.discovery.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+		if apierrors.IsNotFound(err) || discovery.IsGroupDiscoveryFailedError(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		for _, r := range list.APIResources {
+			if r.Name == gvr.Resource {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	var apis []string
+	for _, gvr := range ReportKinds {
+		ok, err := served(gvr)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if api := gvr.GroupVersion().String(); !slices.Contains(apis, api) {
+			apis = append(apis, api)
+		}
+		c.mu.Lock()
+		if _, started := c.reports[gvr]; !started {
+			c.reports[gvr] = c.newInformer(ctx, c.dynamicListWatch(gvr), &unstructured.Unstructured{}, func(obj any) (any, error) {
+				u, ok := obj.(*unstructured.Unstructured)
+				if !ok {
+					return obj, nil
+				}
+				digests := DigestReport(u)
+				for _, d := range digests {
+					c.watchApplications(d.Resource)
+				}
+				return &item{ObjectMeta: slimUnstructured(u), digests: digests}, nil
+			})
+		}
+		c.mu.Unlock()
+	}
+	for _, gvr := range PolicyKinds {
+		ok, err := served(gvr)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		c.mu.Lock()
+		if _, started := c.policies[gvr]; !started {
+			kind := policyKindNames[gvr.Resource]
+			c.policies[gvr] = c.newInformer(ctx, c.metadataListWatch(gvr, ""), &metav1.PartialObjectMetadata{}, func(obj any) (any, error) {
+				m, ok := obj.(*metav1.PartialObjectMetadata)
+				if !ok {
+					return obj, nil
+				}
+				a := m.Annotations
+				return &item{ObjectMeta: slim(m.ObjectMeta), policy: &PolicyKey{Kind: kind, Namespace: m.Namespace, Name: m.Name},
+					info: PolicyInfo{Title: Cut(a[annotationTitle], 256), Category: a[annotationCategory], Severity: a[annotationSeverity]}}, nil
+			})
+		}
+		c.mu.Unlock()
+	}
+	sort.Strings(apis)
+	hooks, err := c.metadata.Resource(schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}).
+		List(ctx, metav1.ListOptions{LabelSelector: kyvernoWebhookLabel, Limit: 1})
+	if err != nil && !apierrors.IsForbidden(err) {
+		return fmt.Errorf("list Kyverno's webhook configurations: %w", err)
+	}
+	c.mu.Lock()
+	webhooks := err == nil && len(hooks.Items) > 0
+	if webhooks != c.webhooks || fmt.Sprint(apis) != fmt.Sprint(c.served) {
+		c.webhooks, c.served = webhooks, apis
+		c.signal()
+	}
+	c.discovered = true
+	c.mu.Unlock()
+	return nil
+}
+
+// watchApplications starts, once per kind, a metadata informer that keeps only the application
+// label of the resources of the kind a report is about.
+func (c *Collector) watchApplications(r Resource) {
+	if r.Kind == "" || r.APIVersion == "" {
+		return
+	}
+	gv, err := schema.ParseGroupVersion(r.APIVersion)
+	if err != nil {
+		return
+	}
+	mapping, err := c.mapper.RESTMapping(gv.WithKind(r.Kind).GroupKind(), gv.Version)
+	if err != nil {
+		return // a kind the cluster no longer serves: nothing to attribute
+	}
+	gvr := mapping.Resource
+	c.appsMu.Lock()
+	defer c.appsMu.Unlock()
+	if _, started := c.apps[gvr]; started || c.ctx == nil {
+		return
+	}
+	label := c.opts.ApplicationLabel
+	c.apps[gvr] = c.newInformer(c.ctx, c.metadataListWatch(gvr, label), &metav1.PartialObjectMetadata{}, func(obj any) (any, error) {
+		m, ok := obj.(*metav1.PartialObjectMetadata)
+		if !ok {
+			return obj, nil
+		}
+		return &item{ObjectMeta: slim(m.ObjectMeta), app: m.Labels[label]}, nil
+	})
+}
+
+func (c *Collector) dynamicListWatch(gvr schema.GroupVersionResource) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return c.dynamic.Resource(gvr).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return c.dynamic.Resource(gvr).Watch(ctx, o)
+		},
+	}
+}
+
+// metadataListWatch lists and watches metadata only, and only objects with labelKey when set.
+func (c *Collector) metadataListWatch(gvr schema.GroupVersionResource, labelKey string) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = labelKey
+			return c.metadata.Resource(gvr).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = labelKey
+			return c.metadata.Resource(gvr).Watch(ctx, o)
+		},
+	}
+}
+
+// newInformer starts an informer whose store holds only what transform keeps.
+func (c *Collector) newInformer(ctx context.Context, lw *cache.ListWatch, example runtime.Object, transform cache.TransformFunc) cache.SharedIndexInformer {
+	inf := cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{})
+	_ = inf.SetTransform(transform)
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.signal() },
+		UpdateFunc: func(any, any) { c.signal() },
+		DeleteFunc: func(any) { c.signal() },
+	})
+	go inf.RunWithContext(ctx)
+	return inf
+}
+
+// Synced says whether the served APIs were discovered and every informer started so far has
+// listed once.
+func (c *Collector) Synced() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	all := []cache.SharedIndexInformer{}
+	if c.events != nil {
+		all = append(all, c.events)
+	}
+	c.appsMu.Lock()
+	defer c.appsMu.Unlock()
+	for _, m := range []map[schema.GroupVersionResource]cache.SharedIndexInformer{c.reports, c.policies, c.apps} {
+		for _, inf := range m {
+			all = append(all, inf)
+		}
+	}
+	for _, inf := range all {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return c.discovered
+}
+
+// Snapshot returns what the collector knows now.
+func (c *Collector) Snapshot() Snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := Snapshot{
+		Policies:     map[PolicyKey]PolicyInfo{},
+		Applications: map[types.UID]string{},
+		Engine:       policyhubv1.EngineInfo{ReportAPIs: append([]string(nil), c.served...), KyvernoWebhooks: c.webhooks},
+	}
+	for _, inf := range c.reports {
+		for _, obj := range inf.GetStore().List() {
+			if it, ok := obj.(*item); ok {
+				s.Digests = append(s.Digests, it.digests...)
+			}
+		}
+	}
+	if c.events != nil {
+		for _, obj := range c.events.GetStore().List() {
+			if it, ok := obj.(*item); ok && it.block != nil {
+				s.Blocks = append(s.Blocks, it.block)
+			}
+		}
+	}
+	for _, inf := range c.policies {
+		for _, obj := range inf.GetStore().List() {
+			if it, ok := obj.(*item); ok && it.policy != nil {
+				s.Policies[*it.policy] = it.info
+			}
+		}
+	}
+	c.appsMu.Lock()
+	defer c.appsMu.Unlock()
+	for _, inf := range c.apps {
+		for _, obj := range inf.GetStore().List() {
+			if it, ok := obj.(*item); ok && it.app != "" {
+				s.Applications[it.UID] = it.app
+			}
+		}
+	}
+	return s
+}
+
+// item is what an informer stores in place of the object it received: its identity and digest.
+type item struct {
+	metav1.ObjectMeta
+	digests []*Digest
+	block   *Block
+	policy  *PolicyKey
+	info    PolicyInfo
+	app     string
+}
+
+// GetObjectKind, DeepCopyObject: item is stored by informers, which need a runtime.Object.
+func (i *item) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+func (i *item) DeepCopyObject() runtime.Object {
+	out := *i
+	i.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	return &out
+}
+
+// slim keeps the identity an informer needs to key and update an object.
+func slim(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}
+}
+
+func slimUnstructured(u *unstructured.Unstructured) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()}
+}

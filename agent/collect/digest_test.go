@@ -1,0 +1,118 @@
+package collect
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// A per-resource report as Kyverno's reports controller writes it (scope set, results[].resources empty).
+const kyvernoReport = `
+apiVersion: wgpolicyk8s.io/v1alpha2
+kind: PolicyReport
+metadata: {name: 6a1b, namespace: shop}
+scope: {apiVersion: apps/v1, kind: Deployment, namespace: shop, name: web, uid: 6a1b}
+results:
+- {policy: require-labels, rule: check-team, result: fail, severity: medium, category: Best Practices, source: kyverno, message: "validation error: label team is required", timestamp: {seconds: 1795000000, nanos: 0}}
+- {policy: require-labels, rule: check-owner, result: pass, source: kyverno, timestamp: {seconds: 1795000000, nanos: 0}}
+- {policy: shop/limits, rule: check-limits, result: error, source: kyverno, message: boom, timestamp: {seconds: 1795000100, nanos: 0}}
+- {policy: no-latest, result: warn, source: KyvernoValidatingPolicy, timestamp: {seconds: 1795000000, nanos: 0}}
+- {policy: no-latest, result: skip, source: KyvernoValidatingPolicy, timestamp: {seconds: 1795000000, nanos: 0}}
+`
+
+// An older aggregated report: no scope, each result names its resources.
+const aggregatedReport = `
+apiVersion: wgpolicyk8s.io/v1alpha2
+kind: ClusterPolicyReport
+metadata: {name: cpol-require-labels}
+results:
+- policy: require-labels
+  result: fail
+  source: kyverno
+  resources:
+  - {apiVersion: v1, kind: Namespace, name: a, uid: ua}
+  - {apiVersion: v1, kind: Namespace, name: b, uid: ub}
+`
+
+func TestDigestReport(t *testing.T) {
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(kyvernoReport), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	digests := DigestReport(obj)
+	if len(digests) != 1 {
+		t.Fatalf("%d digests, want 1", len(digests))
+	}
+	d := digests[0]
+	if d.Resource != (Resource{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web", UID: "6a1b"}) {
+		t.Errorf("resource %+v", d.Resource)
+	}
+	want := []PolicyCounts{
+		{Policy: PolicyKey{Kind: "ClusterPolicy", Name: "require-labels"}, Severity: "medium", Category: "Best Practices", Counts: Counts{Pass: 1, Fail: 1}},
+		{Policy: PolicyKey{Kind: "Policy", Namespace: "shop", Name: "limits"}, Counts: Counts{Error: 1}},
+		{Policy: PolicyKey{Kind: "ValidatingPolicy", Name: "no-latest"}, Counts: Counts{Warn: 1, Skip: 1}},
+	}
+	if len(d.Policies) != len(want) {
+		t.Fatalf("policies %+v, want %+v", d.Policies, want)
+	}
+	for i := range want {
+		if d.Policies[i] != want[i] {
+			t.Errorf("policy %d: %+v, want %+v", i, d.Policies[i], want[i])
+		}
+	}
+	if len(d.Violations) != 2 || d.Violations[0].Rule != "check-team" || d.Violations[1].Result != "error" {
+		t.Fatalf("violations %+v", d.Violations)
+	}
+	if got := d.Violations[1].Time; !got.Equal(time.Unix(1795000100, 0)) {
+		t.Errorf("violation time %v", got)
+	}
+
+	obj = &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(aggregatedReport), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	digests = DigestReport(obj)
+	if len(digests) != 2 || digests[0].Resource.UID != "ua" || digests[1].Resource.UID != "ub" || digests[1].Policies[0].Counts.Fail != 1 {
+		t.Errorf("aggregated report not split per resource: %+v", digests)
+	}
+}
+
+func TestDigestEvent(t *testing.T) {
+	blocked := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Name: "require-labels.1", Namespace: "default"},
+		Reason:         "PolicyViolation",
+		Action:         "Resource Blocked",
+		InvolvedObject: corev1.ObjectReference{Kind: "ClusterPolicy", Name: "require-labels"},
+		Related:        &corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web"},
+		Message:        "Deployment shop/web: [check-team] fail (blocked); validation error: label team is required",
+		EventTime:      metav1.MicroTime{Time: time.Unix(1795000000, 0)},
+	}
+	b := DigestEvent(blocked)
+	if b == nil {
+		t.Fatal("a blocked admission was not recognised")
+	}
+	if b.Policy != (PolicyKey{Kind: "ClusterPolicy", Name: "require-labels"}) || b.Rule != "check-team" || b.Count != 1 || b.Resource.Name != "web" || !b.Time.Equal(time.Unix(1795000000, 0)) {
+		t.Errorf("block %+v", b)
+	}
+	passed := blocked.DeepCopy()
+	passed.Action, passed.Message = "Resource Passed", "Deployment shop/web: [check-team] fail; validation error"
+	if DigestEvent(passed) != nil {
+		t.Error("an audit violation (not blocked) was counted as a block")
+	}
+}
+
+func TestCut(t *testing.T) {
+	s := strings.Repeat("a", 508) + "ééé"
+	got := Cut(s, 512)
+	if len(got) > 512 || !strings.HasSuffix(got, "…") || !strings.HasPrefix(got, strings.Repeat("a", 508)) {
+		t.Errorf("cut %q (%d bytes)", got[500:], len(got))
+	}
+	if Cut("short", 512) != "short" {
+		t.Error("short strings are kept")
+	}
+}

@@ -1,0 +1,6 @@
+// Package collect watches what a managed cluster knows about its compliance — Kyverno's policy
+// reports (wgpolicyk8s.io, and openreports.io where served, including report APIs that appear
+// after start), Kyverno's policy-violation Events for blocked admissions, the policies'
+// annotations, and the application label of the resources reports are about — and keeps only
+// compact digests of them: never whole reports, never whole resources.
+package collect
