@@ -1,0 +1,411 @@
+package summarize
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/policyhub/policyhub/agent/collect"
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+var t0 = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+var (
+	requireLabels  = collect.PolicyKey{Kind: "ClusterPolicy", Name: "require-labels"}
+	disallowLatest = collect.PolicyKey{Kind: "ClusterPolicy", Name: "disallow-latest"}
+)
+
+func pod(namespace, name string) collect.Resource {
+	return collect.Resource{APIVersion: "v1", Kind: "Pod", Namespace: namespace, Name: name, UID: types.UID(namespace + "-" + name)}
+}
+
+func ref(r collect.Resource) policyhubv1.ResourceRef {
+	return policyhubv1.ResourceRef{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+}
+
+func counts(k collect.PolicyKey, c collect.Counts) collect.PolicyCounts {
+	return collect.PolicyCounts{Policy: k, Counts: c}
+}
+
+func at(t time.Time) *metav1.Time {
+	m := metav1.NewTime(t)
+	return &m
+}
+
+func mustJSON(t testing.TB, v any) string {
+	t.Helper()
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestSummarize(t *testing.T) {
+	podA1, podA2, podB1 := pod("a", "pod-1"), pod("a", "pod-2"), pod("b", "pod-1")
+	apps := map[types.UID]string{podA1.UID: "shop", podA2.UID: "shop"}
+
+	tests := []struct {
+		name string
+		in   collect.Snapshot
+		opts Options
+		want policyhubv1.PolicyReportSummarySpec // ContentHash is filled in by the test
+	}{
+		{
+			name: "empty snapshot: cluster and engine only",
+			in: collect.Snapshot{Engine: policyhubv1.EngineInfo{
+				ReportAPIs: []string{"wgpolicyk8s.io/v1alpha2", "openreports.io/v1alpha1"}, KyvernoWebhooks: true,
+			}},
+			want: policyhubv1.PolicyReportSummarySpec{Engine: policyhubv1.EngineInfo{
+				ReportAPIs: []string{"openreports.io/v1alpha1", "wgpolicyk8s.io/v1alpha2"}, KyvernoWebhooks: true,
+			}},
+		},
+		{
+			name: "counts sum into totals, policies and applications; no application, no entry",
+			in: collect.Snapshot{
+				Digests: []*collect.Digest{
+					{Resource: podA1, Policies: []collect.PolicyCounts{
+						counts(requireLabels, collect.Counts{Pass: 2, Fail: 1}),
+						counts(disallowLatest, collect.Counts{Pass: 1}),
+					}},
+					{Resource: podA2, Policies: []collect.PolicyCounts{
+						counts(requireLabels, collect.Counts{Pass: 1, Warn: 1, Error: 1, Skip: 2}),
+					}},
+					{Resource: podB1, Policies: []collect.PolicyCounts{
+						counts(requireLabels, collect.Counts{Fail: 1}),
+					}},
+					{Policies: []collect.PolicyCounts{ // results about no resource
+						counts(requireLabels, collect.Counts{Pass: 5}),
+					}},
+				},
+				Applications: apps,
+			},
+			want: policyhubv1.PolicyReportSummarySpec{
+				Totals: policyhubv1.ResultCounts{Pass: 9, Fail: 2, Warn: 1, Error: 1, Skip: 2},
+				Policies: []policyhubv1.PolicySummary{
+					{Name: "disallow-latest", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Pass: 1}},
+					{Name: "require-labels", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Pass: 8, Fail: 2, Warn: 1, Error: 1, Skip: 2}},
+				},
+				Applications: []policyhubv1.ApplicationSummary{
+					{Namespace: "a", Name: "shop", Policy: "disallow-latest", Results: policyhubv1.ResultCounts{Pass: 1}},
+					{Namespace: "a", Name: "shop", Policy: "require-labels", Results: policyhubv1.ResultCounts{Pass: 3, Fail: 1, Warn: 1, Error: 1, Skip: 2}},
+				},
+			},
+		},
+		{
+			name: "annotations first, then the results' most frequent value, ties by lexical order",
+			in: collect.Snapshot{
+				Digests: []*collect.Digest{
+					{Resource: podB1, Policies: []collect.PolicyCounts{
+						{Policy: requireLabels, Severity: "medium", Category: "Other", Counts: collect.Counts{Pass: 1}},
+						{Policy: disallowLatest, Severity: "low", Counts: collect.Counts{Pass: 1}},
+					}},
+					{Resource: podA1, Policies: []collect.PolicyCounts{
+						{Policy: requireLabels, Severity: "medium", Category: "Best Practices", Counts: collect.Counts{Pass: 1}},
+						{Policy: disallowLatest, Severity: "high", Counts: collect.Counts{Pass: 1}},
+					}},
+					{Resource: podA2, Policies: []collect.PolicyCounts{
+						{Policy: requireLabels, Category: "Best Practices", Counts: collect.Counts{Pass: 1}},
+					}},
+				},
+				Policies: map[collect.PolicyKey]collect.PolicyInfo{
+					requireLabels: {Title: "Require labels", Severity: "high"},
+				},
+			},
+			want: policyhubv1.PolicyReportSummarySpec{
+				Totals: policyhubv1.ResultCounts{Pass: 5},
+				Policies: []policyhubv1.PolicySummary{
+					{Name: "disallow-latest", Kind: "ClusterPolicy", Severity: "high", Results: policyhubv1.ResultCounts{Pass: 2}},
+					{Name: "require-labels", Kind: "ClusterPolicy", Title: "Require labels", Category: "Best Practices", Severity: "high", Results: policyhubv1.ResultCounts{Pass: 3}},
+				},
+			},
+		},
+		{
+			name: "a title is cut to the API's 256 bytes",
+			in: collect.Snapshot{
+				Digests:  []*collect.Digest{{Resource: podB1, Policies: []collect.PolicyCounts{counts(requireLabels, collect.Counts{Pass: 1})}}},
+				Policies: map[collect.PolicyKey]collect.PolicyInfo{requireLabels: {Title: strings.Repeat("t", 255) + "ü"}},
+			},
+			want: policyhubv1.PolicyReportSummarySpec{
+				Totals: policyhubv1.ResultCounts{Pass: 1},
+				Policies: []policyhubv1.PolicySummary{
+					{Name: "require-labels", Kind: "ClusterPolicy", Title: strings.Repeat("t", 255), Results: policyhubv1.ResultCounts{Pass: 1}},
+				},
+			},
+		},
+		{
+			name: "blocks: a count of 0 is one, attributed to the application when the resource has one",
+			in: collect.Snapshot{
+				Blocks: []*collect.Block{
+					{Policy: requireLabels, Resource: podA1, Count: 3},
+					{Policy: requireLabels, Resource: pod("a", "never-created"), Count: 0},
+					{Policy: disallowLatest, Resource: collect.Resource{Kind: "Pod", Namespace: "b", Name: "web-1"}, Count: 2},
+					{Policy: disallowLatest, Resource: podB1, Count: 1},
+				},
+				Applications: map[types.UID]string{podA1.UID: "shop", podB1.UID: "web"},
+			},
+			want: policyhubv1.PolicyReportSummarySpec{
+				Blocked: 7,
+				Policies: []policyhubv1.PolicySummary{
+					{Name: "disallow-latest", Kind: "ClusterPolicy", Blocked: 3},
+					{Name: "require-labels", Kind: "ClusterPolicy", Blocked: 4},
+				},
+				Applications: []policyhubv1.ApplicationSummary{
+					{Namespace: "a", Name: "shop", Policy: "require-labels", Blocked: 3},
+					{Namespace: "b", Name: "web", Policy: "disallow-latest", Blocked: 1},
+				},
+			},
+		},
+		{
+			name: "a kindless key takes the kind of the only annotated policy of that name",
+			in: collect.Snapshot{
+				Digests: []*collect.Digest{
+					{Resource: podA1, Policies: []collect.PolicyCounts{
+						counts(collect.PolicyKey{Name: "require-labels"}, collect.Counts{Pass: 1}),
+						counts(requireLabels, collect.Counts{Fail: 1}),
+						counts(collect.PolicyKey{Name: "twin"}, collect.Counts{Pass: 1}), // two kinds: ambiguous
+					}},
+				},
+				Blocks: []*collect.Block{
+					{Policy: collect.PolicyKey{Kind: "ValidatingPolicy", Name: "twin"}, Resource: podA1},
+				},
+				Policies: map[collect.PolicyKey]collect.PolicyInfo{
+					requireLabels:                            {Severity: "high"},
+					{Kind: "ClusterPolicy", Name: "twin"}:    {Severity: "low"},
+					{Kind: "ValidatingPolicy", Name: "twin"}: {Severity: "medium"},
+				},
+				Applications: apps,
+			},
+			want: policyhubv1.PolicyReportSummarySpec{
+				Totals:  policyhubv1.ResultCounts{Pass: 2, Fail: 1},
+				Blocked: 1,
+				Policies: []policyhubv1.PolicySummary{
+					{Name: "require-labels", Kind: "ClusterPolicy", Severity: "high", Results: policyhubv1.ResultCounts{Pass: 1, Fail: 1}},
+					{Name: "twin", Results: policyhubv1.ResultCounts{Pass: 1}},
+					{Name: "twin", Kind: "ValidatingPolicy", Severity: "medium", Blocked: 1},
+				},
+				// The API names a policy by namespace and name there: the two twins share an entry.
+				Applications: []policyhubv1.ApplicationSummary{
+					{Namespace: "a", Name: "shop", Policy: "require-labels", Results: policyhubv1.ResultCounts{Pass: 1, Fail: 1}},
+					{Namespace: "a", Name: "shop", Policy: "twin", Results: policyhubv1.ResultCounts{Pass: 1}, Blocked: 1},
+				},
+			},
+		},
+		{
+			name: "without annotations, a kindless key takes the only kind seen for that name",
+			in: collect.Snapshot{
+				Digests: []*collect.Digest{{Resource: podB1, Policies: []collect.PolicyCounts{
+					counts(collect.PolicyKey{Name: "require-labels"}, collect.Counts{Fail: 2}),
+				}}},
+				Blocks: []*collect.Block{{Policy: requireLabels, Resource: podB1, Count: 5}},
+			},
+			want: policyhubv1.PolicyReportSummarySpec{
+				Totals:  policyhubv1.ResultCounts{Fail: 2},
+				Blocked: 5,
+				Policies: []policyhubv1.PolicySummary{
+					{Name: "require-labels", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: 2}, Blocked: 5},
+				},
+			},
+		},
+		{
+			name: "a namespaced policy is namespace/name in applications and violations",
+			in: collect.Snapshot{
+				Digests: []*collect.Digest{{
+					Resource: podA1,
+					Policies: []collect.PolicyCounts{
+						counts(collect.PolicyKey{Kind: "Policy", Namespace: "a", Name: "limits"}, collect.Counts{Fail: 1}),
+					},
+					Violations: []collect.Violation{{
+						Policy: collect.PolicyKey{Kind: "Policy", Namespace: "a", Name: "limits"},
+						Rule:   "cpu", Result: "fail", Severity: "medium", Message: "set cpu limits", Time: t0,
+					}},
+				}},
+				Applications: apps,
+			},
+			want: policyhubv1.PolicyReportSummarySpec{
+				Totals: policyhubv1.ResultCounts{Fail: 1},
+				Policies: []policyhubv1.PolicySummary{
+					{Name: "limits", Namespace: "a", Kind: "Policy", Severity: "medium", Results: policyhubv1.ResultCounts{Fail: 1}},
+				},
+				Applications: []policyhubv1.ApplicationSummary{
+					{Namespace: "a", Name: "shop", Policy: "a/limits", Results: policyhubv1.ResultCounts{Fail: 1}},
+				},
+				Violations: []policyhubv1.Violation{
+					{Policy: "a/limits", Rule: "cpu", Result: "fail", Severity: "medium", Resource: ref(podA1), Message: "set cpu limits", Timestamp: at(t0)},
+				},
+			},
+		},
+		{
+			name: "violations: most severe, newest, then resource and rule; messages cut on a character",
+			in: collect.Snapshot{
+				Digests: []*collect.Digest{
+					{Resource: podA2, Violations: []collect.Violation{
+						{Policy: requireLabels, Rule: "r1", Result: "fail", Message: "old", Time: t0},
+						{Policy: requireLabels, Rule: "r0", Result: "fail", Message: "old", Time: t0},
+						{Policy: collect.PolicyKey{Name: "unrated"}, Rule: "r", Result: "fail", Time: t0.Add(3 * time.Hour)},
+						{Policy: requireLabels, Rule: "r0", Result: "pass", Time: t0.Add(9 * time.Hour)}, // not a violation
+					}},
+					{Resource: podA1, Violations: []collect.Violation{
+						{Policy: requireLabels, Rule: "r1", Result: "fail", Message: strings.Repeat("x", 511) + "é and more", Time: t0.Add(time.Hour)},
+						{Policy: requireLabels, Rule: "r1", Result: "fail", Message: "old", Time: t0},
+						{Policy: disallowLatest, Rule: "tag", Result: "fail", Severity: "low", Time: t0.Add(2 * time.Hour)},
+						{Policy: collect.PolicyKey{Name: "crit"}, Rule: "r", Result: "Error", Severity: "Critical", Message: strings.Repeat("x", 510) + "日本", Time: t0.Add(-time.Hour)},
+					}},
+				},
+				Policies: map[collect.PolicyKey]collect.PolicyInfo{requireLabels: {Severity: "high"}},
+			},
+			want: policyhubv1.PolicyReportSummarySpec{
+				Policies: []policyhubv1.PolicySummary{
+					{Name: "crit", Severity: "Critical"},
+					{Name: "disallow-latest", Kind: "ClusterPolicy", Severity: "low"},
+					{Name: "require-labels", Kind: "ClusterPolicy", Severity: "high"},
+					{Name: "unrated"},
+				},
+				Violations: []policyhubv1.Violation{
+					{Policy: "crit", Rule: "r", Result: "error", Severity: "Critical", Resource: ref(podA1), Message: strings.Repeat("x", 510), Timestamp: at(t0.Add(-time.Hour))},
+					{Policy: "require-labels", Rule: "r1", Result: "fail", Severity: "high", Resource: ref(podA1), Message: strings.Repeat("x", 511), Timestamp: at(t0.Add(time.Hour))},
+					{Policy: "require-labels", Rule: "r1", Result: "fail", Severity: "high", Resource: ref(podA1), Message: "old", Timestamp: at(t0)},
+					{Policy: "require-labels", Rule: "r0", Result: "fail", Severity: "high", Resource: ref(podA2), Message: "old", Timestamp: at(t0)},
+					{Policy: "require-labels", Rule: "r1", Result: "fail", Severity: "high", Resource: ref(podA2), Message: "old", Timestamp: at(t0)},
+					{Policy: "disallow-latest", Rule: "tag", Result: "fail", Severity: "low", Resource: ref(podA1), Timestamp: at(t0.Add(2 * time.Hour))},
+					{Policy: "unrated", Rule: "r", Result: "fail", Resource: ref(podA2), Timestamp: at(t0.Add(3 * time.Hour))},
+				},
+			},
+		},
+		{
+			name: "MaxViolations keeps the top ones and counts the rest",
+			in: collect.Snapshot{Digests: []*collect.Digest{{Resource: podA1, Violations: []collect.Violation{
+				{Policy: requireLabels, Result: "fail", Severity: "low", Time: t0.Add(time.Hour)},
+				{Policy: requireLabels, Result: "fail", Severity: "low", Time: t0},
+				{Policy: requireLabels, Result: "fail", Severity: "high", Time: t0},
+				{Policy: requireLabels, Result: "error", Time: t0.Add(time.Hour)},
+				{Policy: requireLabels, Result: "skip", Severity: "critical", Time: t0.Add(time.Hour)},
+			}}}},
+			opts: Options{MaxViolations: 2},
+			want: policyhubv1.PolicyReportSummarySpec{
+				Policies: []policyhubv1.PolicySummary{{Name: "require-labels", Kind: "ClusterPolicy", Severity: "low"}},
+				Violations: []policyhubv1.Violation{
+					{Policy: "require-labels", Result: "fail", Severity: "high", Resource: ref(podA1), Timestamp: at(t0)},
+					// No severity of its own: the policy's (its results say low most often); error before fail.
+					{Policy: "require-labels", Result: "error", Severity: "low", Resource: ref(podA1), Timestamp: at(t0.Add(time.Hour))},
+				},
+				Truncated: &policyhubv1.Truncation{Violations: 2},
+			},
+		},
+		{
+			name: "MaxPolicies and MaxApplications keep the most failing, then the most results",
+			in: collect.Snapshot{
+				Digests: []*collect.Digest{
+					{Resource: podA1, Policies: []collect.PolicyCounts{
+						counts(collect.PolicyKey{Name: "p1"}, collect.Counts{Pass: 9}),
+						counts(collect.PolicyKey{Name: "p2"}, collect.Counts{Fail: 1, Pass: 1}),
+						counts(collect.PolicyKey{Name: "p3"}, collect.Counts{Error: 1}),
+					}},
+					{Resource: podB1, Policies: []collect.PolicyCounts{
+						counts(collect.PolicyKey{Name: "p1"}, collect.Counts{Fail: 1}),
+					}},
+				},
+				Applications: map[types.UID]string{podA1.UID: "shop", podB1.UID: "web"},
+			},
+			opts: Options{MaxPolicies: 2, MaxApplications: 2},
+			want: policyhubv1.PolicyReportSummarySpec{
+				Totals: policyhubv1.ResultCounts{Pass: 10, Fail: 2, Error: 1},
+				Policies: []policyhubv1.PolicySummary{
+					{Name: "p1", Results: policyhubv1.ResultCounts{Pass: 9, Fail: 1}},
+					{Name: "p2", Results: policyhubv1.ResultCounts{Pass: 1, Fail: 1}},
+				},
+				Applications: []policyhubv1.ApplicationSummary{
+					{Namespace: "a", Name: "shop", Policy: "p2", Results: policyhubv1.ResultCounts{Pass: 1, Fail: 1}},
+					// Tied with b/web/p1 (one error, one result): the first by key stays.
+					{Namespace: "a", Name: "shop", Policy: "p3", Results: policyhubv1.ResultCounts{Error: 1}},
+				},
+				Truncated: &policyhubv1.Truncation{Policies: 1, Applications: 2},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Cluster = "east-1"
+			tt.want.Cluster = "east-1"
+			tt.want.ContentHash = Hash(tt.want)
+			got := Summarize(tt.in, tt.opts)
+			if g, w := mustJSON(t, got), mustJSON(t, tt.want); g != w {
+				t.Errorf("got\n%s\nwant\n%s", g, w)
+			}
+		})
+	}
+}
+
+func TestOptionsDefaults(t *testing.T) {
+	tests := []struct {
+		in, want Options
+	}{
+		{Options{}, Options{MaxViolations: 50, MaxPolicies: 1000, MaxApplications: 2000, MaxBytes: 512 * 1024}},
+		{Options{MaxViolations: 500, MaxPolicies: 5000, MaxApplications: 9000, MaxBytes: 2 << 20},
+			Options{MaxViolations: 200, MaxPolicies: 1000, MaxApplications: 2000, MaxBytes: 2 << 20}},
+		{Options{MaxViolations: 7, MaxPolicies: 8, MaxApplications: 9, MaxBytes: 10},
+			Options{MaxViolations: 7, MaxPolicies: 8, MaxApplications: 9, MaxBytes: 10}},
+	}
+	for _, tt := range tests {
+		if got := tt.in.withDefaults(); got != tt.want {
+			t.Errorf("%+v.withDefaults() = %+v, want %+v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestCutUTF8(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"abcdef", 3, "abc"},
+		{"aé", 2, "a"},   // é is 2 bytes: cut before it
+		{"a日", 3, "a"},   // 日 is 3 bytes
+		{"a日", 4, "a日"},  // fits
+		{"ab🙂", 5, "ab"}, // 4-byte character
+		{"\x80\x80\x80\x80\x80", 4, "\x80\x80\x80\x80"}, // not UTF-8: cut at n rather than at 0
+	}
+	for _, tt := range tests {
+		if got := cutUTF8(tt.in, tt.n); got != tt.want {
+			t.Errorf("cutUTF8(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
+
+func TestHash(t *testing.T) {
+	base := Summarize(randomSnapshot(1, 200), Options{Cluster: "east-1"})
+	h := Hash(base)
+	if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+		t.Fatalf("Hash = %q, want 64 hex digits", h)
+	}
+	if base.ContentHash != h {
+		t.Errorf("ContentHash %q != Hash %q", base.ContentHash, h)
+	}
+
+	withTime := base
+	withTime.GeneratedAt = at(t0)
+	withTime.ContentHash = "stale"
+	withTime.HeartbeatInterval = &metav1.Duration{Duration: time.Minute}
+	if got := Hash(withTime); got != h {
+		t.Errorf("Hash changed with GeneratedAt, HeartbeatInterval and ContentHash: %s != %s", got, h)
+	}
+
+	changed := base
+	changed.Policies = append([]policyhubv1.PolicySummary(nil), base.Policies...)
+	changed.Policies[0].Results.Fail++
+	if Hash(changed) == h {
+		t.Error("Hash unchanged when a policy's fail count changed")
+	}
+	changed = base
+	changed.Totals.Pass++
+	if Hash(changed) == h {
+		t.Error("Hash unchanged when the totals changed")
+	}
+}
