@@ -4,6 +4,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// SummaryName is the name of each cluster's PolicyReportSummary in the cluster's hub namespace;
+// the hub aggregates no other.
+const SummaryName = "summary"
+
 // EngineInfo says what policy machinery the cluster runs.
 type EngineInfo struct {
 	// ReportAPIs are the report APIs the cluster serves, e.g. wgpolicyk8s.io/v1alpha2, openreports.io/v1alpha1.

@@ -1,0 +1,179 @@
+package push
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// The writes themselves cross the Kubernetes API: they are tested against real kube-apiservers in
+// e2e/agent_push_outage_test.go. These tests cover the pure decisions.
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+func TestDecide(t *testing.T) {
+	const interval, heartbeat = 10 * time.Second, time.Minute
+	pushed := state{Pushed: true, LastPush: t0, LastHash: "h1"}
+	withPending := pushed
+	withPending.Pending = true
+	failedFirst := state{Failures: 1, RetryAt: at(time.Second)}
+	failedAfterPush := state{Pushed: true, LastPush: t0, LastHash: "h1", Failures: 1, RetryAt: at(2 * time.Second)}
+	failedLong := state{Pushed: true, LastPush: t0, LastHash: "h1", Failures: 5, RetryAt: at(5 * time.Minute)}
+	cases := []struct {
+		name      string
+		s         state
+		now       time.Time
+		heartbeat time.Duration
+		next      time.Time
+		force     bool
+	}{
+		{"start: push now, forced", state{}, at(3 * time.Second), heartbeat, at(3 * time.Second), true},
+		{"start with a change signalled: still now", state{Pending: true}, t0, heartbeat, t0, true},
+		{"change before the interval: wait for the interval", withPending, at(2 * time.Second), heartbeat, at(interval), false},
+		{"change after the interval: now, only if changed", withPending, at(30 * time.Second), heartbeat, at(interval), false},
+		{"change when the heartbeat is due: forced", withPending, at(heartbeat), heartbeat, at(interval), true},
+		{"nothing changed: wait for the heartbeat", pushed, at(2 * time.Second), heartbeat, at(heartbeat), false},
+		{"heartbeat due: forced", pushed, at(heartbeat + time.Second), heartbeat, at(heartbeat), true},
+		{"heartbeat shorter than the interval acts as the interval", pushed, at(time.Second), 2 * time.Second, at(interval), false},
+		{"heartbeat shorter than the interval, due", pushed, at(interval), 2 * time.Second, at(interval), true},
+		{"failed at start: retry at RetryAt, forced", failedFirst, t0, heartbeat, at(time.Second), true},
+		{"failed soon after a push: not sooner than the interval", failedAfterPush, at(time.Second), heartbeat, at(interval), true},
+		{"failed long after a push: at RetryAt", failedLong, at(4 * time.Minute), heartbeat, at(5 * time.Minute), true},
+		{"failed with a change pending: still at RetryAt, forced", func() state { s := failedLong; s.Pending = true; return s }(), at(4 * time.Minute), heartbeat, at(5 * time.Minute), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			next, force := decide(c.s, c.now, interval, c.heartbeat)
+			if !next.Equal(c.next) || force != c.force {
+				t.Errorf("decide = (%s, force %t), want (%s, force %t)", next.Sub(t0), force, c.next.Sub(t0), c.force)
+			}
+		})
+	}
+}
+
+func TestNeedsWrite(t *testing.T) {
+	cases := []struct {
+		force          bool
+		hash, lastHash string
+		want           bool
+	}{
+		{false, "a", "a", false},
+		{false, "b", "a", true},
+		{false, "a", "", true},
+		{true, "a", "a", true},
+		{false, "", "", true},
+		{false, "", "a", true},
+	}
+	for _, c := range cases {
+		if got := needsWrite(c.force, c.hash, c.lastHash); got != c.want {
+			t.Errorf("needsWrite(force %t, %q, last %q) = %t, want %t", c.force, c.hash, c.lastHash, got, c.want)
+		}
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	cases := []struct {
+		failures int
+		maxWait  time.Duration
+		want     time.Duration
+	}{
+		{1, time.Minute, time.Second},
+		{2, time.Minute, 2 * time.Second},
+		{3, time.Minute, 4 * time.Second},
+		{6, time.Minute, 32 * time.Second},
+		{7, time.Minute, time.Minute},
+		{1000, time.Minute, time.Minute},
+		{1, 500 * time.Millisecond, 500 * time.Millisecond},
+		{3, 500 * time.Millisecond, 500 * time.Millisecond},
+		{3, 3 * time.Second, 3 * time.Second},
+	}
+	for _, c := range cases {
+		if got := backoff(c.failures, c.maxWait); got != c.want {
+			t.Errorf("backoff(%d, %s) = %s, want %s", c.failures, c.maxWait, got, c.want)
+		}
+	}
+}
+
+func TestOptionsDefaults(t *testing.T) {
+	o, err := Options{Cluster: "cluster-1"}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Interval != 10*time.Second || o.Heartbeat != time.Minute || o.MaxBackoff != time.Minute || o.Now == nil {
+		t.Errorf("defaults: interval %s, heartbeat %s, max backoff %s, clock set %t", o.Interval, o.Heartbeat, o.MaxBackoff, o.Now != nil)
+	}
+	o, err = Options{Cluster: "c", Interval: time.Second, Heartbeat: 5 * time.Second, MaxBackoff: 2 * time.Second}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Interval != time.Second || o.Heartbeat != 5*time.Second || o.MaxBackoff != 2*time.Second {
+		t.Errorf("given values changed: %+v", o)
+	}
+	for _, bad := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{}, "Cluster is required"},
+		{Options{Cluster: "Not_A_Namespace"}, "not a valid hub namespace name"},
+		{Options{Cluster: "c", Interval: -time.Second}, "Interval is negative"},
+		{Options{Cluster: "c", Heartbeat: -time.Second}, "Heartbeat is negative"},
+		{Options{Cluster: "c", MaxBackoff: -time.Second}, "MaxBackoff is negative"},
+	} {
+		if _, err := bad.o.withDefaults(); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%+v: error %v, want one saying %q", bad.o, err, bad.want)
+		}
+	}
+	if _, err := New(nil, Options{Cluster: "c"}); err == nil {
+		t.Error("New accepted no hub client")
+	}
+}
+
+func TestSummaryObject(t *testing.T) {
+	p := &Pusher{opts: Options{Cluster: "cluster-1", Interval: 10 * time.Second, Heartbeat: time.Minute}}
+	spec := policyhubv1.PolicyReportSummarySpec{
+		Cluster:     "someone-else",
+		ContentHash: "abc",
+		Totals:      policyhubv1.ResultCounts{Pass: 3, Fail: 1},
+	}
+	obj, err := p.summaryObject(spec, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := obj.GetAPIVersion() + " " + obj.GetKind(); got != "policyhub.io/v1alpha1 PolicyReportSummary" {
+		t.Errorf("type %q", got)
+	}
+	if obj.GetNamespace() != "cluster-1" || obj.GetName() != SummaryName {
+		t.Errorf("object %s/%s, want cluster-1/%s", obj.GetNamespace(), obj.GetName(), SummaryName)
+	}
+	for k := range obj.Object {
+		if k != "apiVersion" && k != "kind" && k != "metadata" && k != "spec" {
+			t.Errorf("the applied object sets %q: the agent owns only metadata's name and spec", k)
+		}
+	}
+	if meta := obj.Object["metadata"].(map[string]any); len(meta) != 2 {
+		t.Errorf("metadata %v: want only name and namespace", meta)
+	}
+	s := obj.Object["spec"].(map[string]any)
+	want := map[string]any{
+		"cluster":           "cluster-1",
+		"contentHash":       "abc",
+		"generatedAt":       "2026-01-02T03:04:05Z",
+		"heartbeatInterval": "1m0s",
+	}
+	for k, v := range want {
+		if s[k] != v {
+			t.Errorf("spec.%s = %v, want %v", k, s[k], v)
+		}
+	}
+	if totals := s["totals"].(map[string]any); totals["pass"] != int64(3) || totals["fail"] != int64(1) {
+		t.Errorf("spec.totals = %v", totals)
+	}
+	// The caller's spec is not touched.
+	if spec.Cluster != "someone-else" || spec.GeneratedAt != nil {
+		t.Errorf("summaryObject changed the caller's spec: %+v", spec)
+	}
+}
