@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/policyhub/policyhub/agent/collect"
+	"github.com/policyhub/policyhub/agent/push"
+	"github.com/policyhub/policyhub/agent/summarize"
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// Options configure an agent.
+type Options struct {
+	// Cluster is the managed cluster's name: its namespace on the hub.
+	Cluster string
+	// Managed reaches the managed cluster; Hub reaches the hub with the agent's own identity.
+	Managed, Hub *rest.Config
+	// ApplicationLabel names a resource's application; empty means app.oam.dev/name.
+	ApplicationLabel string
+	// PushInterval is the least time between two pushes; zero means 10s.
+	PushInterval time.Duration
+	// Heartbeat is how often an unchanged summary is pushed again; zero means 1m.
+	Heartbeat time.Duration
+	// MaxViolations bounds the violations kept in a summary; zero means 50.
+	MaxViolations int
+	// DiscoveryInterval is how often newly served report APIs are looked for; zero means 30s.
+	DiscoveryInterval time.Duration
+	// SyncTimeout bounds the wait for the first full read of the cluster before the first push
+	// (an empty summary would claim a clean cluster); zero means 2m, after which what is known is pushed.
+	SyncTimeout time.Duration
+}
+
+// Run runs the agent until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	if o.Cluster == "" {
+		return errors.New("the cluster name is required")
+	}
+	if o.Managed == nil || o.Hub == nil {
+		return errors.New("both the managed cluster's and the hub's configs are required")
+	}
+	scheme := runtime.NewScheme()
+	if err := policyhubv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	hub, err := client.New(o.Hub, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("hub client: %w", err)
+	}
+	collector, err := collect.New(o.Managed, collect.Options{ApplicationLabel: o.ApplicationLabel, DiscoveryInterval: o.DiscoveryInterval})
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", o.Cluster, err)
+	}
+	pusher, err := push.New(hub, push.Options{Cluster: o.Cluster, Interval: o.PushInterval, Heartbeat: o.Heartbeat})
+	if err != nil {
+		return err
+	}
+	collected := make(chan error, 1)
+	go func() { collected <- collector.Run(ctx) }()
+
+	if !waitSynced(ctx, collector, o.SyncTimeout) && ctx.Err() == nil {
+		log.FromContext(ctx).Info("the cluster's reports are not fully read yet; pushing what is known", "cluster", o.Cluster)
+	}
+	build := func() policyhubv1.PolicyReportSummarySpec {
+		return summarize.Summarize(collector.Snapshot(), summarize.Options{Cluster: o.Cluster, MaxViolations: o.MaxViolations})
+	}
+	err = pusher.Run(ctx, collector.Changed(), build)
+	if cerr := <-collected; err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// waitSynced polls until the collector has read the cluster once, for at most timeout.
+func waitSynced(ctx context.Context, c *collect.Collector, timeout time.Duration) bool {
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !c.Synced() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}

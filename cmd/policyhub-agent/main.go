@@ -1,0 +1,106 @@
+// Command policyhub-agent runs in a managed cluster: it reads Kyverno's policy reports and
+// blocked-admission Events and pushes a bounded summary of them into the cluster's namespace on
+// the hub, where policyhub-hub folds it into FleetPolicy status and metrics.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/policyhub/policyhub/agent"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "policyhub-agent: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		o             agent.Options
+		hubKubeconfig string
+		probeAddr     string
+	)
+	fs := flag.CommandLine
+	fs.StringVar(&o.Cluster, "cluster-name", "", "This managed cluster's name, as the hub knows it (its cluster-gateway name); the summary goes to the hub namespace of that name. Required.")
+	fs.StringVar(&hubKubeconfig, "hub-kubeconfig", "", "Kubeconfig of the agent's identity on the hub, allowed to write only its cluster's PolicyReportSummary. Required.")
+	fs.DurationVar(&o.PushInterval, "push-interval", 10*time.Second, "Least time between two pushes to the hub; changes in between are pushed together.")
+	fs.DurationVar(&o.Heartbeat, "heartbeat-interval", time.Minute, "How often an unchanged summary is pushed again, so the hub can tell a live agent (it marks results stale after three missed heartbeats).")
+	fs.StringVar(&o.ApplicationLabel, "application-label", "app.oam.dev/name", "Label whose value names a resource's application (KubeVela's by default; e.g. app.kubernetes.io/instance).")
+	fs.IntVar(&o.MaxViolations, "max-violations", 50, "Violations (fail and error results, most severe and newest first) kept in the summary; at most 200.")
+	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", 30*time.Second, "How often the agent looks for report APIs installed after it started (e.g. openreports.io).")
+	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: policyhub-agent --cluster-name NAME --hub-kubeconfig FILE [flags]\n\nPushes a summary of this cluster's Kyverno policy reports to the policyhub hub.\nThe managed cluster is reached in-cluster, or with --kubeconfig / $KUBECONFIG.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+
+	if o.Cluster == "" || hubKubeconfig == "" {
+		fs.Usage()
+		return errors.New("--cluster-name and --hub-kubeconfig are required")
+	}
+	if errs := validation.IsDNS1123Label(o.Cluster); len(errs) > 0 {
+		return fmt.Errorf("--cluster-name %q must be a valid namespace name on the hub: %v", o.Cluster, errs)
+	}
+	if o.PushInterval <= 0 || o.Heartbeat <= 0 || o.DiscoveryInterval <= 0 {
+		return errors.New("--push-interval, --heartbeat-interval and --discovery-interval must be positive")
+	}
+	if o.MaxViolations < 0 || o.MaxViolations > 200 {
+		return fmt.Errorf("--max-violations %d must be between 0 and 200", o.MaxViolations)
+	}
+	var err error
+	if o.Managed, err = ctrl.GetConfig(); err != nil {
+		return fmt.Errorf("managed cluster config: %w", err)
+	}
+	if o.Hub, err = clientcmd.BuildConfigFromFlags("", hubKubeconfig); err != nil {
+		return fmt.Errorf("--hub-kubeconfig: %w", err)
+	}
+
+	ctx := ctrl.SetupSignalHandler()
+	ctx = log.IntoContext(ctx, ctrl.Log.WithName("agent"))
+	if probeAddr != "0" {
+		if err := serveProbes(ctx, probeAddr); err != nil {
+			return err
+		}
+	}
+	log.FromContext(ctx).Info("starting policyhub-agent", "hub", o.Hub.Host, "pushInterval", o.PushInterval, "heartbeat", o.Heartbeat)
+	return agent.Run(ctx, o)
+}
+
+// serveProbes answers /healthz and /readyz while the process runs: the agent survives a hub
+// outage by retrying, so it is alive and ready whenever it runs.
+func serveProbes(ctx context.Context, addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--health-probe-bind-address: %w", err)
+	}
+	mux := http.NewServeMux()
+	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
+	mux.HandleFunc("/healthz", ok)
+	mux.HandleFunc("/readyz", ok)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	return nil
+}
