@@ -1,3 +1,4 @@
 // Package metrics defines the hub's Prometheus metrics. Labels are bounded: clusters, actions,
-// reasons — never a resource or a policy object's name (see DESIGN's metrics rules).
+// reasons, results, and the names of policies and applications (bounded by what a summary may
+// hold) — never a resource (see DESIGN's metrics rules).
 package metrics
