@@ -145,6 +145,14 @@ func run() error {
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("FleetPolicy controller: %w", err)
 	}
+	summaries := &controllers.SummaryReconciler{
+		Client:     mgr.GetClient(),
+		Recorder:   mgr.GetEventRecorder("policyhub-hub"),
+		Compliance: metrics.NewCompliance(ctrlmetrics.Registry, time.Now),
+	}
+	if err := summaries.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("PolicyReportSummary controller: %w", err)
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}

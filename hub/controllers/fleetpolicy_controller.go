@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
@@ -62,6 +64,18 @@ type FleetPolicyReconciler struct {
 	// RetryMaxDelay caps the backoff of a FleetPolicy whose clusters fail (it starts at 0.5s and
 	// doubles): a cluster that comes back is synced within this long. Zero means one minute.
 	RetryMaxDelay time.Duration
+
+	// synced remembers, per FleetPolicy, the last sync that left every cluster in a final state,
+	// so a reconcile woken only by an agent's summary updates the results without syncing again.
+	syncedMu gosync.Mutex
+	synced   map[types.NamespacedName]lastSync
+}
+
+// lastSync is what a clean sync was made from, and when.
+type lastSync struct {
+	// inputs are the generation, annotations (a requested reconcile) and placement targets.
+	inputs string
+	at     time.Time
 }
 
 // SetupWithManager registers the reconciler: FleetPolicy spec changes, and changes of the
@@ -79,6 +93,7 @@ func (r *FleetPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&policyhubv1.FleetPolicy{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.everyFleetPolicy),
 			builder.OnlyMetadata, builder.WithPredicates(credentials, predicate.Or(predicate.LabelChangedPredicate{}, createOrDelete()))).
+		Watches(&policyhubv1.PolicyReportSummary{}, handler.EnqueueRequestsFromMapFunc(r.fleetPoliciesInCluster)).
 		Named("fleetpolicy").
 		WithOptions(controller.Options{
 			MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1),
@@ -105,6 +120,26 @@ func (r *FleetPolicyReconciler) everyFleetPolicy(ctx context.Context, _ client.O
 	return reqs
 }
 
+// fleetPoliciesInCluster maps a cluster's summary to the FleetPolicies synced to that cluster:
+// their results come from it.
+func (r *FleetPolicyReconciler) fleetPoliciesInCluster(ctx context.Context, summary client.Object) []reconcile.Request {
+	list := &policyhubv1.FleetPolicyList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		log.FromContext(ctx).Error(err, "list FleetPolicies after a summary change")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, fp := range list.Items {
+		for _, c := range fp.Status.Clusters {
+			if c.Name == summary.GetNamespace() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fp)})
+				break
+			}
+		}
+	}
+	return reqs
+}
+
 // errRetry makes controller-runtime retry with its per-object exponential backoff.
 var errRetry = errors.New("some clusters are not synced yet")
 
@@ -116,6 +151,7 @@ func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	source := render.Owner{HubID: r.HubID, Kind: "FleetPolicy", Name: fp.Name}.Source()
 	if !fp.DeletionTimestamp.IsZero() {
+		r.forgetSync(req.NamespacedName)
 		return r.finalize(ctx, fp, source)
 	}
 	if !controllerutil.ContainsFinalizer(fp, Finalizer) {
@@ -157,6 +193,23 @@ func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		desired[t.Cluster] = obj
 	}
 
+	owned := map[string][]aggregate.Policy{}
+	for cluster, obj := range desired {
+		owned[cluster] = []aggregate.Policy{{Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}}
+	}
+	now := time.Now()
+	inputs := syncInputs(fp, sel)
+	if last, ok := r.lastSync(req.NamespacedName); ok && last.inputs == inputs && (r.ResyncInterval <= 0 || now.Sub(last.at) < r.ResyncInterval) {
+		// Nothing to sync (a summary changed): refresh the results only.
+		var firstStale time.Time
+		fp.Status.Clusters, firstStale = r.withResults(ctx, fp.Status.Clusters, owned, now)
+		fp.Status.Summary = summarize(fp.Status.Clusters)
+		if err := r.patchStatus(ctx, orig, fp); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: r.nextWake(last.at, firstStale, now)}, nil
+	}
+
 	prune := fp.Spec.Prune == nil || *fp.Spec.Prune
 	var jobs []syncJob
 	for _, t := range sel.Targets {
@@ -175,7 +228,7 @@ func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	outcomes := r.syncAll(ctx, jobs)
 
 	var kept []clusterOutcome
-	retry := false
+	retry, pending := false, false
 	for _, o := range outcomes {
 		leavingCluster := desired[o.cluster] == nil
 		if leavingCluster && o.result.Phase == policyhubv1.ClusterPhaseSynced {
@@ -188,9 +241,12 @@ func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		switch o.result.Phase {
 		case policyhubv1.ClusterPhaseFailed, policyhubv1.ClusterPhaseLockHeld:
 			retry = true
+		case policyhubv1.ClusterPhasePending:
+			pending = true
 		}
 	}
-	fp.Status.Clusters = clusterStatuses(fp.Status.Clusters, kept, metav1.Now())
+	var firstStale time.Time
+	fp.Status.Clusters, firstStale = r.withResults(ctx, clusterStatuses(fp.Status.Clusters, kept, metav1.NewTime(now)), owned, now)
 	fp.Status.Summary = summarize(fp.Status.Clusters)
 	fp.Status.ObservedGeneration = fp.Generation
 	var reconciling *metav1.Condition
@@ -203,9 +259,85 @@ func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	r.emitEvents(fp, orig.Status.Clusters, kept)
 	if retry {
+		r.forgetSync(req.NamespacedName)
 		return ctrl.Result{}, errRetry
 	}
-	return ctrl.Result{RequeueAfter: r.ResyncInterval}, nil
+	if pending {
+		r.forgetSync(req.NamespacedName) // a sync cut short: the next reconcile syncs again
+	} else {
+		r.rememberSync(req.NamespacedName, lastSync{inputs: inputs, at: now})
+	}
+	return ctrl.Result{RequeueAfter: r.nextWake(now, firstStale, now)}, nil
+}
+
+// syncInputs is what a sync depends on besides the clusters themselves: the spec (generation),
+// the annotations (a requested reconcile) and the placement's outcome.
+func syncInputs(fp *policyhubv1.FleetPolicy, sel placement.Selection) string {
+	var b strings.Builder
+	fmt.Fprint(&b, fp.Generation, fp.Annotations, sel.Unknown)
+	for _, t := range sel.Targets {
+		mode := ""
+		if t.Mode != nil {
+			mode = string(*t.Mode)
+		}
+		fmt.Fprintf(&b, " %s/%s/%v", t.Cluster, mode, t.DryRun)
+	}
+	return b.String()
+}
+
+func (r *FleetPolicyReconciler) lastSync(key types.NamespacedName) (lastSync, bool) {
+	r.syncedMu.Lock()
+	defer r.syncedMu.Unlock()
+	last, ok := r.synced[key]
+	return last, ok
+}
+
+func (r *FleetPolicyReconciler) rememberSync(key types.NamespacedName, last lastSync) {
+	r.syncedMu.Lock()
+	defer r.syncedMu.Unlock()
+	if r.synced == nil {
+		r.synced = map[types.NamespacedName]lastSync{}
+	}
+	r.synced[key] = last
+}
+
+func (r *FleetPolicyReconciler) forgetSync(key types.NamespacedName) {
+	r.syncedMu.Lock()
+	defer r.syncedMu.Unlock()
+	delete(r.synced, key)
+}
+
+// nextWake is when the FleetPolicy needs a reconcile without any event: its next resync (counted
+// from the last sync, so frequent summaries never postpone it), or sooner when a cluster's
+// results turn stale (firstStale, zero when none will).
+func (r *FleetPolicyReconciler) nextWake(lastSync, firstStale, now time.Time) time.Duration {
+	wake := time.Duration(0)
+	if r.ResyncInterval > 0 {
+		wake = max(lastSync.Add(r.ResyncInterval).Sub(now), time.Millisecond)
+	}
+	if !firstStale.IsZero() {
+		if stale := max(firstStale.Sub(now)+time.Second, time.Millisecond); wake == 0 || stale < wake {
+			wake = stale
+		}
+	}
+	return wake
+}
+
+// withResults sets each cluster's report results from the summary its agent pushed, when the hub
+// accepts that summary; results of the policies the FleetPolicy owns there only.
+func (r *FleetPolicyReconciler) withResults(ctx context.Context, clusters []policyhubv1.ClusterStatus, owned map[string][]aggregate.Policy, now time.Time) ([]policyhubv1.ClusterStatus, time.Time) {
+	summaries := map[string]*policyhubv1.PolicyReportSummarySpec{}
+	for _, c := range clusters {
+		s := &policyhubv1.PolicyReportSummary{}
+		err := r.Reader.Get(ctx, client.ObjectKey{Namespace: c.Name, Name: policyhubv1.SummaryName}, s)
+		switch {
+		case err == nil && acceptedSummary(s) == nil:
+			summaries[c.Name] = &s.Spec
+		case err != nil && client.IgnoreNotFound(err) != nil:
+			log.FromContext(ctx).Error(err, "read the cluster's summary", "cluster", c.Name)
+		}
+	}
+	return setResults(clusters, summaries, owned, now)
 }
 
 type syncJob struct {

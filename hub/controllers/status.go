@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
 	hubsync "github.com/policyhub/policyhub/hub/sync"
 )
 
@@ -46,6 +48,27 @@ func clusterStatuses(old []policyhubv1.ClusterStatus, outcomes []clusterOutcome,
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// setResults sets each cluster's report results from its summary (when there is one): the
+// results of the policies owned there, when the agent generated them, and whether they are stale.
+// It also says when the first results still fresh will turn stale (zero when none will).
+func setResults(clusters []policyhubv1.ClusterStatus, summaries map[string]*policyhubv1.PolicyReportSummarySpec, owned map[string][]aggregate.Policy, now time.Time) ([]policyhubv1.ClusterStatus, time.Time) {
+	var firstStale time.Time
+	for i := range clusters {
+		c := &clusters[i]
+		summary, ok := summaries[c.Name]
+		if !ok {
+			c.Results, c.Blocked, c.ReportTime, c.Stale = nil, 0, nil, false
+			continue
+		}
+		res := aggregate.ForPolicies(summary, owned[c.Name], now)
+		c.Results, c.Blocked, c.ReportTime, c.Stale = &res.Counts, res.Blocked, res.ReportTime, res.Stale
+		if at := aggregate.StaleAt(summary); !res.Stale && (firstStale.IsZero() || at.Before(firstStale)) {
+			firstStale = at
+		}
+	}
+	return clusters, firstStale
 }
 
 // summarize totals the clusters' state.

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
 	hubsync "github.com/policyhub/policyhub/hub/sync"
 )
 
@@ -72,5 +73,43 @@ func TestSummarize(t *testing.T) {
 	want := policyhubv1.StatusSummary{Clusters: 4, Synced: 2, Failed: 1, Results: policyhubv1.ResultCounts{Pass: 3, Fail: 2, Error: 1}, Violations: 3}
 	if s != want {
 		t.Errorf("summary %+v, want %+v", s, want)
+	}
+}
+
+func TestSetResults(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	fresh := &policyhubv1.PolicyReportSummarySpec{
+		Cluster: "c1", GeneratedAt: &metav1.Time{Time: now.Add(-time.Minute)},
+		Policies: []policyhubv1.PolicySummary{
+			{Name: "require-labels", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Pass: 2, Fail: 1}, Blocked: 3},
+			{Name: "someone-elses", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: 50}},
+		},
+	}
+	stale := &policyhubv1.PolicyReportSummarySpec{Cluster: "c2", GeneratedAt: &metav1.Time{Time: now.Add(-time.Hour)}}
+	owned := map[string][]aggregate.Policy{
+		"c1": {{Kind: "ClusterPolicy", Name: "require-labels"}},
+		"c2": {{Kind: "ClusterPolicy", Name: "require-labels"}},
+		"c3": {{Kind: "ClusterPolicy", Name: "require-labels"}},
+	}
+	clusters := []policyhubv1.ClusterStatus{
+		{Name: "c1"}, {Name: "c2"},
+		// c3 had results once; its summary is gone: they must not linger.
+		{Name: "c3", Results: &policyhubv1.ResultCounts{Fail: 9}, Blocked: 1, ReportTime: &metav1.Time{Time: now}},
+	}
+	got, firstStale := setResults(clusters, map[string]*policyhubv1.PolicyReportSummarySpec{"c1": fresh, "c2": stale}, owned, now)
+	if r := got[0].Results; r == nil || *r != (policyhubv1.ResultCounts{Pass: 2, Fail: 1}) || got[0].Blocked != 3 || got[0].Stale {
+		t.Errorf("c1: %+v", got[0])
+	}
+	if r := got[1].Results; r == nil || *r != (policyhubv1.ResultCounts{}) || !got[1].Stale {
+		t.Errorf("c2 (stale summary, no results of ours): %+v", got[1])
+	}
+	if got[2].Results != nil || got[2].Blocked != 0 || got[2].ReportTime != nil {
+		t.Errorf("c3 (no summary) kept old results: %+v", got[2])
+	}
+	if want := now.Add(2 * time.Minute); !firstStale.Equal(want) {
+		t.Errorf("first stale at %v, want %v (c1 generated 1m ago, stale after 3 heartbeats of 1m)", firstStale, want)
+	}
+	if s := summarize(got); s.Results.Fail != 1 || s.Violations != 1 {
+		t.Errorf("summary %+v", s)
 	}
 }
