@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -26,9 +28,11 @@ import (
 // testHub is a hub controller running in the test process against the fleet's hub.
 type testHub struct {
 	registry *prometheus.Registry
+	// metricsURL serves the registry over HTTP, as the hub's /metrics.
+	metricsURL string
 }
 
-// startHub runs the FleetPolicy controller (hub id e2e-hub) until the test ends. Register it
+// startHub runs the FleetPolicy and PolicyReportSummary controllers (hub id e2e-hub) until the test ends. Register it
 // before creating FleetPolicies, so their deletion (which needs the running hub to prune and
 // release the finalizer) is cleaned up first.
 func startHub(t *testing.T, resync time.Duration) *testHub {
@@ -61,6 +65,17 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
+	summaries := &controllers.SummaryReconciler{
+		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub"),
+		Compliance: metrics.NewCompliance(h.registry, time.Now),
+	}
+	if err := summaries.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	// The hub's /metrics, as Prometheus scrapes it.
+	metricsServer := httptest.NewServer(promhttp.HandlerFor(h.registry, promhttp.HandlerOpts{}))
+	t.Cleanup(metricsServer.Close)
+	h.metricsURL = metricsServer.URL
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

@@ -15,7 +15,7 @@ import (
 func TestKyvernoAuditPolicyThroughGatewayReportsExistingViolation(t *testing.T) {
 	ctx := testContext(t)
 	const ns = "audit-e2e"
-	cluster := directClient(t, testFleet.Cluster("cluster-2").Config)
+	cluster := directClient(t, testFleet.Cluster("cluster-1").Config)
 	createNamespace(ctx, t, cluster, ns)
 	violating := deployment(ns, "web-latest", "nginx:latest")
 	if err := cluster.Create(ctx, violating); err != nil {
@@ -23,8 +23,8 @@ func TestKyvernoAuditPolicyThroughGatewayReportsExistingViolation(t *testing.T) 
 	}
 
 	policy := latestTagPolicy(t, "e2e-disallow-latest-audit", ns, "Audit")
-	apply(ctx, t, gatewayClient(t, "cluster-2"), policy)
-	t.Cleanup(func() { _ = gatewayClient(t, "cluster-2").Delete(ctx, policy) })
+	apply(ctx, t, gatewayClient(t, "cluster-1"), policy)
+	t.Cleanup(func() { _ = gatewayClient(t, "cluster-1").Delete(ctx, policy) })
 
 	// Kyverno writes one PolicyReport per resource, scoped to it; the background scan finds the
 	// Deployment that predates the policy.

@@ -16,7 +16,7 @@ import (
 )
 
 // testFleet is the fleet every test of this package runs on: a hub and two managed clusters, each
-// with real Kyverno.
+// with real Kyverno (cluster-2 reporting through openreports.io).
 var testFleet *fleet.Fleet
 
 func TestMain(m *testing.M) {
@@ -29,7 +29,9 @@ func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	f, err := fleet.Start(ctx, fleet.Options{Managed: []fleet.ManagedCluster{
 		{Name: "cluster-1", Labels: map[string]string{"env": "staging"}, Kyverno: true},
-		{Name: "cluster-2", Labels: map[string]string{"env": "prod"}, Kyverno: true},
+		// cluster-2's reports controller writes openreports.io Reports instead of wgpolicyk8s.io
+		// PolicyReports: the agent must give the same summary from either.
+		{Name: "cluster-2", Labels: map[string]string{"env": "prod"}, Kyverno: true, KyvernoReportsArgs: []string{"--openreportsEnabled"}},
 	}})
 	cancel()
 	if err != nil {

@@ -1,0 +1,152 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/policyhub/policyhub/agent"
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// startAgent runs the cluster's agent in-process until the test ends. It reads the managed
+// cluster as the fleet's admin and writes the hub with its own identity: a ServiceAccount token
+// whose RBAC is config/rbac/agent-hub-access, as an operator would set it up.
+func startAgent(t *testing.T, cluster string) {
+	t.Helper()
+	hubCfg := agentHubConfig(t, cluster)
+	ctx, cancel := context.WithCancel(context.Background())
+	ctx = log.IntoContext(ctx, ctrl.Log.WithName("agent"))
+	done := make(chan error, 1)
+	go func() {
+		done <- agent.Run(ctx, agent.Options{
+			Cluster: cluster, Managed: testFleet.Cluster(cluster).Config, Hub: hubCfg,
+			PushInterval: 500 * time.Millisecond, Heartbeat: time.Minute, DiscoveryInterval: 2 * time.Second,
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent of %s: %v", cluster, err)
+		}
+	})
+}
+
+// agentHubConfig sets up the cluster's agent identity on the hub from config/rbac/agent-hub-access
+// (the cluster's namespace, its ServiceAccount, Role and RoleBinding) and returns a hub config
+// that authenticates with a token of that ServiceAccount only.
+func agentHubConfig(t *testing.T, cluster string) *rest.Config {
+	t.Helper()
+	ctx := testContext(t)
+	hub := directClient(t, testFleet.Hub.Config)
+	// Cluster namespaces are shared by tests and never deleted (no namespace controller runs).
+	if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create hub namespace %s: %v", cluster, err)
+	}
+	manifest, err := os.ReadFile("../config/rbac/agent-hub-access/agent_access.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range strings.Split(strings.ReplaceAll(string(manifest), "namespace: CLUSTER", "namespace: "+cluster), "\n---\n") {
+		apply(ctx, t, hub, object(t, doc))
+	}
+	cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(cluster).CreateToken(ctx, "policyhub-agent",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for %s's agent: %v", cluster, err)
+	}
+	cfg := rest.AnonymousClientConfig(testFleet.Hub.Config)
+	cfg.BearerToken = tr.Status.Token
+	return cfg
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// hubSummaryOf reads the cluster's summary from the hub.
+func hubSummaryOf(t *testing.T, cluster string) (*policyhubv1.PolicyReportSummary, error) {
+	t.Helper()
+	s := &policyhubv1.PolicyReportSummary{}
+	err := directClient(t, testFleet.Hub.Config).Get(testContext(t), client.ObjectKey{Namespace: cluster, Name: policyhubv1.SummaryName}, s)
+	return s, err
+}
+
+// clusterStatus returns the FleetPolicy's status of the cluster, or nil.
+func clusterStatus(fp *policyhubv1.FleetPolicy, cluster string) *policyhubv1.ClusterStatus {
+	for i := range fp.Status.Clusters {
+		if fp.Status.Clusters[i].Name == cluster {
+			return &fp.Status.Clusters[i]
+		}
+	}
+	return nil
+}
+
+// waitResults polls the FleetPolicy until check accepts its status. Reports take Kyverno a while
+// (admission reports are merged after about 10 s; the fleet's background scan runs every 30 s).
+func waitResults(t *testing.T, name, what string, check func(*policyhubv1.FleetPolicy) error) *policyhubv1.FleetPolicy {
+	t.Helper()
+	hub := directClient(t, testFleet.Hub.Config)
+	fp := &policyhubv1.FleetPolicy{}
+	eventually(t, 3*time.Minute, 500*time.Millisecond, what, func() error {
+		if err := hub.Get(testContext(t), client.ObjectKey{Name: name}, fp); err != nil {
+			return err
+		}
+		return check(fp)
+	})
+	return fp
+}
+
+// scrape returns the value of the series of metric whose labels include all of labels, from the
+// hub's /metrics; ok is false when there is no such series.
+func (h *testHub) scrape(t *testing.T, metric string, labels map[string]string) (value float64, ok bool) {
+	t.Helper()
+	resp, err := http.Get(h.metricsURL)
+	if err != nil {
+		t.Fatalf("scrape the hub's /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, metric+"{") {
+			continue
+		}
+		match := true
+		for k, v := range labels {
+			if !strings.Contains(line, fmt.Sprintf("%s=%q", k, v)) {
+				match = false
+				break
+			}
+		}
+		if !match {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatalf("parse %q: %v", line, err)
+		}
+		return v, true
+	}
+	return 0, false
+}
