@@ -176,13 +176,15 @@ type nsName struct{ namespace, name string }
 
 // policy is one policy of the summary: every key that names it, merged.
 type policy struct {
-	key      collect.PolicyKey
-	ref      int32 // index of its policy string in fold.refs
-	counts   policyhubv1.ResultCounts
-	blocked  int64
-	severity tally
-	category tally
-	info     collect.PolicyInfo
+	key     collect.PolicyKey
+	ref     int32 // index of its policy string in fold.refs
+	counts  policyhubv1.ResultCounts
+	blocked int64
+	// lastBlock is the newest refused admission of the policy.
+	lastBlock *collect.Block
+	severity  tally
+	category  tally
+	info      collect.PolicyInfo
 }
 
 type app struct{ namespace, name string }
@@ -386,7 +388,11 @@ func (f *fold) count(apps *topK[appEntry]) {
 			continue
 		}
 		n := blockCount(b)
-		f.rawPols[f.rawIndex[b.Policy]].blocked += n
+		p := f.rawPols[f.rawIndex[b.Policy]]
+		p.blocked += n
+		if p.lastBlock == nil || newerBlock(b, p.lastBlock) {
+			p.lastBlock = b
+		}
 		f.blocked += n
 		if a := f.blockApps[i]; a >= 0 {
 			appBlocks[a] = append(appBlocks[a], b)
@@ -453,6 +459,32 @@ func (f *fold) count(apps *topK[appEntry]) {
 	}
 }
 
+// newerBlock orders blocks newest first; ties by resource and message, for determinism.
+func newerBlock(a, b *collect.Block) bool {
+	if !a.Time.Equal(b.Time) {
+		return a.Time.After(b.Time)
+	}
+	if c := cmp.Compare(a.Resource.Namespace+"/"+a.Resource.Name, b.Resource.Namespace+"/"+b.Resource.Name); c != 0 {
+		return c < 0
+	}
+	return a.Message < b.Message
+}
+
+// lastBlocked is the API form of a policy's newest block.
+func lastBlocked(b *collect.Block) *policyhubv1.BlockedAdmission {
+	if b == nil {
+		return nil
+	}
+	out := &policyhubv1.BlockedAdmission{Message: cutUTF8(b.Message, collect.MaxMessage)}
+	if b.Resource.Kind != "" || b.Resource.Name != "" {
+		out.Resource = &policyhubv1.ResourceRef{APIVersion: b.Resource.APIVersion, Kind: b.Resource.Kind, Namespace: b.Resource.Namespace, Name: b.Resource.Name}
+	}
+	if !b.Time.IsZero() {
+		out.Time = &metav1.Time{Time: b.Time.UTC().Truncate(time.Second)}
+	}
+	return out
+}
+
 // blockCount is how many admissions an Event stands for: an Event without a count happened once.
 func blockCount(b *collect.Block) int64 {
 	if b.Count <= 0 {
@@ -474,14 +506,15 @@ func (f *fold) topPolicies(n int) ([]policyhubv1.PolicySummary, int) {
 	top := newTopK(n, comparePolicyPriority)
 	for _, p := range f.policies {
 		top.offer(policyhubv1.PolicySummary{
-			Name:      p.key.Name,
-			Namespace: p.key.Namespace,
-			Kind:      p.key.Kind,
-			Title:     cutUTF8(p.info.Title, maxTitle),
-			Category:  cmp.Or(p.info.Category, p.category.best()),
-			Severity:  p.resolvedSeverity(),
-			Results:   p.counts,
-			Blocked:   p.blocked,
+			Name:        p.key.Name,
+			Namespace:   p.key.Namespace,
+			Kind:        p.key.Kind,
+			Title:       cutUTF8(p.info.Title, maxTitle),
+			Category:    cmp.Or(p.info.Category, p.category.best()),
+			Severity:    p.resolvedSeverity(),
+			Results:     p.counts,
+			Blocked:     p.blocked,
+			LastBlocked: lastBlocked(p.lastBlock),
 		})
 	}
 	return top.sorted(), len(f.policies)

@@ -142,18 +142,20 @@ func TestSummarize(t *testing.T) {
 			name: "blocks: a count of 0 is one, attributed to the application when the resource has one",
 			in: collect.Snapshot{
 				Blocks: []*collect.Block{
-					{Policy: requireLabels, Resource: podA1, Count: 3},
-					{Policy: requireLabels, Resource: pod("a", "never-created"), Count: 0},
-					{Policy: disallowLatest, Resource: collect.Resource{Kind: "Pod", Namespace: "b", Name: "web-1"}, Count: 2},
-					{Policy: disallowLatest, Resource: podB1, Count: 1},
+					{Policy: requireLabels, Resource: podA1, Count: 3, Message: "older", Time: t0.Add(time.Second)},
+					{Policy: requireLabels, Resource: pod("a", "never-created"), Count: 0, Message: "newest of require-labels", Time: t0.Add(2 * time.Second)},
+					{Policy: disallowLatest, Resource: collect.Resource{Kind: "Pod", Namespace: "b", Name: "web-1"}, Count: 2, Message: "newest of disallow-latest", Time: t0.Add(3 * time.Second)},
+					{Policy: disallowLatest, Resource: podB1, Count: 1, Message: "older", Time: t0},
 				},
 				Applications: map[types.UID]string{podA1.UID: "shop", podB1.UID: "web"},
 			},
 			want: policyhubv1.PolicyReportSummarySpec{
 				Blocked: 7,
 				Policies: []policyhubv1.PolicySummary{
-					{Name: "disallow-latest", Kind: "ClusterPolicy", Blocked: 3},
-					{Name: "require-labels", Kind: "ClusterPolicy", Blocked: 4},
+					{Name: "disallow-latest", Kind: "ClusterPolicy", Blocked: 3, LastBlocked: &policyhubv1.BlockedAdmission{
+						Resource: &policyhubv1.ResourceRef{Kind: "Pod", Namespace: "b", Name: "web-1"}, Message: "newest of disallow-latest", Time: at(t0.Add(3 * time.Second))}},
+					{Name: "require-labels", Kind: "ClusterPolicy", Blocked: 4, LastBlocked: &policyhubv1.BlockedAdmission{
+						Resource: ptr(ref(pod("a", "never-created"))), Message: "newest of require-labels", Time: at(t0.Add(2 * time.Second))}},
 				},
 				Applications: []policyhubv1.ApplicationSummary{
 					{Namespace: "a", Name: "shop", Policy: "require-labels", Blocked: 3},
@@ -187,7 +189,7 @@ func TestSummarize(t *testing.T) {
 				Policies: []policyhubv1.PolicySummary{
 					{Name: "require-labels", Kind: "ClusterPolicy", Severity: "high", Results: policyhubv1.ResultCounts{Pass: 1, Fail: 1}},
 					{Name: "twin", Results: policyhubv1.ResultCounts{Pass: 1}},
-					{Name: "twin", Kind: "ValidatingPolicy", Severity: "medium", Blocked: 1},
+					{Name: "twin", Kind: "ValidatingPolicy", Severity: "medium", Blocked: 1, LastBlocked: &policyhubv1.BlockedAdmission{Resource: ptr(ref(podA1))}},
 				},
 				// The API names a policy by namespace and name there: the two twins share an entry.
 				Applications: []policyhubv1.ApplicationSummary{
@@ -208,7 +210,7 @@ func TestSummarize(t *testing.T) {
 				Totals:  policyhubv1.ResultCounts{Fail: 2},
 				Blocked: 5,
 				Policies: []policyhubv1.PolicySummary{
-					{Name: "require-labels", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: 2}, Blocked: 5},
+					{Name: "require-labels", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: 2}, Blocked: 5, LastBlocked: &policyhubv1.BlockedAdmission{Resource: ptr(ref(podB1))}},
 				},
 			},
 		},
@@ -409,3 +411,5 @@ func TestHash(t *testing.T) {
 		t.Error("Hash unchanged when the totals changed")
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -122,6 +122,9 @@ type ApplicationPolicyResult struct {
 	// Blocked counts admissions of this application's resources the policy refused.
 	// +optional
 	Blocked int64 `json:"blocked,omitempty"`
+	// LastBlocked is the most recent of those refusals, with Kyverno's message.
+	// +optional
+	LastBlocked *BlockedAdmission `json:"lastBlocked,omitempty"`
 }
 
 // ApplicationPolicyStatus is the observed state of an ApplicationPolicy.

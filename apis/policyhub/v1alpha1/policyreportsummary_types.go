@@ -45,6 +45,23 @@ type PolicySummary struct {
 	// Blocked counts admissions the policy refused (Enforce denials write no report).
 	// +optional
 	Blocked int64 `json:"blocked,omitempty"`
+	// LastBlocked is the policy's most recent refused admission.
+	// +optional
+	LastBlocked *BlockedAdmission `json:"lastBlocked,omitempty"`
+}
+
+// BlockedAdmission is one admission a policy refused, from Kyverno's Event.
+type BlockedAdmission struct {
+	// Resource that was refused.
+	// +optional
+	Resource *ResourceRef `json:"resource,omitempty"`
+	// Message is Kyverno's, cut to 512 characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Message string `json:"message,omitempty"`
+	// Time of the refusal.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
 }
 
 // ApplicationSummary is the results of one policy for one application's resources.
