@@ -98,7 +98,21 @@ func Template(owner Owner, tmpl policyhubv1.PolicyTemplate, defaultName string, 
 	obj.SetName(name)
 	obj.SetNamespace(tmpl.Metadata.Namespace)
 
-	labels := maps.Clone(tmpl.Metadata.Labels)
+	if mode != nil {
+		if err := SetMode(obj, *mode); err != nil {
+			return nil, err
+		}
+	}
+	if err := stamp(owner, obj, tmpl.Metadata.Labels, tmpl.Metadata.Annotations); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
+
+// stamp finishes a rendered object: its labels and annotations are the given ones plus the owner's
+// labels and source annotation, then the content-hash annotation over the result.
+func stamp(owner Owner, obj *unstructured.Unstructured, labels, annotations map[string]string) error {
+	labels = maps.Clone(labels)
 	if labels == nil {
 		labels = map[string]string{}
 	}
@@ -106,13 +120,7 @@ func Template(owner Owner, tmpl policyhubv1.PolicyTemplate, defaultName string, 
 	maps.Copy(labels, owner.Labels())
 	obj.SetLabels(labels)
 
-	if mode != nil {
-		if err := SetMode(obj, *mode); err != nil {
-			return nil, err
-		}
-	}
-
-	annotations := maps.Clone(tmpl.Metadata.Annotations)
+	annotations = maps.Clone(annotations)
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
@@ -122,11 +130,11 @@ func Template(owner Owner, tmpl policyhubv1.PolicyTemplate, defaultName string, 
 
 	hash, err := ContentHash(obj)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	annotations[policyhubv1.AnnotationContentHash] = hash
 	obj.SetAnnotations(annotations)
-	return obj, nil
+	return nil
 }
 
 // ContentHash is the sha256 of the object's JSON without its content-hash annotation. JSON

@@ -1,0 +1,471 @@
+package render
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/yaml"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+func newApplicationPolicy(t *testing.T, namespace, name, specYAML string) *policyhubv1.ApplicationPolicy {
+	t.Helper()
+	ap := &policyhubv1.ApplicationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	if err := yaml.Unmarshal([]byte(specYAML), &ap.Spec); err != nil {
+		t.Fatal(err)
+	}
+	return ap
+}
+
+// The rules of the rule-based cases: a validate rule whose own failure actions the mode replaces,
+// with an exclude kept as given, and a mutate rule the mode leaves alone.
+const limitRules = `
+rules:
+- name: require-limits
+  exclude:
+    any:
+    - resources:
+        names: [debug-*]
+  validate:
+    failureAction: Enforce
+    failureActionOverrides:
+    - action: Audit
+      namespaces: [dev]
+    message: set memory limits
+    pattern:
+      spec:
+        template:
+          spec:
+            containers:
+            - resources:
+                limits:
+                  memory: "?*"
+- name: add-team
+  mutate:
+    patchStrategicMerge:
+      metadata:
+        labels:
+          +(team): shop
+`
+
+const replicaValidations = `
+validations:
+- expression: "object.spec.replicas <= 5"
+  message: at most 5 replicas
+- expression: "'team' in object.metadata.labels"
+  messageExpression: "'team label missing on ' + object.metadata.name"
+  reason: Invalid
+`
+
+func TestApplicationPolicy(t *testing.T) {
+	tests := []struct {
+		name      string // also the golden file's name: testdata/application-<name>.yaml
+		apName    string
+		namespace string // the target namespace
+		spec      string
+	}{
+		{name: "kinds-audit", apName: "shop-limits", namespace: "shop-prod", spec: `
+application: shop
+scope:
+  kinds: [Deployment, apps/v1/StatefulSet]
+` + limitRules},
+		{name: "resources-enforce", apName: "shop-limits", namespace: "shop", spec: `
+application: shop
+mode: Enforce
+scope:
+  resources:
+  - {kind: Deployment, name: web}
+  - {kind: StatefulSet, name: db}
+` + limitRules},
+		{name: "kinds-and-resources", apName: "shop-limits", namespace: "shop", spec: `
+application: shop
+mode: Audit
+scope:
+  kinds: [Deployment]
+  resources:
+  - {kind: StatefulSet, name: db}
+  - {kind: Deployment, name: web.front}
+` + limitRules},
+		{name: "validations-kinds", apName: "shop-replicas", namespace: "shop", spec: `
+application: shop
+mode: Enforce
+scope:
+  kinds: [Deployment, apps/v1/StatefulSet, Pod, autoscaling/v2/HorizontalPodAutoscaler]
+` + replicaValidations},
+		{name: "validations-resource", apName: "shop-replicas", namespace: "shop", spec: `
+application: shop
+scope:
+  resources:
+  - {kind: Deployment, name: web}
+` + replicaValidations},
+		{name: "custom-label", apName: "shop-limits", namespace: "shop", spec: `
+application: shop-v2
+applicationLabel: app.kubernetes.io/instance
+mode: Enforce
+scope:
+  kinds: [Deployment]
+` + limitRules},
+		{name: "long-name-hashed", apName: strings.Repeat("a", 70), namespace: "shop", spec: `
+application: shop
+scope:
+  kinds: [Deployment]
+  resources:
+  - {kind: Deployment, name: web-frontend-with-a-long-name}
+` + replicaValidations},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ap := newApplicationPolicy(t, "shop", tt.apName, tt.spec)
+			got, err := ApplicationPolicy("hub-a", ap, tt.namespace)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, obj := range got {
+				name := obj.GetName()
+				if len(name) > maxNameLength || len(validation.IsDNS1123Subdomain(name)) > 0 || len(validation.IsDNS1123Label(name)) > 0 {
+					t.Errorf("generated name %q is not a DNS-1123 label of at most %d characters", name, maxNameLength)
+				}
+				if obj.GetNamespace() != tt.namespace {
+					t.Errorf("%s is in namespace %q, want the target %q", name, obj.GetNamespace(), tt.namespace)
+				}
+			}
+			var out []byte
+			for _, obj := range got {
+				doc, err := yaml.Marshal(obj.Object)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(append(out, "---\n"...), doc...)
+			}
+			golden := filepath.Join("testdata", "application-"+tt.name+".yaml")
+			if *update {
+				if err := os.WriteFile(golden, out, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./hub/render -update to write it)", err)
+			}
+			if string(out) != string(want) {
+				t.Errorf("render differs from %s:\n--- got\n%s\n--- want\n%s", golden, out, want)
+			}
+		})
+	}
+}
+
+// What each case's objects are, independently of the goldens: kinds, names and order.
+func TestApplicationPolicyObjects(t *testing.T) {
+	ap := newApplicationPolicy(t, "shop", "shop-limits", `
+application: shop
+scope:
+  kinds: [Deployment]
+  resources:
+  - {kind: StatefulSet, name: db}
+  - {kind: apps/v1/Deployment, name: web}
+`+limitRules)
+	got, err := ApplicationPolicy("hub-a", ap, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"kyverno.io/v1 Policy shop-limits", "kyverno.io/v1 Policy shop-limits-statefulset-db", "kyverno.io/v1 Policy shop-limits-deployment-web"}
+	if ids := objectIDs(got); strings.Join(ids, "\n") != strings.Join(want, "\n") {
+		t.Errorf("objects = %q, want %q", ids, want)
+	}
+	for _, obj := range got {
+		labels := obj.GetLabels()
+		if labels[policyhubv1.LabelManagedBy] != "hub-a" || labels[policyhubv1.LabelSourceKind] != "ApplicationPolicy" ||
+			labels[policyhubv1.LabelSourceNamespace] != "shop" || labels[policyhubv1.LabelSourceName] != "shop-limits" {
+			t.Errorf("%s has labels %v, want the owner's", obj.GetName(), labels)
+		}
+		annotations := obj.GetAnnotations()
+		if annotations[policyhubv1.AnnotationSource] != "ApplicationPolicy/shop/shop-limits" {
+			t.Errorf("%s has source %q", obj.GetName(), annotations[policyhubv1.AnnotationSource])
+		}
+		if hash, err := ContentHash(obj); err != nil || annotations[policyhubv1.AnnotationContentHash] != hash {
+			t.Errorf("%s has content hash %q, want %q (%v)", obj.GetName(), annotations[policyhubv1.AnnotationContentHash], hash, err)
+		}
+	}
+
+	ap.Spec.Rules = nil
+	ap.Spec.Validations = []policyhubv1.Validation{{Expression: "true"}}
+	got, err = ApplicationPolicy("hub-a", ap, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"policies.kyverno.io/v1 NamespacedValidatingPolicy shop-limits",
+		"policies.kyverno.io/v1 NamespacedValidatingPolicy shop-limits-statefulset-db",
+		"policies.kyverno.io/v1 NamespacedValidatingPolicy shop-limits-deployment-web"}
+	if ids := objectIDs(got); strings.Join(ids, "\n") != strings.Join(want, "\n") {
+		t.Errorf("objects = %q, want %q", ids, want)
+	}
+}
+
+func objectIDs(objs []*unstructured.Unstructured) []string {
+	ids := make([]string, 0, len(objs))
+	for _, obj := range objs {
+		ids = append(ids, obj.GetAPIVersion()+" "+obj.GetKind()+" "+obj.GetName())
+	}
+	return ids
+}
+
+// The same input renders the same objects and hashes, and the input is never modified.
+func TestApplicationPolicyDeterministic(t *testing.T) {
+	for _, extra := range []string{limitRules, replicaValidations} {
+		ap := newApplicationPolicy(t, "shop", "p", `
+application: shop
+scope:
+  kinds: [Deployment, Pod]
+  resources: [{kind: Deployment, name: web}, {kind: Pod, name: one}]
+`+extra)
+		orig := ap.DeepCopy()
+		first, err := ApplicationPolicy("hub-a", ap, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		firstYAML := mustYAML(t, first)
+		for range 20 {
+			again, err := ApplicationPolicy("hub-a", ap, "shop")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := mustYAML(t, again); got != firstYAML {
+				t.Fatalf("render changed between identical inputs:\n%s\nthen\n%s", firstYAML, got)
+			}
+		}
+		if mustYAML(t, []*unstructured.Unstructured{{Object: toMap(t, ap)}}) != mustYAML(t, []*unstructured.Unstructured{{Object: toMap(t, orig)}}) {
+			t.Errorf("render modified the ApplicationPolicy")
+		}
+		// The hash follows the content: another mode is another hash.
+		ap.Spec.Mode = policyhubv1.ModeEnforce
+		enforced, err := ApplicationPolicy("hub-a", ap, "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range enforced {
+			h1 := first[i].GetAnnotations()[policyhubv1.AnnotationContentHash]
+			h2 := enforced[i].GetAnnotations()[policyhubv1.AnnotationContentHash]
+			if h1 == h2 {
+				t.Errorf("%s: Audit and Enforce renders have the same hash %s", first[i].GetName(), h1)
+			}
+		}
+	}
+}
+
+func mustYAML(t *testing.T, objs []*unstructured.Unstructured) string {
+	t.Helper()
+	var b strings.Builder
+	for _, obj := range objs {
+		out, err := yaml.Marshal(obj.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("---\n")
+		b.Write(out)
+	}
+	return b.String()
+}
+
+func toMap(t *testing.T, v any) map[string]any {
+	t.Helper()
+	data, err := yaml.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]any{}
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestApplicationPolicyErrors(t *testing.T) {
+	tests := []struct {
+		name      string
+		spec      string
+		hubID     string // "hub-a" unless set
+		namespace string // "shop" unless set
+		wantErr   []string
+	}{
+		{name: "rule sets match", spec: `
+application: shop
+scope: {kinds: [Deployment]}
+rules:
+- name: limits
+  match: {any: [{resources: {kinds: [Pod]}}]}
+  validate: {pattern: {spec: {}}}
+`, wantErr: []string{`rule "limits" sets match: an ApplicationPolicy's scope decides what its rules apply to; remove match`}},
+		{name: "no rules and no validations", spec: `
+application: shop
+scope: {kinds: [Deployment]}
+`, wantErr: []string{"nothing to enforce: set rules or validations"}},
+		{name: "rules and validations", spec: `
+application: shop
+scope: {kinds: [Deployment]}
+rules: [{name: r, validate: {pattern: {spec: {}}}}]
+validations: [{expression: "true"}]
+`, wantErr: []string{"spec.rules and spec.validations are both set: give one of them"}},
+		{name: "no scope", spec: `
+application: shop
+rules: [{name: r, validate: {pattern: {spec: {}}}}]
+`, wantErr: []string{"spec.scope is empty: list the kinds and/or the resources"}},
+		{name: "empty scope", spec: `
+application: shop
+scope: {kinds: [], resources: []}
+rules: [{name: r, validate: {pattern: {spec: {}}}}]
+`, wantErr: []string{"spec.scope is empty: list the kinds and/or the resources"}},
+		{name: "unknown kind for validations", spec: `
+application: shop
+scope: {kinds: [Deployment, Widget]}
+validations: [{expression: "true"}]
+`, wantErr: []string{`kind "Widget" is not one validations can apply to`, "Deployment (apps/v1)", "PodDisruptionBudget (policy/v1)", "spec.rules for other kinds"}},
+		{name: "unknown resource kind for validations", spec: `
+application: shop
+scope: {resources: [{kind: Widget, name: w}]}
+validations: [{expression: "true"}]
+`, wantErr: []string{`kind "Widget" is not one validations can apply to`}},
+		{name: "wrong version for validations", spec: `
+application: shop
+scope: {kinds: [apps/v1beta1/Deployment]}
+validations: [{expression: "true"}]
+`, wantErr: []string{`kind "apps/v1beta1/Deployment" is not one validations can apply to`}},
+		{name: "empty application", spec: `
+scope: {kinds: [Deployment]}
+rules: [{name: r, validate: {pattern: {spec: {}}}}]
+`, wantErr: []string{"spec.application is empty: set it to the name of the application"}},
+		{name: "rule without name", spec: `
+application: shop
+scope: {kinds: [Deployment]}
+rules:
+- name: ok
+  validate: {pattern: {spec: {}}}
+- validate: {pattern: {spec: {}}}
+`, wantErr: []string{"spec.rules[1] has no name: give every rule a name"}},
+		{name: "duplicate rule names", spec: `
+application: shop
+scope: {kinds: [Deployment]}
+rules:
+- {name: r, validate: {pattern: {spec: {}}}}
+- {name: r, validate: {pattern: {metadata: {}}}}
+`, wantErr: []string{`spec.rules[0] and spec.rules[1] are both named "r": rule names must be unique`}},
+		{name: "resources with the same policy name", spec: `
+application: shop
+scope: {resources: [{kind: Deployment, name: web.a}, {kind: Deployment, name: web-a}]}
+rules: [{name: r, validate: {pattern: {spec: {}}}}]
+`, wantErr: []string{`spec.scope.resources[0] (Deployment web.a) and spec.scope.resources[1] (Deployment web-a) both render to the policy name "p-deployment-web-a"`}},
+		{name: "wildcard resource name", spec: `
+application: shop
+scope: {resources: [{kind: Deployment, name: web-*}]}
+rules: [{name: r, validate: {pattern: {spec: {}}}}]
+`, wantErr: []string{"spec.scope.resources[0] (Deployment web-*): the name has a wildcard", "spec.scope.kinds"}},
+		{name: "bad mode", spec: `
+application: shop
+mode: Block
+scope: {kinds: [Deployment]}
+rules: [{name: r, validate: {pattern: {spec: {}}}}]
+`, wantErr: []string{`spec.mode "Block": want Audit or Enforce`}},
+		{name: "bad hub id", hubID: "hub/a", spec: `
+application: shop
+scope: {kinds: [Deployment]}
+rules: [{name: r, validate: {pattern: {spec: {}}}}]
+`, wantErr: []string{`hub id "hub/a" is not a valid label value`}},
+		{name: "no target namespace", namespace: "-", spec: `
+application: shop
+scope: {kinds: [Deployment]}
+rules: [{name: r, validate: {pattern: {spec: {}}}}]
+`, wantErr: []string{"no target namespace"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hubID, namespace := tt.hubID, tt.namespace
+			if hubID == "" {
+				hubID = "hub-a"
+			}
+			switch namespace {
+			case "":
+				namespace = "shop"
+			case "-":
+				namespace = ""
+			}
+			got, err := ApplicationPolicy(hubID, newApplicationPolicy(t, "shop", "p", tt.spec), namespace)
+			if err == nil {
+				t.Fatalf("no error, rendered %d objects", len(got))
+			}
+			if !strings.HasPrefix(err.Error(), "render ApplicationPolicy shop/p: ") {
+				t.Errorf("error %q does not name the ApplicationPolicy", err)
+			}
+			for _, want := range tt.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error = %q, want one containing %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestPolicyName(t *testing.T) {
+	long := strings.Repeat("a", 60) + "-deployment-web"
+	tests := []struct{ full, want string }{
+		{"shop-limits", "shop-limits"},
+		{"Shop.Limits-deployment-Web_Front", "shop-limits-deployment-web-front"},
+		{"shop-limits-deployment-web.", "shop-limits-deployment-web"},
+		{strings.Repeat("a", 63), strings.Repeat("a", 63)},
+		// Cut to 54 characters, then "-" and the first 8 hex of sha256(full).
+		{long, strings.Repeat("a", 54) + "-59b56066"},
+		{"***", ""},
+	}
+	for _, tt := range tests {
+		if got := policyName(tt.full); got != tt.want {
+			t.Errorf("policyName(%q) = %q, want %q", tt.full, got, tt.want)
+		}
+	}
+	if a, b := policyName(long), policyName(strings.Repeat("a", 60)+"-deployment-api"); a == b {
+		t.Errorf("two long names cut to the same prefix render the same name %q", a)
+	}
+	for _, n := range []string{long, strings.Repeat("x.", 200), "a-" + strings.Repeat("-", 70) + "b"} {
+		got := policyName(n)
+		if len(got) > maxNameLength || len(validation.IsDNS1123Label(got)) > 0 {
+			t.Errorf("policyName(%q) = %q: not a DNS-1123 label of at most %d characters", n, got, maxNameLength)
+		}
+	}
+}
+
+func TestCELString(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"web", `'web'`},
+		{"it's", `'it\'s'`},
+		{`a\b`, `'a\\b'`},
+		{"a\nb", `'a\x0ab'`},
+	}
+	for _, tt := range tests {
+		if got := celString(tt.in); got != tt.want {
+			t.Errorf("celString(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+// The mode is for validate rules: rules that only mutate render without a failure action, and
+// without an error about it.
+func TestApplicationPolicyMutateOnly(t *testing.T) {
+	ap := newApplicationPolicy(t, "shop", "team-label", `
+application: shop
+mode: Enforce
+scope: {kinds: [Deployment]}
+rules:
+- name: add-team
+  mutate: {patchStrategicMerge: {metadata: {labels: {+(team): shop}}}}
+`)
+	got, err := ApplicationPolicy("hub-a", ap, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := mustYAML(t, got); strings.Contains(out, "failureAction") || !strings.Contains(out, "+(team): shop") {
+		t.Errorf("mutate-only render:\n%s", out)
+	}
+}
