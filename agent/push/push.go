@@ -199,6 +199,17 @@ func (p *Pusher) summaryObject(spec policyhubv1.PolicyReportSummarySpec, at time
 	if err != nil {
 		return nil, fmt.Errorf("push: encode the summary: %w", err)
 	}
+	// Zero counts and false are omitted from JSON. Applied as an empty object, a struct whose
+	// fields this manager owned would lose them all and turn null on the hub, which the schema
+	// refuses: every count and the webhook flag are sent explicitly.
+	t := spec.Totals
+	content["totals"] = map[string]any{"pass": t.Pass, "fail": t.Fail, "warn": t.Warn, "error": t.Error, "skip": t.Skip}
+	engine, _ := content["engine"].(map[string]any)
+	if engine == nil {
+		engine = map[string]any{}
+	}
+	engine["kyvernoWebhooks"] = spec.Engine.KyvernoWebhooks
+	content["engine"] = engine
 	obj := &unstructured.Unstructured{Object: map[string]any{"spec": content}}
 	obj.SetAPIVersion(policyhubv1.GroupVersion.String())
 	obj.SetKind("PolicyReportSummary")

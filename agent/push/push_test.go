@@ -1,6 +1,7 @@
 package push
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -169,8 +170,13 @@ func TestSummaryObject(t *testing.T) {
 			t.Errorf("spec.%s = %v, want %v", k, s[k], v)
 		}
 	}
-	if totals := s["totals"].(map[string]any); totals["pass"] != int64(3) || totals["fail"] != int64(1) {
+	// Zero counts are sent too: applied as {}, totals would turn null on the hub once this
+	// manager's earlier counts are removed.
+	if totals := s["totals"].(map[string]any); fmt.Sprint(totals) != "map[error:0 fail:1 pass:3 skip:0 warn:0]" {
 		t.Errorf("spec.totals = %v", totals)
+	}
+	if engine := s["engine"].(map[string]any); engine["kyvernoWebhooks"] != false {
+		t.Errorf("spec.engine = %v: kyvernoWebhooks must be sent even when false", engine)
 	}
 	// The caller's spec is not touched.
 	if spec.Cluster != "someone-else" || spec.GeneratedAt != nil {
