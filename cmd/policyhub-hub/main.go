@@ -145,6 +145,33 @@ func run() error {
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("FleetPolicy controller: %w", err)
 	}
+	kubeVela, err := controllers.ApplicationServed(mgr)
+	if err != nil {
+		return fmt.Errorf("discover KubeVela on the hub: %w", err)
+	}
+	appPolicies := &controllers.ApplicationPolicyReconciler{
+		Client:                  mgr.GetClient(),
+		Reader:                  mgr.GetClient(),
+		Gateway:                 gatewayCfg,
+		SecretNamespace:         o.secretNamespace,
+		HubID:                   o.hubID,
+		Batcher:                 reconciler.Batcher, // one engine: both kinds share each cluster's passes
+		Recorder:                mgr.GetEventRecorder("policyhub-hub"),
+		ResyncInterval:          o.resyncInterval,
+		MaxConcurrentClusters:   o.maxConcurrentClusters,
+		MaxConcurrentReconciles: o.maxConcurrentReconciles,
+		RetryMaxDelay:           o.retryMaxDelay,
+		KubeVela:                kubeVela,
+	}
+	if err := appPolicies.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("ApplicationPolicy controller: %w", err)
+	}
+	if kubeVela {
+		adapter := &controllers.ApplicationReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub")}
+		if err := adapter.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("KubeVela Application adapter: %w", err)
+		}
+	}
 	summaries := &controllers.SummaryReconciler{
 		Client:     mgr.GetClient(),
 		Recorder:   mgr.GetEventRecorder("policyhub-hub"),

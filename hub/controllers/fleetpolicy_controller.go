@@ -4,17 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
-	gosync "sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
@@ -30,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
@@ -67,15 +61,7 @@ type FleetPolicyReconciler struct {
 
 	// synced remembers, per FleetPolicy, the last sync that left every cluster in a final state,
 	// so a reconcile woken only by an agent's summary updates the results without syncing again.
-	syncedMu gosync.Mutex
-	synced   map[types.NamespacedName]lastSync
-}
-
-// lastSync is what a clean sync was made from, and when.
-type lastSync struct {
-	// inputs are the generation, annotations (a requested reconcile) and placement targets.
-	inputs string
-	at     time.Time
+	synced syncMemo
 }
 
 // SetupWithManager registers the reconciler: FleetPolicy spec changes, and changes of the
@@ -151,7 +137,7 @@ func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	source := render.Owner{HubID: r.HubID, Kind: "FleetPolicy", Name: fp.Name}.Source()
 	if !fp.DeletionTimestamp.IsZero() {
-		r.forgetSync(req.NamespacedName)
+		r.synced.forget(req.NamespacedName)
 		return r.finalize(ctx, fp, source)
 	}
 	if !controllerutil.ContainsFinalizer(fp, Finalizer) {
@@ -180,42 +166,30 @@ func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("read the cluster inventory: %w", err)
 	}
-	sel, err := placement.FleetPolicy(fp.Spec, inv)
+	targets, err := render.FleetPolicyTargets(r.HubID, fp, inv)
+	if invalid, ok := render.AsInvalid(err); ok {
+		return r.stalled(ctx, fp, orig, invalid.Reason, invalid.Err)
+	}
 	if err != nil {
-		return r.stalled(ctx, fp, orig, "InvalidPlacement", err)
+		return ctrl.Result{}, err
 	}
-	desired := map[string]*unstructured.Unstructured{}
-	for _, t := range sel.Targets {
-		obj, err := render.FleetPolicy(r.HubID, fp, t.Mode)
-		if err != nil {
-			return r.stalled(ctx, fp, orig, "InvalidTemplate", err)
-		}
-		desired[t.Cluster] = obj
-	}
-
-	owned := map[string][]aggregate.Policy{}
-	for cluster, obj := range desired {
-		owned[cluster] = []aggregate.Policy{{Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()}}
-	}
+	desired := targets.Objects
+	owned := ownedPolicies(desired)
 	now := time.Now()
-	inputs := syncInputs(fp, sel)
-	if last, ok := r.lastSync(req.NamespacedName); ok && last.inputs == inputs && (r.ResyncInterval <= 0 || now.Sub(last.at) < r.ResyncInterval) {
+	inputs := fmt.Sprint(fp.Generation, fp.Annotations, targets.Fingerprint())
+	if last, ok := r.synced.unchangedSince(req.NamespacedName, inputs, r.ResyncInterval, now); ok {
 		// Nothing to sync (a summary changed): refresh the results only.
 		var firstStale time.Time
-		fp.Status.Clusters, firstStale = r.withResults(ctx, fp.Status.Clusters, owned, now)
+		fp.Status.Clusters, firstStale = setResults(fp.Status.Clusters, readSummaries(ctx, r.Reader, fp.Status.Clusters), owned, now)
 		fp.Status.Summary = summarize(fp.Status.Clusters)
 		if err := r.patchStatus(ctx, orig, fp); err != nil {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{RequeueAfter: r.nextWake(last.at, firstStale, now)}, nil
+		return ctrl.Result{RequeueAfter: nextWake(r.ResyncInterval, last, firstStale, now)}, nil
 	}
 
 	prune := fp.Spec.Prune == nil || *fp.Spec.Prune
-	var jobs []syncJob
-	for _, t := range sel.Targets {
-		jobs = append(jobs, syncJob{cluster: t.Cluster, decl: hubsync.Declaration{
-			Source: source, Objects: []*unstructured.Unstructured{desired[t.Cluster]}, DryRun: t.DryRun, Prune: prune}})
-	}
+	jobs := targetJobs(targets, prune)
 	// Clusters that were synced before and are no longer selected: prune there, then forget them.
 	// With prune off the policy stays there and the cluster just leaves the status.
 	for _, s := range fp.Status.Clusters {
@@ -225,7 +199,7 @@ func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			}
 		}
 	}
-	outcomes := r.syncAll(ctx, jobs)
+	outcomes := r.dispatcher().syncAll(ctx, jobs)
 
 	var kept []clusterOutcome
 	retry, pending := false, false
@@ -246,136 +220,33 @@ func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 	}
 	var firstStale time.Time
-	fp.Status.Clusters, firstStale = r.withResults(ctx, clusterStatuses(fp.Status.Clusters, kept, metav1.NewTime(now)), owned, now)
+	fp.Status.Clusters = clusterStatuses(fp.Status.Clusters, kept, metav1.NewTime(now))
+	fp.Status.Clusters, firstStale = setResults(fp.Status.Clusters, readSummaries(ctx, r.Reader, fp.Status.Clusters), owned, now)
 	fp.Status.Summary = summarize(fp.Status.Clusters)
 	fp.Status.ObservedGeneration = fp.Generation
 	var reconciling *metav1.Condition
 	if retry {
 		reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "RetryingClusters", Message: "some clusters failed or were locked; retrying with backoff"}
 	}
-	setConditions(&fp.Status.Conditions, readyCondition(fp.Status.Clusters, sel.Unknown, fp.Generation), reconciling, nil)
+	setConditions(&fp.Status.Conditions, readyCondition(fp.Status.Clusters, targets.Unknown, fp.Generation), reconciling, nil)
 	if err := r.patchStatus(ctx, orig, fp); err != nil {
 		return ctrl.Result{}, err
 	}
-	r.emitEvents(fp, orig.Status.Clusters, kept)
+	emitSyncEvents(r.Recorder, fp, orig.Status.Clusters, kept)
 	if retry {
-		r.forgetSync(req.NamespacedName)
+		r.synced.forget(req.NamespacedName)
 		return ctrl.Result{}, errRetry
 	}
 	if pending {
-		r.forgetSync(req.NamespacedName) // a sync cut short: the next reconcile syncs again
+		r.synced.forget(req.NamespacedName) // a sync cut short: the next reconcile syncs again
 	} else {
-		r.rememberSync(req.NamespacedName, lastSync{inputs: inputs, at: now})
+		r.synced.remember(req.NamespacedName, inputs, now)
 	}
-	return ctrl.Result{RequeueAfter: r.nextWake(now, firstStale, now)}, nil
+	return ctrl.Result{RequeueAfter: nextWake(r.ResyncInterval, now, firstStale, now)}, nil
 }
 
-// syncInputs is what a sync depends on besides the clusters themselves: the spec (generation),
-// the annotations (a requested reconcile) and the placement's outcome.
-func syncInputs(fp *policyhubv1.FleetPolicy, sel placement.Selection) string {
-	var b strings.Builder
-	fmt.Fprint(&b, fp.Generation, fp.Annotations, sel.Unknown)
-	for _, t := range sel.Targets {
-		mode := ""
-		if t.Mode != nil {
-			mode = string(*t.Mode)
-		}
-		fmt.Fprintf(&b, " %s/%s/%v", t.Cluster, mode, t.DryRun)
-	}
-	return b.String()
-}
-
-func (r *FleetPolicyReconciler) lastSync(key types.NamespacedName) (lastSync, bool) {
-	r.syncedMu.Lock()
-	defer r.syncedMu.Unlock()
-	last, ok := r.synced[key]
-	return last, ok
-}
-
-func (r *FleetPolicyReconciler) rememberSync(key types.NamespacedName, last lastSync) {
-	r.syncedMu.Lock()
-	defer r.syncedMu.Unlock()
-	if r.synced == nil {
-		r.synced = map[types.NamespacedName]lastSync{}
-	}
-	r.synced[key] = last
-}
-
-func (r *FleetPolicyReconciler) forgetSync(key types.NamespacedName) {
-	r.syncedMu.Lock()
-	defer r.syncedMu.Unlock()
-	delete(r.synced, key)
-}
-
-// nextWake is when the FleetPolicy needs a reconcile without any event: its next resync (counted
-// from the last sync, so frequent summaries never postpone it), or sooner when a cluster's
-// results turn stale (firstStale, zero when none will).
-func (r *FleetPolicyReconciler) nextWake(lastSync, firstStale, now time.Time) time.Duration {
-	wake := time.Duration(0)
-	if r.ResyncInterval > 0 {
-		wake = max(lastSync.Add(r.ResyncInterval).Sub(now), time.Millisecond)
-	}
-	if !firstStale.IsZero() {
-		if stale := max(firstStale.Sub(now)+time.Second, time.Millisecond); wake == 0 || stale < wake {
-			wake = stale
-		}
-	}
-	return wake
-}
-
-// withResults sets each cluster's report results from the summary its agent pushed, when the hub
-// accepts that summary; results of the policies the FleetPolicy owns there only.
-func (r *FleetPolicyReconciler) withResults(ctx context.Context, clusters []policyhubv1.ClusterStatus, owned map[string][]aggregate.Policy, now time.Time) ([]policyhubv1.ClusterStatus, time.Time) {
-	summaries := map[string]*policyhubv1.PolicyReportSummarySpec{}
-	for _, c := range clusters {
-		s := &policyhubv1.PolicyReportSummary{}
-		err := r.Reader.Get(ctx, client.ObjectKey{Namespace: c.Name, Name: policyhubv1.SummaryName}, s)
-		switch {
-		case err == nil && acceptedSummary(s) == nil:
-			summaries[c.Name] = &s.Spec
-		case err != nil && client.IgnoreNotFound(err) != nil:
-			log.FromContext(ctx).Error(err, "read the cluster's summary", "cluster", c.Name)
-		}
-	}
-	return setResults(clusters, summaries, owned, now)
-}
-
-type syncJob struct {
-	cluster string
-	decl    hubsync.Declaration
-}
-
-// syncAll syncs the jobs' clusters in parallel, at most MaxConcurrentClusters at a time; one slow or
-// broken cluster never holds up the others beyond its own slot.
-func (r *FleetPolicyReconciler) syncAll(ctx context.Context, jobs []syncJob) []clusterOutcome {
-	limit := r.MaxConcurrentClusters
-	if limit <= 0 {
-		limit = 8
-	}
-	outcomes := make([]clusterOutcome, len(jobs))
-	sem := make(chan struct{}, limit)
-	var wg gosync.WaitGroup
-	for i, job := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			outcomes[i] = r.syncOne(ctx, job)
-		}()
-	}
-	wg.Wait()
-	sort.Slice(outcomes, func(i, j int) bool { return outcomes[i].cluster < outcomes[j].cluster })
-	return outcomes
-}
-
-func (r *FleetPolicyReconciler) syncOne(ctx context.Context, job syncJob) clusterOutcome {
-	cfg, err := gateway.ClusterConfig(r.Gateway, job.cluster)
-	if err != nil {
-		return clusterOutcome{cluster: job.cluster, result: &hubsync.DeclarationResult{Source: job.decl.Source, Phase: policyhubv1.ClusterPhaseFailed, Message: err.Error()}}
-	}
-	out := r.Batcher.Sync(log.IntoContext(ctx, log.FromContext(ctx).WithValues("cluster", job.cluster)), hubsync.Cluster{Name: job.cluster, Config: cfg}, job.decl)
-	return clusterOutcome{cluster: job.cluster, result: out.Result, wrote: out.Wrote}
+func (r *FleetPolicyReconciler) dispatcher() dispatcher {
+	return dispatcher{gateway: r.Gateway, batcher: r.Batcher, maxClusters: r.MaxConcurrentClusters}
 }
 
 // finalize prunes the FleetPolicy's policies from every cluster it was synced to, then lets it go.
@@ -386,17 +257,7 @@ func (r *FleetPolicyReconciler) finalize(ctx context.Context, fp *policyhubv1.Fl
 	}
 	orig := fp.DeepCopy()
 	if fp.Spec.Prune == nil || *fp.Spec.Prune {
-		var jobs []syncJob
-		for _, s := range fp.Status.Clusters {
-			jobs = append(jobs, syncJob{cluster: s.Name, decl: hubsync.Declaration{Source: source, Prune: true}})
-		}
-		var stuck []clusterOutcome
-		for _, o := range r.syncAll(ctx, jobs) {
-			if o.result.Phase != policyhubv1.ClusterPhaseSynced {
-				o.result.Message = "deleting: could not prune this cluster yet: " + o.result.Message
-				stuck = append(stuck, o)
-			}
-		}
+		stuck := r.dispatcher().pruneEverywhere(ctx, source, fp.Status.Clusters)
 		if len(stuck) > 0 {
 			fp.Status.Clusters = clusterStatuses(fp.Status.Clusters, stuck, metav1.Now())
 			setConditions(&fp.Status.Conditions, metav1.Condition{
@@ -444,28 +305,4 @@ func (r *FleetPolicyReconciler) patchStatus(ctx context.Context, orig, fp *polic
 		return fmt.Errorf("update status: %w", err)
 	}
 	return nil
-}
-
-// emitEvents records the clusters whose phase changed or that were written to: a Warning per
-// cluster in trouble, and one Normal Event for all the clusters that synced.
-func (r *FleetPolicyReconciler) emitEvents(fp *policyhubv1.FleetPolicy, before []policyhubv1.ClusterStatus, outcomes []clusterOutcome) {
-	prev := map[string]policyhubv1.ClusterPhase{}
-	for _, s := range before {
-		prev[s.Name] = s.Phase
-	}
-	var synced []string
-	for _, o := range outcomes {
-		if prev[o.cluster] == o.result.Phase && !o.wrote {
-			continue
-		}
-		switch o.result.Phase {
-		case policyhubv1.ClusterPhaseSynced, policyhubv1.ClusterPhaseDryRun:
-			synced = append(synced, fmt.Sprintf("%s (%s)", o.cluster, o.result.Message))
-		default:
-			r.Recorder.Eventf(fp, nil, corev1.EventTypeWarning, string(o.result.Phase), "Sync", "%s: %s", o.cluster, o.result.Message)
-		}
-	}
-	if len(synced) > 0 {
-		r.Recorder.Eventf(fp, nil, corev1.EventTypeNormal, "Synced", "Sync", "%s", truncate(strings.Join(synced, "; "), 1024))
-	}
 }

@@ -164,3 +164,96 @@ func truncate(s string, n int) string {
 	}
 	return s[:n-3] + "..."
 }
+
+// Bounds of an ApplicationPolicy's status (the CRD's MaxItems).
+const (
+	maxApplicationPolicyResults = 100
+	maxTopViolations            = 20
+)
+
+// applicationResults is an application's own results in each cluster, from the agents'
+// per-application breakdown: per generated policy (counts, and the policy's refused admissions,
+// which are all the application's, since a generated policy matches only its resources), and the
+// top violations of those policies. The clusters' results are set to the application's totals.
+func applicationResults(app string, clusters []policyhubv1.ClusterStatus, summaries map[string]*policyhubv1.PolicyReportSummarySpec, owned map[string][]aggregate.Policy) ([]policyhubv1.ApplicationPolicyResult, []policyhubv1.Violation) {
+	var results []policyhubv1.ApplicationPolicyResult
+	var violations []policyhubv1.Violation
+	for i := range clusters {
+		c := &clusters[i]
+		s, ok := summaries[c.Name]
+		if !ok {
+			continue
+		}
+		total := policyhubv1.ResultCounts{}
+		var blocked int64
+		refs := map[string]bool{}
+		for _, p := range owned[c.Name] {
+			ref := p.Name
+			if p.Namespace != "" {
+				ref = p.Namespace + "/" + p.Name
+			}
+			refs[ref] = true
+			r := policyhubv1.ApplicationPolicyResult{Cluster: c.Name, Policy: p.Name}
+			for _, a := range s.Applications {
+				if a.Name == app && a.Policy == ref {
+					aggregate.Add(&r.Results, a.Results)
+				}
+			}
+			for _, ps := range s.Policies {
+				if ps.Name == p.Name && ps.Namespace == p.Namespace && (ps.Kind == "" || ps.Kind == p.Kind) {
+					r.Blocked += ps.Blocked
+					if ps.LastBlocked != nil {
+						r.LastBlocked = ps.LastBlocked.DeepCopy()
+					}
+				}
+			}
+			aggregate.Add(&total, r.Results)
+			blocked += r.Blocked
+			results = append(results, r)
+		}
+		for _, v := range s.Violations {
+			if refs[v.Policy] {
+				v.Cluster = c.Name
+				violations = append(violations, v)
+			}
+		}
+		c.Results, c.Blocked = &total, blocked
+	}
+	sort.SliceStable(results, func(i, j int) bool {
+		if results[i].Cluster != results[j].Cluster {
+			return results[i].Cluster < results[j].Cluster
+		}
+		return results[i].Policy < results[j].Policy
+	})
+	if len(results) > maxApplicationPolicyResults {
+		results = results[:maxApplicationPolicyResults]
+	}
+	// The summaries' violations come most severe and newest first; across clusters, keep that.
+	sort.SliceStable(violations, func(i, j int) bool {
+		if a, b := severityRank(violations[i].Severity), severityRank(violations[j].Severity); a != b {
+			return a < b
+		}
+		ti, tj := violations[i].Timestamp, violations[j].Timestamp
+		return ti != nil && (tj == nil || ti.After(tj.Time))
+	})
+	if len(violations) > maxTopViolations {
+		violations = violations[:maxTopViolations]
+	}
+	return results, violations
+}
+
+func severityRank(s string) int {
+	switch strings.ToLower(s) {
+	case "critical":
+		return 0
+	case "high":
+		return 1
+	case "medium":
+		return 2
+	case "low":
+		return 3
+	case "info":
+		return 4
+	}
+	return 5
+}

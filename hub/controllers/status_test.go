@@ -113,3 +113,42 @@ func TestSetResults(t *testing.T) {
 		t.Errorf("summary %+v", s)
 	}
 }
+
+func TestApplicationResults(t *testing.T) {
+	summaries := map[string]*policyhubv1.PolicyReportSummarySpec{
+		"c1": {
+			Cluster: "c1",
+			Policies: []policyhubv1.PolicySummary{
+				{Name: "shop-limits", Namespace: "shop", Kind: "Policy", Results: policyhubv1.ResultCounts{Pass: 1, Fail: 2}, Blocked: 2,
+					LastBlocked: &policyhubv1.BlockedAdmission{Message: "Deployment shop/web: [need-team] fail (blocked); team label"}},
+			},
+			Applications: []policyhubv1.ApplicationSummary{
+				{Namespace: "shop", Name: "shop", Policy: "shop/shop-limits", Results: policyhubv1.ResultCounts{Pass: 1, Fail: 2}},
+				// Another application's results of a policy of the same name elsewhere: not ours.
+				{Namespace: "shop", Name: "blog", Policy: "shop/shop-limits", Results: policyhubv1.ResultCounts{Fail: 9}},
+				{Namespace: "shop", Name: "shop", Policy: "other", Results: policyhubv1.ResultCounts{Fail: 5}},
+			},
+			Violations: []policyhubv1.Violation{
+				{Policy: "shop/shop-limits", Rule: "need-team", Result: "fail", Severity: "low", Resource: policyhubv1.ResourceRef{Kind: "Deployment", Namespace: "shop", Name: "api"}},
+				{Policy: "other", Result: "fail", Severity: "critical"},
+				{Policy: "shop/shop-limits", Rule: "need-team", Result: "fail", Severity: "high", Resource: policyhubv1.ResourceRef{Kind: "Deployment", Namespace: "shop", Name: "web"}},
+			},
+		},
+	}
+	owned := map[string][]aggregate.Policy{"c1": {{Kind: "Policy", Namespace: "shop", Name: "shop-limits"}}, "c2": {{Kind: "Policy", Namespace: "shop", Name: "shop-limits"}}}
+	clusters := []policyhubv1.ClusterStatus{{Name: "c1"}, {Name: "c2"}}
+	results, top := applicationResults("shop", clusters, summaries, owned)
+	if len(results) != 1 || results[0].Cluster != "c1" || results[0].Results != (policyhubv1.ResultCounts{Pass: 1, Fail: 2}) || results[0].Blocked != 2 ||
+		results[0].LastBlocked == nil || results[0].LastBlocked.Message == "" {
+		t.Errorf("results %+v", results)
+	}
+	if len(top) != 2 || top[0].Resource.Name != "web" || top[1].Resource.Name != "api" || top[0].Cluster != "c1" {
+		t.Errorf("top violations (only the application's policies, most severe first): %+v", top)
+	}
+	if r := clusters[0].Results; r == nil || r.Fail != 2 || clusters[0].Blocked != 2 {
+		t.Errorf("c1 status %+v", clusters[0])
+	}
+	if clusters[1].Results != nil {
+		t.Errorf("c2 has no summary, so no results: %+v", clusters[1])
+	}
+}

@@ -1,0 +1,110 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/placement"
+)
+
+// Targets is what one declaration wants in each cluster its placement selects. The hub's
+// reconcilers and the CLI's dry-run both build their syncs from it.
+type Targets struct {
+	// Source identifies the declaration (Owner.Source()).
+	Source string
+	// Objects are the rendered objects by cluster; DryRun says which clusters only plan.
+	Objects map[string][]*unstructured.Unstructured
+	DryRun  map[string]bool
+	// Unknown are clusters the placement names that the inventory lacks.
+	Unknown []string
+}
+
+// Clusters are the selected clusters, sorted.
+func (t *Targets) Clusters() []string {
+	out := make([]string, 0, len(t.Objects))
+	for c := range t.Objects {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Fingerprint sums up what a sync of the targets depends on: the clusters, the content of every
+// object (its content hash), dry-run and the unknown clusters.
+func (t *Targets) Fingerprint() string {
+	var b strings.Builder
+	for _, c := range t.Clusters() {
+		fmt.Fprintf(&b, "%s/%v:", c, t.DryRun[c])
+		for _, obj := range t.Objects[c] {
+			fmt.Fprintf(&b, " %s/%s/%s@%s", obj.GetKind(), obj.GetNamespace(), obj.GetName(), obj.GetAnnotations()[policyhubv1.AnnotationContentHash])
+		}
+		b.WriteString(";")
+	}
+	fmt.Fprint(&b, t.Unknown)
+	return b.String()
+}
+
+// InvalidError is a declaration that cannot be dispatched until it is changed: Reason says
+// which part (InvalidPlacement, InvalidTemplate, InvalidPolicy).
+type InvalidError struct {
+	Reason string
+	Err    error
+}
+
+func (e *InvalidError) Error() string { return e.Err.Error() }
+func (e *InvalidError) Unwrap() error { return e.Err }
+
+// AsInvalid returns the InvalidError in err's chain, if any.
+func AsInvalid(err error) (*InvalidError, bool) {
+	var ie *InvalidError
+	ok := errors.As(err, &ie)
+	return ie, ok
+}
+
+// FleetPolicyTargets places and renders a FleetPolicy.
+func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, inv placement.Inventory) (*Targets, error) {
+	sel, err := placement.FleetPolicy(fp.Spec, inv)
+	if err != nil {
+		return nil, &InvalidError{Reason: "InvalidPlacement", Err: err}
+	}
+	t := &Targets{
+		Source:  Owner{HubID: hubID, Kind: "FleetPolicy", Name: fp.Name}.Source(),
+		Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}, Unknown: sel.Unknown,
+	}
+	for _, target := range sel.Targets {
+		obj, err := FleetPolicy(hubID, fp, target.Mode)
+		if err != nil {
+			return nil, &InvalidError{Reason: "InvalidTemplate", Err: err}
+		}
+		t.Objects[target.Cluster] = []*unstructured.Unstructured{obj}
+		t.DryRun[target.Cluster] = target.DryRun
+	}
+	return t, nil
+}
+
+// ApplicationPolicyTargets places (by its placement, else the application's topologies) and
+// renders an ApplicationPolicy: per cluster, the policies of every target namespace there.
+func ApplicationPolicyTargets(hubID string, ap *policyhubv1.ApplicationPolicy, topologies []placement.Topology, inv placement.Inventory) (*Targets, error) {
+	targets, unknown, err := placement.ApplicationPolicy(ap, topologies, inv)
+	if err != nil {
+		return nil, &InvalidError{Reason: "InvalidPlacement", Err: err}
+	}
+	t := &Targets{
+		Source:  Owner{HubID: hubID, Kind: "ApplicationPolicy", Namespace: ap.Namespace, Name: ap.Name}.Source(),
+		Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}, Unknown: unknown,
+	}
+	for _, target := range targets {
+		objs, err := ApplicationPolicy(hubID, ap, target.Namespace)
+		if err != nil {
+			return nil, &InvalidError{Reason: "InvalidPolicy", Err: err}
+		}
+		t.Objects[target.Cluster] = append(t.Objects[target.Cluster], objs...)
+		t.DryRun[target.Cluster] = target.DryRun
+	}
+	return t, nil
+}
