@@ -45,7 +45,18 @@ func startAgent(t *testing.T, cluster string) {
 		if err := <-done; err != nil {
 			t.Errorf("agent of %s: %v", cluster, err)
 		}
+		// The agent is gone, as if uninstalled: so is its summary, or it would turn stale under
+		// the next tests and change the status they watch.
+		deleteSummary(t, cluster)
 	})
+}
+
+// deleteSummary deletes the cluster's summary from the hub.
+func deleteSummary(t *testing.T, cluster string) {
+	s := &policyhubv1.PolicyReportSummary{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: policyhubv1.SummaryName}}
+	if err := directClient(t, testFleet.Hub.Config).Delete(context.Background(), s); client.IgnoreNotFound(err) != nil {
+		t.Errorf("delete %s's summary: %v", cluster, err)
+	}
 }
 
 // agentHubConfig sets up the cluster's agent identity on the hub from config/rbac/agent-hub-access

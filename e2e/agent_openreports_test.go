@@ -83,14 +83,22 @@ func TestAgentOpenReportsGiveTheSameSummary(t *testing.T) {
 		}
 		return p, apps, s.Spec.Engine.ReportAPIs
 	}
-	p1, apps1, apis1 := entries("cluster-1")
-	p2, apps2, apis2 := entries("cluster-2")
-	if p1.Name == "" || fmt.Sprint(p1) != fmt.Sprint(p2) {
-		t.Errorf("policy entries differ:\ncluster-1 %+v\ncluster-2 %+v", p1, p2)
-	}
-	if len(apps1) == 0 || fmt.Sprint(apps1) != fmt.Sprint(apps2) {
-		t.Errorf("application entries differ:\ncluster-1 %+v\ncluster-2 %+v", apps1, apps2)
-	}
+	// Attributing results to applications needs the resources' labels, read by an informer that
+	// starts with the first report about a kind: the entries may lag a push behind.
+	var apis1, apis2 []string
+	eventually(t, 60*time.Second, 500*time.Millisecond, "the same policy and application entries in both summaries", func() error {
+		var p1, p2 policyhubv1.PolicySummary
+		var apps1, apps2 []policyhubv1.ApplicationSummary
+		p1, apps1, apis1 = entries("cluster-1")
+		p2, apps2, apis2 = entries("cluster-2")
+		if p1.Name == "" || fmt.Sprint(p1) != fmt.Sprint(p2) {
+			return fmt.Errorf("policy entries differ:\ncluster-1 %+v\ncluster-2 %+v", p1, p2)
+		}
+		if len(apps1) == 0 || fmt.Sprint(apps1) != fmt.Sprint(apps2) {
+			return fmt.Errorf("application entries differ:\ncluster-1 %+v\ncluster-2 %+v", apps1, apps2)
+		}
+		return nil
+	})
 	if !slices.Contains(apis2, "openreports.io/v1alpha1") || !slices.Contains(apis1, "wgpolicyk8s.io/v1alpha2") {
 		t.Errorf("engine report APIs: cluster-1 %v, cluster-2 %v", apis1, apis2)
 	}

@@ -36,6 +36,7 @@ spec:
 	if err := admin.Patch(ctx, last, client.Apply, client.FieldOwner("stale-test"), client.ForceOwnership); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { deleteSummary(t, "cluster-1") })
 	generated := last.Spec.GeneratedAt.Time.Truncate(time.Second) // as stored: to the second
 	waitResults(t, name, "the summary's results, fresh", func(fp *policyhubv1.FleetPolicy) error {
 		if s := clusterStatus(fp, "cluster-1"); s == nil || s.Results == nil || s.Results.Fail != 2 || s.Stale {

@@ -32,7 +32,8 @@ type testHub struct {
 	metricsURL string
 }
 
-// startHub runs the FleetPolicy and PolicyReportSummary controllers (hub id e2e-hub) until the test ends. Register it
+// startHub runs the hub's controllers — FleetPolicy, ApplicationPolicy, PolicyReportSummary and
+// the KubeVela adapter — (hub id e2e-hub) until the test ends. Register it
 // before creating FleetPolicies, so their deletion (which needs the running hub to prune and
 // release the finalizer) is cleaned up first.
 func startHub(t *testing.T, resync time.Duration) *testHub {
@@ -65,12 +66,33 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
+	kubeVela, err := controllers.ApplicationServed(mgr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appPolicies := &controllers.ApplicationPolicyReconciler{
+		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: testFleet.Hub.Config,
+		SecretNamespace: testFleet.SecretNamespace, HubID: e2eHubID, Batcher: r.Batcher,
+		Recorder: mgr.GetEventRecorder("policyhub-hub"), ResyncInterval: resync,
+		MaxConcurrentClusters: 4, MaxConcurrentReconciles: 8, RetryMaxDelay: 2 * time.Second,
+		KubeVela: kubeVela, ApplicationStatusInterval: time.Second,
+	}
+	if err := appPolicies.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
 	summaries := &controllers.SummaryReconciler{
 		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub"),
 		Compliance: metrics.NewCompliance(h.registry, time.Now),
 	}
 	if err := summaries.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
+	}
+	if kubeVela {
+		// KubeVela Applications' kyverno-policy entries → ApplicationPolicies.
+		adapter := &controllers.ApplicationReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub")}
+		if err := adapter.SetupWithManager(mgr); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The hub's /metrics, as Prometheus scrapes it.
 	metricsServer := httptest.NewServer(promhttp.HandlerFor(h.registry, promhttp.HandlerOpts{}))

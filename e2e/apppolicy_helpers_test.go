@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// createApplicationPolicy creates an ApplicationPolicy from YAML and, when the test ends, deletes
+// it and waits until the hub has pruned it and let it go.
+func createApplicationPolicy(t *testing.T, manifest string) *policyhubv1.ApplicationPolicy {
+	t.Helper()
+	ctx := testContext(t)
+	hub := directClient(t, testFleet.Hub.Config)
+	ap := &policyhubv1.ApplicationPolicy{}
+	if err := yaml.Unmarshal([]byte(manifest), ap); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Create(ctx, ap); err != nil {
+		t.Fatalf("create ApplicationPolicy %s: %v", ap.Name, err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if err := hub.Delete(ctx, ap); client.IgnoreNotFound(err) != nil {
+			t.Errorf("delete ApplicationPolicy %s: %v", ap.Name, err)
+			return
+		}
+		eventually(t, 60*time.Second, 200*time.Millisecond, "ApplicationPolicy "+ap.Name+" pruned and gone", func() error {
+			err := hub.Get(ctx, client.ObjectKeyFromObject(ap), &policyhubv1.ApplicationPolicy{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("still there (%v)", err)
+		})
+	})
+	return ap
+}
+
+// waitApplicationPolicy polls the ApplicationPolicy until check accepts it (within timeout).
+func waitApplicationPolicy(t *testing.T, namespace, name string, timeout time.Duration, what string, check func(*policyhubv1.ApplicationPolicy) error) *policyhubv1.ApplicationPolicy {
+	t.Helper()
+	hub := directClient(t, testFleet.Hub.Config)
+	ap := &policyhubv1.ApplicationPolicy{}
+	eventually(t, timeout, 300*time.Millisecond, what, func() error {
+		if err := hub.Get(testContext(t), client.ObjectKey{Namespace: namespace, Name: name}, ap); err != nil {
+			return err
+		}
+		if ap.Status.ObservedGeneration != ap.Generation {
+			return fmt.Errorf("status is of generation %d, spec is %d", ap.Status.ObservedGeneration, ap.Generation)
+		}
+		return check(ap)
+	})
+	return ap
+}
+
+// apPhases is a check that the ApplicationPolicy's clusters have exactly these phases.
+func apPhases(want map[string]policyhubv1.ClusterPhase) func(*policyhubv1.ApplicationPolicy) error {
+	return func(ap *policyhubv1.ApplicationPolicy) error {
+		got := map[string]policyhubv1.ClusterPhase{}
+		for _, c := range ap.Status.Clusters {
+			got[c.Name] = c.Phase
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("cluster phases %v, want %v (conditions %+v)", got, want, ap.Status.Conditions)
+		}
+		return nil
+	}
+}
+
+// ownedPolicies lists the Kyverno objects of kind (kyverno.io/v1 Policy or policies.kyverno.io/v1
+// NamespacedValidatingPolicy) the e2e hub owns in namespace of cluster.
+func ownedPolicies(t *testing.T, cluster, apiVersion, kind, namespace string) []string {
+	t.Helper()
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion(apiVersion)
+	list.SetKind(kind + "List")
+	if err := directClient(t, testFleet.Cluster(cluster).Config).List(testContext(t), list, client.InNamespace(namespace), client.MatchingLabels{policyhubv1.LabelManagedBy: e2eHubID}); err != nil {
+		t.Fatalf("list %s in %s: %v", kind, cluster, err)
+	}
+	var names []string
+	for _, item := range list.Items {
+		names = append(names, item.GetName())
+	}
+	return names
+}

@@ -1,0 +1,64 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// Invalid ApplicationPolicies dispatch nothing: what admission can check is refused with a clear
+// message; what only rendering finds (a rule that sets its own match) is Stalled with the reason.
+func TestApplicationPolicyInvalidIsNotDispatched(t *testing.T) {
+	startHub(t, time.Hour)
+	ctx := testContext(t)
+	const ns = "ap-invalid"
+	hub := directClient(t, testFleet.Hub.Config)
+	createNamespace(ctx, t, hub, ns)
+	createNamespace(ctx, t, directClient(t, testFleet.Cluster("cluster-1").Config), ns)
+
+	for _, tc := range []struct {
+		what, want string
+		edit       func(*policyhubv1.ApplicationPolicy)
+	}{
+		{"bad mode", "Audit", func(ap *policyhubv1.ApplicationPolicy) { ap.Spec.Mode = "Sometimes" }},
+		{"no rules", "give spec.rules", func(ap *policyhubv1.ApplicationPolicy) { ap.Spec.Rules = nil }},
+		{"empty scope", "scope needs kinds or resources", func(ap *policyhubv1.ApplicationPolicy) { ap.Spec.Scope.Kinds = nil }},
+	} {
+		ap := &policyhubv1.ApplicationPolicy{}
+		if err := yaml.Unmarshal([]byte(teamApplicationPolicy("refused", ns, "Audit", "cluster-1")), ap); err != nil {
+			t.Fatal(err)
+		}
+		tc.edit(ap)
+		err := hub.Create(ctx, ap)
+		if err == nil {
+			_ = hub.Delete(ctx, ap)
+		}
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want Invalid mentioning %q", tc.what, err, tc.want)
+		}
+	}
+
+	withMatch := strings.Replace(teamApplicationPolicy("sets-match", ns, "Enforce", "cluster-1"), "  - name: need-team\n", "  - name: need-team\n    match: {any: [{resources: {kinds: [Pod]}}]}\n", 1)
+	createApplicationPolicy(t, withMatch)
+	ap := waitApplicationPolicy(t, ns, "sets-match", 60*time.Second, "Stalled with the reason", func(ap *policyhubv1.ApplicationPolicy) error {
+		for _, c := range ap.Status.Conditions {
+			if c.Type == policyhubv1.ConditionStalled && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "sets match") {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %+v", ap.Status.Conditions)
+	})
+	if len(ap.Status.Clusters) != 0 {
+		t.Errorf("a stalled ApplicationPolicy reports clusters: %+v", ap.Status.Clusters)
+	}
+	if got := ownedPolicies(t, "cluster-1", "kyverno.io/v1", "Policy", ns); len(got) != 0 {
+		t.Errorf("a stalled ApplicationPolicy dispatched %v to cluster-1", got)
+	}
+}

@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/controllers"
+)
+
+const velaShop = `
+apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata: {name: shop, namespace: %s}
+spec:
+  components: []
+  policies:
+  - name: team
+    type: kyverno-policy
+    properties:
+      mode: Audit
+      scope: {kinds: [Deployment]}
+      rules:
+      - name: need-team
+        validate: {message: "shop Deployments need a team label", pattern: {metadata: {labels: {team: "?*"}}}}
+  - name: everywhere
+    type: topology
+    properties: {clusters: [cluster-1, cluster-2]}
+`
+
+// A KubeVela Application with a kyverno-policy entry and a topology of [cluster-1, cluster-2]: the
+// entry's Policy reaches both clusters; the Application's status.policy gets the entry's compact
+// status, and is not written again while nothing changes; removing the entry prunes both clusters.
+func TestKubeVelaApplicationPolicyLifecycle(t *testing.T) {
+	startHub(t, time.Hour)
+	ctx := testContext(t)
+	const ns = "kv-lifecycle"
+	hub := directClient(t, testFleet.Hub.Config)
+	createNamespace(ctx, t, hub, ns)
+	for _, c := range []string{"cluster-1", "cluster-2"} {
+		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
+	}
+	app := object(t, fmt.Sprintf(velaShop, ns))
+	if err := hub.Create(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(ctx, app) })
+
+	waitApplicationPolicy(t, ns, "shop-team", 90*time.Second, "the entry's ApplicationPolicy synced in both clusters",
+		apPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Synced"}))
+	for _, c := range []string{"cluster-1", "cluster-2"} {
+		if got := ownedPolicies(t, c, "kyverno.io/v1", "Policy", ns); fmt.Sprint(got) != "[shop-team]" {
+			t.Errorf("%s holds %v, want [shop-team]", c, got)
+		}
+	}
+
+	// The entry's status in the Application, and how many times it is written.
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(controllers.ApplicationGVK)
+	entryStatus := func() (map[string]any, error) {
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(app), live); err != nil {
+			return nil, err
+		}
+		policies, _, _ := unstructured.NestedSlice(live.Object, "status", "policy")
+		for _, p := range policies {
+			if m, ok := p.(map[string]any); ok && m["name"] == "team" && m["type"] == "kyverno-policy" {
+				status, _ := m["status"].(map[string]any)
+				return status, nil
+			}
+		}
+		return nil, fmt.Errorf("no kyverno-policy entry in status.policy: %v", policies)
+	}
+	eventually(t, 60*time.Second, 300*time.Millisecond, "the entry's status in the Application", func() error {
+		status, err := entryStatus()
+		if err != nil {
+			return err
+		}
+		if status["synced"] != int64(2) || status["ready"] != true {
+			return fmt.Errorf("status %v", status)
+		}
+		return nil
+	})
+	if conds, found, _ := unstructured.NestedSlice(live.Object, "status", "conditions"); found && len(conds) > 0 {
+		t.Errorf("policyhub must not add conditions to the Application: %v", conds)
+	}
+	version := live.GetResourceVersion()
+	// Reconciles with nothing new (requested through an annotation, as a resync would): no write.
+	for i := range 3 {
+		ap := &policyhubv1.ApplicationPolicy{}
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-team"}, ap); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(ap.DeepCopy())
+		ap.Annotations["e2e/requested"] = fmt.Sprint(i)
+		if err := hub.Patch(ctx, ap, patch); err != nil {
+			t.Fatal(err)
+		}
+		waitApplicationPolicy(t, ns, "shop-team", 30*time.Second, "reconciled", func(ap *policyhubv1.ApplicationPolicy) error {
+			if ap.Status.Summary.Synced != 2 {
+				return fmt.Errorf("summary %+v", ap.Status.Summary)
+			}
+			return nil
+		})
+	}
+	if _, err := entryStatus(); err != nil {
+		t.Fatal(err)
+	}
+	if live.GetResourceVersion() != version {
+		t.Errorf("the Application was written while nothing changed (resourceVersion %s → %s)", version, live.GetResourceVersion())
+	}
+
+	// Remove the entry: its ApplicationPolicy goes, and with it the Policies in both clusters.
+	if err := hub.Get(ctx, client.ObjectKeyFromObject(app), live); err != nil {
+		t.Fatal(err)
+	}
+	policies, _, _ := unstructured.NestedSlice(live.Object, "spec", "policies")
+	if err := unstructured.SetNestedSlice(live.Object, policies[1:], "spec", "policies"); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Update(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 90*time.Second, 500*time.Millisecond, "the Policies pruned from both clusters", func() error {
+		for _, c := range []string{"cluster-1", "cluster-2"} {
+			if got := ownedPolicies(t, c, "kyverno.io/v1", "Policy", ns); len(got) != 0 {
+				return fmt.Errorf("%s still holds %v", c, got)
+			}
+		}
+		return nil
+	})
+}
