@@ -6,9 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -18,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -141,112 +138,8 @@ func (r *ApplicationPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, ap); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	source := render.Owner{HubID: r.HubID, Kind: "ApplicationPolicy", Namespace: ap.Namespace, Name: ap.Name}.Source()
-	if !ap.DeletionTimestamp.IsZero() {
-		r.synced.forget(req.NamespacedName)
-		return r.finalize(ctx, ap, source)
-	}
-	if !controllerutil.ContainsFinalizer(ap, Finalizer) {
-		patch := client.MergeFrom(ap.DeepCopy())
-		controllerutil.AddFinalizer(ap, Finalizer)
-		if err := r.Client.Patch(ctx, ap, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
-		}
-	}
-	orig := ap.DeepCopy()
-	if ap.Spec.Suspend {
-		ap.Status.ObservedGeneration = ap.Generation
-		setConditions(&ap.Status.Conditions, metav1.Condition{
-			Type: policyhubv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Suspended", ObservedGeneration: ap.Generation,
-			Message: "suspended: not syncing; the policies in the clusters are left as they are",
-		}, nil, nil)
-		return ctrl.Result{}, r.patchStatus(ctx, orig, ap)
-	}
-
-	inv, err := placement.ReadInventory(ctx, r.Reader, r.SecretNamespace)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("read the cluster inventory: %w", err)
-	}
-	app, err := r.application(ctx, ap)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	var topologies []placement.Topology
-	if app != nil && ap.Spec.Placement == nil {
-		if topologies, err = placement.Topologies(app); err != nil {
-			return r.stalled(ctx, ap, orig, "InvalidPlacement", err)
-		}
-	}
-	targets, err := render.ApplicationPolicyTargets(r.HubID, ap, topologies, inv)
-	if invalid, ok := render.AsInvalid(err); ok {
-		return r.stalled(ctx, ap, orig, invalid.Reason, invalid.Err)
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	desired := targets.Objects
-	owned := ownedPolicies(desired)
-
-	now := time.Now()
-	inputs := fmt.Sprint(ap.Generation, ap.Annotations, targets.Fingerprint())
-	if last, ok := r.synced.unchangedSince(req.NamespacedName, inputs, r.ResyncInterval, now); ok {
-		firstStale := r.setResults(ctx, ap, owned, now)
-		if err := r.patchStatus(ctx, orig, ap); err != nil {
-			return ctrl.Result{}, err
-		}
-		wake := nextWake(r.ResyncInterval, last, firstStale, now)
-		return ctrl.Result{RequeueAfter: minPositive(wake, r.mirror(ctx, ap, app))}, nil
-	}
-
-	prune := ap.Spec.Prune == nil || *ap.Spec.Prune
-	jobs := targetJobs(targets, prune)
-	for _, s := range ap.Status.Clusters {
-		if _, still := desired[s.Name]; !still && prune {
-			jobs = append(jobs, syncJob{cluster: s.Name, decl: hubsync.Declaration{Source: source, Prune: true}})
-		}
-	}
-	outcomes := r.dispatcher().syncAll(ctx, jobs)
-	var kept []clusterOutcome
-	retry, pending := false, false
-	for _, o := range outcomes {
-		leaving := desired[o.cluster] == nil
-		if leaving && o.result.Phase == policyhubv1.ClusterPhaseSynced {
-			continue
-		}
-		if leaving {
-			o.result.Message = "no longer selected; pruning failed: " + o.result.Message
-		}
-		kept = append(kept, o)
-		switch o.result.Phase {
-		case policyhubv1.ClusterPhaseFailed, policyhubv1.ClusterPhaseLockHeld:
-			retry = true
-		case policyhubv1.ClusterPhasePending:
-			pending = true
-		}
-	}
-	ap.Status.Clusters = clusterStatuses(ap.Status.Clusters, kept, metav1.NewTime(now))
-	firstStale := r.setResults(ctx, ap, owned, now)
-	ap.Status.ObservedGeneration = ap.Generation
-	var reconciling *metav1.Condition
-	if retry {
-		reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "RetryingClusters", Message: "some clusters failed or were locked; retrying with backoff"}
-	}
-	setConditions(&ap.Status.Conditions, readyCondition(ap.Status.Clusters, targets.Unknown, ap.Generation), reconciling, nil)
-	if err := r.patchStatus(ctx, orig, ap); err != nil {
-		return ctrl.Result{}, err
-	}
-	emitSyncEvents(r.Recorder, ap, orig.Status.Clusters, kept)
-	mirrorWake := r.mirror(ctx, ap, app)
-	if retry {
-		r.synced.forget(req.NamespacedName)
-		return ctrl.Result{}, errRetry
-	}
-	if pending {
-		r.synced.forget(req.NamespacedName)
-	} else {
-		r.synced.remember(req.NamespacedName, inputs, now)
-	}
-	return ctrl.Result{RequeueAfter: minPositive(nextWake(r.ResyncInterval, now, firstStale, now), mirrorWake)}, nil
+	e := engine{client: r.Client, reader: r.Reader, recorder: r.Recorder, dispatch: r.dispatcher(), hubID: r.HubID, resyncInterval: r.ResyncInterval, synced: &r.synced}
+	return e.reconcile(ctx, req.NamespacedName, &applicationPolicy{ApplicationPolicy: ap, r: r})
 }
 
 // application is the KubeVela Application the ApplicationPolicy is about, when KubeVela is
@@ -266,77 +159,57 @@ func (r *ApplicationPolicyReconciler) application(ctx context.Context, ap *polic
 	return app, nil
 }
 
-// setResults fills the status with this application's results from the clusters' summaries, and
-// says when the first fresh results turn stale.
-func (r *ApplicationPolicyReconciler) setResults(ctx context.Context, ap *policyhubv1.ApplicationPolicy, owned map[string][]aggregate.Policy, now time.Time) time.Time {
-	summaries := readSummaries(ctx, r.Reader, ap.Status.Clusters)
+// applicationPolicy is an ApplicationPolicy as the engine's declaration.
+type applicationPolicy struct {
+	*policyhubv1.ApplicationPolicy
+	r *ApplicationPolicyReconciler
+	// app is its KubeVela Application, when there is one (read by targets).
+	app *unstructured.Unstructured
+}
+
+func (d *applicationPolicy) object() client.Object { return d.ApplicationPolicy }
+func (d *applicationPolicy) statusValue() any      { return d.Status }
+func (d *applicationPolicy) suspended() bool       { return d.Spec.Suspend }
+func (d *applicationPolicy) prune() bool           { return d.Spec.Prune == nil || *d.Spec.Prune }
+func (d *applicationPolicy) deepCopy() declaration {
+	return &applicationPolicy{ApplicationPolicy: d.ApplicationPolicy.DeepCopy(), r: d.r, app: d.app}
+}
+
+func (d *applicationPolicy) status() declarationStatus {
+	return declarationStatus{observedGeneration: &d.Status.ObservedGeneration, conditions: &d.Status.Conditions, clusters: &d.Status.Clusters, summary: &d.Status.Summary}
+}
+
+func (d *applicationPolicy) source(hubID string) string {
+	return render.Owner{HubID: hubID, Kind: "ApplicationPolicy", Namespace: d.Namespace, Name: d.Name}.Source()
+}
+
+func (d *applicationPolicy) targets(ctx context.Context) (*render.Targets, error) {
+	inv, err := placement.ReadInventory(ctx, d.r.Reader, d.r.SecretNamespace)
+	if err != nil {
+		return nil, fmt.Errorf("read the cluster inventory: %w", err)
+	}
+	if d.app, err = d.r.application(ctx, d.ApplicationPolicy); err != nil {
+		return nil, err
+	}
+	var topologies []placement.Topology
+	if d.app != nil && d.Spec.Placement == nil {
+		if topologies, err = placement.Topologies(d.app); err != nil {
+			return nil, &render.InvalidError{Reason: "InvalidPlacement", Err: err}
+		}
+	}
+	return render.ApplicationPolicyTargets(d.r.HubID, d.ApplicationPolicy, topologies, inv)
+}
+
+// setResults fills the status with this application's results from the clusters' summaries.
+func (d *applicationPolicy) setResults(summaries map[string]*policyhubv1.PolicyReportSummarySpec, owned map[string][]aggregate.Policy, now time.Time) time.Time {
 	var firstStale time.Time
-	ap.Status.Clusters, firstStale = setResults(ap.Status.Clusters, summaries, owned, now)
-	ap.Status.Policies, ap.Status.TopViolations = applicationResults(ap.Spec.Application, ap.Status.Clusters, summaries, owned)
-	ap.Status.Summary = summarize(ap.Status.Clusters)
+	d.Status.Clusters, firstStale = setResults(d.Status.Clusters, summaries, owned, now)
+	d.Status.Policies, d.Status.TopViolations = applicationResults(d.Spec.Application, d.Status.Clusters, summaries, owned)
+	d.Status.Summary = summarize(d.Status.Clusters)
 	return firstStale
 }
 
-func (r *ApplicationPolicyReconciler) finalize(ctx context.Context, ap *policyhubv1.ApplicationPolicy, source string) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(ap, Finalizer) {
-		return ctrl.Result{}, nil
-	}
-	orig := ap.DeepCopy()
-	if ap.Spec.Prune == nil || *ap.Spec.Prune {
-		if stuck := r.dispatcher().pruneEverywhere(ctx, source, ap.Status.Clusters); len(stuck) > 0 {
-			ap.Status.Clusters = clusterStatuses(ap.Status.Clusters, stuck, metav1.Now())
-			setConditions(&ap.Status.Conditions, metav1.Condition{
-				Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "PruneFailed", ObservedGeneration: ap.Generation,
-				Message: fmt.Sprintf("deleting: %d clusters still hold the application's policies and could not be pruned; the finalizer stays until they are", len(stuck)),
-			}, &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Pruning", Message: "retrying the prune with backoff"}, nil)
-			if err := r.patchStatus(ctx, orig, ap); err != nil {
-				return ctrl.Result{}, err
-			}
-			r.Recorder.Eventf(ap, nil, corev1.EventTypeWarning, "PruneFailed", "Delete", "could not prune %s: %s", stuck[0].cluster, stuck[0].result.Message)
-			return ctrl.Result{}, errRetry
-		}
-	}
-	patch := client.MergeFrom(ap.DeepCopy())
-	controllerutil.RemoveFinalizer(ap, Finalizer)
-	if err := r.Client.Patch(ctx, ap, patch); err != nil {
-		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
-	}
-	return ctrl.Result{}, nil
-}
-
-// stalled records an ApplicationPolicy that cannot be dispatched until the user changes it;
-// nothing is sent to any cluster.
-func (r *ApplicationPolicyReconciler) stalled(ctx context.Context, ap, orig *policyhubv1.ApplicationPolicy, reason string, cause error) (ctrl.Result, error) {
-	msg := truncate(cause.Error(), 1024)
-	ap.Status.ObservedGeneration = ap.Generation
-	setConditions(&ap.Status.Conditions,
-		metav1.Condition{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: ap.Generation},
-		nil, &metav1.Condition{Status: metav1.ConditionTrue, Reason: reason, Message: msg})
-	if err := r.patchStatus(ctx, orig, ap); err != nil {
-		return ctrl.Result{}, err
-	}
-	if meta.FindStatusCondition(orig.Status.Conditions, policyhubv1.ConditionStalled) == nil {
-		r.Recorder.Eventf(ap, nil, corev1.EventTypeWarning, reason, "Reconcile", "nothing was dispatched: %s", msg)
-	}
-	return ctrl.Result{}, nil
-}
-
-func (r *ApplicationPolicyReconciler) patchStatus(ctx context.Context, orig, ap *policyhubv1.ApplicationPolicy) error {
-	if equality.Semantic.DeepEqual(orig.Status, ap.Status) {
-		return nil
-	}
-	if err := r.Client.Status().Patch(ctx, ap, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("update status: %w", err)
-	}
-	return nil
-}
-
-func minPositive(a, b time.Duration) time.Duration {
-	switch {
-	case a <= 0:
-		return b
-	case b <= 0:
-		return a
-	}
-	return min(a, b)
+// afterStatus mirrors the status into the KubeVela Application's status.policy entry.
+func (d *applicationPolicy) afterStatus(ctx context.Context) time.Duration {
+	return d.r.mirror(ctx, d.ApplicationPolicy, d.app)
 }
