@@ -1,0 +1,334 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/gateway"
+	"github.com/policyhub/policyhub/hub/placement"
+)
+
+func init() { commands = append(commands, newClustersCommand) }
+
+const (
+	// probeTimeout bounds each request of a cluster's probe through the gateway.
+	probeTimeout = 5 * time.Second
+	// probeConcurrency is how many clusters are probed at once.
+	probeConcurrency = 16
+)
+
+// kyvernoPolicyAPIs are the policy APIs whose presence `clusters` reports, in this order.
+var kyvernoPolicyAPIs = []string{"kyverno.io/v1", "policies.kyverno.io/v1"}
+
+// clustersReport is the -o json|yaml output of `clusters`.
+type clustersReport struct {
+	Clusters []clusterReport `json:"clusters"`
+}
+
+// clusterReport is one managed cluster.
+type clusterReport struct {
+	// Name of the cluster, as registered with cluster-gateway.
+	Name string `json:"name"`
+	// Labels of the cluster (its gateway credential Secret's, over its OCM ManagedCluster's).
+	Labels map[string]string `json:"labels"`
+	// Reachable is true when the cluster answered GET /version through the gateway.
+	Reachable bool `json:"reachable"`
+	// Version is the cluster's Kubernetes version (gitVersion), when reachable.
+	Version string `json:"version,omitempty"`
+	// Error says why the cluster is unreachable (or why its APIs could not be read).
+	Error string `json:"error,omitempty"`
+	// KyvernoAPIs are the Kyverno policy APIs the cluster serves, among kyverno.io/v1 and
+	// policies.kyverno.io/v1; null when the cluster could not be asked.
+	KyvernoAPIs []string `json:"kyvernoAPIs"`
+	// Summary is the cluster's last PolicyReportSummary on the hub; null when its agent sent none.
+	Summary *clusterSummary `json:"summary"`
+}
+
+// clusterSummary is what `clusters` shows of a cluster's PolicyReportSummary.
+type clusterSummary struct {
+	// GeneratedAt is when the agent built the summary.
+	GeneratedAt *metav1.Time `json:"generatedAt"`
+	// AgeSeconds is how old the summary is.
+	AgeSeconds int64 `json:"ageSeconds"`
+	// Stale is true when the agent missed three heartbeats: the results may be out of date.
+	Stale bool `json:"stale"`
+	// Results counts every result in the cluster.
+	Results reportCounts `json:"results"`
+	// Violations is results.fail + results.error.
+	Violations int64 `json:"violations"`
+	// Blocked counts admissions Kyverno refused in the cluster.
+	Blocked int64 `json:"blocked"`
+	// KyvernoWebhooks is true when the agent saw Kyverno's admission webhooks registered.
+	KyvernoWebhooks bool `json:"kyvernoWebhooks"`
+	// ReportAPIs are the report APIs the cluster serves.
+	ReportAPIs []string `json:"reportAPIs"`
+}
+
+func newClustersCommand(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "clusters [CLUSTER...]",
+		Short: "List the fleet's clusters: labels, reachability, Kyverno APIs, last summary, violations",
+		Long: `List every managed cluster of the hub's inventory (cluster-gateway's credential Secrets and
+OCM ManagedClusters) with its labels; whether it answers through cluster-gateway (GET /version,
+5s timeout; clusters are probed concurrently); which Kyverno policy APIs it serves (kyverno.io/v1,
+policies.kyverno.io/v1); the age of the last PolicyReportSummary its agent sent ("stale" when the
+agent missed three heartbeats); and the cluster's violations (fail, error) and blocked admissions.
+
+An unreachable cluster is a row, not an error: the command exits 0 whatever the clusters' state.
+Naming clusters restricts the list to them; an unknown name is an error.
+
+-o json|yaml prints {"clusters": [{"name", "labels", "reachable", "version", "error",
+"kyvernoAPIs", "summary": {"generatedAt", "ageSeconds", "stale", "results": {"pass", "fail",
+"warn", "error", "skip"}, "violations", "blocked", "kyvernoWebhooks", "reportAPIs"} | null}]}.`,
+		Example: `  # Every cluster of the fleet
+  kubectl policyhub clusters
+
+  # Two clusters, as JSON
+  kubectl policyhub clusters cluster-1 cluster-2 -o json
+
+  # The clusters that do not answer
+  kubectl policyhub clusters -o json | jq -r '.clusters[] | select(.reachable | not) | .name'`,
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			names, _ := o.clusterNames(cmd.Context())
+			return slices.DeleteFunc(names, func(n string) bool { return slices.Contains(args, n) }), cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			report, err := o.clusters(cmd.Context(), args, time.Now())
+			if err != nil {
+				return err
+			}
+			for _, c := range report.Clusters {
+				if !c.Reachable {
+					fmt.Fprintf(o.streams.ErrOut, "warning: cluster %s is unreachable through cluster-gateway: %s\n", c.Name, c.Error)
+				}
+			}
+			if err := o.printReport(report, func(w io.Writer) error {
+				printClustersTable(w, report)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if len(report.Clusters) == 0 && o.output == "table" {
+				fmt.Fprintf(o.streams.ErrOut, "No clusters found: no cluster-gateway credential Secret in %s and no OCM ManagedCluster.\n", o.secretNamespace)
+			}
+			return nil
+		},
+	}
+}
+
+// clusterNames are the inventory's cluster names, for completion.
+func (o *options) clusterNames(ctx context.Context) ([]string, error) {
+	c, err := o.hubClient()
+	if err != nil {
+		return nil, err
+	}
+	inv, err := placement.ReadInventory(ctx, c, o.secretNamespace)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, cl := range inv.Clusters {
+		names = append(names, cl.Name)
+	}
+	return names, nil
+}
+
+// clusters builds the report of the named clusters (every cluster when none is named).
+func (o *options) clusters(ctx context.Context, names []string, now time.Time) (*clustersReport, error) {
+	cfg, err := o.hubConfig()
+	if err != nil {
+		return nil, err
+	}
+	c, err := o.hubClient()
+	if err != nil {
+		return nil, err
+	}
+	// The summaries first: listing them is also the check that policyhub is installed on the hub.
+	summaries, err := clusterSummaries(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	inv, err := placement.ReadInventory(ctx, c, o.secretNamespace)
+	if err != nil {
+		return nil, err
+	}
+	clusters := inv.Clusters
+	if len(names) > 0 {
+		known := map[string]placement.Cluster{}
+		for _, cl := range inv.Clusters {
+			known[cl.Name] = cl
+		}
+		clusters = nil
+		for _, name := range names {
+			cl, ok := known[name]
+			if !ok {
+				return nil, knownCluster(inv, name)
+			}
+			if !slices.ContainsFunc(clusters, func(c placement.Cluster) bool { return c.Name == name }) {
+				clusters = append(clusters, cl)
+			}
+		}
+		slices.SortFunc(clusters, func(a, b placement.Cluster) int { return strings.Compare(a.Name, b.Name) })
+	}
+
+	report := &clustersReport{Clusters: make([]clusterReport, len(clusters))}
+	probes := make([]probeResult, len(clusters))
+	var g errgroup.Group
+	g.SetLimit(probeConcurrency)
+	for i, cl := range clusters {
+		g.Go(func() error {
+			probes[i] = probeCluster(ctx, cfg, cl.Name)
+			return nil
+		})
+	}
+	_ = g.Wait() // a probe records its error; it never fails the command
+	for i, cl := range clusters {
+		r := clusterReport{Name: cl.Name, Labels: cl.Labels, Reachable: probes[i].reachable, Version: probes[i].version,
+			Error: probes[i].err, KyvernoAPIs: probes[i].kyvernoAPIs}
+		if r.Labels == nil {
+			r.Labels = map[string]string{}
+		}
+		if s, ok := summaries[cl.Name]; ok {
+			r.Summary = toClusterSummary(s, now)
+		}
+		report.Clusters[i] = r
+	}
+	return report, nil
+}
+
+// clusterSummaries reads every cluster's PolicyReportSummary on the hub, by cluster (the
+// namespace); only the summary the hub aggregates (named policyhubv1.SummaryName) and only when
+// it claims the cluster of its namespace.
+func clusterSummaries(ctx context.Context, c client.Client) (map[string]*policyhubv1.PolicyReportSummarySpec, error) {
+	list := &policyhubv1.PolicyReportSummaryList{}
+	if err := c.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("list PolicyReportSummaries: %w", err)
+	}
+	out := map[string]*policyhubv1.PolicyReportSummarySpec{}
+	for i := range list.Items {
+		s := &list.Items[i]
+		if s.Name != policyhubv1.SummaryName || aggregate.Validate(s.Namespace, &s.Spec) != nil {
+			continue
+		}
+		out[s.Namespace] = &s.Spec
+	}
+	return out, nil
+}
+
+func toClusterSummary(s *policyhubv1.PolicyReportSummarySpec, now time.Time) *clusterSummary {
+	results := toReportCounts(s.Totals)
+	out := &clusterSummary{
+		GeneratedAt: s.GeneratedAt, AgeSeconds: int64(aggregate.Age(s, now).Seconds()), Stale: aggregate.Stale(s, now),
+		Results: results, Violations: results.violations(), Blocked: s.Blocked,
+		KyvernoWebhooks: s.Engine.KyvernoWebhooks, ReportAPIs: slices.Clone(s.Engine.ReportAPIs),
+	}
+	if out.ReportAPIs == nil {
+		out.ReportAPIs = []string{}
+	}
+	slices.Sort(out.ReportAPIs)
+	return out
+}
+
+// probeResult is what a cluster answered through the gateway.
+type probeResult struct {
+	reachable   bool
+	version     string
+	kyvernoAPIs []string
+	err         string
+}
+
+// probeCluster asks the cluster, through the gateway, for its version (reachability) and its API
+// groups (Kyverno's policy APIs), each request within probeTimeout.
+func probeCluster(ctx context.Context, hub *rest.Config, cluster string) probeResult {
+	cfg, err := gateway.ClusterConfig(hub, cluster)
+	if err != nil {
+		return probeResult{err: err.Error()}
+	}
+	cfg.Timeout = probeTimeout
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return probeResult{err: err.Error()}
+	}
+	get := func(path string, into any) error {
+		ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+		defer cancel()
+		body, err := dc.RESTClient().Get().AbsPath(path).Do(ctx).Raw()
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(body, into)
+	}
+	var v version.Info
+	if err := get("/version", &v); err != nil {
+		return probeResult{err: oneLine(err.Error())}
+	}
+	res := probeResult{reachable: true, version: v.GitVersion}
+	var groups metav1.APIGroupList
+	if err := get("/apis", &groups); err != nil {
+		res.err = "read the cluster's API groups: " + oneLine(err.Error())
+		return res
+	}
+	res.kyvernoAPIs = servedKyvernoAPIs(groups)
+	return res
+}
+
+// servedKyvernoAPIs are the kyvernoPolicyAPIs among the served group versions.
+func servedKyvernoAPIs(groups metav1.APIGroupList) []string {
+	served := map[string]bool{}
+	for _, g := range groups.Groups {
+		for _, v := range g.Versions {
+			served[v.GroupVersion] = true
+		}
+	}
+	out := []string{}
+	for _, gv := range kyvernoPolicyAPIs {
+		if served[gv] {
+			out = append(out, gv)
+		}
+	}
+	return out
+}
+
+func printClustersTable(w io.Writer, report *clustersReport) {
+	if len(report.Clusters) == 0 {
+		return
+	}
+	tableRow(w, "CLUSTER", "REACHABLE", "VERSION", "KYVERNO", "SUMMARY-AGE", "FAIL", "ERROR", "BLOCKED", "LABELS")
+	for _, c := range report.Clusters {
+		reachable, kyverno := "yes", listString(c.KyvernoAPIs)
+		if !c.Reachable {
+			reachable = "no"
+		}
+		if c.KyvernoAPIs == nil {
+			kyverno = "<unknown>"
+		}
+		age, fail, errs, blocked := "<none>", "-", "-", "-"
+		if s := c.Summary; s != nil {
+			age = "<unknown>"
+			if s.GeneratedAt != nil {
+				age = duration.HumanDuration(time.Duration(s.AgeSeconds) * time.Second)
+			}
+			if s.Stale {
+				age += " (stale)"
+			}
+			fail, errs, blocked = itoa(s.Results.Fail), itoa(s.Results.Error), itoa(s.Blocked)
+		}
+		tableRow(w, c.Name, reachable, c.Version, kyverno, age, fail, errs, blocked, labelString(c.Labels))
+	}
+}

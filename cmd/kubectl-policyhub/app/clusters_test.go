@@ -1,0 +1,73 @@
+package app
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+func TestServedKyvernoAPIs(t *testing.T) {
+	groups := metav1.APIGroupList{Groups: []metav1.APIGroup{
+		{Name: "apps", Versions: []metav1.GroupVersionForDiscovery{{GroupVersion: "apps/v1"}}},
+		{Name: "policies.kyverno.io", Versions: []metav1.GroupVersionForDiscovery{{GroupVersion: "policies.kyverno.io/v1alpha1"}, {GroupVersion: "policies.kyverno.io/v1"}}},
+	}}
+	if got := servedKyvernoAPIs(groups); !slices.Equal(got, []string{"policies.kyverno.io/v1"}) {
+		t.Errorf("%v", got)
+	}
+	if got := servedKyvernoAPIs(metav1.APIGroupList{}); got == nil || len(got) != 0 {
+		t.Errorf("no Kyverno: %#v, want [] (not null: the cluster was asked)", got)
+	}
+}
+
+func TestClustersTable(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	fresh := &policyhubv1.PolicyReportSummarySpec{GeneratedAt: &metav1.Time{Time: now.Add(-42 * time.Second)},
+		Totals: policyhubv1.ResultCounts{Pass: 5, Fail: 2, Error: 1}, Blocked: 3}
+	old := &policyhubv1.PolicyReportSummarySpec{GeneratedAt: &metav1.Time{Time: now.Add(-10 * time.Minute)}}
+	report := &clustersReport{Clusters: []clusterReport{
+		{Name: "cluster-1", Labels: map[string]string{"env": "prod", "region": "eu"}, Reachable: true, Version: "v1.35.0",
+			KyvernoAPIs: []string{"kyverno.io/v1", "policies.kyverno.io/v1"}, Summary: toClusterSummary(fresh, now)},
+		{Name: "cluster-2", Labels: map[string]string{}, Reachable: true, Version: "v1.30.0", KyvernoAPIs: []string{}, Summary: toClusterSummary(old, now)},
+		{Name: "cluster-3", Labels: map[string]string{}, Error: "connection refused"},
+	}}
+	if s := report.Clusters[0].Summary; s.Violations != 3 || s.AgeSeconds != 42 || s.Stale || s.ReportAPIs == nil {
+		t.Errorf("fresh summary %+v", s)
+	}
+	if !report.Clusters[1].Summary.Stale {
+		t.Error("a summary 10m old (heartbeat 1m) is not stale")
+	}
+	var out bytes.Buffer
+	tw := newTableWriter(&out)
+	printClustersTable(tw, report)
+	_ = tw.Flush()
+	want := `CLUSTER     REACHABLE   VERSION   KYVERNO                                SUMMARY-AGE   FAIL   ERROR   BLOCKED   LABELS
+cluster-1   yes         v1.35.0   kyverno.io/v1,policies.kyverno.io/v1   42s           2      1       3         env=prod,region=eu
+cluster-2   yes         v1.30.0   <none>                                 10m (stale)   0      0       0         <none>
+cluster-3   no          -         <unknown>                              <none>        -      -       -         <none>
+`
+	if out.String() != want {
+		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+// Every command documents itself with examples, and a bad -o is refused before any request.
+func TestHelpAndBadOutput(t *testing.T) {
+	for _, cmd := range []string{"clusters", "status", "info"} {
+		var out, errOut bytes.Buffer
+		code := Run(t.Context(), []string{cmd, "--help"}, Streams{Out: &out, ErrOut: &errOut})
+		if code != ExitOK || !strings.Contains(out.String(), "Examples:\n  # ") || !strings.Contains(out.String(), "-o json|yaml prints {") {
+			t.Errorf("%s --help: exit %d\n%s", cmd, code, out.String())
+		}
+		out.Reset()
+		code = Run(t.Context(), []string{"--kubeconfig", "/nonexistent", cmd, "x", "-o", "xml"}, Streams{Out: &out, ErrOut: &errOut})
+		if code != ExitError || out.Len() != 0 {
+			t.Errorf("%s -o xml: exit %d, stdout %q", cmd, code, out.String())
+		}
+	}
+}

@@ -1,0 +1,372 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+func init() { commands = append(commands, newStatusCommand) }
+
+// Kinds of declaration, as printed.
+const (
+	kindFleetPolicy       = "FleetPolicy"
+	kindApplicationPolicy = "ApplicationPolicy"
+)
+
+// statusReport is the -o json|yaml output of `status`.
+type statusReport struct {
+	Declarations []declarationStatus `json:"declarations"`
+}
+
+// declarationStatus is one FleetPolicy or ApplicationPolicy.
+type declarationStatus struct {
+	// Kind is FleetPolicy or ApplicationPolicy.
+	Kind string `json:"kind"`
+	// Namespace of an ApplicationPolicy; absent for a FleetPolicy.
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the declaration.
+	Name string `json:"name"`
+	// Application of an ApplicationPolicy.
+	Application string `json:"application,omitempty"`
+	// Mode is the declared mode (Enforce or Audit); absent when a FleetPolicy keeps its template's.
+	Mode string `json:"mode,omitempty"`
+	// Ready is the status of the Ready condition: True, False or Unknown.
+	Ready string `json:"ready"`
+	// Reason and Message are the Ready condition's.
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// UpToDate is false while the status still describes an older generation of the spec.
+	UpToDate bool `json:"upToDate"`
+	// Results totals the clusters' results.
+	Results reportCounts `json:"results"`
+	// Violations is results.fail + results.error: more than 0 makes the command exit 1.
+	Violations int64 `json:"violations"`
+	// Blocked totals the clusters' refused admissions.
+	Blocked int64 `json:"blocked"`
+	// Clusters is the declaration's state in each selected cluster, by name.
+	Clusters []declarationCluster `json:"clusters"`
+}
+
+// declarationCluster is a declaration's state in one cluster.
+type declarationCluster struct {
+	Name string `json:"name"`
+	// Phase: Synced, DryRun, Failed, Conflict, Unsupported, LockHeld or Pending.
+	Phase        string       `json:"phase"`
+	Message      string       `json:"message,omitempty"`
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+	// Actions counts what the last sync did (or would do, in dry-run).
+	Actions actionTally `json:"actions"`
+	// Results are the declaration's report results in the cluster; null before its agent reported.
+	Results    *reportCounts `json:"results"`
+	Violations int64         `json:"violations"`
+	Blocked    int64         `json:"blocked"`
+	// ReportTime is when the agent generated the summary the results come from.
+	ReportTime *metav1.Time `json:"reportTime,omitempty"`
+	// Stale is true when the cluster's agent missed three heartbeats.
+	Stale bool `json:"stale"`
+}
+
+// actionTally is a sync's action counts, every one always printed.
+type actionTally struct {
+	Created   int32 `json:"created"`
+	Updated   int32 `json:"updated"`
+	Unchanged int32 `json:"unchanged"`
+	Deleted   int32 `json:"deleted"`
+	Conflict  int32 `json:"conflict"`
+	Failed    int32 `json:"failed"`
+}
+
+// String lists the non-zero counts, e.g. "created=1,unchanged=2"; "-" when all are zero.
+func (a actionTally) String() string {
+	var parts []string
+	for _, c := range []struct {
+		name string
+		n    int32
+	}{{"created", a.Created}, {"updated", a.Updated}, {"unchanged", a.Unchanged}, {"deleted", a.Deleted}, {"conflict", a.Conflict}, {"failed", a.Failed}} {
+		if c.n != 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", c.name, c.n))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ",")
+}
+
+// declarationRef is one positional argument of `status`.
+type declarationRef struct {
+	kind, name string
+}
+
+// parseDeclarationRef reads NAME (a FleetPolicy), or TYPE/NAME with TYPE one of FleetPolicy's or
+// ApplicationPolicy's names (fleetpolicy, fleetpolicies, fp, applicationpolicy,
+// applicationpolicies, ap; case-insensitive, optionally .policyhub.io).
+func parseDeclarationRef(arg string) (declarationRef, error) {
+	typ, name, found := strings.Cut(arg, "/")
+	if !found {
+		typ, name = "fleetpolicy", arg
+	}
+	if name == "" || strings.Contains(name, "/") {
+		return declarationRef{}, usageError{fmt.Errorf("%q: give NAME (a FleetPolicy) or TYPE/NAME", arg)}
+	}
+	switch strings.TrimSuffix(strings.ToLower(typ), ".policyhub.io") {
+	case "fleetpolicy", "fleetpolicies", "fp":
+		return declarationRef{kind: kindFleetPolicy, name: name}, nil
+	case "applicationpolicy", "applicationpolicies", "ap":
+		return declarationRef{kind: kindApplicationPolicy, name: name}, nil
+	}
+	return declarationRef{}, usageError{fmt.Errorf("%q: unknown type %q: status shows fleetpolicy (fp) and applicationpolicy (ap)", arg, typ)}
+}
+
+func newStatusCommand(o *options) *cobra.Command {
+	var allNamespaces bool
+	cmd := &cobra.Command{
+		Use:   "status [FLEETPOLICY | TYPE/NAME ...]",
+		Short: "Show the declarations' state per cluster: phase, sync actions, results, blocked admissions",
+		Long: `Show each declaration's state in each of its clusters: the sync phase and message, what the last
+sync did (created, updated, unchanged, deleted, conflict, failed), the policy report results
+(fail, error) its agents reported, and the admissions its policies refused (blocked).
+
+Without arguments: every FleetPolicy, and the ApplicationPolicies of the namespace (-n, else the
+kubeconfig context's; -A for every namespace). Arguments name declarations: NAME is a FleetPolicy,
+fp/NAME (fleetpolicy/NAME) a FleetPolicy, ap/NAME (applicationpolicy/NAME) an ApplicationPolicy of
+the namespace. A name that does not exist is an error.
+
+Exit codes: 0 when no declaration shown has violations, 1 when any has (results fail + error > 0;
+blocked admissions alone do not count), 2 on errors.
+
+-o json|yaml prints {"declarations": [{"kind", "namespace", "name", "application", "mode",
+"ready", "reason", "message", "upToDate", "results": {"pass", "fail", "warn", "error", "skip"},
+"violations", "blocked", "clusters": [{"name", "phase", "message", "lastSyncTime", "actions":
+{"created", "updated", "unchanged", "deleted", "conflict", "failed"}, "results" (null before the
+cluster's agent reported), "violations", "blocked", "reportTime", "stale"}]}]}.`,
+		Example: `  # Every FleetPolicy, and the ApplicationPolicies of the current namespace
+  kubectl policyhub status
+
+  # One FleetPolicy
+  kubectl policyhub status disallow-latest-tag
+
+  # A FleetPolicy and an ApplicationPolicy of namespace shop, as JSON
+  kubectl policyhub status disallow-latest-tag ap/shop-limits -n shop -o json
+
+  # Every declaration, every namespace; fail a CI step on violations
+  kubectl policyhub status -A || echo "violations found"`,
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			return o.declarationNames(cmd.Context(), args), cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			report, err := o.status(cmd.Context(), args, allNamespaces)
+			if err != nil {
+				return err
+			}
+			if err := o.printReport(report, func(w io.Writer) error {
+				printStatusTable(w, report)
+				return nil
+			}); err != nil {
+				return err
+			}
+			if len(report.Declarations) == 0 && o.output == "table" {
+				fmt.Fprintln(o.streams.ErrOut, "No declarations found.")
+			}
+			for _, d := range report.Declarations {
+				if d.Violations > 0 {
+					return errFindings
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&allNamespaces, "all-namespaces", "A", false, "Show the ApplicationPolicies of every namespace.")
+	return cmd
+}
+
+// declarationNames completes status's arguments: FleetPolicy names and ap/NAME of the namespace.
+func (o *options) declarationNames(ctx context.Context, done []string) []string {
+	c, err := o.hubClient()
+	if err != nil {
+		return nil
+	}
+	var names []string
+	fps := &policyhubv1.FleetPolicyList{}
+	if c.List(ctx, fps) == nil {
+		for _, fp := range fps.Items {
+			names = append(names, fp.Name)
+		}
+	}
+	aps := &policyhubv1.ApplicationPolicyList{}
+	if c.List(ctx, aps, client.InNamespace(o.namespace())) == nil {
+		for _, ap := range aps.Items {
+			names = append(names, "ap/"+ap.Name)
+		}
+	}
+	return slices.DeleteFunc(names, func(n string) bool { return slices.Contains(done, n) })
+}
+
+// status builds the report of the named declarations (see the command's help for the default).
+func (o *options) status(ctx context.Context, args []string, allNamespaces bool) (*statusReport, error) {
+	var refs []declarationRef
+	for _, arg := range args {
+		ref, err := parseDeclarationRef(arg)
+		if err != nil {
+			return nil, err
+		}
+		if ref.kind == kindApplicationPolicy && allNamespaces {
+			return nil, usageError{fmt.Errorf("%s: an ApplicationPolicy is named within one namespace: use -n, not -A", arg)}
+		}
+		refs = append(refs, ref)
+	}
+	c, err := o.hubClient()
+	if err != nil {
+		return nil, err
+	}
+	ns := o.namespace()
+	var fps []policyhubv1.FleetPolicy
+	var aps []policyhubv1.ApplicationPolicy
+	if len(refs) == 0 {
+		fpList := &policyhubv1.FleetPolicyList{}
+		if err := c.List(ctx, fpList); err != nil {
+			return nil, fmt.Errorf("list FleetPolicies: %w", err)
+		}
+		fps = fpList.Items
+		apList := &policyhubv1.ApplicationPolicyList{}
+		var opts []client.ListOption
+		if !allNamespaces {
+			opts = append(opts, client.InNamespace(ns))
+		}
+		if err := c.List(ctx, apList, opts...); err != nil {
+			return nil, fmt.Errorf("list ApplicationPolicies: %w", err)
+		}
+		aps = apList.Items
+	}
+	seen := map[declarationRef]bool{}
+	for _, ref := range refs {
+		if seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		switch ref.kind {
+		case kindFleetPolicy:
+			fp := policyhubv1.FleetPolicy{}
+			if err := c.Get(ctx, client.ObjectKey{Name: ref.name}, &fp); err != nil {
+				return nil, notFound(err, fmt.Sprintf("FleetPolicy %q not found", ref.name))
+			}
+			fps = append(fps, fp)
+		case kindApplicationPolicy:
+			ap := policyhubv1.ApplicationPolicy{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.name}, &ap); err != nil {
+				return nil, notFound(err, fmt.Sprintf("ApplicationPolicy %q not found in namespace %q", ref.name, ns))
+			}
+			aps = append(aps, ap)
+		}
+	}
+
+	report := &statusReport{Declarations: []declarationStatus{}}
+	slices.SortFunc(fps, func(a, b policyhubv1.FleetPolicy) int { return strings.Compare(a.Name, b.Name) })
+	for i := range fps {
+		fp := &fps[i]
+		d := declarationStatus{Kind: kindFleetPolicy, Name: fp.Name, UpToDate: fp.Status.ObservedGeneration == fp.Generation}
+		if fp.Spec.Mode != nil {
+			d.Mode = string(*fp.Spec.Mode)
+		}
+		d.fill(fp.Status.Conditions, fp.Status.Clusters)
+		report.Declarations = append(report.Declarations, d)
+	}
+	slices.SortFunc(aps, func(a, b policyhubv1.ApplicationPolicy) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	for i := range aps {
+		ap := &aps[i]
+		d := declarationStatus{Kind: kindApplicationPolicy, Namespace: ap.Namespace, Name: ap.Name, Application: ap.Spec.Application,
+			Mode: string(ap.Spec.Mode), UpToDate: ap.Status.ObservedGeneration == ap.Generation}
+		d.fill(ap.Status.Conditions, ap.Status.Clusters)
+		report.Declarations = append(report.Declarations, d)
+	}
+	return report, nil
+}
+
+// notFound turns a NotFound of an object into msg; other errors stay as they are.
+func notFound(err error, msg string) error {
+	if apierrors.IsNotFound(err) && !isMissingCRD(err) {
+		return fmt.Errorf("%s", msg)
+	}
+	return err
+}
+
+// fill sets the Ready condition's fields and the per-cluster state with their totals.
+func (d *declarationStatus) fill(conditions []metav1.Condition, clusters []policyhubv1.ClusterStatus) {
+	d.Ready = string(metav1.ConditionUnknown)
+	if ready := meta.FindStatusCondition(conditions, policyhubv1.ConditionReady); ready != nil {
+		d.Ready, d.Reason, d.Message = string(ready.Status), ready.Reason, ready.Message
+	}
+	d.Clusters = []declarationCluster{}
+	for _, s := range clusters {
+		c := declarationCluster{
+			Name: s.Name, Phase: string(s.Phase), Message: s.Message, LastSyncTime: s.LastSyncTime,
+			Actions: actionTally{Created: s.Actions.Created, Updated: s.Actions.Updated, Unchanged: s.Actions.Unchanged,
+				Deleted: s.Actions.Deleted, Conflict: s.Actions.Conflict, Failed: s.Actions.Failed},
+			Blocked: s.Blocked, ReportTime: s.ReportTime, Stale: s.Stale,
+		}
+		if s.Results != nil {
+			r := toReportCounts(*s.Results)
+			c.Results, c.Violations = &r, r.violations()
+			d.Results.add(r)
+		}
+		d.Blocked += c.Blocked
+		d.Clusters = append(d.Clusters, c)
+	}
+	slices.SortFunc(d.Clusters, func(a, b declarationCluster) int { return strings.Compare(a.Name, b.Name) })
+	d.Violations = d.Results.violations()
+}
+
+// ref is Kind/name or Kind/namespace/name.
+func (d *declarationStatus) ref() string {
+	if d.Namespace == "" {
+		return d.Kind + "/" + d.Name
+	}
+	return d.Kind + "/" + d.Namespace + "/" + d.Name
+}
+
+func printStatusTable(w io.Writer, report *statusReport) {
+	if len(report.Declarations) == 0 {
+		return
+	}
+	tableRow(w, "DECLARATION", "CLUSTER", "PHASE", "ACTIONS", "FAIL", "ERROR", "BLOCKED", "MESSAGE")
+	for _, d := range report.Declarations {
+		if len(d.Clusters) == 0 {
+			// No cluster to show: the declaration's own state says why (no cluster selected,
+			// suspended, invalid, not reconciled yet).
+			phase := d.Reason
+			if phase == "" {
+				phase = "Unknown"
+			}
+			msg := d.Message
+			if msg == "" && !d.UpToDate {
+				msg = "not reconciled yet"
+			}
+			tableRow(w, d.ref(), "<none>", phase, "-", "-", "-", "-", oneLine(msg))
+			continue
+		}
+		for _, c := range d.Clusters {
+			fail, errs := "-", "-"
+			if c.Results != nil {
+				fail, errs = itoa(c.Results.Fail), itoa(c.Results.Error)
+			}
+			msg := c.Message
+			if c.Stale {
+				msg = strings.TrimSuffix("results are stale (the agent missed three heartbeats); "+msg, "; ")
+			}
+			tableRow(w, d.ref(), c.Name, c.Phase, c.Actions.String(), fail, errs, itoa(c.Blocked), oneLine(msg))
+		}
+	}
+}

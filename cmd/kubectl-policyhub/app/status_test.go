@@ -1,0 +1,76 @@
+package app
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+func TestParseDeclarationRef(t *testing.T) {
+	for arg, want := range map[string]declarationRef{
+		"team":                               {kindFleetPolicy, "team"},
+		"fp/team":                            {kindFleetPolicy, "team"},
+		"FleetPolicy/team":                   {kindFleetPolicy, "team"},
+		"fleetpolicies.policyhub.io/team":    {kindFleetPolicy, "team"},
+		"ap/shop":                            {kindApplicationPolicy, "shop"},
+		"applicationpolicy/shop":             {kindApplicationPolicy, "shop"},
+		"applicationpolicies.policyhub.io/x": {kindApplicationPolicy, "x"},
+	} {
+		got, err := parseDeclarationRef(arg)
+		if err != nil || got != want {
+			t.Errorf("%q: %+v, %v; want %+v", arg, got, err, want)
+		}
+	}
+	for _, arg := range []string{"deploy/web", "fp/", "ap/a/b", ""} {
+		_, err := parseDeclarationRef(arg)
+		var ue usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%q: %v, want a usage error", arg, err)
+		}
+	}
+}
+
+func TestActionTallyString(t *testing.T) {
+	if got := (actionTally{}).String(); got != "-" {
+		t.Errorf("zero: %q", got)
+	}
+	if got := (actionTally{Created: 1, Unchanged: 2, Failed: 1}).String(); got != "created=1,unchanged=2,failed=1" {
+		t.Errorf("%q", got)
+	}
+}
+
+// Totals add up the clusters' results; a cluster without a summary has none (null, "-").
+func TestDeclarationStatusFill(t *testing.T) {
+	d := declarationStatus{Kind: kindFleetPolicy, Name: "team"}
+	d.fill([]metav1.Condition{{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "ClustersFailed", Message: "not synced in cluster-2"}},
+		[]policyhubv1.ClusterStatus{
+			{Name: "cluster-2", Phase: policyhubv1.ClusterPhaseFailed, Message: "unreachable"},
+			{Name: "cluster-1", Phase: policyhubv1.ClusterPhaseSynced, Actions: policyhubv1.ActionCounts{Unchanged: 1},
+				Results: &policyhubv1.ResultCounts{Pass: 3, Fail: 2, Error: 1}, Blocked: 4, Stale: true},
+		})
+	if d.Ready != "False" || d.Reason != "ClustersFailed" || d.Violations != 3 || d.Blocked != 4 || d.Results.Pass != 3 {
+		t.Errorf("%+v", d)
+	}
+	if len(d.Clusters) != 2 || d.Clusters[0].Name != "cluster-1" || d.Clusters[1].Results != nil || d.Clusters[0].Violations != 3 {
+		t.Fatalf("clusters %+v", d.Clusters)
+	}
+	var out bytes.Buffer
+	tw := newTableWriter(&out)
+	printStatusTable(tw, &statusReport{Declarations: []declarationStatus{d,
+		{Kind: kindApplicationPolicy, Namespace: "shop", Name: "limits", Ready: "True", Reason: "NoClusters", Message: "the placement selects no cluster", UpToDate: true}}})
+	_ = tw.Flush()
+	want := []string{
+		"DECLARATION                     CLUSTER     PHASE        ACTIONS       FAIL   ERROR   BLOCKED   MESSAGE",
+		"FleetPolicy/team                cluster-1   Synced       unchanged=1   2      1       4         results are stale (the agent missed three heartbeats)",
+		"FleetPolicy/team                cluster-2   Failed       -             -      -       0         unreachable",
+		"ApplicationPolicy/shop/limits   <none>      NoClusters   -             -      -       -         the placement selects no cluster",
+	}
+	if got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("table:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
