@@ -12,7 +12,7 @@ export POLICYHUB_TESTBIN
 
 GO_TEST_FLAGS ?= -count=1 -timeout 60m
 
-.PHONY: all build generate manifests verify-generated testbin test unit lint fmt vet leftovers bench-sync help
+.PHONY: all build generate manifests verify-generated testbin test unit lint fmt vet leftovers bench-sync demo help
 all: build
 
 help: ## Show the targets.
@@ -24,10 +24,11 @@ build: ## Build every package and command.
 generate: ## Generate deepcopy code for the APIs (controller-gen).
 	$(CONTROLLER_GEN) object paths=./apis/...
 
-manifests: ## Generate the CRDs into config/crd (controller-gen).
+manifests: ## Generate the CRDs into config/crd (controller-gen), and copy them into the hub chart.
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd
+	cp config/crd/*.yaml charts/policyhub-hub/crds/
 
-GENERATED = apis/policyhub/v1alpha1/zz_generated.deepcopy.go config/crd/*.yaml
+GENERATED = apis/policyhub/v1alpha1/zz_generated.deepcopy.go config/crd/*.yaml charts/policyhub-hub/crds/*.yaml
 
 verify-generated: ## Fail if the generated deepcopy code or CRDs were not regenerated after an API change.
 	@before=$$(cat $(GENERATED) | sha256sum); \
@@ -54,6 +55,9 @@ vet:
 	go vet ./...
 
 BENCH_SYNC_FLAGS ?= -clusters 4 -policies 200 -parallel 8
+
+demo: testbin ## Run policyhub on a local fleet (hub + 2 clusters, real gateway and Kyverno) until Ctrl-C; DEMO_ONESHOT=1 exits after printing.
+	go run ./e2e/demo
 
 bench-sync: testbin ## Benchmark: policyhub vs a kubectl loop vs a bare SSA loop on a local fleet (prints a table).
 	go run ./e2e/bench/syncbench $(BENCH_SYNC_FLAGS)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/policyhub/policyhub/hub/gateway"
@@ -53,9 +54,12 @@ type Fleet struct {
 	// SecretNamespace is the gateway's credential-secret namespace on the hub.
 	SecretNamespace string
 
-	launch   *launcher
-	etcd     *process
-	gateway  *process
+	launch  *launcher
+	etcd    *process
+	gateway *process
+	// extra are the programs started with Run.
+	extraMu  sync.Mutex
+	extra    []*process
 	etcdDir  string
 	keep     bool
 	stopOnce sync.Once
@@ -237,6 +241,25 @@ func (f *Fleet) all() []*Cluster {
 }
 
 // Keep keeps the fleet's directory (and its logs) after Stop, e.g. when a test failed.
+// Run starts an extra program (e.g. policyhub's own binaries in the demo) as part of the fleet:
+// its output goes to LogDir/<name>.log, it dies with the process that started the fleet, and
+// Stop stops it first.
+func (f *Fleet) Run(name, path string, args ...string) error {
+	p := &process{name: name, path: path, args: args, logPath: filepath.Join(f.LogDir, name+".log")}
+	if err := p.start(f.launch); err != nil {
+		return err
+	}
+	f.extraMu.Lock()
+	defer f.extraMu.Unlock()
+	f.extra = append(f.extra, p)
+	return nil
+}
+
+// WriteKubeconfig writes a kubeconfig for cfg (server, CA and bearer token) to path.
+func WriteKubeconfig(path, name string, cfg *rest.Config) error {
+	return writeKubeconfig(path, name, cfg)
+}
+
 func (f *Fleet) Keep() { f.keep = true }
 
 // Stop ends every process of the fleet (Kyverno and the gateway, then the apiservers, then etcd:
@@ -274,6 +297,11 @@ func (f *Fleet) stop() error {
 	for _, c := range f.Managed {
 		first = append(first, c.kyverno...)
 	}
+	// Programs started with Run (policyhub's own) go first: they talk to everything else.
+	f.extraMu.Lock()
+	extra := f.extra
+	f.extraMu.Unlock()
+	stopAll(extra, 10*time.Second)
 	stopAll(append(first, f.gateway), 5*time.Second)
 	var apiservers []*process
 	for _, c := range f.all() {
