@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,4 +100,22 @@ func Validate(namespace string, s *policyhubv1.PolicyReportSummarySpec) error {
 		return fmt.Errorf("spec.cluster %q does not match the namespace %q the summary was written to: each cluster's agent writes only its own namespace, so this summary is not aggregated", s.Cluster, namespace)
 	}
 	return nil
+}
+
+// SeverityRank orders Kyverno's severities (policies.kyverno.io/severity), most severe first;
+// unknown ones last.
+func SeverityRank(s string) int {
+	switch strings.ToLower(s) {
+	case "critical":
+		return 0
+	case "high":
+		return 1
+	case "medium":
+		return 2
+	case "low":
+		return 3
+	case "info":
+		return 4
+	}
+	return 5
 }

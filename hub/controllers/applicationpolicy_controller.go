@@ -5,17 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -23,7 +20,6 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
-	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
 	hubsync "github.com/policyhub/policyhub/hub/sync"
@@ -62,30 +58,14 @@ type ApplicationPolicyReconciler struct {
 // SetupWithManager registers the reconciler: ApplicationPolicy changes, inventory changes,
 // summaries of the clusters it is in, and (with KubeVela) its Application's changes trigger it.
 func (r *ApplicationPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	credentials := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		_, ok := o.GetLabels()[gateway.CredentialTypeLabel]
-		return ok && o.GetNamespace() == r.SecretNamespace
-	})
-	retryMax := r.RetryMaxDelay
-	if retryMax <= 0 {
-		retryMax = time.Minute
-	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		For(&policyhubv1.ApplicationPolicy{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.every),
-			builder.OnlyMetadata, builder.WithPredicates(credentials, predicate.Or(predicate.LabelChangedPredicate{}, createOrDelete()))).
-		Watches(&policyhubv1.PolicyReportSummary{}, handler.EnqueueRequestsFromMapFunc(r.inCluster))
+	b := declarationController(mgr, "applicationpolicy", &policyhubv1.ApplicationPolicy{}, r.SecretNamespace,
+		r.every, r.inCluster, r.MaxConcurrentReconciles, r.RetryMaxDelay)
 	if r.KubeVela {
 		app := &unstructured.Unstructured{}
 		app.SetGroupVersionKind(ApplicationGVK)
 		b = b.Watches(app, handler.EnqueueRequestsFromMapFunc(r.ofApplication), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	}
-	return b.Named("applicationpolicy").
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1),
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](500*time.Millisecond, retryMax),
-		}).
-		Complete(r)
+	return b.Complete(r)
 }
 
 func (r *ApplicationPolicyReconciler) list(ctx context.Context, opts ...client.ListOption) []policyhubv1.ApplicationPolicy {

@@ -12,12 +12,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/render"
 	hubsync "github.com/policyhub/policyhub/hub/sync"
 )
@@ -244,4 +252,34 @@ func minPositive(a, b time.Duration) time.Duration {
 		return a
 	}
 	return min(a, b)
+}
+
+// declarationController starts a controller for a declaration kind with what every kind watches
+// besides itself: spec and annotation changes (a requested reconcile), the inventory (clusters
+// joining, leaving or changing labels: cluster-gateway's credential Secrets, metadata only), and
+// the agents' summaries of the clusters it is in. Failed clusters are retried with a backoff
+// from 0.5s up to retryMax (zero: one minute).
+func declarationController(mgr ctrl.Manager, name string, obj client.Object, secretNamespace string, every, inCluster handler.MapFunc, maxReconciles int, retryMax time.Duration) *builder.TypedBuilder[reconcile.Request] {
+	credentials := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, ok := o.GetLabels()[gateway.CredentialTypeLabel]
+		return ok && o.GetNamespace() == secretNamespace
+	})
+	if retryMax <= 0 {
+		retryMax = time.Minute
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(obj, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(every),
+			builder.OnlyMetadata, builder.WithPredicates(credentials, predicate.Or(predicate.LabelChangedPredicate{}, createOrDelete()))).
+		Watches(&policyhubv1.PolicyReportSummary{}, handler.EnqueueRequestsFromMapFunc(inCluster)).
+		Named(name).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: max(maxReconciles, 1),
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](500*time.Millisecond, retryMax),
+		})
+}
+
+// createOrDelete passes creations and deletions (a cluster joined or left).
+func createOrDelete() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}
 }

@@ -5,23 +5,15 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
-	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
 	hubsync "github.com/policyhub/policyhub/hub/sync"
@@ -63,30 +55,8 @@ type FleetPolicyReconciler struct {
 // SetupWithManager registers the reconciler: FleetPolicy spec changes, and changes of the
 // inventory (gateway credential Secrets, metadata only), trigger it.
 func (r *FleetPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	credentials := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		_, ok := o.GetLabels()[gateway.CredentialTypeLabel]
-		return ok && o.GetNamespace() == r.SecretNamespace
-	})
-	retryMax := r.RetryMaxDelay
-	if retryMax <= 0 {
-		retryMax = time.Minute
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&policyhubv1.FleetPolicy{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.everyFleetPolicy),
-			builder.OnlyMetadata, builder.WithPredicates(credentials, predicate.Or(predicate.LabelChangedPredicate{}, createOrDelete()))).
-		Watches(&policyhubv1.PolicyReportSummary{}, handler.EnqueueRequestsFromMapFunc(r.fleetPoliciesInCluster)).
-		Named("fleetpolicy").
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1),
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](500*time.Millisecond, retryMax),
-		}).
-		Complete(r)
-}
-
-// createOrDelete passes creations and deletions (a cluster joined or left).
-func createOrDelete() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}
+	return declarationController(mgr, "fleetpolicy", &policyhubv1.FleetPolicy{}, r.SecretNamespace,
+		r.everyFleetPolicy, r.fleetPoliciesInCluster, r.MaxConcurrentReconciles, r.RetryMaxDelay).Complete(r)
 }
 
 func (r *FleetPolicyReconciler) everyFleetPolicy(ctx context.Context, _ client.Object) []reconcile.Request {

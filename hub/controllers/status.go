@@ -230,7 +230,7 @@ func applicationResults(app string, clusters []policyhubv1.ClusterStatus, summar
 	}
 	// The summaries' violations come most severe and newest first; across clusters, keep that.
 	sort.SliceStable(violations, func(i, j int) bool {
-		if a, b := severityRank(violations[i].Severity), severityRank(violations[j].Severity); a != b {
+		if a, b := aggregate.SeverityRank(violations[i].Severity), aggregate.SeverityRank(violations[j].Severity); a != b {
 			return a < b
 		}
 		ti, tj := violations[i].Timestamp, violations[j].Timestamp
@@ -240,20 +240,4 @@ func applicationResults(app string, clusters []policyhubv1.ClusterStatus, summar
 		violations = violations[:maxTopViolations]
 	}
 	return results, violations
-}
-
-func severityRank(s string) int {
-	switch strings.ToLower(s) {
-	case "critical":
-		return 0
-	case "high":
-		return 1
-	case "medium":
-		return 2
-	case "low":
-		return 3
-	case "info":
-		return 4
-	}
-	return 5
 }

@@ -296,27 +296,10 @@ func generatedPolicyRef(s *policyhubv1.PolicyReportSummarySpec, apNamespace, nam
 	return cmp.Or(namespace, apNamespace) + "/" + name
 }
 
-// severityRank orders Kyverno's severities, most severe first; unknown ones last.
-func severityRank(s string) int {
-	switch strings.ToLower(s) {
-	case "critical":
-		return 0
-	case "high":
-		return 1
-	case "medium":
-		return 2
-	case "low":
-		return 3
-	case "info":
-		return 4
-	}
-	return 5
-}
-
 // compareViolations orders violations most severe first, then newest first, then by cluster,
 // policy, resource and rule, so that the order never depends on the sources' order.
 func compareViolations(a, b appViolation) int {
-	if c := cmp.Compare(severityRank(a.Severity), severityRank(b.Severity)); c != 0 {
+	if c := cmp.Compare(aggregate.SeverityRank(a.Severity), aggregate.SeverityRank(b.Severity)); c != 0 {
 		return c
 	}
 	var at, bt time.Time
