@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real parts of the local fleet (kube-apiserver, cluster-gateway, Kyverno) from the Go
 # module proxy through the wrapper modules in e2e/testbin, into a cache outside the clone so that a
-# fresh clone on the same machine reuses them. Installs etcd from Debian when it is missing.
+# fresh clone on the same machine reuses them. Installs etcd and Prometheus from Debian when they are
+# missing.
 # Prints where the binaries are on its last line (the directory the e2e harness reads).
 set -euo pipefail
 
@@ -45,6 +46,15 @@ if ! command -v etcd >/dev/null 2>&1; then
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq etcd-server >/dev/null
 fi
 say "etcd: $(command -v etcd)"
+
+# The e2e test that runs the hub chart's dashboard and alert queries on a real Prometheus.
+if ! command -v prometheus >/dev/null 2>&1; then
+	say "prometheus: installing Debian's prometheus"
+	if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+	$sudo apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq prometheus >/dev/null
+fi
+say "prometheus: $(command -v prometheus)"
 
 k8s_version=v1.36.3
 build kube-apiserver "$k8s_version" kube-apiserver \

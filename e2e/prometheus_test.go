@@ -1,0 +1,372 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// prometheusBinary is Debian's prometheus package (hack/testbin.sh installs it).
+const prometheusBinary = "/usr/bin/prometheus"
+
+// A real Prometheus scrapes the hub's /metrics while an Audit FleetPolicy finds a violation in
+// cluster-1 and a second FleetPolicy keeps conflicting with a foreign ClusterPolicy in cluster-2.
+// Prometheus's HTTP API has the violation series of each cluster, and every PromQL expression the
+// hub chart ships — each dashboard query and each alert of the PrometheusRule, which Prometheus
+// also loads as its rules file after `promtool check rules` — parses and returns data.
+//
+// The alerts:
+//   - PolicyhubNewFailResults is triggered for real: the policy's fail results are 0 in
+//     cluster-1 at one of the alert's one-minute subquery steps and 1 at a later one (the violating
+//     Deployment is created only after Prometheus has recorded the 0 at a step), so the full
+//     expression returns data and Prometheus fires the alert (it has no `for`).
+//   - PolicyhubSyncFailing is triggered for real: the conflicting FleetPolicy's resyncs keep
+//     increasing policyhub_sync_errors_total{reason="conflict"}, so the full expression returns
+//     data and the alert is pending (its `for` is 15m).
+//   - PolicyhubClusterUnreachable and PolicyhubSummaryStale are checked by their left-hand side:
+//     making a cluster of the shared fleet unreachable, or a summary 5 minutes old, would disturb
+//     the other tests or take minutes. Their left-hand side (before the comparison) must return
+//     data and the full expression must parse.
+func TestPrometheusDashboardAndAlerts(t *testing.T) {
+	if _, err := os.Stat(prometheusBinary); err != nil {
+		t.Fatalf("%s: %v (hack/testbin.sh installs Debian's prometheus)", prometheusBinary, err)
+	}
+	start := time.Now()
+	ctx := testContext(t)
+	hub := startHub(t, 2*time.Second) // resyncs keep the conflict's sync errors growing
+	startAgent(t, "cluster-1")
+	startAgent(t, "cluster-2")
+
+	// Prometheus first, so that it sees the results before and after the violation.
+	rulesFile := prometheusRulesFile(t)
+	prom := startPrometheus(t, hub.metricsURL, rulesFile)
+	t.Logf("prometheus ready after %s", time.Since(start).Round(time.Millisecond))
+
+	const ns, name, conflictName = "prometheus-e2e", "prometheus-e2e-team", "prometheus-e2e-conflict"
+	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	c2 := directClient(t, testFleet.Cluster("cluster-2").Config)
+	createNamespace(ctx, t, c1, ns)
+	createNamespace(ctx, t, c2, ns)
+
+	// A foreign ClusterPolicy of the same name in cluster-2: the second FleetPolicy conflicts there.
+	foreign, _ := renderFleetPolicy(t, conflictName, auditTemplate("prometheus-conflict"), nil)
+	foreign.SetLabels(nil)
+	foreign.SetAnnotations(nil)
+	if err := c2.Create(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c2.Delete(context.Background(), foreign) })
+	createFleetPolicy(t, `
+metadata: {name: `+conflictName+`}
+spec:
+  placement: {clusters: [cluster-2]}
+  template:
+    apiVersion: kyverno.io/v1
+    kind: ClusterPolicy
+    spec: `+indentedSpec("prometheus-conflict"))
+
+	createFleetPolicy(t, teamLabelPolicy(name, ns, "Audit", "cluster-1", "cluster-2"))
+	waitFleetPolicy(t, name, "synced in both clusters", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Synced"}))
+	// A compliant Deployment: the policy has results in cluster-1, fail 0.
+	if err := c1.Create(ctx, shopDeployment(ns, "ok", "checkout")); err != nil {
+		t.Fatal(err)
+	}
+	failSum := fmt.Sprintf(`sum by (cluster, policy) (policyhub_policy_results{result="fail", cluster="cluster-1", policy=%q})`, name)
+	eventually(t, 3*time.Minute, 500*time.Millisecond, "Prometheus records fail 0 for the policy in cluster-1 at a one-minute step", func() error {
+		// The alert's subquery evaluates at multiples of one minute: one of them must see the 0.
+		return prom.wantData(ctx, fmt.Sprintf(`count_over_time((%s == 0)[15m:1m])`, failSum))
+	})
+	t.Logf("fail 0 recorded at a minute step after %s", time.Since(start).Round(time.Millisecond))
+
+	// The violation.
+	if err := c1.Create(ctx, shopDeployment(ns, "web", "")); err != nil {
+		t.Fatalf("Audit mode must let the Deployment in: %v", err)
+	}
+	eventually(t, 3*time.Minute, 500*time.Millisecond, "violation series on the hub's /metrics", func() error {
+		if v, ok := hub.scrape(t, "policyhub_policy_results", map[string]string{"cluster": "cluster-1", "policy": name, "result": "fail"}); !ok || v < 1 {
+			return fmt.Errorf("cluster-1 fail series %v (present %v)", v, ok)
+		}
+		return nil
+	})
+	t.Logf("violation on the hub's /metrics after %s", time.Since(start).Round(time.Millisecond))
+
+	// The violation series of each cluster, through Prometheus's HTTP API.
+	eventually(t, 30*time.Second, 500*time.Millisecond, "violation series of each cluster in Prometheus", func() error {
+		for _, q := range []string{
+			`policyhub_cluster_results{cluster="cluster-1"}`,
+			`policyhub_cluster_results{cluster="cluster-2"}`,
+			`policyhub_cluster_results{cluster="cluster-1", result="fail"} >= 1`,
+			`policyhub_cluster_results{cluster="cluster-2", result="fail"} == 0`,
+			fmt.Sprintf(`policyhub_policy_results{cluster="cluster-1", policy=%q, result="fail"} >= 1`, name),
+			`policyhub_application_results{cluster="cluster-1", application="shop", result="fail"} >= 1`,
+		} {
+			if err := prom.wantData(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	t.Logf("violation series in Prometheus after %s", time.Since(start).Round(time.Millisecond))
+
+	// Alerts triggered for real: Prometheus evaluates the chart's rules itself.
+	eventually(t, 3*time.Minute, time.Second, "PolicyhubNewFailResults firing and PolicyhubSyncFailing pending", func() error {
+		for _, q := range []string{
+			fmt.Sprintf(`ALERTS{alertname="PolicyhubNewFailResults", alertstate="firing", cluster="cluster-1", policy=%q}`, name),
+			`ALERTS{alertname="PolicyhubSyncFailing", alertstate="pending", cluster="cluster-2", reason="conflict"}`,
+		} {
+			if err := prom.wantData(ctx, q); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	t.Logf("alerts fired after %s", time.Since(start).Round(time.Millisecond))
+
+	// Every expression of the dashboard and the alert rules. The rate interval covers 15 scrapes.
+	realAlerts := map[string]bool{"alert: PolicyhubNewFailResults": true, "alert: PolicyhubSyncFailing": true}
+	queries := chartPromQL(t, "15s")
+	eventually(t, 30*time.Second, time.Second, "every dashboard and alert expression returns data", func() error {
+		var failed []string
+		for _, q := range queries {
+			expr := q.Expr
+			if len(q.Source) > 7 && q.Source[:7] == "alert: " && !realAlerts[q.Source] {
+				// The full expression must parse; its left-hand side must return data.
+				if _, err := prom.query(ctx, expr); err != nil {
+					failed = append(failed, fmt.Sprintf("%s: %q: %v", q.Source, expr, err))
+					continue
+				}
+				expr = alertLeftHandSide(t, expr)
+			}
+			if err := prom.wantData(ctx, expr); err != nil {
+				failed = append(failed, fmt.Sprintf("%s: %v", q.Source, err))
+			}
+		}
+		if len(failed) > 0 {
+			return fmt.Errorf("%d of %d expressions:\n%s", len(failed), len(queries), joinLines(failed))
+		}
+		return nil
+	})
+	t.Logf("%d expressions return data; %s in all", len(queries), time.Since(start).Round(time.Millisecond))
+}
+
+// alertComparisonRE splits an alert expression at its last top-level comparison with a number.
+var alertComparisonRE = regexp.MustCompile(`^(.*?)\s*(==|!=|>=|<=|>|<)\s*[0-9.]+\s*$`)
+
+// alertLeftHandSide is an alert expression without its trailing comparison with a number.
+func alertLeftHandSide(t *testing.T, expr string) string {
+	t.Helper()
+	m := alertComparisonRE.FindStringSubmatch(expr)
+	if m == nil {
+		t.Fatalf("alert expression %q does not end with a comparison with a number", expr)
+	}
+	return m[1]
+}
+
+func joinLines(lines []string) string {
+	out := ""
+	for _, l := range lines {
+		out += "  " + l + "\n"
+	}
+	return out
+}
+
+// prometheusRulesFile renders the hub chart's PrometheusRule (default alert values) into a
+// Prometheus rules file — its spec.groups — and checks it with promtool.
+func prometheusRulesFile(t *testing.T) string {
+	t.Helper()
+	r := mustRender(t, hubChartDir, "policyhub-hub", "policyhub-system", chartValues(t, `prometheusRule: {enabled: true}`))
+	rule := r.one(t, "PrometheusRule")
+	groups, ok := rule.Object["spec"].(map[string]any)["groups"]
+	if !ok {
+		t.Fatal("the PrometheusRule has no spec.groups")
+	}
+	data, err := yaml.Marshal(map[string]any{"groups": groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "policyhub-rules.yaml")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(filepath.Join(filepath.Dir(prometheusBinary), "promtool"), "check", "rules", path).CombinedOutput(); err != nil {
+		t.Fatalf("promtool check rules: %v\n%s\n%s", err, out, data)
+	}
+	return path
+}
+
+// testPrometheus is a Prometheus server run by a test.
+type testPrometheus struct {
+	url string
+}
+
+// startPrometheus runs Prometheus scraping the hub's metrics URL every second and evaluating the
+// rules file every second, until the test ends, and waits until it is ready. It runs in its own
+// process group, forked from a thread locked for its lifetime with a parent-death signal: it dies
+// with the test binary.
+func startPrometheus(t *testing.T, metricsURL, rulesFile string) *testPrometheus {
+	t.Helper()
+	target, err := url.Parse(metricsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	config := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files: [%q]
+scrape_configs:
+- job_name: policyhub-hub
+  metrics_path: /metrics
+  static_configs:
+  - targets: [%q]
+`, rulesFile, target.Host)
+	configFile := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(configFile, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddress(t)
+	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(prometheusBinary,
+		"--config.file="+configFile,
+		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr,
+		"--log.level=warn",
+	)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+
+	// Linux sends the parent-death signal when the forking thread ends: fork from a goroutine
+	// locked to its thread that lives until the cleanup.
+	started, stop := make(chan error, 1), make(chan struct{})
+	exited := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- cmd.Wait()
+		<-stop
+	}()
+	if err := <-started; err != nil {
+		t.Fatalf("start prometheus: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+		close(stop)
+		logFile.Close()
+		if t.Failed() {
+			if log, err := os.ReadFile(logFile.Name()); err == nil {
+				t.Logf("prometheus log:\n%s", log)
+			}
+		}
+	})
+	p := &testPrometheus{url: "http://" + addr}
+	eventually(t, 30*time.Second, 100*time.Millisecond, "prometheus ready", func() error {
+		select {
+		case err := <-exited:
+			exited <- err
+			return fmt.Errorf("prometheus exited: %v", err)
+		default:
+		}
+		resp, err := http.Get(p.url + "/-/ready")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/-/ready: %s", resp.Status)
+		}
+		return nil
+	})
+	return p
+}
+
+// freeAddress is a free 127.0.0.1 port.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// query runs an instant query through /api/v1/query and returns its result; an expression that
+// does not parse is an error.
+func (p *testPrometheus) query(ctx context.Context, expr string) (json.RawMessage, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/api/v1/query?"+url.Values{"query": {expr}}.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		Status    string `json:"status"`
+		ErrorType string `json:"errorType"`
+		Error     string `json:"error"`
+		Data      struct {
+			ResultType string          `json:"resultType"`
+			Result     json.RawMessage `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("%s: %v: %s", resp.Status, err, body)
+	}
+	if r.Status != "success" {
+		return nil, fmt.Errorf("status %q: %s: %s", r.Status, r.ErrorType, r.Error)
+	}
+	if r.Data.ResultType == "scalar" || r.Data.ResultType == "string" {
+		return r.Data.Result, nil
+	}
+	var series []json.RawMessage
+	if err := json.Unmarshal(r.Data.Result, &series); err != nil {
+		return nil, fmt.Errorf("result %s: %v", r.Data.Result, err)
+	}
+	if len(series) == 0 {
+		return nil, nil
+	}
+	return r.Data.Result, nil
+}
+
+// wantData runs the query and wants a non-empty result.
+func (p *testPrometheus) wantData(ctx context.Context, expr string) error {
+	res, err := p.query(ctx, expr)
+	if err != nil {
+		return fmt.Errorf("%q: %v", expr, err)
+	}
+	if res == nil {
+		return fmt.Errorf("%q: no data", expr)
+	}
+	return nil
+}
