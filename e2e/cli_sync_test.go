@@ -15,6 +15,7 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -336,30 +337,9 @@ func TestCLISyncDryRunMatchesTheSync(t *testing.T) {
 // nothing is created. --cluster narrows the plan; the command line's mistakes exit 2 with one line.
 func TestCLISyncDryRunShowsKyvernoRefusal(t *testing.T) {
 	const name = "e2e-cli-sync-refused"
-	fp := &policyhubv1.FleetPolicy{}
-	if err := yaml.Unmarshal([]byte(`
-metadata: {name: `+name+`}
-spec:
-  placement: {clusters: [cluster-1, cluster-2]}
-  template:
-    apiVersion: kyverno.io/v1
-    kind: ClusterPolicy
-    spec:
-      background: true
-      rules:
-      - name: every-kind
-        match:
-          any:
-          - resources:
-              kinds: ["*"]
-        validate:
-          failureAction: Audit
-          message: "everything needs an owner"
-          pattern:
-            metadata:
-              labels:
-                owner: "?*"
-`), fp); err != nil {
+	fp := &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	fp.Spec.Placement.Clusters = []string{"cluster-1", "cluster-2"}
+	if err := yaml.Unmarshal([]byte(kyvernoRefusedTemplate), &fp.Spec.Template); err != nil {
 		t.Fatal(err)
 	}
 	syncCLICreate(t, fp)

@@ -53,26 +53,7 @@ func TestSyncDryRunPersistsNothingAndShowsKyvernoErrors(t *testing.T) {
 		t.Errorf("the dry-run changed the policy: resourceVersion %s → %s", before.GetResourceVersion(), after.GetResourceVersion())
 	}
 
-	// Kyverno refuses a wildcard kind in a background policy (the CRD schema allows it).
-	bad, badSource := renderFleetPolicy(t, "e2e-dryrun-rejected", `
-apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-spec:
-  background: true
-  rules:
-  - name: every-kind
-    match:
-      any:
-      - resources:
-          kinds: ["*"]
-    validate:
-      failureAction: Audit
-      message: "everything needs an owner"
-      pattern:
-        metadata:
-          labels:
-            owner: "?*"
-`, nil)
+	bad, badSource := renderFleetPolicy(t, "e2e-dryrun-rejected", kyvernoRefusedTemplate, nil)
 	d = onlyResult(t, s.Sync(ctx, cluster, []hubsync.Declaration{{Source: badSource, Objects: []*unstructured.Unstructured{bad}, DryRun: true}}), policyhubv1.ClusterPhaseFailed)
 	if d.Actions.Failed != 1 || len(d.Plan) != 1 || d.Plan[0].Action != "Failed" {
 		t.Fatalf("dry-run of a policy Kyverno rejects: actions %+v, plan %+v", d.Actions, d.Plan)

@@ -69,6 +69,28 @@ spec:
 `, scope)
 }
 
+// kyvernoRefusedTemplate is a policy the CRD schema allows and Kyverno's admission refuses: a
+// wildcard kind in a background policy.
+const kyvernoRefusedTemplate = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+spec:
+  background: true
+  rules:
+  - name: every-kind
+    match:
+      any:
+      - resources:
+          kinds: ["*"]
+    validate:
+      failureAction: Audit
+      message: "everything needs an owner"
+      pattern:
+        metadata:
+          labels:
+            owner: "?*"
+`
+
 // renderFleetPolicy renders a FleetPolicy named name with the template, as the hub would.
 func renderFleetPolicy(t *testing.T, name, template string, mode *policyhubv1.Mode) (*unstructured.Unstructured, string) {
 	t.Helper()
