@@ -65,6 +65,26 @@ func shopDeployment(ns, name, team string) *appsv1.Deployment {
 	}
 }
 
+// waitRefused creates shop's web Deployment (no team label) in cluster until Kyverno refuses it
+// with message: its webhook may take a moment to pick up a new policy. An admitted one is
+// deleted again, so the loop ends at the first refusal.
+func waitRefused(t *testing.T, cluster, ns, message string) {
+	t.Helper()
+	ctx := testContext(t)
+	c := directClient(t, testFleet.Cluster(cluster).Config)
+	eventually(t, 60*time.Second, time.Second, "Kyverno refuses shop's Deployment in "+cluster, func() error {
+		err := c.Create(ctx, shopDeployment(ns, "web", ""))
+		if err == nil {
+			_ = c.Delete(ctx, shopDeployment(ns, "web", ""))
+			return fmt.Errorf("admitted")
+		}
+		if !strings.Contains(err.Error(), message) {
+			return fmt.Errorf("refused without the policy's message: %v", err)
+		}
+		return nil
+	})
+}
+
 // An Audit FleetPolicy and a violating Deployment of app shop in cluster 1: the FleetPolicy's
 // status shows the failure for cluster 1 and none for cluster 2, and so does the hub's /metrics;
 // fixing the Deployment brings both back to 0.

@@ -81,17 +81,7 @@ func TestCLIRead(t *testing.T) {
 	// so exactly one admission is blocked.
 	createApplicationPolicy(t, teamApplicationPolicy("shop-team-enforce", ns, "Enforce", "cluster-2"))
 	waitApplicationPolicy(t, ns, "shop-team-enforce", 90*time.Second, "synced", apPhases(map[string]policyhubv1.ClusterPhase{"cluster-2": "Synced"}))
-	eventually(t, 60*time.Second, time.Second, "Kyverno refuses shop's Deployment in cluster-2", func() error {
-		err := c2.Create(ctx, shopDeployment(ns, "web", ""))
-		if err == nil {
-			_ = c2.Delete(ctx, shopDeployment(ns, "web", ""))
-			return fmt.Errorf("admitted")
-		}
-		if !strings.Contains(err.Error(), "shop Deployments need a team label") {
-			return fmt.Errorf("refused without the policy's message: %v", err)
-		}
-		return nil
-	})
+	waitRefused(t, "cluster-2", ns, "shop Deployments need a team label")
 	createFleetPolicy(t, teamLabelPolicy("cli-read-team", ns, "Audit", "cluster-1", "cluster-2"))
 	createApplicationPolicy(t, teamApplicationPolicy("shop-team-audit", ns, "Audit", "cluster-1"))
 	waitFleetPolicy(t, "cli-read-team", "synced in both clusters", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Synced"}))
