@@ -41,9 +41,13 @@ type LockOptions struct {
 // since when. leaderelection judges a Lease expired when it has itself seen the record unchanged
 // for the Lease's duration (not by the holder's clock); each WithLock makes a new elector, so
 // without this memory a Lease left behind by a writer that died would never look expired.
+//
+// It also remembers, per cluster, the Lease's transition count when this process last released
+// it: finding the same count at the next acquisition proves no other writer held it meanwhile.
 type leaseObserver struct {
-	mu   gosync.Mutex
-	seen map[string]observation
+	mu       gosync.Mutex
+	seen     map[string]observation
+	released map[string]int
 }
 
 type observation struct {
@@ -52,7 +56,29 @@ type observation struct {
 }
 
 func newLeaseObserver() *leaseObserver {
-	return &leaseObserver{seen: map[string]observation{}}
+	return &leaseObserver{seen: map[string]observation{}, released: map[string]int{}}
+}
+
+// rememberRelease records the Lease record this process left when it released the Lease; a
+// record still held (the release failed) is forgotten instead.
+func (o *leaseObserver) rememberRelease(cluster string, last *resourcelock.LeaderElectionRecord) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if last == nil || last.HolderIdentity != "" {
+		delete(o.released, cluster)
+		return
+	}
+	o.released[cluster] = last.LeaderTransitions
+}
+
+// alone reports whether found, the record seen just before acquiring, is the one this process
+// left at its last release: then no other writer has held the Lease since.
+func (o *leaseObserver) alone(cluster, identity string, found *resourcelock.LeaderElectionRecord) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	transitions, ok := o.released[cluster]
+	return ok && found != nil && found.LeaderTransitions == transitions &&
+		(found.HolderIdentity == "" || found.HolderIdentity == identity)
 }
 
 // unchangedFor records the record's version and says how long it has been seen unchanged.
@@ -132,11 +158,74 @@ func IsLockHeld(err error) bool {
 	return errors.As(err, &held)
 }
 
+// Session is what a writer learns on taking the Lease.
+type Session struct {
+	// Alone is true when no other writer has held the Lease since this process released it last:
+	// every write of a policyhub writer to the cluster since then was this process's own.
+	Alone bool
+}
+
 // WithLock runs work while holding the cluster's sync Lease and releases the Lease when work
 // returns. The Lease's namespace is created if missing. When another writer holds the Lease for
 // longer than AcquireTimeout, work does not run and the error is a LockHeldError. work's context
 // ends if the Lease is lost (it could not be renewed), so work stops writing.
 func WithLock(ctx context.Context, cs kubernetes.Interface, cluster string, opts LockOptions, work func(ctx context.Context) error) error {
+	return withSession(ctx, cs, cluster, opts, func(ctx context.Context, _ Session) error { return work(ctx) })
+}
+
+// recordingLock is the Lease lock of one WithLock call. It remembers the record found before
+// acquiring and the last record the call wrote (after the release: the released record).
+type recordingLock struct {
+	resourcelock.Interface
+	mu      gosync.Mutex
+	looked  bool
+	found   *resourcelock.LeaderElectionRecord
+	written *resourcelock.LeaderElectionRecord
+}
+
+func (l *recordingLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	rec, raw, err := l.Interface.Get(ctx)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.looked && (err == nil || apierrors.IsNotFound(err)) {
+		l.looked = true
+		if err == nil {
+			found := *rec
+			l.found = &found
+		}
+	}
+	return rec, raw, err
+}
+
+func (l *recordingLock) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Create(ctx, rec)
+	l.remember(rec, err)
+	return err
+}
+
+func (l *recordingLock) Update(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Update(ctx, rec)
+	l.remember(rec, err)
+	return err
+}
+
+func (l *recordingLock) remember(rec resourcelock.LeaderElectionRecord, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil {
+		l.written = &rec
+	}
+}
+
+func (l *recordingLock) records() (found, written *resourcelock.LeaderElectionRecord) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.found, l.written
+}
+
+// withSession is WithLock, telling work whether another writer held the Lease since this
+// process last released it (known when opts.observer is set).
+func withSession(ctx context.Context, cs kubernetes.Interface, cluster string, opts LockOptions, work func(ctx context.Context, session Session) error) error {
 	opts = opts.withDefaults()
 	if opts.Identity == "" {
 		return fmt.Errorf("cluster %s: sync Lease needs an identity", cluster)
@@ -158,12 +247,13 @@ func WithLock(ctx context.Context, cs kubernetes.Interface, cluster string, opts
 	defer stop()
 	acquired := make(chan struct{})
 	workDone := make(chan error, 1)
+	lock := &recordingLock{Interface: &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: LeaseNamespace, Name: LeaseName},
+		Client:     cs.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: opts.Identity},
+	}}
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: LeaseNamespace, Name: LeaseName},
-			Client:     cs.CoordinationV1(),
-			LockConfig: resourcelock.ResourceLockConfig{Identity: opts.Identity},
-		},
+		Lock:          lock,
 		LeaseDuration: opts.LeaseDuration,
 		RenewDeadline: opts.RenewDeadline,
 		RetryPeriod:   opts.RetryPeriod,
@@ -173,7 +263,9 @@ func WithLock(ctx context.Context, cs kubernetes.Interface, cluster string, opts
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leaderCtx context.Context) {
 				close(acquired)
-				workDone <- work(leaderCtx)
+				found, _ := lock.records()
+				session := Session{Alone: opts.observer != nil && opts.observer.alone(cluster, opts.Identity, found)}
+				workDone <- work(leaderCtx, session)
 				// Ends the renew loop, which then releases the Lease.
 				stop()
 			},
@@ -182,6 +274,13 @@ func WithLock(ctx context.Context, cs kubernetes.Interface, cluster string, opts
 	})
 	if err != nil {
 		return fmt.Errorf("cluster %s: sync Lease: %w", cluster, err)
+	}
+	// Called once the elector has stopped, so the release (if any) is the last record written.
+	rememberRelease := func() {
+		if opts.observer != nil {
+			_, released := lock.records()
+			opts.observer.rememberRelease(cluster, released)
+		}
 	}
 	runDone := make(chan struct{})
 	go func() {
@@ -195,6 +294,7 @@ func WithLock(ctx context.Context, cs kubernetes.Interface, cluster string, opts
 	case <-acquired:
 		err := <-workDone
 		<-runDone
+		rememberRelease()
 		return err
 	case <-timeout.C:
 	case <-ctx.Done():
@@ -204,7 +304,9 @@ func WithLock(ctx context.Context, cs kubernetes.Interface, cluster string, opts
 	// The elector may have acquired the Lease just as the wait ended: then work ran or runs.
 	select {
 	case <-acquired:
-		return <-workDone
+		err := <-workDone
+		rememberRelease()
+		return err
 	default:
 	}
 	if ctx.Err() != nil {

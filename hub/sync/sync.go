@@ -206,11 +206,11 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 }
 
 // withLock runs work under the cluster's sync Lease (see WithLock).
-func (s *Syncer) withLock(ctx context.Context, cc *clusterClients, cluster string, work func(context.Context) error) error {
+func (s *Syncer) withLock(ctx context.Context, cc *clusterClients, cluster string, work func(context.Context, Session) error) error {
 	opts := s.opts.Lock
 	opts.namespaceExists = cc.leaseNamespace.Load()
 	opts.observer = s.leases
-	err := WithLock(ctx, cc.clientset, cluster, opts, work)
+	err := withSession(ctx, cc.clientset, cluster, opts, work)
 	if err == nil || IsLockHeld(err) {
 		cc.leaseNamespace.Store(true)
 	}
@@ -302,25 +302,6 @@ func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration)
 		res.fail(active, res.Err)
 		return res
 	}
-	// The watch cache may lag (e.g. behind this hub's own last writes): confirm planned writes
-	// with a direct read before taking the Lease, so a resync with nothing to do never writes it.
-	var pending []int
-	for _, i := range active {
-		if !decls[i].DryRun && work.needsWrite(i) {
-			pending = append(pending, i)
-		}
-	}
-	if len(pending) > 0 {
-		readStart := time.Now()
-		confirmed, err := s.plan(ctx, cc, decls, pending, work.kindsWritten(pending), work.live, false)
-		res.ReadTime += time.Since(readStart)
-		if err != nil {
-			res.Err = fmt.Errorf("cluster %s: read live policies: %w", cluster.Name, err)
-			res.fail(pending, res.Err)
-			return res
-		}
-		work.replace(pending, confirmed)
-	}
 	var dryRun, real []int
 	for _, i := range active {
 		switch {
@@ -345,20 +326,30 @@ func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration)
 	writer := s.writer(cluster.Name)
 	writer.Lock()
 	defer writer.Unlock()
-	err = s.withLock(ctx, cc, cluster.Name, func(ctx context.Context) error {
+	err = s.withLock(ctx, cc, cluster.Name, func(ctx context.Context, session Session) error {
 		res.LockTime += time.Since(lockStart)
-		// Read again under the Lease the kinds about to be written: another writer may have
-		// changed them meanwhile. The other kinds' reads stand.
-		readStart := time.Now()
-		locked, err := s.plan(ctx, cc, decls, real, work.kindsWritten(real), work.live, false)
-		res.ReadTime += time.Since(readStart)
-		if err != nil {
-			return fmt.Errorf("cluster %s: read live policies: %w", cluster.Name, err)
+		// Another writer held the Lease since this process did: the cache may not have its
+		// writes yet, so the kinds about to be written are read again. Otherwise the cache's
+		// plan stands: every write carries the version it was planned from (see writeOne), so
+		// a plan the cluster has moved past is refused, never applied.
+		if !session.Alone {
+			if err := s.replan(ctx, cc, decls, real, work, res); err != nil {
+				return err
+			}
 		}
 		writeStart := time.Now()
-		s.write(ctx, cc, locked, real, false)
+		s.write(ctx, cc, work, real, false)
 		res.WriteTime += time.Since(writeStart)
-		work = locked
+		// Writes refused because the object changed since it was read: read again and redo
+		// those declarations, once; a second refusal is reported and retried later.
+		if refused := work.refused(real); len(refused) > 0 {
+			if err := s.replan(ctx, cc, decls, refused, work, res); err != nil {
+				return err
+			}
+			writeStart := time.Now()
+			s.write(ctx, cc, work, refused, false)
+			res.WriteTime += time.Since(writeStart)
+		}
 		return nil
 	})
 	switch {
@@ -375,6 +366,19 @@ func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration)
 		}
 	}
 	return res
+}
+
+// replan reads the cluster directly (not from the cache) for the kinds the declarations of
+// indexes which would write, and replaces their plan in work.
+func (s *Syncer) replan(ctx context.Context, cc *clusterClients, decls []Declaration, which []int, work *workPlan, res *ClusterResult) error {
+	readStart := time.Now()
+	fresh, err := s.plan(ctx, cc, decls, which, work.kindsWritten(which), work.live, false)
+	res.ReadTime += time.Since(readStart)
+	if err != nil {
+		return fmt.Errorf("cluster %s: read live policies: %w", res.Cluster, err)
+	}
+	work.replace(which, fresh)
+	return nil
 }
 
 // unserved lists the kinds of objs the cluster does not serve.
@@ -454,6 +458,24 @@ func (w *workPlan) replace(which []int, other *workPlan) {
 	for gk, objs := range other.live {
 		w.live[gk] = objs
 	}
+}
+
+// refused lists the declarations of indexes which with a write the cluster refused as a conflict:
+// the object changed since it was read, or a create met an object another manager owns.
+func (w *workPlan) refused(which []int) []int {
+	selected := map[int]bool{}
+	for _, i := range which {
+		selected[i] = true
+	}
+	var out []int
+	for _, c := range w.changes {
+		if selected[c.decl] && apierrors.IsConflict(c.err) {
+			out = append(out, c.decl)
+			delete(selected, c.decl)
+		}
+	}
+	sort.Ints(out)
+	return out
 }
 
 func (w *workPlan) needsWrite(decl int) bool {
@@ -706,28 +728,50 @@ func (s *Syncer) write(ctx context.Context, cc *clusterClients, w *workPlan, whi
 }
 
 func (s *Syncer) writeOne(ctx context.Context, cc *clusterClients, c *change, dryRun bool) {
-	var opts []client.ApplyOption
-	var deleteOpts []client.DeleteOption
-	if dryRun {
-		opts = append(opts, client.DryRunAll)
-		deleteOpts = append(deleteOpts, client.DryRunAll)
-	}
 	if c.action == "Delete" {
-		// The UID precondition: never delete an object re-created meanwhile by someone else.
-		uid := c.live.GetUID()
-		deleteOpts = append(deleteOpts, client.Preconditions{UID: &uid})
+		// Preconditions: never delete an object re-created or changed since it was read.
+		uid, version := c.live.GetUID(), c.live.GetResourceVersion()
+		deleteOpts := []client.DeleteOption{client.Preconditions{UID: &uid, ResourceVersion: &version}}
+		if dryRun {
+			deleteOpts = append(deleteOpts, client.DryRunAll)
+		}
 		c.err = client.IgnoreNotFound(cc.client.Delete(ctx, c.live.DeepCopy(), deleteOpts...))
 		if dryRun && c.err == nil {
 			c.diff = diff(c.live, nil)
 		}
 		return
 	}
-	applied := c.desired.DeepCopy()
-	opts = append(opts, client.FieldOwner(FieldManager), client.ForceOwnership)
-	c.err = cc.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), opts...)
+	applied, err := Apply(ctx, cc.client, c.desired, c.live, dryRun)
+	c.err = err
 	if dryRun && c.err == nil {
 		c.diff = diff(c.live, applied)
 	}
+}
+
+// Apply server-side applies desired as policyhub, on condition that the object is still as it was
+// read (live; nil when it was absent). A plan made from a watch cache that lagged the cluster is
+// thus refused with a Conflict (apierrors.IsConflict) rather than applied over a state nobody
+// checked:
+//   - an update carries live's resourceVersion, and forces ownership: restoring fields edited in
+//     the cluster is the point;
+//   - a create does not force: should an object of that name have appeared since the read, the
+//     fields its own managers set differently conflict instead of being taken over. (The API has
+//     no create-only apply: one that appeared holding exactly the same values would be merged.)
+//
+// Dry-run applies are unconditional, as previews of the write. The object returned is the
+// cluster's answer: the object as applied (or as it would be, for a dry-run).
+func Apply(ctx context.Context, c client.Client, desired, live *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
+	applied := desired.DeepCopy()
+	opts := []client.ApplyOption{client.FieldOwner(FieldManager)}
+	switch {
+	case dryRun:
+		opts = append(opts, client.ForceOwnership, client.DryRunAll)
+	case live != nil:
+		applied.SetResourceVersion(live.GetResourceVersion())
+		opts = append(opts, client.ForceOwnership)
+	}
+	err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), opts...)
+	return applied, err
 }
 
 // maxPlan is how many changes a dry-run keeps in status per cluster (the API's limit).
