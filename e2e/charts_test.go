@@ -77,8 +77,9 @@ func TestChartHubCRDsMatchConfig(t *testing.T) {
 	}
 }
 
-// The charts' RBAC is config/rbac's, rule for rule, and the KubeVela PolicyDefinition is
-// config/kubevela's: the kustomize manifests and the charts never drift apart.
+// The charts' RBAC is config/rbac's, rule for rule, the KubeVela PolicyDefinition is
+// config/kubevela's and the admission policy config/admission's: the kustomize manifests and the
+// charts never drift apart.
 func TestChartManifestsMatchConfig(t *testing.T) {
 	hub := mustRender(t, hubChartDir, "policyhub-hub", "policyhub-system", chartValues(t, `kubevela: {enabled: true}`))
 	agent := mustRender(t, agentChartDir, "policyhub-agent", "policyhub-system", chartValues(t, `
@@ -120,6 +121,7 @@ hubAccess: {enabled: true}`))
 		{"the agent's ClusterRole", rendered(agent, "ClusterRole", "", "policyhub-agent"), configObject("../config/rbac/agent/cluster_role.yaml", "ClusterRole"), "rules"},
 		{"the agent's hub access Role", rendered(agent, "Role", "cluster-1", "policyhub-agent"), configObject("../config/rbac/agent-hub-access/agent_access.yaml", "Role"), "rules"},
 		{"the KubeVela PolicyDefinition", hub.one(t, "PolicyDefinition"), configObject("../config/kubevela/kyverno-policy.yaml", "PolicyDefinition"), "spec"},
+		{"the finalizer admission policy", hub.one(t, "MutatingAdmissionPolicy"), configObject("../config/admission/finalizer.yaml", "MutatingAdmissionPolicy"), "spec"},
 	} {
 		if got, want := c.chart.Object[c.compared], c.config.Object[c.compared]; !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: the chart's %s differ from config's:\nchart:  %v\nconfig: %v", c.what, c.compared, got, want)
@@ -197,7 +199,8 @@ func TestChartHubDryRunOnTheHub(t *testing.T) {
 	ctx := testContext(t)
 	hubAdmin := directClient(t, testFleet.Hub.Config)
 	binary := chartBuildCommand(t, t.TempDir(), "policyhub-hub")
-	base := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1, "ConfigMap": 1}
+	base := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1, "ConfigMap": 1,
+		"MutatingAdmissionPolicy": 1, "MutatingAdmissionPolicyBinding": 1}
 	with := func(extra map[string]int) map[string]int {
 		out := map[string]int{}
 		for k, v := range base {
@@ -240,9 +243,11 @@ metrics: {port: 9090, serviceMonitor: {enabled: true, interval: 1m}}
 healthProbe: {port: 9091}
 prometheusRule: {enabled: true, alerts: {newFailResults: {enabled: false}, summaryStale: {thresholdSeconds: 600}}}
 grafanaDashboard: {enabled: false}
+admissionPolicy: {enabled: false}
 kubevela: {enabled: true}
 `, strings.Repeat("ab", 32), gatewayNS),
-			with(map[string]int{"ServiceAccount": -1, "ConfigMap": -1, "ServiceMonitor": 1, "PrometheusRule": 1, "PolicyDefinition": 1}),
+			with(map[string]int{"ServiceAccount": -1, "ConfigMap": -1, "ServiceMonitor": 1, "PrometheusRule": 1, "PolicyDefinition": 1,
+				"MutatingAdmissionPolicy": -1, "MutatingAdmissionPolicyBinding": -1}),
 			[]string{"--hub-id=fleet-a", "--gateway-secret-namespace=" + gatewayNS, "--gateway-url=https://cluster-gateway.vela-system.svc:9443",
 				"--gateway-ca-file=/etc/policyhub/gateway-ca/ca.crt", "--resync-interval=5m", "--retry-max-delay=30s", "--max-concurrent-clusters=4",
 				"--kube-api-qps=50.5", "--kube-api-burst=100", "--metrics-bind-address=:9090", "--health-probe-bind-address=:9091",

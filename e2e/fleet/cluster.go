@@ -95,6 +95,7 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 type apiserverSetup struct {
 	binary       string
 	etcdURL      string
+	profiling    bool
 	serving      keyPair
 	servingCA    []byte
 	saKey, saPub []byte
@@ -154,7 +155,7 @@ func newCluster(fleetDir, logDir, name string, hub bool, setup apiserverSetup, l
 		// No kubelet or controller-manager runs and 127/8 is not a valid endpoint address: the
 		// kubernetes Service's endpoints are not maintained.
 		"--endpoint-reconciler-type=none",
-		"--profiling=false",
+		"--profiling=" + strconv.FormatBool(setup.profiling),
 	}
 	if hub {
 		args = append(args,

@@ -25,6 +25,8 @@ type Options struct {
 	Managed []ManagedCluster
 	// SecretNamespace is cluster-gateway's credential-secret namespace; default vela-system.
 	SecretNamespace string
+	// Profiling serves the kube-apiservers' /debug/pprof (the benchmark profiles them).
+	Profiling bool
 }
 
 // ManagedCluster describes one managed cluster of the fleet.
@@ -117,7 +119,7 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	if err != nil {
 		return f, err
 	}
-	setup := apiserverSetup{binary: b.kubeAPIServer, servingCA: servingCA.certPEM, frontProxyCA: frontProxyCA.certPEM}
+	setup := apiserverSetup{binary: b.kubeAPIServer, servingCA: servingCA.certPEM, frontProxyCA: frontProxyCA.certPEM, profiling: opts.Profiling}
 	if setup.serving, err = servingCA.serving("kube-apiserver", "kubernetes", "kubernetes.default.svc"); err != nil {
 		return f, err
 	}
@@ -172,6 +174,9 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	g.Go(func() error {
 		if err := installCRDs(gctx, hub, hubCRDObjs); err != nil {
 			return fmt.Errorf("hub CRDs: %w", err)
+		}
+		if err := installAdmission(gctx, hub); err != nil {
+			return fmt.Errorf("hub admission policies: %w", err)
 		}
 		if err := f.startGateway(gctx, b.clusterGateway, servingCA); err != nil {
 			return err
