@@ -44,6 +44,7 @@ import (
 	"github.com/policyhub/policyhub/hub/controllers"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/metrics"
+	"github.com/policyhub/policyhub/hub/render"
 	hubsync "github.com/policyhub/policyhub/hub/sync"
 )
 
@@ -54,6 +55,8 @@ type options struct {
 	kyverno                      bool
 	only                         string
 	cpuProfile                   string
+	breakdown                    bool
+	apiserverProfiles            string
 }
 
 // cost is what a run cost the managed clusters.
@@ -73,6 +76,8 @@ func main() {
 	flag.BoolVar(&o.kyverno, "kyverno", false, "run real Kyverno in the clusters (its admission of every policy is then part of the cost)")
 	flag.StringVar(&o.only, "only", "", "run only the methods whose name contains this (e.g. policyhub), for profiling; the comparison needs all")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the hub controller) to this file")
+	flag.BoolVar(&o.breakdown, "breakdown", false, "print, for each run, the requests the hub and the managed apiservers served by verb and resource")
+	flag.StringVar(&o.apiserverProfiles, "apiserver-profiles", "", "write 5-second CPU profiles of the hub's and cluster-1's kube-apiservers, taken from the start of each run, into this directory")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintf(os.Stderr, "syncbench: %v\n", err)
@@ -87,7 +92,7 @@ func run(o options) error {
 		managed = append(managed, fleet.ManagedCluster{Name: fmt.Sprintf("cluster-%d", i), Labels: map[string]string{"env": "bench"}, Kyverno: o.kyverno})
 	}
 	fmt.Fprintf(os.Stderr, "syncbench: starting a fleet of %d managed clusters...\n", o.clusters)
-	f, err := fleet.Start(ctx, fleet.Options{Managed: managed})
+	f, err := fleet.Start(ctx, fleet.Options{Managed: managed, Profiling: o.apiserverProfiles != ""})
 	if err != nil {
 		return err
 	}
@@ -117,19 +122,21 @@ func run(o options) error {
 		objectsPerRun int
 	}
 	var rows []row
+	// Each method writes objects of its own name prefix, so none finds another's objects.
 	for _, m := range []struct {
-		name string
-		run  func(ctx context.Context, prefix string) (cost, cost, error)
+		name, prefix string
+		run          func(ctx context.Context, prefix string) (cost, cost, error)
 	}{
-		{"bare client-go SSA loop (ceiling)", b.ssaLoop},
-		{"kubectl apply loop", b.kubectlLoop},
-		{"policyhub", b.policyhub},
+		{"bare client-go SSA loop, plain policies", "plain", b.ssaLoop(plainPolicy)},
+		{"bare client-go SSA loop, policyhub's objects (ceiling)", "ceiling", b.ssaLoop(renderedPolicy)},
+		{"kubectl apply loop", "kubectl", b.kubectlLoop},
+		{"policyhub", "policyhub", b.policyhub},
 	} {
 		if !strings.Contains(m.name, o.only) {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "syncbench: %s...\n", m.name)
-		apply, noop, err := m.run(ctx, strings.Fields(m.name)[0])
+		apply, noop, err := m.run(ctx, m.prefix)
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.name, err)
 		}
@@ -159,18 +166,19 @@ func run(o options) error {
 		}
 		fmt.Printf("%s %.1f |\n", line, total)
 	}
-	if len(rows) < 3 {
+	if len(rows) < 4 {
 		return nil
 	}
-	ceiling, kubectl, hub := rows[0].apply.duration, rows[1].apply.duration, rows[2].apply.duration
-	fmt.Printf("\npolicyhub: %.1f× faster than the kubectl loop; %.0f%% of the SSA loop's throughput; %d objects changed by its no-op resync\n",
-		kubectl.Seconds()/hub.Seconds(), 100*ceiling.Seconds()/hub.Seconds(), rows[2].noop.changed)
+	plain, ceiling, kubectl, hub := rows[0].apply.duration, rows[1].apply.duration, rows[2].apply.duration, rows[3].apply.duration
+	fmt.Printf("\npolicyhub: %.1f× faster than the kubectl loop; %.0f%% of the ceiling's throughput (%.0f%% of the plain policies' loop); %d objects changed by its no-op resync\n",
+		kubectl.Seconds()/hub.Seconds(), 100*ceiling.Seconds()/hub.Seconds(), 100*plain.Seconds()/hub.Seconds(), rows[3].noop.changed)
 	return nil
 }
 
 type bench struct {
-	o options
-	f *fleet.Fleet
+	o        options
+	f        *fleet.Fleet
+	profiles int // apiserver profiles taken, to name them
 }
 
 // policy is the i-th benchmark ClusterPolicy named prefix-i.
@@ -223,15 +231,32 @@ func (b *bench) measure(prefix string, fn func() error) (cost, error) {
 	if err != nil {
 		return cost{}, err
 	}
+	var counts [2]map[string]float64
+	if b.o.breakdown {
+		if counts[0], counts[1], err = b.fleetRequestCounts(); err != nil {
+			return cost{}, err
+		}
+	}
 	cpu, err := cpuByPart()
 	if err != nil {
 		return cost{}, err
 	}
+	profiled := b.profileAPIServers(prefix)
 	start := time.Now()
 	if err := fn(); err != nil {
 		return cost{}, err
 	}
 	c := cost{duration: time.Since(start)}
+	if err := profiled(); err != nil {
+		return cost{}, err
+	}
+	if b.o.breakdown {
+		var now [2]map[string]float64
+		if now[0], now[1], err = b.fleetRequestCounts(); err != nil {
+			return cost{}, err
+		}
+		printBreakdown(prefix, counts, now)
+	}
 	if c.cpu, err = cpuSince(cpu); err != nil {
 		return cost{}, err
 	}
@@ -391,29 +416,58 @@ func (b *bench) perCluster(work func(cluster string, i int) error) error {
 	return <-errs
 }
 
-func (b *bench) ssaLoop(ctx context.Context, prefix string) (cost, cost, error) {
-	clients := map[string]client.Client{}
-	for _, c := range b.f.Managed {
-		cfg, err := gateway.ClusterConfig(b.f.Hub.Config, c.Name)
+// plainPolicy is the i-th policy as a policy file would hold it (what the kubectl loop applies).
+func plainPolicy(prefix string, i int) (*unstructured.Unstructured, error) {
+	return policy(prefix, i), nil
+}
+
+// renderedPolicy is the i-th policy as policyhub writes it: rendered from a FleetPolicy, with
+// the ownership labels and annotations (content hash, source) every object of policyhub carries.
+// Writing those costs the clusters more than writing plain policies (bigger objects and managed
+// fields), so the ceiling for policyhub's work is a bare loop writing these same objects.
+func renderedPolicy(prefix string, i int) (*unstructured.Unstructured, error) {
+	fp := &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, i)}}
+	if err := yaml.Unmarshal([]byte(template(i)), &fp.Spec.Template); err != nil {
+		return nil, err
+	}
+	// Another hub id than the policyhub run's: these objects are never policyhub's to prune.
+	return render.FleetPolicy(hubID+"-ceiling", fp, nil)
+}
+
+// ssaLoop applies the objects objectFor makes, -parallel at a time per cluster, with a bare
+// client (no throttling, no reads): the fastest these writes go through the same gateway.
+func (b *bench) ssaLoop(objectFor func(prefix string, i int) (*unstructured.Unstructured, error)) func(ctx context.Context, prefix string) (cost, cost, error) {
+	return func(ctx context.Context, prefix string) (cost, cost, error) {
+		clients := map[string]client.Client{}
+		for _, c := range b.f.Managed {
+			cfg, err := gateway.ClusterConfig(b.f.Hub.Config, c.Name)
+			if err != nil {
+				return cost{}, cost{}, err
+			}
+			cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling: measure the clusters, not the limiter
+			if clients[c.Name], err = client.New(cfg, client.Options{}); err != nil {
+				return cost{}, cost{}, err
+			}
+		}
+		objects := make([]*unstructured.Unstructured, b.o.policies)
+		for i := range objects {
+			var err error
+			if objects[i], err = objectFor(prefix, i); err != nil {
+				return cost{}, cost{}, err
+			}
+		}
+		loop := func() error {
+			return b.perCluster(func(cluster string, i int) error {
+				return clients[cluster].Apply(ctx, client.ApplyConfigurationFromUnstructured(objects[i].DeepCopy()), client.FieldOwner("bench-ssa"), client.ForceOwnership)
+			})
+		}
+		apply, err := b.measure(prefix, loop)
 		if err != nil {
 			return cost{}, cost{}, err
 		}
-		cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling: measure the clusters, not the limiter
-		if clients[c.Name], err = client.New(cfg, client.Options{}); err != nil {
-			return cost{}, cost{}, err
-		}
+		noop, err := b.measure(prefix, loop)
+		return apply, noop, err
 	}
-	loop := func() error {
-		return b.perCluster(func(cluster string, i int) error {
-			return clients[cluster].Apply(ctx, client.ApplyConfigurationFromUnstructured(policy(prefix, i)), client.FieldOwner("bench-ssa"), client.ForceOwnership)
-		})
-	}
-	apply, err := b.measure(prefix, loop)
-	if err != nil {
-		return cost{}, cost{}, err
-	}
-	noop, err := b.measure(prefix, loop)
-	return apply, noop, err
 }
 
 func (b *bench) kubectlLoop(ctx context.Context, prefix string) (cost, cost, error) {
