@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	gosync "sync"
@@ -74,7 +75,7 @@ func main() {
 	flag.IntVar(&o.policies, "policies", 200, "policies (FleetPolicies), each placed in every cluster")
 	flag.IntVar(&o.parallel, "parallel", 8, "requests in flight per cluster for the loops; FleetPolicies reconciled at once for policyhub")
 	flag.BoolVar(&o.kyverno, "kyverno", false, "run real Kyverno in the clusters (its admission of every policy is then part of the cost)")
-	flag.StringVar(&o.only, "only", "", "run only the methods whose name contains this (e.g. policyhub), for profiling; the comparison needs all")
+	flag.StringVar(&o.only, "only", "", "run only these methods, comma-separated: plain, ceiling, kubectl, policyhub (for profiling; the comparison needs all)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the hub controller) to this file")
 	flag.BoolVar(&o.breakdown, "breakdown", false, "print, for each run, the requests the hub and the managed apiservers served by verb and resource")
 	flag.StringVar(&o.apiserverProfiles, "apiserver-profiles", "", "write 5-second CPU profiles of the hub's and cluster-1's kube-apiservers, taken from the start of each run, into this directory")
@@ -132,7 +133,7 @@ func run(o options) error {
 		{"kubectl apply loop", "kubectl", b.kubectlLoop},
 		{"policyhub", "policyhub", b.policyhub},
 	} {
-		if !strings.Contains(m.name, o.only) {
+		if o.only != "" && !slices.Contains(strings.Split(o.only, ","), m.prefix) {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "syncbench: %s...\n", m.name)
