@@ -50,33 +50,69 @@ type Plan struct {
 
 // Owned reports whether obj was written by hub hubID for the declaration source (see render.Owner.Source).
 func Owned(obj *unstructured.Unstructured, hubID, source string) bool {
-	return obj.GetLabels()[policyhubv1.LabelManagedBy] == hubID && obj.GetAnnotations()[policyhubv1.AnnotationSource] == source
+	return metaString(obj, "labels", policyhubv1.LabelManagedBy) == hubID && metaString(obj, "annotations", policyhubv1.AnnotationSource) == source
+}
+
+// metaString reads a label or annotation without copying the object's maps (GetLabels does):
+// planning reads them for every live object of a cluster.
+func metaString(obj *unstructured.Unstructured, field, key string) string {
+	v, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", field, key)
+	s, _ := v.(string)
+	return s
 }
 
 // Make plans one declaration (source) of hub hubID in one cluster. live holds the cluster's objects
 // at the desired keys that exist, and every object there carrying hubID's managed-by label (of any
 // source); each is matched by key. Prune off keeps owned objects no longer desired.
 func Make(hubID, source string, desired, live []*unstructured.Unstructured, prune bool) Plan {
-	liveByKey := make(map[Key]*unstructured.Unstructured, len(live))
+	return NewLive(hubID, live).Make(source, desired, prune)
+}
+
+// Live is a cluster's live objects indexed once for planning many declarations against them: a
+// plan then costs in proportion to the declaration's own objects, not to the cluster's.
+type Live struct {
+	hubID string
+	byKey map[Key]*unstructured.Unstructured
+	// owned are hub hubID's objects by source.
+	owned map[string][]*unstructured.Unstructured
+}
+
+// NewLive indexes live (see Make for what it holds) for hub hubID.
+func NewLive(hubID string, live []*unstructured.Unstructured) *Live {
+	l := &Live{hubID: hubID, byKey: make(map[Key]*unstructured.Unstructured, len(live)), owned: map[string][]*unstructured.Unstructured{}}
 	for _, obj := range live {
-		liveByKey[KeyOf(obj)] = obj
+		l.byKey[KeyOf(obj)] = obj
+		if metaString(obj, "labels", policyhubv1.LabelManagedBy) == hubID {
+			source := metaString(obj, "annotations", policyhubv1.AnnotationSource)
+			l.owned[source] = append(l.owned[source], obj)
+		}
 	}
+	return l
+}
+
+// Get returns the live object at key, if any.
+func (l *Live) Get(key Key) *unstructured.Unstructured {
+	return l.byKey[key]
+}
+
+// Make plans the declaration source against the live objects (see the package's Make).
+func (l *Live) Make(source string, desired []*unstructured.Unstructured, prune bool) Plan {
 	var p Plan
 	wanted := make(map[Key]bool, len(desired))
 	for _, obj := range desired {
 		key := KeyOf(obj)
 		wanted[key] = true
-		existing, found := liveByKey[key]
+		existing, found := l.byKey[key]
 		switch {
-		case !found || Owned(existing, hubID, source):
+		case !found || Owned(existing, l.hubID, source):
 			p.Apply = append(p.Apply, obj)
 		default:
-			p.Conflicts = append(p.Conflicts, Conflict{Desired: obj, Reason: ownerOf(existing, hubID, key)})
+			p.Conflicts = append(p.Conflicts, Conflict{Desired: obj, Reason: ownerOf(existing, l.hubID, key)})
 		}
 	}
 	if prune {
-		for _, obj := range live {
-			if Owned(obj, hubID, source) && !wanted[KeyOf(obj)] {
+		for _, obj := range l.owned[source] {
+			if !wanted[KeyOf(obj)] {
 				p.Delete = append(p.Delete, obj)
 			}
 		}

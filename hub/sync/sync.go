@@ -509,10 +509,7 @@ func (s *Syncer) plan(ctx context.Context, cc *clusterClients, decls []Declarati
 	for _, objs := range byKind {
 		live = append(live, objs...)
 	}
-	liveByKey := map[plan.Key]*unstructured.Unstructured{}
-	for _, obj := range live {
-		liveByKey[plan.KeyOf(obj)] = obj
-	}
+	index := plan.NewLive(s.opts.HubID, live)
 	w := &workPlan{live: byKind}
 	// Two declarations rendering the same object: the first (by source) keeps it, the other is a Conflict.
 	claimed := map[plan.Key]string{}
@@ -520,7 +517,7 @@ func (s *Syncer) plan(ctx context.Context, cc *clusterClients, decls []Declarati
 	sort.Slice(order, func(a, b int) bool { return decls[order[a]].Source < decls[order[b]].Source })
 	for _, i := range order {
 		d := decls[i]
-		p := plan.Make(s.opts.HubID, d.Source, d.Objects, live, d.Prune)
+		p := index.Make(d.Source, d.Objects, d.Prune)
 		for _, obj := range p.Apply {
 			key := plan.KeyOf(obj)
 			if other, taken := claimed[key]; taken {
@@ -529,7 +526,7 @@ func (s *Syncer) plan(ctx context.Context, cc *clusterClients, decls []Declarati
 				continue
 			}
 			claimed[key] = d.Source
-			c := &change{decl: i, desired: obj, live: liveByKey[key]}
+			c := &change{decl: i, desired: obj, live: index.Get(key)}
 			switch {
 			case c.live == nil:
 				c.action = "Create"
@@ -541,7 +538,7 @@ func (s *Syncer) plan(ctx context.Context, cc *clusterClients, decls []Declarati
 			w.changes = append(w.changes, c)
 		}
 		for _, conflict := range p.Conflicts {
-			w.changes = append(w.changes, &change{decl: i, action: "Conflict", desired: conflict.Desired, live: liveByKey[plan.KeyOf(conflict.Desired)], message: conflict.Reason})
+			w.changes = append(w.changes, &change{decl: i, action: "Conflict", desired: conflict.Desired, live: index.Get(plan.KeyOf(conflict.Desired)), message: conflict.Reason})
 		}
 		for _, obj := range p.Delete {
 			w.changes = append(w.changes, &change{decl: i, action: "Delete", live: obj})
