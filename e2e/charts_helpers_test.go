@@ -185,6 +185,23 @@ func hubCapabilities(t *testing.T) *chartutil.Capabilities {
 		}
 		caps := chartutil.DefaultCapabilities.Copy()
 		caps.KubeVersion = chartutil.KubeVersion{Version: v.GitVersion, Major: v.Major, Minor: v.Minor}
+		// The APIs the hub serves, as `helm install` learns them (templates gate on them).
+		_, lists, err := dc.ServerGroupsAndResources()
+		if err != nil {
+			hubCapsErr = err
+			return
+		}
+		versions := map[string]bool{}
+		for _, list := range lists {
+			versions[list.GroupVersion] = true
+			for _, r := range list.APIResources {
+				versions[list.GroupVersion+"/"+r.Kind] = true
+			}
+		}
+		caps.APIVersions = nil
+		for v := range versions {
+			caps.APIVersions = append(caps.APIVersions, v)
+		}
 		hubCaps = caps
 	})
 	if hubCapsErr != nil {
