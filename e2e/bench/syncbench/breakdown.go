@@ -16,9 +16,14 @@ import (
 	"github.com/policyhub/policyhub/e2e/fleet"
 )
 
-// requestCounts reads a kube-apiserver's apiserver_request_total, keyed by verb, resource,
-// subresource and dry-run: where a method's requests went, for -breakdown.
-func requestCounts(c *fleet.Cluster) (map[string]float64, error) {
+// requestCount is one series of a kube-apiserver's apiserver_request_total.
+type requestCount struct {
+	labels map[string]string
+	value  float64
+}
+
+// scanRequests reads a kube-apiserver's apiserver_request_total series.
+func scanRequests(c *fleet.Cluster) ([]requestCount, error) {
 	hc, err := rest.HTTPClientFor(c.Config)
 	if err != nil {
 		return nil, err
@@ -28,20 +33,15 @@ func requestCounts(c *fleet.Cluster) (map[string]float64, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return parseRequestCounts(resp.Body)
-}
-
-func parseRequestCounts(r io.Reader) (map[string]float64, error) {
-	out := map[string]float64{}
-	sc := bufio.NewScanner(r)
+	var out []requestCount
+	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, "apiserver_request_total{") {
 			continue
 		}
-		end := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[end+1:], 64)
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 		if err != nil {
 			return nil, err
 		}
@@ -50,16 +50,31 @@ func parseRequestCounts(r io.Reader) (map[string]float64, error) {
 			k, val, _ := strings.Cut(kv, "=")
 			labels[k] = strings.Trim(val, `"`)
 		}
-		key := labels["verb"] + " " + labels["resource"]
-		if labels["subresource"] != "" {
-			key += "/" + labels["subresource"]
-		}
-		if labels["dry_run"] != "" {
-			key += " (dry-run)"
-		}
-		out[key] += v
+		out = append(out, requestCount{labels: labels, value: v})
 	}
 	return out, sc.Err()
+}
+
+// requestCounts reads a kube-apiserver's request counts keyed by verb, resource, subresource and
+// dry-run: where a method's requests went, for -breakdown.
+func requestCounts(c *fleet.Cluster) (map[string]float64, error) {
+	counts, err := scanRequests(c)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, rc := range counts {
+		l := rc.labels
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		if l["dry_run"] != "" {
+			key += " (dry-run)"
+		}
+		out[key] += rc.value
+	}
+	return out, nil
 }
 
 // fleetRequestCounts reads the hub's counts and the managed clusters' counts, summed.

@@ -7,18 +7,15 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	gosync "sync"
 	"time"
@@ -314,50 +311,20 @@ func (b *bench) leaseVersions() (map[string]string, error) {
 func (b *bench) requests() ([2]float64, error) {
 	var total [2]float64
 	for _, c := range b.f.Managed {
-		hc, err := rest.HTTPClientFor(c.Config)
+		counts, err := scanRequests(c)
 		if err != nil {
 			return total, err
 		}
-		resp, err := hc.Get(c.URL + "/metrics")
-		if err != nil {
-			return total, err
+		for _, rc := range counts {
+			total[0] += rc.value
+			l := rc.labels
+			write := slices.Contains([]string{"POST", "PUT", "PATCH", "APPLY", "DELETE"}, l["verb"])
+			if write && l["resource"] != "leases" && l["dry_run"] == "" && strings.HasPrefix(l["code"], "2") {
+				total[1] += rc.value
+			}
 		}
-		all, writes, err := parseRequests(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return total, err
-		}
-		total[0] += all
-		total[1] += writes
 	}
 	return total, nil
-}
-
-func parseRequests(r io.Reader) (all, writes float64, err error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		end := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[end+1:], 64)
-		if err != nil {
-			return 0, 0, err
-		}
-		all += v
-		labels := line[len("apiserver_request_total{"):strings.LastIndexByte(line, '}')]
-		mutating := !strings.Contains(labels, `resource="leases"`)
-		isWrite := false
-		for _, verb := range []string{`verb="POST"`, `verb="PUT"`, `verb="PATCH"`, `verb="APPLY"`, `verb="DELETE"`} {
-			isWrite = isWrite || strings.Contains(labels, verb)
-		}
-		if mutating && isWrite && strings.Contains(labels, `dry_run=""`) && strings.Contains(labels, `code="2`) {
-			writes += v
-		}
-	}
-	return all, writes, sc.Err()
 }
 
 // versions maps cluster/name → resourceVersion of the benchmark's objects named prefix-*.
