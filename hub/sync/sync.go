@@ -330,7 +330,7 @@ func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration)
 		res.LockTime += time.Since(lockStart)
 		// Another writer held the Lease since this process did: the cache may not have its
 		// writes yet, so the kinds about to be written are read again. Otherwise the cache's
-		// plan stands: every write carries the version it was planned from (see writeOne), so
+		// plan stands: every write carries the version it was planned from (see Apply), so
 		// a plan the cluster has moved past is refused, never applied.
 		if !session.Alone {
 			if err := s.replan(ctx, cc, decls, real, work, res); err != nil {
@@ -726,9 +726,14 @@ func (s *Syncer) write(ctx context.Context, cc *clusterClients, w *workPlan, whi
 
 func (s *Syncer) writeOne(ctx context.Context, cc *clusterClients, c *change, dryRun bool) {
 	if c.action == "Delete" {
-		// Preconditions: never delete an object re-created or changed since it was read.
+		// Preconditions: never delete an object re-created, or changed since it was read (a
+		// dry-run previews the delete of the object as read, whatever its version now).
 		uid, version := c.live.GetUID(), c.live.GetResourceVersion()
-		deleteOpts := []client.DeleteOption{client.Preconditions{UID: &uid, ResourceVersion: &version}}
+		preconditions := client.Preconditions{UID: &uid, ResourceVersion: &version}
+		if dryRun {
+			preconditions.ResourceVersion = nil
+		}
+		deleteOpts := []client.DeleteOption{preconditions}
 		if dryRun {
 			deleteOpts = append(deleteOpts, client.DryRunAll)
 		}
