@@ -54,6 +54,7 @@ type options struct {
 	only                         string
 	cpuProfile                   string
 	breakdown                    bool
+	count                        int
 	apiserverProfiles            string
 }
 
@@ -74,6 +75,7 @@ func main() {
 	flag.BoolVar(&o.kyverno, "kyverno", false, "run real Kyverno in the clusters (its admission of every policy is then part of the cost)")
 	flag.StringVar(&o.only, "only", "", "run only these methods, comma-separated: plain, ceiling, kubectl, policyhub (for profiling; the comparison needs all)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the hub controller) to this file")
+	flag.IntVar(&o.count, "count", 1, "rounds: every method runs this many times (interleaved); the tables show each method's run of median convergence, and each round's ratios are printed")
 	flag.BoolVar(&o.breakdown, "breakdown", false, "print, for each run, the requests the hub and the managed apiservers served by verb and resource")
 	flag.StringVar(&o.apiserverProfiles, "apiserver-profiles", "", "write 5-second CPU profiles of the hub's and cluster-1's kube-apiservers, taken from the start of each run, into this directory")
 	flag.Parse()
@@ -114,14 +116,9 @@ func run(o options) error {
 		defer pprof.StopCPUProfile()
 	}
 	b := &bench{o: o, f: f}
-	type row struct {
-		name          string
-		apply, noop   cost
-		objectsPerRun int
-	}
-	var rows []row
-	// Each method writes objects of its own name prefix, so none finds another's objects.
-	for _, m := range []struct {
+	// Each method writes objects of its own name prefix (and round), so none finds another's
+	// objects. Rounds interleave the methods, so a noisy neighbour weighs on all of them alike.
+	methods := []struct {
 		name, prefix string
 		run          func(ctx context.Context, prefix string) (cost, cost, error)
 	}{
@@ -129,48 +126,100 @@ func run(o options) error {
 		{"bare client-go SSA loop, policyhub's objects (ceiling)", "ceiling", b.ssaLoop(renderedPolicy)},
 		{"kubectl apply loop", "kubectl", b.kubectlLoop},
 		{"policyhub", "policyhub", b.policyhub},
-	} {
-		if o.only != "" && !slices.Contains(strings.Split(o.only, ","), m.prefix) {
-			continue
-		}
-		fmt.Fprintf(os.Stderr, "syncbench: %s...\n", m.name)
-		apply, noop, err := m.run(ctx, m.prefix)
-		if err != nil {
-			return fmt.Errorf("%s: %w", m.name, err)
-		}
-		rows = append(rows, row{name: m.name, apply: apply, noop: noop, objectsPerRun: o.clusters * o.policies})
 	}
+	var rows []row
+	for _, m := range methods {
+		if o.only == "" || slices.Contains(strings.Split(o.only, ","), m.prefix) {
+			rows = append(rows, row{name: m.name, prefix: m.prefix, objects: o.clusters * o.policies})
+		}
+	}
+	for round := 1; round <= max(o.count, 1); round++ {
+		for i := range rows {
+			r := &rows[i]
+			prefix := r.prefix
+			if round > 1 {
+				prefix = fmt.Sprintf("%s%d", r.prefix, round)
+			}
+			fmt.Fprintf(os.Stderr, "syncbench: round %d: %s...\n", round, r.name)
+			var run func(ctx context.Context, prefix string) (cost, cost, error)
+			for _, m := range methods {
+				if m.prefix == r.prefix {
+					run = m.run
+				}
+			}
+			apply, noop, err := run(ctx, prefix)
+			if err != nil {
+				return fmt.Errorf("%s: %w", r.name, err)
+			}
+			r.runs = append(r.runs, [2]cost{apply, noop})
+		}
+	}
+	printTables(o, rows)
+	return nil
+}
 
-	fmt.Printf("\n%d managed clusters × %d policies = %d objects; parallelism %d; Kyverno %v\n\n", o.clusters, o.policies, o.clusters*o.policies, o.parallel, o.kyverno)
+// row is one method's runs: [0] converging, [1] the no-op resync.
+type row struct {
+	name, prefix string
+	objects      int
+	runs         [][2]cost
+}
+
+// median is the run with the median convergence time (the lower middle of an even count): a
+// whole run, so its columns stay consistent with each other.
+func (r row) median() [2]cost {
+	runs := slices.Clone(r.runs)
+	slices.SortFunc(runs, func(a, b [2]cost) int { return int(a[0].duration - b[0].duration) })
+	return runs[(len(runs)-1)/2]
+}
+
+func printTables(o options, rows []row) {
+	fmt.Printf("\n%d managed clusters × %d policies = %d objects; parallelism %d; Kyverno %v; rounds %d (each row: the run of median convergence)\n\n",
+		o.clusters, o.policies, o.clusters*o.policies, o.parallel, o.kyverno, max(o.count, 1))
 	fmt.Println("| method | converge | objects/s | requests | writes | no-op resync: time | requests | writes | objects changed | sync Leases written |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
+		m := r.median()
+		apply, noop := m[0], m[1]
 		fmt.Printf("| %s | %s | %.0f | %.0f | %.0f | %s | %.0f | %.0f | %d | %d |\n", r.name,
-			r.apply.duration.Round(10*time.Millisecond), float64(r.objectsPerRun)/r.apply.duration.Seconds(), r.apply.requests, r.apply.writes,
-			r.noop.duration.Round(10*time.Millisecond), r.noop.requests, r.noop.writes, r.noop.changed, r.noop.leases)
+			apply.duration.Round(10*time.Millisecond), float64(r.objects)/apply.duration.Seconds(), apply.requests, apply.writes,
+			noop.duration.Round(10*time.Millisecond), noop.requests, noop.writes, noop.changed, noop.leases)
 	}
 	fmt.Printf("\nCPU seconds spent while converging (the machine has %d cores):\n\n", goruntime.NumCPU())
 	parts := []string{"managed kube-apiservers", "hub kube-apiserver", "cluster-gateway", "etcd", "syncbench (hub controller, clients)", "kubectl"}
 	fmt.Println("| method | " + strings.Join(parts, " | ") + " | total |")
 	fmt.Println("|---|" + strings.Repeat("---|", len(parts)+1))
 	for _, r := range rows {
+		cpu := r.median()[0].cpu
 		total := 0.0
 		line := "| " + r.name + " |"
 		for _, p := range parts {
-			line += fmt.Sprintf(" %.1f |", r.apply.cpu[p])
+			line += fmt.Sprintf(" %.1f |", cpu[p])
 		}
-		for _, v := range r.apply.cpu {
+		for _, v := range cpu {
 			total += v
 		}
 		fmt.Printf("%s %.1f |\n", line, total)
 	}
 	if len(rows) < 4 {
-		return nil
+		return
 	}
-	plain, ceiling, kubectl, hub := rows[0].apply.duration, rows[1].apply.duration, rows[2].apply.duration, rows[3].apply.duration
-	fmt.Printf("\npolicyhub: %.1f× faster than the kubectl loop; %.0f%% of the ceiling's throughput (%.0f%% of the plain policies' loop); %d objects changed by its no-op resync\n",
-		kubectl.Seconds()/hub.Seconds(), 100*ceiling.Seconds()/hub.Seconds(), 100*plain.Seconds()/hub.Seconds(), rows[3].noop.changed)
-	return nil
+	ratios := func(plain, ceiling, kubectl, hub time.Duration) string {
+		return fmt.Sprintf("%.1f× faster than the kubectl loop; %.0f%% of the ceiling's throughput (%.0f%% of the plain policies' loop)",
+			kubectl.Seconds()/hub.Seconds(), 100*ceiling.Seconds()/hub.Seconds(), 100*plain.Seconds()/hub.Seconds())
+	}
+	fmt.Println()
+	if len(rows[0].runs) > 1 {
+		for i := range rows[0].runs {
+			fmt.Printf("round %d: policyhub %s\n", i+1, ratios(rows[0].runs[i][0].duration, rows[1].runs[i][0].duration, rows[2].runs[i][0].duration, rows[3].runs[i][0].duration))
+		}
+	}
+	changed := 0
+	for _, run := range rows[3].runs {
+		changed = max(changed, run[1].changed)
+	}
+	fmt.Printf("medians: policyhub %s; at most %d objects changed by its no-op resyncs\n",
+		ratios(rows[0].median()[0].duration, rows[1].median()[0].duration, rows[2].median()[0].duration, rows[3].median()[0].duration), changed)
 }
 
 type bench struct {
@@ -498,6 +547,7 @@ func (b *bench) policyhub(ctx context.Context, prefix string) (cost, cost, error
 	if err != nil {
 		return cost{}, cost{}, err
 	}
+	defer syncer.Close() // its watch caches would weigh on the next round
 	registry := prometheus.NewRegistry()
 	r := &controllers.FleetPolicyReconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: hubCfg, SecretNamespace: b.f.SecretNamespace,
@@ -598,7 +648,21 @@ func (b *bench) policyhub(ctx context.Context, prefix string) (cost, cost, error
 		}
 		return b.waitUnchanged(registry, start+float64(len(names)*b.o.clusters))
 	})
-	return apply, noop, err
+	if err != nil {
+		return cost{}, cost{}, err
+	}
+	// Leave the hub as the round found it: a next round's hub would otherwise resync these too.
+	for _, name := range names {
+		if err := hub.Delete(ctx, &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+			return cost{}, cost{}, err
+		}
+	}
+	for _, name := range names {
+		if err := b.waitGone(ctx, hub, name); err != nil {
+			return cost{}, cost{}, err
+		}
+	}
+	return apply, noop, nil
 }
 
 // waitSynced polls until every FleetPolicy is Synced in every cluster.
@@ -611,6 +675,9 @@ func (b *bench) waitSynced(ctx context.Context, hub client.Client, names []strin
 		}
 		done := 0
 		for _, fp := range list.Items {
+			if !slices.Contains(names, fp.Name) {
+				continue // another round's, or the warmup's
+			}
 			synced := 0
 			for _, c := range fp.Status.Clusters {
 				if c.Phase == policyhubv1.ClusterPhaseSynced {
