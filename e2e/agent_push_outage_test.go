@@ -259,32 +259,12 @@ func TestAgentPushOnlyWhenChanged(t *testing.T) {
 	}
 }
 
-// startPushFleet starts a fleet of the hub and one managed cluster (the fleet needs at least one)
-// for this test alone, so stopping its hub disturbs no other test.
-func startPushFleet(t *testing.T) *fleet.Fleet {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	own, err := fleet.Start(ctx, fleet.Options{Managed: []fleet.ManagedCluster{{Name: "cluster-1"}}})
-	if err != nil {
-		t.Fatalf("start this test's fleet: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			own.Keep()
-			t.Logf("this test's fleet logs: %s", own.LogDir)
-		}
-		if err := own.Stop(); err != nil {
-			t.Errorf("stop this test's fleet: %v", err)
-		}
-	})
-	return own
-}
-
 // The hub's apiserver goes down; the content changes twice meanwhile and the pusher's attempts
 // fail. Run keeps going, and once the hub is back, the summary on it holds the LATEST content.
 func TestAgentPushSurvivesHubOutage(t *testing.T) {
-	own := startPushFleet(t)
+	// A fleet of the hub and one managed cluster (the fleet needs at least one) for this test
+	// alone, so stopping its hub disturbs no other test.
+	own := startOwnFleet(t, fleet.Options{Managed: []fleet.ManagedCluster{{Name: "cluster-1"}}})
 	ctx := testContext(t)
 	const cluster = "push-outage"
 	const heartbeat = time.Hour

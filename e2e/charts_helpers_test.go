@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,12 +13,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/policyhub/policyhub/e2e/fleet"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -139,24 +136,16 @@ func chartValues(t *testing.T, y string) map[string]any {
 // chartDecodeObjects decodes every object of a multi-document YAML stream; empty documents (a template
 // whose condition is off) are skipped. Every object must have an apiVersion, a kind and a name.
 func chartDecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := dec.Decode(&obj.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
-			return nil, err
-		}
-		if len(obj.Object) == 0 {
-			continue
-		}
+	objs, err := fleet.DecodeObjects(data)
+	if err != nil {
+		return nil, err
+	}
+	for _, obj := range objs {
 		if obj.GetAPIVersion() == "" || obj.GetKind() == "" || obj.GetName() == "" {
 			return nil, fmt.Errorf("object without apiVersion, kind or name: %v", obj.Object)
 		}
-		objs = append(objs, obj)
 	}
+	return objs, nil
 }
 
 var (

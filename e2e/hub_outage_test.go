@@ -19,21 +19,7 @@ import (
 // Tests of this package never run in parallel, so swapping testFleet is safe.
 func useOwnFleet(t *testing.T) *fleet.Fleet {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	own, err := fleet.Start(ctx, fleet.Options{})
-	if err != nil {
-		t.Fatalf("start this test's fleet: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			own.Keep()
-			t.Logf("this test's fleet logs: %s", own.LogDir)
-		}
-		if err := own.Stop(); err != nil {
-			t.Errorf("stop this test's fleet: %v", err)
-		}
-	})
+	own := startOwnFleet(t, fleet.Options{})
 	shared := testFleet
 	testFleet = own
 	t.Cleanup(func() { testFleet = shared })

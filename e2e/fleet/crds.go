@@ -90,6 +90,16 @@ func readObjects(path string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
+	objs, err := DecodeObjects(data)
+	if err != nil {
+		return nil, fmt.Errorf("decode %s: %w", path, err)
+	}
+	return objs, nil
+}
+
+// DecodeObjects decodes every object of a multi-document YAML (or JSON) stream; empty documents
+// are skipped.
+func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var objs []*unstructured.Unstructured
 	for {
@@ -98,7 +108,7 @@ func readObjects(path string) ([]*unstructured.Unstructured, error) {
 			if errors.Is(err, io.EOF) {
 				return objs, nil
 			}
-			return nil, fmt.Errorf("decode %s: %w", path, err)
+			return nil, err
 		}
 		if len(obj.Object) > 0 {
 			objs = append(objs, obj)
