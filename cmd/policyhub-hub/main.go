@@ -128,6 +128,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// On shutdown, the sync Leases still held are given up, so other writers need not wait for them to expire.
+	defer syncer.Close()
 	syncMetrics := metrics.NewSync(ctrlmetrics.Registry)
 	reconciler := &controllers.FleetPolicyReconciler{
 		Client:                  mgr.GetClient(),

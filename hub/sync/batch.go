@@ -10,7 +10,8 @@ import (
 
 // Batcher syncs each cluster in passes: the declarations submitted for a cluster while a pass of
 // it runs (or within a short window before a pass starts) are synced together in the next pass —
-// one read of the cluster, one Lease session, all writes in parallel — instead of one sync each.
+// one read of the cluster, all writes in parallel — instead of one sync each; back-to-back passes
+// share one Lease session.
 // A broken or slow cluster only delays the declarations waiting for that cluster.
 type Batcher struct {
 	syncer *Syncer
@@ -73,7 +74,8 @@ func (b *Batcher) Sync(ctx context.Context, cluster Cluster, decl Declaration) O
 	}
 }
 
-// run makes passes over the cluster until nothing is pending.
+// run makes passes over the cluster until nothing is pending. The sync Lease taken by a pass is
+// kept for the next one while work keeps arriving, and given up once the cluster is idle.
 func (b *Batcher) run(ctx context.Context, w *clusterWorker) {
 	for {
 		if b.window > 0 {
@@ -82,12 +84,20 @@ func (b *Batcher) run(ctx context.Context, w *clusterWorker) {
 		b.mu.Lock()
 		batch, cluster := w.pending, w.cluster
 		w.pending = nil
-		if len(batch) == 0 {
-			w.running = false
-			b.mu.Unlock()
-			return
-		}
 		b.mu.Unlock()
+		if len(batch) == 0 {
+			b.syncer.ReleaseLease(cluster.Name)
+			b.mu.Lock()
+			idle := len(w.pending) == 0
+			if idle {
+				w.running = false
+			}
+			b.mu.Unlock()
+			if idle {
+				return
+			}
+			continue // work arrived while the Lease was given up
+		}
 
 		// One declaration per source: the last submitted.
 		index := map[string]int{}
@@ -100,7 +110,7 @@ func (b *Batcher) run(ctx context.Context, w *clusterWorker) {
 			index[s.decl.Source] = len(decls)
 			decls = append(decls, s.decl)
 		}
-		res := b.syncer.Sync(ctx, cluster, decls)
+		res := b.syncer.SyncKeepingLease(ctx, cluster, decls)
 		if b.observe != nil {
 			b.observe(res)
 		}

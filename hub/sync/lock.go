@@ -226,27 +226,75 @@ func (l *recordingLock) records() (found, written *resourcelock.LeaderElectionRe
 // withSession is WithLock, telling work whether another writer held the Lease since this
 // process last released it (known when opts.observer is set).
 func withSession(ctx context.Context, cs kubernetes.Interface, cluster string, opts LockOptions, work func(ctx context.Context, session Session) error) error {
+	held, err := acquire(ctx, cs, cluster, opts)
+	if err != nil {
+		return err
+	}
+	defer held.release()
+	workCtx, cancel := held.within(ctx)
+	defer cancel()
+	return work(workCtx, held.session)
+}
+
+// heldLease is a cluster's sync Lease taken by this process: renewed in the background until
+// released, or until it is lost (it could not be renewed in time).
+type heldLease struct {
+	// ctx ends when the Lease is lost or released: writes made under the Lease use it.
+	ctx     context.Context
+	session Session
+	since   time.Time
+	// stop ends the renewals; runDone is closed once the elector has stopped (and released).
+	stop    context.CancelFunc
+	runDone chan struct{}
+	// afterRelease runs once, after the release (it remembers the released record).
+	afterRelease func()
+	once         gosync.Once
+}
+
+// within returns a context for work under the Lease: it ends when ctx ends or the Lease is lost.
+func (h *heldLease) within(ctx context.Context) (context.Context, context.CancelFunc) {
+	workCtx, cancel := context.WithCancel(ctx)
+	unlink := context.AfterFunc(h.ctx, cancel)
+	return workCtx, func() { unlink(); cancel() }
+}
+
+// lost reports whether the Lease could not be renewed (or was released).
+func (h *heldLease) lost() bool { return h.ctx.Err() != nil }
+
+// release gives the Lease up (when still held) and returns once it is given up. It is safe to
+// call more than once.
+func (h *heldLease) release() {
+	h.once.Do(func() {
+		h.stop()
+		<-h.runDone
+		h.afterRelease()
+	})
+}
+
+// acquire takes the cluster's sync Lease and keeps renewing it until released. The Lease's
+// namespace is created if missing. When another writer holds the Lease for longer than
+// AcquireTimeout, the error is a LockHeldError. Renewals outlive ctx, which only bounds the wait.
+func acquire(ctx context.Context, cs kubernetes.Interface, cluster string, opts LockOptions) (*heldLease, error) {
 	opts = opts.withDefaults()
 	if opts.Identity == "" {
-		return fmt.Errorf("cluster %s: sync Lease needs an identity", cluster)
+		return nil, fmt.Errorf("cluster %s: sync Lease needs an identity", cluster)
 	}
 	if !opts.namespaceExists {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: LeaseNamespace}}
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("cluster %s: create namespace %s for the sync Lease: %w", cluster, LeaseNamespace, err)
+			return nil, fmt.Errorf("cluster %s: create namespace %s for the sync Lease: %w", cluster, LeaseNamespace, err)
 		}
 	}
 
 	if opts.observer != nil {
 		if err := releaseIfExpired(ctx, cs, cluster, opts.Identity, opts.observer, opts.LeaseDuration); err != nil {
-			return err
+			return nil, err
 		}
 	}
 
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	acquired := make(chan struct{})
-	workDone := make(chan error, 1)
+	// The elector runs until released, not until the caller's context ends.
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	acquired := make(chan context.Context, 1)
 	lock := &recordingLock{Interface: &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: LeaseNamespace, Name: LeaseName},
 		Client:     cs.CoordinationV1(),
@@ -257,60 +305,59 @@ func withSession(ctx context.Context, cs kubernetes.Interface, cluster string, o
 		LeaseDuration: opts.LeaseDuration,
 		RenewDeadline: opts.RenewDeadline,
 		RetryPeriod:   opts.RetryPeriod,
-		// Released as soon as work is done, so the next writer need not wait for expiry.
+		// Released as soon as the holder is done, so the next writer need not wait for expiry.
 		ReleaseOnCancel: true,
 		Name:            cluster,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leaderCtx context.Context) {
-				close(acquired)
-				found, _ := lock.records()
-				session := Session{Alone: opts.observer != nil && opts.observer.alone(cluster, opts.Identity, found)}
-				workDone <- work(leaderCtx, session)
-				// Ends the renew loop, which then releases the Lease.
-				stop()
-			},
+			// leaderCtx ends when the Lease is lost or released.
+			OnStartedLeading: func(leaderCtx context.Context) { acquired <- leaderCtx },
 			OnStoppedLeading: func() {},
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("cluster %s: sync Lease: %w", cluster, err)
-	}
-	// Called once the elector has stopped, so the release (if any) is the last record written.
-	rememberRelease := func() {
-		if opts.observer != nil {
-			_, released := lock.records()
-			opts.observer.rememberRelease(cluster, released)
-		}
+		stop()
+		return nil, fmt.Errorf("cluster %s: sync Lease: %w", cluster, err)
 	}
 	runDone := make(chan struct{})
 	go func() {
 		defer close(runDone)
 		elector.Run(runCtx)
 	}()
+	held := &heldLease{stop: stop, runDone: runDone, since: time.Now(), afterRelease: func() {
+		// Called once the elector has stopped, so the release (if any) is the last record written.
+		if opts.observer != nil {
+			_, released := lock.records()
+			opts.observer.rememberRelease(cluster, released)
+		}
+	}}
+	taken := func(leaderCtx context.Context) *heldLease {
+		found, _ := lock.records()
+		held.ctx = leaderCtx
+		held.session = Session{Alone: opts.observer != nil && opts.observer.alone(cluster, opts.Identity, found)}
+		return held
+	}
 
 	timeout := time.NewTimer(opts.AcquireTimeout)
 	defer timeout.Stop()
 	select {
-	case <-acquired:
-		err := <-workDone
-		<-runDone
-		rememberRelease()
-		return err
+	case leaderCtx := <-acquired:
+		return taken(leaderCtx), nil
 	case <-timeout.C:
 	case <-ctx.Done():
 	}
-	stop()
-	<-runDone
-	// The elector may have acquired the Lease just as the wait ended: then work ran or runs.
+	// Stop trying. The elector may have acquired the Lease just as the wait ended: then it is
+	// held, and the caller gets it.
 	select {
-	case <-acquired:
-		err := <-workDone
-		rememberRelease()
-		return err
+	case leaderCtx := <-acquired:
+		return taken(leaderCtx), nil
 	default:
 	}
+	stop()
+	<-runDone
+	// Had it been acquired meanwhile, the stop released it: remember what was left.
+	held.afterRelease()
 	if ctx.Err() != nil {
-		return fmt.Errorf("cluster %s: waiting for the sync Lease: %w", cluster, ctx.Err())
+		return nil, fmt.Errorf("cluster %s: waiting for the sync Lease: %w", cluster, ctx.Err())
 	}
-	return &LockHeldError{Cluster: cluster, Holder: elector.GetLeader()}
+	return nil, &LockHeldError{Cluster: cluster, Holder: elector.GetLeader()}
 }

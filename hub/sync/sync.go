@@ -119,6 +119,9 @@ type Syncer struct {
 	// identities apart, but goroutines sharing one identity would all count as its holder, and the
 	// first to finish would release the Lease under the others.
 	writers map[string]*gosync.Mutex
+	// held are the sync Leases kept between a cluster's back-to-back passes (see Batcher): one
+	// Lease session for a burst of work instead of one per pass.
+	held map[string]*heldLease
 }
 
 type clusterClients struct {
@@ -128,8 +131,8 @@ type clusterClients struct {
 	client         client.Client
 	clientset      kubernetes.Interface
 	// cache watches the cluster's policy kinds, so planning costs no request once warm. It may lag
-	// the cluster slightly: it decides only whether to write; what is written is decided from a
-	// fresh read under the Lease.
+	// the cluster slightly: every write is conditional on the version it was planned from, so a
+	// plan the cluster has moved past is refused and redone from a direct read.
 	cache     cache.Cache
 	stopCache context.CancelFunc
 	requests  atomic.Int64
@@ -144,11 +147,13 @@ func NewSyncer(opts Options) (*Syncer, error) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 8
 	}
-	return &Syncer{opts: opts, clients: map[string]*clusterClients{}, writers: map[string]*gosync.Mutex{}, leases: newLeaseObserver()}, nil
+	return &Syncer{opts: opts, clients: map[string]*clusterClients{}, writers: map[string]*gosync.Mutex{}, leases: newLeaseObserver(), held: map[string]*heldLease{}}, nil
 }
 
-// Forget drops the client and watch cache of a cluster (it left the fleet, or its endpoint changed).
+// Forget drops the client and watch cache of a cluster (it left the fleet, or its endpoint
+// changed), and gives up its sync Lease if this process holds it.
 func (s *Syncer) Forget(cluster string) {
+	s.ReleaseLease(cluster)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cc, ok := s.clients[cluster]; ok {
@@ -157,13 +162,35 @@ func (s *Syncer) Forget(cluster string) {
 	}
 }
 
-// Close stops every cluster's watch cache.
+// Close gives up the sync Leases this process holds and stops every cluster's watch cache.
 func (s *Syncer) Close() {
+	s.mu.Lock()
+	held := s.held
+	s.held = map[string]*heldLease{}
+	s.mu.Unlock()
+	for _, h := range held {
+		h.release()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for name, cc := range s.clients {
 		cc.stopCache()
 		delete(s.clients, name)
+	}
+}
+
+// ReleaseLease gives up the cluster's sync Lease kept by SyncKeepingLease, if any. It waits for a
+// sync of the cluster in progress, so the Lease is never given up under one.
+func (s *Syncer) ReleaseLease(cluster string) {
+	writer := s.writer(cluster)
+	writer.Lock()
+	defer writer.Unlock()
+	s.mu.Lock()
+	held := s.held[cluster]
+	delete(s.held, cluster)
+	s.mu.Unlock()
+	if held != nil {
+		held.release()
 	}
 }
 
@@ -205,16 +232,46 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 	return cc, nil
 }
 
-// withLock runs work under the cluster's sync Lease (see WithLock).
-func (s *Syncer) withLock(ctx context.Context, cc *clusterClients, cluster string, work func(context.Context, Session) error) error {
-	opts := s.opts.Lock
-	opts.namespaceExists = cc.leaseNamespace.Load()
-	opts.observer = s.leases
-	err := withSession(ctx, cc.clientset, cluster, opts, work)
-	if err == nil || IsLockHeld(err) {
-		cc.leaseNamespace.Store(true)
+// underLease runs work under the cluster's sync Lease (see WithLock); the caller holds the
+// cluster's writer mutex. A Lease kept from an earlier pass is used as it is: no other writer can
+// have held it since. With keep, the Lease stays held after work (renewed in the background) until
+// ReleaseLease; otherwise a Lease taken here is given up when work returns.
+func (s *Syncer) underLease(ctx context.Context, cc *clusterClients, cluster string, keep bool, work func(context.Context, Session) error) error {
+	s.mu.Lock()
+	held := s.held[cluster]
+	s.mu.Unlock()
+	session := Session{Alone: true}
+	if held != nil && held.lost() {
+		// Not renewed in time: another writer may have taken it since.
+		held.release()
+		s.mu.Lock()
+		delete(s.held, cluster)
+		s.mu.Unlock()
+		held = nil
 	}
-	return err
+	if held == nil {
+		opts := s.opts.Lock
+		opts.namespaceExists = cc.leaseNamespace.Load()
+		opts.observer = s.leases
+		taken, err := acquire(ctx, cc.clientset, cluster, opts)
+		if err == nil || IsLockHeld(err) {
+			cc.leaseNamespace.Store(true)
+		}
+		if err != nil {
+			return err
+		}
+		held, session = taken, taken.session
+		if keep {
+			s.mu.Lock()
+			s.held[cluster] = held
+			s.mu.Unlock()
+		} else {
+			defer held.release()
+		}
+	}
+	workCtx, cancel := held.within(ctx)
+	defer cancel()
+	return work(workCtx, session)
 }
 
 func (s *Syncer) writer(cluster string) *gosync.Mutex {
@@ -247,10 +304,22 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 
 // Sync makes the cluster hold what the declarations want. It reads first and writes only when
 // something differs: a resync with nothing changed sends reads and persists nothing, not even the
-// Lease. Real writes happen under the cluster's sync Lease, after reading again; dry-run
-// declarations send their requests with dryRun=All and need no Lease. A failure is reported per
-// declaration; Sync itself never fails.
+// Lease. Real writes happen under the cluster's sync Lease, conditional on what they were planned
+// from; dry-run declarations send their requests with dryRun=All and need no Lease. A failure is
+// reported per declaration; Sync itself never fails.
 func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration) *ClusterResult {
+	return s.sync(ctx, cluster, decls, false)
+}
+
+// SyncKeepingLease is Sync, except that a sync Lease it takes stays held (renewed in the
+// background) after it returns, until ReleaseLease: back-to-back syncs of a cluster then share one
+// Lease session. Other writers wait meanwhile, so the caller releases it as soon as it has no
+// more work for the cluster.
+func (s *Syncer) SyncKeepingLease(ctx context.Context, cluster Cluster, decls []Declaration) *ClusterResult {
+	return s.sync(ctx, cluster, decls, true)
+}
+
+func (s *Syncer) sync(ctx context.Context, cluster Cluster, decls []Declaration, keepLease bool) *ClusterResult {
 	start := time.Now()
 	res := &ClusterResult{Cluster: cluster.Name}
 	for _, d := range decls {
@@ -326,7 +395,7 @@ func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration)
 	writer := s.writer(cluster.Name)
 	writer.Lock()
 	defer writer.Unlock()
-	err = s.withLock(ctx, cc, cluster.Name, func(ctx context.Context, session Session) error {
+	err = s.underLease(ctx, cc, cluster.Name, keepLease, func(ctx context.Context, session Session) error {
 		res.LockTime += time.Since(lockStart)
 		// Another writer held the Lease since this process did: the cache may not have its
 		// writes yet, so the kinds about to be written are read again. Otherwise the cache's

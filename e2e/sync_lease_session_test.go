@@ -1,0 +1,89 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	hubsync "github.com/policyhub/policyhub/hub/sync"
+)
+
+// Back-to-back syncs of a cluster share one Lease session: the Lease is taken by the first,
+// kept (renewed) between them, and given up by ReleaseLease; a Batcher gives it up by itself once
+// the cluster has no more work.
+func TestSyncKeepsLeaseAcrossPasses(t *testing.T) {
+	ctx := testContext(t)
+	const cluster = "cluster-1"
+	syncer := newSyncer(t)
+	target := gatewayCluster(t, cluster)
+	direct, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := func() *coordinationv1.Lease {
+		t.Helper()
+		l, err := direct.CoordinationV1().Leases(hubsync.LeaseNamespace).Get(ctx, hubsync.LeaseName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	identity := e2eHubID + "/test"
+
+	first, firstSource := renderFleetPolicy(t, "lease-session-first", auditTemplate("lease-session"), nil)
+	second, secondSource := renderFleetPolicy(t, "lease-session-second", auditTemplate("lease-session"), nil)
+	decl := func(source string, obj *unstructured.Unstructured) hubsync.Declaration {
+		return hubsync.Declaration{Source: source, Objects: []*unstructured.Unstructured{obj}, Prune: true}
+	}
+	t.Cleanup(func() {
+		s := newSyncer(t)
+		s.Sync(ctx, target, []hubsync.Declaration{{Source: firstSource, Prune: true}, {Source: secondSource, Prune: true}})
+		deleteLease(t, cluster)
+	})
+
+	onlyResult(t, syncer.SyncKeepingLease(ctx, target, []hubsync.Declaration{decl(firstSource, first)}), policyhubv1.ClusterPhaseSynced)
+	taken := lease()
+	if h := ptr.Deref(taken.Spec.HolderIdentity, ""); h != identity {
+		t.Fatalf("after the first sync the Lease is held by %q, want it kept by %q", h, identity)
+	}
+
+	onlyResult(t, syncer.SyncKeepingLease(ctx, target, []hubsync.Declaration{decl(secondSource, second)}), policyhubv1.ClusterPhaseSynced)
+	kept := lease()
+	if h := ptr.Deref(kept.Spec.HolderIdentity, ""); h != identity {
+		t.Fatalf("after the second sync the Lease is held by %q, want %q", h, identity)
+	}
+	if !kept.Spec.AcquireTime.Equal(taken.Spec.AcquireTime) || ptr.Deref(kept.Spec.LeaseTransitions, 0) != ptr.Deref(taken.Spec.LeaseTransitions, 0) {
+		t.Errorf("the second sync took the Lease again (acquired %v, transitions %d; first acquired %v, transitions %d), want the first sync's session kept",
+			kept.Spec.AcquireTime, ptr.Deref(kept.Spec.LeaseTransitions, 0), taken.Spec.AcquireTime, ptr.Deref(taken.Spec.LeaseTransitions, 0))
+	}
+	for _, obj := range []*unstructured.Unstructured{first, second} {
+		if _, err := liveObject(t, cluster, obj); err != nil {
+			t.Errorf("%s was not written under the kept Lease: %v", obj.GetName(), err)
+		}
+	}
+
+	syncer.ReleaseLease(cluster)
+	if h := ptr.Deref(lease().Spec.HolderIdentity, ""); h != "" {
+		t.Fatalf("after ReleaseLease the Lease is held by %q, want it given up", h)
+	}
+
+	// A Batcher keeps the Lease only while work keeps coming: once idle, it gives it up.
+	batcher := hubsync.NewBatcher(syncer, 10*time.Millisecond, nil)
+	changed, _ := renderFleetPolicy(t, "lease-session-first", auditTemplate("lease-session-changed"), nil)
+	if out := batcher.Sync(ctx, target, decl(firstSource, changed)); out.Result.Phase != policyhubv1.ClusterPhaseSynced || !out.Wrote {
+		t.Fatalf("batched sync: phase %s (%s), wrote %v; want Synced, written", out.Result.Phase, out.Result.Message, out.Wrote)
+	}
+	eventually(t, 10*time.Second, 50*time.Millisecond, "the Batcher gives the Lease up once idle", func() error {
+		if h := ptr.Deref(lease().Spec.HolderIdentity, ""); h != "" {
+			return fmt.Errorf("the Lease is still held by %q", h)
+		}
+		return nil
+	})
+}
