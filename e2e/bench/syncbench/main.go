@@ -56,6 +56,7 @@ type options struct {
 	breakdown                    bool
 	count                        int
 	apiserverProfiles            string
+	hubLog                       string
 }
 
 // cost is what a run cost the managed clusters.
@@ -65,6 +66,15 @@ type cost struct {
 	changed          int                // objects whose resourceVersion changed (no-op runs)
 	leases           int                // clusters whose policyhub sync Lease was written
 	cpu              map[string]float64 // CPU seconds by part of the fleet
+}
+
+// cpuTotal is the CPU seconds of every part of the fleet together.
+func (c cost) cpuTotal() float64 {
+	total := 0.0
+	for _, v := range c.cpu {
+		total += v
+	}
+	return total
 }
 
 func main() {
@@ -77,6 +87,7 @@ func main() {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the hub controller) to this file")
 	flag.IntVar(&o.count, "count", 1, "rounds: every method runs this many times (interleaved); the tables show each method's run of median convergence, and each round's ratios are printed")
 	flag.BoolVar(&o.breakdown, "breakdown", false, "print, for each run, the requests the hub and the managed apiservers served by verb and resource")
+	flag.StringVar(&o.hubLog, "hub-log", "", "write the hub controller's log to this file (default: the fleet's log directory, removed when the fleet stops)")
 	flag.StringVar(&o.apiserverProfiles, "apiserver-profiles", "", "write 5-second CPU profiles of the hub's and cluster-1's kube-apiservers, taken from the start of each run, into this directory")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -97,7 +108,11 @@ func run(o options) error {
 		return err
 	}
 	defer f.Stop()
-	logFile, err := os.Create(filepath.Join(f.LogDir, "policyhub-hub.log"))
+	logPath := o.hubLog
+	if logPath == "" {
+		logPath = filepath.Join(f.LogDir, "policyhub-hub.log")
+	}
+	logFile, err := os.Create(logPath)
 	if err != nil {
 		return err
 	}
@@ -190,16 +205,22 @@ func printTables(o options, rows []row) {
 	fmt.Println("| method | " + strings.Join(parts, " | ") + " | total |")
 	fmt.Println("|---|" + strings.Repeat("---|", len(parts)+1))
 	for _, r := range rows {
-		cpu := r.median()[0].cpu
-		total := 0.0
+		m := r.median()[0]
 		line := "| " + r.name + " |"
 		for _, p := range parts {
-			line += fmt.Sprintf(" %.1f |", cpu[p])
+			line += fmt.Sprintf(" %.1f |", m.cpu[p])
 		}
-		for _, v := range cpu {
-			total += v
+		fmt.Printf("%s %.1f |\n", line, m.cpuTotal())
+	}
+	if len(rows[0].runs) > 1 {
+		fmt.Println("\nEvery round (convergence, CPU seconds in all):")
+		for i := range rows[0].runs {
+			line := fmt.Sprintf("round %d:", i+1)
+			for _, r := range rows {
+				line += fmt.Sprintf(" %s %s (%.1f CPU-s);", r.prefix, r.runs[i][0].duration.Round(10*time.Millisecond), r.runs[i][0].cpuTotal())
+			}
+			fmt.Println(strings.TrimSuffix(line, ";"))
 		}
-		fmt.Printf("%s %.1f |\n", line, total)
 	}
 	if len(rows) < 4 {
 		return
