@@ -242,7 +242,6 @@ type heldLease struct {
 	// ctx ends when the Lease is lost or released: writes made under the Lease use it.
 	ctx     context.Context
 	session Session
-	since   time.Time
 	// stop ends the renewals; runDone is closed once the elector has stopped (and released).
 	stop    context.CancelFunc
 	runDone chan struct{}
@@ -323,7 +322,7 @@ func acquire(ctx context.Context, cs kubernetes.Interface, cluster string, opts 
 		defer close(runDone)
 		elector.Run(runCtx)
 	}()
-	held := &heldLease{stop: stop, runDone: runDone, since: time.Now(), afterRelease: func() {
+	held := &heldLease{stop: stop, runDone: runDone, afterRelease: func() {
 		// Called once the elector has stopped, so the release (if any) is the last record written.
 		if opts.observer != nil {
 			_, released := lock.records()
