@@ -9,13 +9,17 @@ import (
 
 // CacheOptions are the hub manager's cache settings the reconcilers rely on: only the metadata
 // of cluster-gateway's credential Secrets is cached, and only in their namespace (the hub never
-// holds credentials).
+// holds credentials). No reconciler reads managedFields, so the cache does not keep them: they
+// are often the largest part of an object, and every read copies the object.
 func CacheOptions(secretNamespace string) cache.Options {
 	secretMeta := &metav1.PartialObjectMetadata{}
 	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		secretMeta: {Namespaces: map[string]cache.Config{secretNamespace: {}}},
-	}}
+	return cache.Options{
+		ByObject: map[client.Object]cache.ByObject{
+			secretMeta: {Namespaces: map[string]cache.Config{secretNamespace: {}}},
+		},
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
 }
 
 // ClientOptions make the manager's client read unstructured objects (OCM's PlacementDecisions)

@@ -222,7 +222,9 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 	if cc.clientset, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
 	}
-	if cc.cache, err = cache.New(cacheCfg, cache.Options{Mapper: cc.client.RESTMapper()}); err != nil {
+	// Plans never read managedFields, often the largest part of a server-side applied policy:
+	// the cache does not keep them.
+	if cc.cache, err = cache.New(cacheCfg, cache.Options{Mapper: cc.client.RESTMapper(), DefaultTransform: cache.TransformStripManagedFields()}); err != nil {
 		return nil, fmt.Errorf("watch cache for cluster %s: %w", c.Name, err)
 	}
 	cacheCtx, stop := context.WithCancel(context.Background())
