@@ -25,12 +25,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -83,7 +85,7 @@ func main() {
 	flag.IntVar(&o.policies, "policies", 200, "policies (FleetPolicies), each placed in every cluster")
 	flag.IntVar(&o.parallel, "parallel", 8, "requests in flight per cluster for the loops; FleetPolicies reconciled at once for policyhub")
 	flag.BoolVar(&o.kyverno, "kyverno", false, "run real Kyverno in the clusters (its admission of every policy is then part of the cost)")
-	flag.StringVar(&o.only, "only", "", "run only these methods, comma-separated: plain, ceiling, kubectl, policyhub (for profiling; the comparison needs all)")
+	flag.StringVar(&o.only, "only", "", "run only these methods, comma-separated: plain, ceiling, kubectl, policyhub (for profiling; the comparison needs all), and watched (the ceiling's loop with a watch cache of ClusterPolicies open in every cluster, as policyhub keeps)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the hub controller) to this file")
 	flag.IntVar(&o.count, "count", 1, "rounds: every method runs this many times (interleaved); the tables show each method's run of median convergence, and each round's ratios are printed")
 	flag.BoolVar(&o.breakdown, "breakdown", false, "print, for each run, the requests the hub and the managed apiservers served by verb and resource")
@@ -137,14 +139,17 @@ func run(o options) error {
 		name, prefix string
 		run          func(ctx context.Context, prefix string) (cost, cost, error)
 	}{
-		{"bare client-go SSA loop, plain policies", "plain", b.ssaLoop(plainPolicy)},
-		{"bare client-go SSA loop, policyhub's objects (ceiling)", "ceiling", b.ssaLoop(renderedPolicy)},
+		{"bare client-go SSA loop, plain policies", "plain", b.ssaLoop(plainPolicy, false)},
+		{"bare client-go SSA loop, policyhub's objects (ceiling)", "ceiling", b.ssaLoop(renderedPolicy, false)},
 		{"kubectl apply loop", "kubectl", b.kubectlLoop},
 		{"policyhub", "policyhub", b.policyhub},
+		// Not part of the comparison (only with -only): what watching the written objects costs,
+		// as policyhub's watch caches do.
+		{"bare client-go SSA loop, policyhub's objects, watched", "watched", b.ssaLoop(renderedPolicy, true)},
 	}
 	var rows []row
 	for _, m := range methods {
-		if o.only == "" || slices.Contains(strings.Split(o.only, ","), m.prefix) {
+		if (o.only == "" && m.prefix != "watched") || slices.Contains(strings.Split(o.only, ","), m.prefix) {
 			rows = append(rows, row{name: m.name, prefix: m.prefix, objects: o.clusters * o.policies})
 		}
 	}
@@ -222,7 +227,7 @@ func printTables(o options, rows []row) {
 			fmt.Println(strings.TrimSuffix(line, ";"))
 		}
 	}
-	if len(rows) < 4 {
+	if len(rows) < 4 || rows[3].prefix != "policyhub" {
 		return
 	}
 	ratios := func(plain, ceiling, kubectl, hub time.Duration) string {
@@ -474,7 +479,7 @@ func renderedPolicy(prefix string, i int) (*unstructured.Unstructured, error) {
 
 // ssaLoop applies the objects objectFor makes, -parallel at a time per cluster, with a bare
 // client (no throttling, no reads): the fastest these writes go through the same gateway.
-func (b *bench) ssaLoop(objectFor func(prefix string, i int) (*unstructured.Unstructured, error)) func(ctx context.Context, prefix string) (cost, cost, error) {
+func (b *bench) ssaLoop(objectFor func(prefix string, i int) (*unstructured.Unstructured, error), watched bool) func(ctx context.Context, prefix string) (cost, cost, error) {
 	return func(ctx context.Context, prefix string) (cost, cost, error) {
 		clients := map[string]client.Client{}
 		for _, c := range b.f.Managed {
@@ -485,6 +490,13 @@ func (b *bench) ssaLoop(objectFor func(prefix string, i int) (*unstructured.Unst
 			cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling: measure the clusters, not the limiter
 			if clients[c.Name], err = client.New(cfg, client.Options{}); err != nil {
 				return cost{}, cost{}, err
+			}
+			if watched {
+				stop, err := watchClusterPolicies(ctx, cfg)
+				if err != nil {
+					return cost{}, cost{}, fmt.Errorf("%s: %w", c.Name, err)
+				}
+				defer stop()
 			}
 		}
 		objects := make([]*unstructured.Unstructured, b.o.policies)
@@ -506,6 +518,27 @@ func (b *bench) ssaLoop(objectFor func(prefix string, i int) (*unstructured.Unst
 		noop, err := b.measure(prefix, loop)
 		return apply, noop, err
 	}
+}
+
+// watchClusterPolicies keeps a watch cache of the cluster's ClusterPolicies, through the gateway,
+// until stopped: the watch policyhub's sync keeps, without the rest of policyhub.
+func watchClusterPolicies(ctx context.Context, cfg *rest.Config) (stop func(), err error) {
+	c, err := cache.New(cfg, cache.Options{DefaultTransform: cache.TransformStripManagedFields()})
+	if err != nil {
+		return nil, err
+	}
+	policies := &unstructured.Unstructured{}
+	policies.SetGroupVersionKind(schema.GroupVersionKind{Group: "kyverno.io", Version: "v1", Kind: "ClusterPolicy"})
+	if _, err := c.GetInformer(ctx, policies); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		cancel()
+		return nil, fmt.Errorf("ClusterPolicy watch cache did not sync")
+	}
+	return cancel, nil
 }
 
 func (b *bench) kubectlLoop(ctx context.Context, prefix string) (cost, cost, error) {
