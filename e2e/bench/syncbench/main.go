@@ -86,7 +86,7 @@ func main() {
 	flag.IntVar(&o.parallel, "parallel", 8, "requests in flight per cluster for the loops; FleetPolicies reconciled at once for policyhub")
 	flag.BoolVar(&o.kyverno, "kyverno", false, "run real Kyverno in the clusters (its admission of every policy is then part of the cost)")
 	flag.StringVar(&o.only, "only", "", "run only these methods, comma-separated: plain, ceiling, kubectl, policyhub (for profiling; the comparison needs all), and watched (the ceiling's loop with a watch cache of ClusterPolicies open in every cluster, as policyhub keeps)")
-	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the hub controller) to this file")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write CPU profiles of this process (the hub controller, the loops' clients), one per measured run and only while it runs, into this directory")
 	flag.IntVar(&o.count, "count", 1, "rounds: every method runs this many times (interleaved); the tables show each method's run of median convergence, and each round's ratios are printed")
 	flag.BoolVar(&o.breakdown, "breakdown", false, "print, for each run, the requests the hub and the managed apiservers served by verb and resource")
 	flag.StringVar(&o.hubLog, "hub-log", "", "write the hub controller's log to this file (default: the fleet's log directory, removed when the fleet stops)")
@@ -121,17 +121,6 @@ func run(o options) error {
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
 	fmt.Fprintf(os.Stderr, "syncbench: fleet ready; logs in %s\n", f.LogDir)
 
-	if o.cpuProfile != "" {
-		out, err := os.Create(o.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer out.Close()
-		if err := pprof.StartCPUProfile(out); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
 	b := &bench{o: o, f: f}
 	// Each method writes objects of its own name prefix (and round), so none finds another's
 	// objects. Rounds interleave the methods, so a noisy neighbour weighs on all of them alike.
@@ -252,6 +241,27 @@ type bench struct {
 	o        options
 	f        *fleet.Fleet
 	profiles int // apiserver profiles taken, to name them
+	runs     int // measured runs profiled (-cpuprofile), to name them
+}
+
+// profileSelf profiles this process into the -cpuprofile directory until the returned stop.
+func (b *bench) profileSelf(prefix string) (stop func(), err error) {
+	if b.o.cpuProfile == "" {
+		return func() {}, nil
+	}
+	b.runs++
+	out, err := os.Create(filepath.Join(b.o.cpuProfile, fmt.Sprintf("%s-%d-syncbench.prof", prefix, b.runs)))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		out.Close()
+	}, nil
 }
 
 // policy is the i-th benchmark ClusterPolicy named prefix-i.
@@ -315,11 +325,17 @@ func (b *bench) measure(prefix string, fn func() error) (cost, error) {
 		return cost{}, err
 	}
 	profiled := b.profileAPIServers(prefix)
+	stopProfile, err := b.profileSelf(prefix)
+	if err != nil {
+		return cost{}, err
+	}
 	start := time.Now()
 	if err := fn(); err != nil {
+		stopProfile()
 		return cost{}, err
 	}
 	c := cost{duration: time.Since(start)}
+	stopProfile()
 	if err := profiled(); err != nil {
 		return cost{}, err
 	}
