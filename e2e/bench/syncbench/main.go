@@ -119,6 +119,14 @@ func run(o options) error {
 		return err
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+	for _, dir := range []string{o.cpuProfile, o.apiserverProfiles} {
+		if dir == "" {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("profile directory: %w", err)
+		}
+	}
 	fmt.Fprintf(os.Stderr, "syncbench: fleet ready; logs in %s\n", f.LogDir)
 
 	b := &bench{o: o, f: f}
