@@ -85,7 +85,7 @@ func main() {
 	flag.IntVar(&o.policies, "policies", 200, "policies (FleetPolicies), each placed in every cluster")
 	flag.IntVar(&o.parallel, "parallel", 8, "requests in flight per cluster for the loops; FleetPolicies reconciled at once for policyhub")
 	flag.BoolVar(&o.kyverno, "kyverno", false, "run real Kyverno in the clusters (its admission of every policy is then part of the cost)")
-	flag.StringVar(&o.only, "only", "", "run only these methods, comma-separated: plain, ceiling, kubectl, policyhub (for profiling; the comparison needs all), and watched (the ceiling's loop with a watch cache of ClusterPolicies open in every cluster, as policyhub keeps)")
+	flag.StringVar(&o.only, "only", "", "run only these methods, comma-separated: plain, ceiling, kubectl, policyhub (for profiling; the comparison needs all), and, named only, watched (the ceiling's loop with a watch cache of ClusterPolicies open in every cluster, as policyhub keeps) and kubectl-serial (the kubectl loop, one apply at a time)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write CPU profiles of this process (the hub controller, the loops' clients), one per measured run and only while it runs, into this directory")
 	flag.IntVar(&o.count, "count", 1, "rounds: every method runs this many times (interleaved); the tables show each method's run of median convergence, and each round's ratios are printed")
 	flag.BoolVar(&o.breakdown, "breakdown", false, "print, for each run, the requests the hub and the managed apiservers served by verb and resource")
@@ -138,15 +138,19 @@ func run(o options) error {
 	}{
 		{"bare client-go SSA loop, plain policies", "plain", b.ssaLoop(plainPolicy, false)},
 		{"bare client-go SSA loop, policyhub's objects (ceiling)", "ceiling", b.ssaLoop(renderedPolicy, false)},
-		{"kubectl apply loop", "kubectl", b.kubectlLoop},
+		{"kubectl apply loop", "kubectl", b.kubectlLoop(false)},
 		{"policyhub", "policyhub", b.policyhub},
 		// Not part of the comparison (only with -only): what watching the written objects costs,
 		// as policyhub's watch caches do.
 		{"bare client-go SSA loop, policyhub's objects, watched", "watched", b.ssaLoop(renderedPolicy, true)},
+		// Not part of the comparison either: the kubectl loop one apply at a time, the other way
+		// to read "a loop running kubectl apply once per policy per cluster".
+		{"kubectl apply loop, one at a time", "kubectl-serial", b.kubectlLoop(true)},
 	}
 	var rows []row
 	for _, m := range methods {
-		if (o.only == "" && m.prefix != "watched") || slices.Contains(strings.Split(o.only, ","), m.prefix) {
+		optIn := m.prefix == "watched" || m.prefix == "kubectl-serial"
+		if (o.only == "" && !optIn) || slices.Contains(strings.Split(o.only, ","), m.prefix) {
 			rows = append(rows, row{name: m.name, prefix: m.prefix, objects: o.clusters * o.policies})
 		}
 	}
@@ -450,6 +454,18 @@ func (b *bench) versions(prefix string) (map[string]string, error) {
 }
 
 // perCluster runs work(cluster, i) for every policy i in every cluster, b.o.parallel at a time per cluster.
+// oneAtATime runs work for every policy in every cluster, one after the other.
+func (b *bench) oneAtATime(work func(cluster string, i int) error) error {
+	for _, c := range b.f.Managed {
+		for i := range b.o.policies {
+			if err := work(c.Name, i); err != nil {
+				return fmt.Errorf("%s: %w", c.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
 func (b *bench) perCluster(work func(cluster string, i int) error) error {
 	errs := make(chan error, len(b.f.Managed))
 	var wg gosync.WaitGroup
@@ -565,46 +581,54 @@ func watchClusterPolicies(ctx context.Context, cfg *rest.Config) (stop func(), e
 	return cancel, nil
 }
 
-func (b *bench) kubectlLoop(ctx context.Context, prefix string) (cost, cost, error) {
-	kubectl, err := fleet.KubectlPath()
-	if err != nil {
-		return cost{}, cost{}, err
-	}
-	dir, err := os.MkdirTemp(b.f.Dir, "kubectl-")
-	if err != nil {
-		return cost{}, cost{}, err
-	}
-	kubeconfigs := map[string]string{}
-	for _, c := range b.f.Managed {
-		if kubeconfigs[c.Name], err = b.f.GatewayKubeconfig(c.Name); err != nil {
-			return cost{}, cost{}, err
-		}
-	}
-	for i := range b.o.policies {
-		data, err := yaml.Marshal(policy(prefix, i).Object)
+// kubectlLoop runs `kubectl apply` once per policy per cluster: as many at once as the other
+// loops, or one at a time when serial.
+func (b *bench) kubectlLoop(serial bool) func(ctx context.Context, prefix string) (cost, cost, error) {
+	return func(ctx context.Context, prefix string) (cost, cost, error) {
+		kubectl, err := fleet.KubectlPath()
 		if err != nil {
 			return cost{}, cost{}, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.yaml", i)), data, 0o644); err != nil {
+		dir, err := os.MkdirTemp(b.f.Dir, "kubectl-")
+		if err != nil {
 			return cost{}, cost{}, err
 		}
-	}
-	loop := func() error {
-		return b.perCluster(func(cluster string, i int) error {
-			cmd := exec.CommandContext(ctx, kubectl, "apply", "-f", filepath.Join(dir, fmt.Sprintf("%d.yaml", i)), "--kubeconfig", kubeconfigs[cluster])
-			cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(dir, "cache"))
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("kubectl apply: %v: %s", err, out)
+		kubeconfigs := map[string]string{}
+		for _, c := range b.f.Managed {
+			if kubeconfigs[c.Name], err = b.f.GatewayKubeconfig(c.Name); err != nil {
+				return cost{}, cost{}, err
 			}
-			return nil
-		})
+		}
+		for i := range b.o.policies {
+			data, err := yaml.Marshal(policy(prefix, i).Object)
+			if err != nil {
+				return cost{}, cost{}, err
+			}
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%d.yaml", i)), data, 0o644); err != nil {
+				return cost{}, cost{}, err
+			}
+		}
+		each := b.perCluster
+		if serial {
+			each = b.oneAtATime
+		}
+		loop := func() error {
+			return each(func(cluster string, i int) error {
+				cmd := exec.CommandContext(ctx, kubectl, "apply", "-f", filepath.Join(dir, fmt.Sprintf("%d.yaml", i)), "--kubeconfig", kubeconfigs[cluster])
+				cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(dir, "cache"))
+				if out, err := cmd.CombinedOutput(); err != nil {
+					return fmt.Errorf("kubectl apply: %v: %s", err, out)
+				}
+				return nil
+			})
+		}
+		apply, err := b.measure(prefix, loop)
+		if err != nil {
+			return cost{}, cost{}, err
+		}
+		noop, err := b.measure(prefix, loop)
+		return apply, noop, err
 	}
-	apply, err := b.measure(prefix, loop)
-	if err != nil {
-		return cost{}, cost{}, err
-	}
-	noop, err := b.measure(prefix, loop)
-	return apply, noop, err
 }
 
 func (b *bench) policyhub(ctx context.Context, prefix string) (cost, cost, error) {
