@@ -170,11 +170,18 @@ type Session struct {
 // longer than AcquireTimeout, work does not run and the error is a LockHeldError. work's context
 // ends if the Lease is lost (it could not be renewed), so work stops writing.
 func WithLock(ctx context.Context, cs kubernetes.Interface, cluster string, opts LockOptions, work func(ctx context.Context) error) error {
-	return withSession(ctx, cs, cluster, opts, func(ctx context.Context, _ Session) error { return work(ctx) })
+	held, err := acquire(ctx, cs, cluster, opts)
+	if err != nil {
+		return err
+	}
+	defer held.release()
+	workCtx, cancel := held.within(ctx)
+	defer cancel()
+	return work(workCtx)
 }
 
-// recordingLock is the Lease lock of one WithLock call. It remembers the record found before
-// acquiring and the last record the call wrote (after the release: the released record).
+// recordingLock is the Lease lock of one acquisition. It remembers the record found before
+// acquiring and the last record written (after the release: the released record).
 type recordingLock struct {
 	resourcelock.Interface
 	mu      gosync.Mutex
@@ -221,19 +228,6 @@ func (l *recordingLock) records() (found, written *resourcelock.LeaderElectionRe
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.found, l.written
-}
-
-// withSession is WithLock, telling work whether another writer held the Lease since this
-// process last released it (known when opts.observer is set).
-func withSession(ctx context.Context, cs kubernetes.Interface, cluster string, opts LockOptions, work func(ctx context.Context, session Session) error) error {
-	held, err := acquire(ctx, cs, cluster, opts)
-	if err != nil {
-		return err
-	}
-	defer held.release()
-	workCtx, cancel := held.within(ctx)
-	defer cancel()
-	return work(workCtx, held.session)
 }
 
 // heldLease is a cluster's sync Lease taken by this process: renewed in the background until
