@@ -100,6 +100,15 @@ func main() {
 
 func run(o options) error {
 	ctx := context.Background()
+	// Before the fleet starts, so a bad path fails at once rather than after the fleet's start.
+	for _, dir := range []string{o.cpuProfile, o.apiserverProfiles} {
+		if dir == "" {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("profile directory: %w", err)
+		}
+	}
 	var managed []fleet.ManagedCluster
 	for i := 1; i <= o.clusters; i++ {
 		managed = append(managed, fleet.ManagedCluster{Name: fmt.Sprintf("cluster-%d", i), Labels: map[string]string{"env": "bench"}, Kyverno: o.kyverno})
@@ -119,14 +128,6 @@ func run(o options) error {
 		return err
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
-	for _, dir := range []string{o.cpuProfile, o.apiserverProfiles} {
-		if dir == "" {
-			continue
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("profile directory: %w", err)
-		}
-	}
 	fmt.Fprintf(os.Stderr, "syncbench: fleet ready; logs in %s\n", f.LogDir)
 
 	b := &bench{o: o, f: f}
