@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zapcore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -127,7 +128,8 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+	// Millisecond timestamps: a run lasts seconds, and the log is read to place each pass in it.
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile), func(o *zap.Options) { o.TimeEncoder = zapcore.RFC3339NanoTimeEncoder }))
 	fmt.Fprintf(os.Stderr, "syncbench: fleet ready; logs in %s\n", f.LogDir)
 
 	b := &bench{o: o, f: f}
