@@ -32,8 +32,8 @@ type testHub struct {
 	metricsURL string
 }
 
-// startHub runs the hub's controllers — FleetPolicy, ApplicationPolicy, PolicyReportSummary and
-// the KubeVela adapter — (hub id e2e-hub) until the test ends. Register it
+// startHub runs the hub's controllers — FleetPolicy, cluster departures, ApplicationPolicy,
+// PolicyReportSummary and the KubeVela adapter — (hub id e2e-hub) until the test ends. Register it
 // before creating FleetPolicies, so their deletion (which needs the running hub to prune and
 // release the finalizer) is cleaned up first.
 func startHub(t *testing.T, resync time.Duration) *testHub {
@@ -55,15 +55,26 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 	}
 	t.Cleanup(syncer.Close)
 	h := &testHub{registry: prometheus.NewRegistry()}
+	syncMetrics := metrics.NewSync(h.registry)
 	r := &controllers.FleetPolicyReconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: testFleet.Hub.Config,
 		SecretNamespace: testFleet.SecretNamespace, HubID: e2eHubID,
-		Batcher:        hubsync.NewBatcher(syncer, 10*time.Millisecond, metrics.NewSync(h.registry).Observe),
+		Batcher:        hubsync.NewBatcher(syncer, 10*time.Millisecond, syncMetrics.Observe),
 		Recorder:       mgr.GetEventRecorder("policyhub-hub"),
 		ResyncInterval: resync, MaxConcurrentClusters: 4, MaxConcurrentReconciles: 8,
 		RetryMaxDelay: 2 * time.Second, // outages in tests last seconds
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	departures := &controllers.DepartureReconciler{
+		Reader: mgr.GetClient(), SecretNamespace: testFleet.SecretNamespace, Recheck: 2 * time.Second,
+		Forget: func(cluster string) {
+			syncer.Forget(cluster)
+			syncMetrics.ForgetCluster(cluster)
+		},
+	}
+	if err := departures.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
 	kubeVela, err := controllers.ApplicationServed(mgr)

@@ -147,6 +147,16 @@ func run() error {
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("FleetPolicy controller: %w", err)
 	}
+	departures := &controllers.DepartureReconciler{
+		Reader: mgr.GetClient(), SecretNamespace: o.secretNamespace,
+		Forget: func(cluster string) {
+			syncer.Forget(cluster)
+			syncMetrics.ForgetCluster(cluster)
+		},
+	}
+	if err := departures.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("cluster departure controller: %w", err)
+	}
 	kubeVela, err := controllers.ApplicationServed(mgr)
 	if err != nil {
 		return fmt.Errorf("discover KubeVela on the hub: %w", err)
