@@ -61,7 +61,8 @@ func (r *DepartureReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile lets go of a cluster whose credential Secret is gone, and once more after Recheck.
+// Reconcile lets go of a cluster whose credential Secret is gone once no declaration lists it,
+// and once more after Recheck.
 func (r *DepartureReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	secret := &metav1.PartialObjectMetadata{}
 	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
