@@ -56,7 +56,7 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 	t.Cleanup(syncer.Close)
 	h := &testHub{registry: prometheus.NewRegistry()}
 	syncMetrics := metrics.NewSync(h.registry)
-	r := &controllers.FleetPolicyReconciler{
+	declarations := controllers.DeclarationOptions{
 		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: testFleet.Hub.Config,
 		SecretNamespace: testFleet.SecretNamespace, HubID: e2eHubID,
 		Batcher:        hubsync.NewBatcher(syncer, 10*time.Millisecond, syncMetrics.Observe),
@@ -64,6 +64,7 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 		ResyncInterval: resync, MaxConcurrentClusters: 4, MaxConcurrentReconciles: 8,
 		RetryMaxDelay: 2 * time.Second, // outages in tests last seconds
 	}
+	r := &controllers.FleetPolicyReconciler{DeclarationOptions: declarations}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -81,13 +82,7 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	appPolicies := &controllers.ApplicationPolicyReconciler{
-		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: testFleet.Hub.Config,
-		SecretNamespace: testFleet.SecretNamespace, HubID: e2eHubID, Batcher: r.Batcher,
-		Recorder: mgr.GetEventRecorder("policyhub-hub"), ResyncInterval: resync,
-		MaxConcurrentClusters: 4, MaxConcurrentReconciles: 8, RetryMaxDelay: 2 * time.Second,
-		KubeVela: kubeVela, ApplicationStatusInterval: time.Second,
-	}
+	appPolicies := &controllers.ApplicationPolicyReconciler{DeclarationOptions: declarations, KubeVela: kubeVela, ApplicationStatusInterval: time.Second}
 	if err := appPolicies.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

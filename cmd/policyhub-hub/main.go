@@ -131,12 +131,13 @@ func run() error {
 	// On shutdown, the sync Leases still held are given up, so other writers need not wait for them to expire.
 	defer syncer.Close()
 	syncMetrics := metrics.NewSync(ctrlmetrics.Registry)
-	reconciler := &controllers.FleetPolicyReconciler{
-		Client:                  mgr.GetClient(),
-		Reader:                  mgr.GetClient(),
-		Gateway:                 gatewayCfg,
-		SecretNamespace:         o.secretNamespace,
-		HubID:                   o.hubID,
+	declarations := controllers.DeclarationOptions{
+		Client:          mgr.GetClient(),
+		Reader:          mgr.GetClient(),
+		Gateway:         gatewayCfg,
+		SecretNamespace: o.secretNamespace,
+		HubID:           o.hubID,
+		// One Batcher for both kinds of declaration: they share each cluster's passes.
 		Batcher:                 hubsync.NewBatcher(syncer, 10*time.Millisecond, syncMetrics.Observe),
 		Recorder:                mgr.GetEventRecorder("policyhub-hub"),
 		ResyncInterval:          o.resyncInterval,
@@ -144,6 +145,7 @@ func run() error {
 		MaxConcurrentReconciles: o.maxConcurrentReconciles,
 		RetryMaxDelay:           o.retryMaxDelay,
 	}
+	reconciler := &controllers.FleetPolicyReconciler{DeclarationOptions: declarations}
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("FleetPolicy controller: %w", err)
 	}
@@ -161,20 +163,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("discover KubeVela on the hub: %w", err)
 	}
-	appPolicies := &controllers.ApplicationPolicyReconciler{
-		Client:                  mgr.GetClient(),
-		Reader:                  mgr.GetClient(),
-		Gateway:                 gatewayCfg,
-		SecretNamespace:         o.secretNamespace,
-		HubID:                   o.hubID,
-		Batcher:                 reconciler.Batcher, // one engine: both kinds share each cluster's passes
-		Recorder:                mgr.GetEventRecorder("policyhub-hub"),
-		ResyncInterval:          o.resyncInterval,
-		MaxConcurrentClusters:   o.maxConcurrentClusters,
-		MaxConcurrentReconciles: o.maxConcurrentReconciles,
-		RetryMaxDelay:           o.retryMaxDelay,
-		KubeVela:                kubeVela,
-	}
+	appPolicies := &controllers.ApplicationPolicyReconciler{DeclarationOptions: declarations, KubeVela: kubeVela}
 	if err := appPolicies.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("ApplicationPolicy controller: %w", err)
 	}

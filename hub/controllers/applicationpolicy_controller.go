@@ -8,8 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,7 +20,6 @@ import (
 	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
 )
 
 // ApplicationGVK is KubeVela's Application.
@@ -32,18 +29,9 @@ var ApplicationGVK = schema.GroupVersionKind{Group: "core.oam.dev", Version: "v1
 // their KubeVela Application's topology) selects, through the same engine as FleetPolicies, and
 // reports the application's own results.
 type ApplicationPolicyReconciler struct {
-	Client          client.Client
-	Reader          client.Reader
-	Gateway         *rest.Config
-	SecretNamespace string
-	HubID           string
-	Batcher         *hubsync.Batcher
-	Recorder        events.EventRecorder
-	ResyncInterval  time.Duration
-	// MaxConcurrentClusters bounds the clusters synced at once for one ApplicationPolicy.
-	MaxConcurrentClusters   int
-	MaxConcurrentReconciles int
-	RetryMaxDelay           time.Duration
+	// DeclarationOptions are best the FleetPolicy reconciler's (its Batcher in particular): both
+	// kinds then share each cluster's passes.
+	DeclarationOptions
 	// KubeVela is true when the hub serves KubeVela's Application: placement then defaults to the
 	// application's topology, and results are mirrored into its status.policy.
 	KubeVela bool
@@ -108,18 +96,13 @@ func (r *ApplicationPolicyReconciler) ofApplication(ctx context.Context, app cli
 	return reqs
 }
 
-func (r *ApplicationPolicyReconciler) dispatcher() dispatcher {
-	return dispatcher{gateway: r.Gateway, batcher: r.Batcher, maxClusters: r.MaxConcurrentClusters}
-}
-
 // Reconcile runs placement → render → sync for one ApplicationPolicy and records the outcome.
 func (r *ApplicationPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ap := &policyhubv1.ApplicationPolicy{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ap); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	e := engine{client: r.Client, reader: r.Reader, recorder: r.Recorder, dispatch: r.dispatcher(), hubID: r.HubID, resyncInterval: r.ResyncInterval, synced: &r.synced}
-	return e.reconcile(ctx, req.NamespacedName, &applicationPolicy{ApplicationPolicy: ap, r: r})
+	return r.engine(&r.synced).reconcile(ctx, req.NamespacedName, &applicationPolicy{ApplicationPolicy: ap, r: r})
 }
 
 // application is the KubeVela Application the ApplicationPolicy is about, when KubeVela is

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -66,6 +67,43 @@ type declarationStatus struct {
 
 // engine runs a declaration's lifecycle: finalizer, suspend, placement and rendering, sync of
 // every selected cluster (pruning those no longer selected), status, results, Events.
+// DeclarationOptions are what the reconcilers of both declaration kinds (FleetPolicy,
+// ApplicationPolicy) need: how they reach the hub and the clusters, and how often and how widely
+// they sync.
+type DeclarationOptions struct {
+	// Client reads and writes the hub (the declarations and their status).
+	Client client.Client
+	// Reader reads the inventory (gateway Secrets' metadata, OCM objects) and the agents'
+	// summaries; the manager's cached client serves them from watches.
+	Reader client.Reader
+	// Gateway reaches cluster-gateway: the hub's config (aggregation layer) or the gateway's URL.
+	Gateway *rest.Config
+	// SecretNamespace is the gateway's credential-secret namespace.
+	SecretNamespace string
+	HubID           string
+	// Batcher syncs the clusters, batching the declarations of concurrent reconciles per cluster.
+	Batcher  *hubsync.Batcher
+	Recorder events.EventRecorder
+	// ResyncInterval brings drift back: every declaration is synced again after it.
+	ResyncInterval time.Duration
+	// MaxConcurrentClusters bounds the clusters synced at once for one declaration.
+	MaxConcurrentClusters int
+	// MaxConcurrentReconciles bounds the declarations of the kind reconciled at once.
+	MaxConcurrentReconciles int
+	// RetryMaxDelay caps the backoff of a declaration whose clusters fail (it starts at 0.5s and
+	// doubles): a cluster that comes back is synced within this long. Zero means one minute.
+	RetryMaxDelay time.Duration
+}
+
+// engine returns the engine that reconciles declarations with these options; synced is the
+// reconciler's memory of its syncs.
+func (o *DeclarationOptions) engine(synced *syncMemo) engine {
+	return engine{
+		client: o.Client, reader: o.Reader, recorder: o.Recorder, hubID: o.HubID, resyncInterval: o.ResyncInterval, synced: synced,
+		dispatch: dispatcher{gateway: o.Gateway, batcher: o.Batcher, maxClusters: o.MaxConcurrentClusters},
+	}
+}
+
 type engine struct {
 	client         client.Client
 	reader         client.Reader

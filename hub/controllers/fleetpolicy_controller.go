@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -16,7 +14,6 @@ import (
 	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
 )
 
 // Finalizer keeps a FleetPolicy until its policies are pruned from every cluster.
@@ -24,28 +21,7 @@ const Finalizer = "policyhub.io/prune"
 
 // FleetPolicyReconciler syncs FleetPolicies into the clusters their placement selects.
 type FleetPolicyReconciler struct {
-	// Client reads and writes the hub (FleetPolicies and their status).
-	Client client.Client
-	// Reader reads the inventory (gateway Secrets' metadata, OCM objects); the manager's cached
-	// client serves it from watches.
-	Reader client.Reader
-	// Gateway reaches cluster-gateway: the hub's config (aggregation layer) or the gateway's URL.
-	Gateway *rest.Config
-	// SecretNamespace is the gateway's credential-secret namespace.
-	SecretNamespace string
-	HubID           string
-	// Batcher syncs the clusters, batching the declarations of concurrent reconciles per cluster.
-	Batcher  *hubsync.Batcher
-	Recorder events.EventRecorder
-	// ResyncInterval brings drift back: every FleetPolicy is synced again after it.
-	ResyncInterval time.Duration
-	// MaxConcurrentClusters bounds the clusters synced at once for one FleetPolicy.
-	MaxConcurrentClusters int
-	// MaxConcurrentReconciles bounds the FleetPolicies reconciled at once.
-	MaxConcurrentReconciles int
-	// RetryMaxDelay caps the backoff of a FleetPolicy whose clusters fail (it starts at 0.5s and
-	// doubles): a cluster that comes back is synced within this long. Zero means one minute.
-	RetryMaxDelay time.Duration
+	DeclarationOptions
 
 	// synced remembers, per FleetPolicy, the last sync that left every cluster in a final state,
 	// so a reconcile woken only by an agent's summary updates the results without syncing again.
@@ -98,12 +74,7 @@ func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, fp); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	e := engine{client: r.Client, reader: r.Reader, recorder: r.Recorder, dispatch: r.dispatcher(), hubID: r.HubID, resyncInterval: r.ResyncInterval, synced: &r.synced}
-	return e.reconcile(ctx, req.NamespacedName, &fleetPolicy{FleetPolicy: fp, r: r})
-}
-
-func (r *FleetPolicyReconciler) dispatcher() dispatcher {
-	return dispatcher{gateway: r.Gateway, batcher: r.Batcher, maxClusters: r.MaxConcurrentClusters}
+	return r.engine(&r.synced).reconcile(ctx, req.NamespacedName, &fleetPolicy{FleetPolicy: fp, r: r})
 }
 
 // fleetPolicy is a FleetPolicy as the engine's declaration.

@@ -654,14 +654,14 @@ func (b *bench) policyhub(ctx context.Context, prefix string) (cost, cost, error
 	}
 	defer syncer.Close() // its watch caches would weigh on the next round
 	registry := prometheus.NewRegistry()
-	r := &controllers.FleetPolicyReconciler{
+	r := &controllers.FleetPolicyReconciler{DeclarationOptions: controllers.DeclarationOptions{
 		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: hubCfg, SecretNamespace: b.f.SecretNamespace,
 		HubID: hubID, Batcher: hubsync.NewBatcher(syncer, 10*time.Millisecond, metrics.NewSync(registry).Observe),
 		Recorder: mgr.GetEventRecorder("policyhub-hub"),
 		// Reconciles mostly wait for cluster passes; requests in flight per cluster stay at
 		// -parallel (the syncer's concurrency), as for the loops.
 		ResyncInterval: time.Hour, MaxConcurrentClusters: b.o.clusters, MaxConcurrentReconciles: 256,
-	}
+	}}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return cost{}, cost{}, err
 	}
