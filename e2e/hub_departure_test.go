@@ -28,14 +28,14 @@ func TestHubLetsGoOfDepartedCluster(t *testing.T) {
 
 	// "departing" is cluster-2 under another name: its credential Secret holds cluster-2's, so
 	// the hub's watch of it shows in cluster-2's apiserver.
-	real := &corev1.Secret{}
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: testFleet.SecretNamespace, Name: "cluster-2"}, real); err != nil {
+	cluster2 := &corev1.Secret{}
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: testFleet.SecretNamespace, Name: "cluster-2"}, cluster2); err != nil {
 		t.Fatal(err)
 	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: departing, Namespace: testFleet.SecretNamespace,
-			Labels: map[string]string{gateway.CredentialTypeLabel: real.Labels[gateway.CredentialTypeLabel]}},
-		Type: real.Type, Data: real.Data,
+			Labels: map[string]string{gateway.CredentialTypeLabel: cluster2.Labels[gateway.CredentialTypeLabel]}},
+		Type: cluster2.Type, Data: cluster2.Data,
 	}
 	if err := admin.Create(ctx, secret); err != nil {
 		t.Fatal(err)
