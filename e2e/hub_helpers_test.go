@@ -68,13 +68,7 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}
-	departures := &controllers.DepartureReconciler{
-		Reader: mgr.GetClient(), SecretNamespace: testFleet.SecretNamespace, Recheck: 2 * time.Second,
-		Forget: func(cluster string) {
-			syncer.Forget(cluster)
-			syncMetrics.ForgetCluster(cluster)
-		},
-	}
+	departures := &controllers.DepartureReconciler{Reader: mgr.GetClient(), SecretNamespace: testFleet.SecretNamespace, Syncer: syncer, Metrics: syncMetrics, Recheck: 2 * time.Second}
 	if err := departures.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
 	}

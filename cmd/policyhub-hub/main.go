@@ -149,13 +149,7 @@ func run() error {
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("FleetPolicy controller: %w", err)
 	}
-	departures := &controllers.DepartureReconciler{
-		Reader: mgr.GetClient(), SecretNamespace: o.secretNamespace,
-		Forget: func(cluster string) {
-			syncer.Forget(cluster)
-			syncMetrics.ForgetCluster(cluster)
-		},
-	}
+	departures := &controllers.DepartureReconciler{Reader: mgr.GetClient(), SecretNamespace: o.secretNamespace, Syncer: syncer, Metrics: syncMetrics}
 	if err := departures.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("cluster departure controller: %w", err)
 	}

@@ -19,6 +19,8 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/gateway"
+	"github.com/policyhub/policyhub/hub/metrics"
+	hubsync "github.com/policyhub/policyhub/hub/sync"
 )
 
 // DepartureReconciler lets go of the clusters that leave the fleet (their cluster-gateway
@@ -31,9 +33,10 @@ type DepartureReconciler struct {
 	// Reader reads the credential Secrets' metadata (the manager's cache).
 	Reader          client.Reader
 	SecretNamespace string
-	// Forget lets go of a cluster: its sync clients and watch caches (Syncer.Forget), its series
-	// (metrics.Sync.ForgetCluster).
-	Forget func(cluster string)
+	// Syncer forgets a departed cluster's clients and watch caches, and the Lease it kept there.
+	Syncer *hubsync.Syncer
+	// Metrics drops its series.
+	Metrics *metrics.Sync
 	// Recheck is how long after a departure the cluster is let go of once more, for a sync that
 	// was already under way when it left (it may have opened a watch, or counted, again). Zero
 	// means one minute: longer than a sync request may take.
@@ -83,7 +86,8 @@ func (r *DepartureReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		// so its sync clients and series still describe something.
 		return ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
-	r.Forget(cluster)
+	r.Syncer.Forget(cluster)
+	r.Metrics.ForgetCluster(cluster)
 	if r.takeRecheck(cluster) {
 		return ctrl.Result{}, nil
 	}
