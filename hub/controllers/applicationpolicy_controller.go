@@ -76,11 +76,8 @@ func (r *ApplicationPolicyReconciler) every(ctx context.Context, _ client.Object
 func (r *ApplicationPolicyReconciler) inCluster(ctx context.Context, summary client.Object) []reconcile.Request {
 	var reqs []reconcile.Request
 	for _, ap := range r.list(ctx) {
-		for _, c := range ap.Status.Clusters {
-			if c.Name == summary.GetNamespace() {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ap)})
-				break
-			}
+		if listsCluster(ap.Status.Clusters, summary.GetNamespace()) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ap)})
 		}
 	}
 	return reqs

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -102,6 +103,11 @@ func (o *DeclarationOptions) engine(synced *syncMemo) engine {
 		client: o.Client, reader: o.Reader, recorder: o.Recorder, hubID: o.HubID, resyncInterval: o.ResyncInterval, synced: synced,
 		dispatch: dispatcher{gateway: o.Gateway, batcher: o.Batcher, maxClusters: o.MaxConcurrentClusters},
 	}
+}
+
+// listsCluster reports whether a declaration's status has an entry for the cluster.
+func listsCluster(clusters []policyhubv1.ClusterStatus, name string) bool {
+	return slices.ContainsFunc(clusters, func(c policyhubv1.ClusterStatus) bool { return c.Name == name })
 }
 
 type engine struct {

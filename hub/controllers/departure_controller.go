@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"slices"
 	gosync "sync"
 	"time"
 
@@ -30,7 +29,7 @@ import (
 // and go would leave the hub watching clusters it can no longer reach, and /metrics describing
 // them, forever.
 type DepartureReconciler struct {
-	// Reader reads the credential Secrets' metadata (the manager's cache).
+	// Reader reads the credential Secrets' metadata and the declarations (the manager's cache).
 	Reader          client.Reader
 	SecretNamespace string
 	// Syncer forgets a departed cluster's clients and watch caches, and the Lease it kept there.
@@ -129,10 +128,6 @@ func (r *DepartureReconciler) stillNeeded(ctx context.Context, cluster string) (
 		}
 	}
 	return false, nil
-}
-
-func listsCluster(clusters []policyhubv1.ClusterStatus, name string) bool {
-	return slices.ContainsFunc(clusters, func(c policyhubv1.ClusterStatus) bool { return c.Name == name })
 }
 
 // takeRecheck reports whether the cluster was waiting for its recheck, which it no longer is.

@@ -58,11 +58,8 @@ func (r *FleetPolicyReconciler) fleetPoliciesInCluster(ctx context.Context, summ
 	}
 	var reqs []reconcile.Request
 	for _, fp := range list.Items {
-		for _, c := range fp.Status.Clusters {
-			if c.Name == summary.GetNamespace() {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fp)})
-				break
-			}
+		if listsCluster(fp.Status.Clusters, summary.GetNamespace()) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fp)})
 		}
 	}
 	return reqs
