@@ -7,7 +7,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -87,7 +89,7 @@ func main() {
 	flag.IntVar(&o.policies, "policies", 200, "policies (FleetPolicies), each placed in every cluster")
 	flag.IntVar(&o.parallel, "parallel", 8, "requests in flight per cluster for the loops; FleetPolicies reconciled at once for policyhub")
 	flag.BoolVar(&o.kyverno, "kyverno", false, "run real Kyverno in the clusters (its admission of every policy is then part of the cost)")
-	flag.StringVar(&o.only, "only", "", "run only these methods, comma-separated: plain, ceiling, kubectl, policyhub (for profiling; the comparison needs all), and, named only, watched (the ceiling's loop with a watch cache of ClusterPolicies open in every cluster, as policyhub keeps) and kubectl-serial (the kubectl loop, one apply at a time)")
+	flag.StringVar(&o.only, "only", "", "run only these methods, comma-separated: plain, ceiling, kubectl, policyhub (for profiling; the comparison needs all), and, named only, watched (the ceiling's loop with a watch cache of ClusterPolicies open in every cluster, as policyhub keeps) kubectl-serial (the kubectl loop, one apply at a time) and floor (the ceiling's loop plus each FleetPolicy's creation, status write and Event on the hub, with no controller: the least a hub with status and Events can spend)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write CPU profiles of this process (the hub controller, the loops' clients), one per measured run and only while it runs, into this directory")
 	flag.IntVar(&o.count, "count", 1, "rounds: every method runs this many times (interleaved); the tables show each method's run of median convergence, and each round's ratios are printed")
 	flag.BoolVar(&o.breakdown, "breakdown", false, "print, for each run, the requests the hub and the managed apiservers served by verb and resource")
@@ -150,10 +152,13 @@ func run(o options) error {
 		// Not part of the comparison either: the kubectl loop one apply at a time, the other way
 		// to read "a loop running kubectl apply once per policy per cluster".
 		{"kubectl apply loop, one at a time", "kubectl-serial", b.kubectlLoop(true)},
+		// Nor this (only with -only): the ceiling's loop plus the hub writes every declaration
+		// needs (created, status, Event) and nothing else; how close any hub controller can get.
+		{"floor: the ceiling's loop + each FleetPolicy's creation, status and Event, no controller", "floor", b.floor},
 	}
 	var rows []row
 	for _, m := range methods {
-		optIn := m.prefix == "watched" || m.prefix == "kubectl-serial"
+		optIn := m.prefix == "watched" || m.prefix == "kubectl-serial" || m.prefix == "floor"
 		if (o.only == "" && !optIn) || slices.Contains(strings.Split(o.only, ","), m.prefix) {
 			rows = append(rows, row{name: m.name, prefix: m.prefix, objects: o.clusters * o.policies})
 		}
@@ -232,25 +237,45 @@ func printTables(o options, rows []row) {
 			fmt.Println(strings.TrimSuffix(line, ";"))
 		}
 	}
-	if len(rows) < 4 || rows[3].prefix != "policyhub" {
+	byPrefix := map[string]row{}
+	for _, r := range rows {
+		byPrefix[r.prefix] = r
+	}
+	plain, ceiling, kubectl := byPrefix["plain"], byPrefix["ceiling"], byPrefix["kubectl"]
+	if ceiling.runs == nil || kubectl.runs == nil {
 		return
 	}
-	ratios := func(plain, ceiling, kubectl, hub time.Duration) string {
-		return fmt.Sprintf("%.1f× faster than the kubectl loop; %.0f%% of the ceiling's throughput (%.0f%% of the plain policies' loop)",
-			kubectl.Seconds()/hub.Seconds(), 100*ceiling.Seconds()/hub.Seconds(), 100*plain.Seconds()/hub.Seconds())
-	}
-	fmt.Println()
-	if len(rows[0].runs) > 1 {
-		for i := range rows[0].runs {
-			fmt.Printf("round %d: policyhub %s\n", i+1, ratios(rows[0].runs[i][0].duration, rows[1].runs[i][0].duration, rows[2].runs[i][0].duration, rows[3].runs[i][0].duration))
+	ratios := func(i int, hub time.Duration) string {
+		at := func(r row) time.Duration {
+			if i < 0 {
+				return r.median()[0].duration
+			}
+			return r.runs[i][0].duration
 		}
+		s := fmt.Sprintf("%.1f× faster than the kubectl loop; %.0f%% of the ceiling's throughput",
+			at(kubectl).Seconds()/hub.Seconds(), 100*at(ceiling).Seconds()/hub.Seconds())
+		if plain.runs != nil {
+			s += fmt.Sprintf(" (%.0f%% of the plain policies' loop)", 100*at(plain).Seconds()/hub.Seconds())
+		}
+		return s
 	}
-	changed := 0
-	for _, run := range rows[3].runs {
-		changed = max(changed, run[1].changed)
+	for _, name := range []string{"policyhub", "floor"} {
+		r, ok := byPrefix[name]
+		if !ok {
+			continue
+		}
+		fmt.Println()
+		if len(r.runs) > 1 {
+			for i, run := range r.runs {
+				fmt.Printf("round %d: %s %s\n", i+1, name, ratios(i, run[0].duration))
+			}
+		}
+		changed := 0
+		for _, run := range r.runs {
+			changed = max(changed, run[1].changed)
+		}
+		fmt.Printf("medians: %s %s; at most %d objects changed by its no-op resyncs\n", name, ratios(-1, r.median()[0].duration), changed)
 	}
-	fmt.Printf("medians: policyhub %s; at most %d objects changed by its no-op resyncs\n",
-		ratios(rows[0].median()[0].duration, rows[1].median()[0].duration, rows[2].median()[0].duration, rows[3].median()[0].duration), changed)
 }
 
 type bench struct {
@@ -457,7 +482,6 @@ func (b *bench) versions(prefix string) (map[string]string, error) {
 	return out, nil
 }
 
-// perCluster runs work(cluster, i) for every policy i in every cluster, b.o.parallel at a time per cluster.
 // oneAtATime runs work for every policy in every cluster, one after the other.
 func (b *bench) oneAtATime(work func(cluster string, i int) error) error {
 	for _, c := range b.f.Managed {
@@ -470,37 +494,20 @@ func (b *bench) oneAtATime(work func(cluster string, i int) error) error {
 	return nil
 }
 
+// perCluster runs work(cluster, i) for every policy i in every cluster, b.o.parallel at a time per
+// cluster, the clusters at once.
 func (b *bench) perCluster(work func(cluster string, i int) error) error {
-	errs := make(chan error, len(b.f.Managed))
+	errs := make([]error, len(b.f.Managed))
 	var wg gosync.WaitGroup
-	for _, c := range b.f.Managed {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			next := make(chan int)
-			var inner gosync.WaitGroup
-			var once gosync.Once
-			for range b.o.parallel {
-				inner.Add(1)
-				go func() {
-					defer inner.Done()
-					for i := range next {
-						if err := work(c.Name, i); err != nil {
-							once.Do(func() { errs <- fmt.Errorf("%s: %w", c.Name, err) })
-						}
-					}
-				}()
+	for k, c := range b.f.Managed {
+		wg.Go(func() {
+			if err := inParallel(b.o.parallel, b.o.policies, func(i int) error { return work(c.Name, i) }); err != nil {
+				errs[k] = fmt.Errorf("%s: %w", c.Name, err)
 			}
-			for i := range b.o.policies {
-				next <- i
-			}
-			close(next)
-			inner.Wait()
-		}()
+		})
 	}
 	wg.Wait()
-	close(errs)
-	return <-errs
+	return errors.Join(errs...)
 }
 
 // plainPolicy is the i-th policy as a policy file would hold it (what the kubectl loop applies).
@@ -525,43 +532,59 @@ func renderedPolicy(prefix string, i int) (*unstructured.Unstructured, error) {
 // client (no throttling, no reads): the fastest these writes go through the same gateway.
 func (b *bench) ssaLoop(objectFor func(prefix string, i int) (*unstructured.Unstructured, error), watched bool) func(ctx context.Context, prefix string) (cost, cost, error) {
 	return func(ctx context.Context, prefix string) (cost, cost, error) {
-		clients := map[string]client.Client{}
-		for _, c := range b.f.Managed {
-			cfg, err := gateway.ClusterConfig(b.f.Hub.Config, c.Name)
-			if err != nil {
-				return cost{}, cost{}, err
-			}
-			cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling: measure the clusters, not the limiter
-			if clients[c.Name], err = client.New(cfg, client.Options{}); err != nil {
-				return cost{}, cost{}, err
-			}
-			if watched {
-				stop, err := watchClusterPolicies(ctx, cfg)
-				if err != nil {
-					return cost{}, cost{}, fmt.Errorf("%s: %w", c.Name, err)
-				}
-				defer stop()
-			}
-		}
-		objects := make([]*unstructured.Unstructured, b.o.policies)
-		for i := range objects {
-			var err error
-			if objects[i], err = objectFor(prefix, i); err != nil {
-				return cost{}, cost{}, err
-			}
-		}
-		loop := func() error {
-			return b.perCluster(func(cluster string, i int) error {
-				return clients[cluster].Apply(ctx, client.ApplyConfigurationFromUnstructured(objects[i].DeepCopy()), client.FieldOwner("bench-ssa"), client.ForceOwnership)
-			})
-		}
-		apply, err := b.measure(prefix, loop)
+		pass, stop, err := b.ssaPass(ctx, prefix, objectFor, watched)
 		if err != nil {
 			return cost{}, cost{}, err
 		}
-		noop, err := b.measure(prefix, loop)
+		defer stop()
+		apply, err := b.measure(prefix, pass)
+		if err != nil {
+			return cost{}, cost{}, err
+		}
+		noop, err := b.measure(prefix, pass)
 		return apply, noop, err
 	}
+}
+
+// ssaPass prepares the SSA loop's clients and objects (and, when watched, a watch cache in every
+// cluster, kept until stop) and returns one pass of the loop over every policy and cluster.
+func (b *bench) ssaPass(ctx context.Context, prefix string, objectFor func(prefix string, i int) (*unstructured.Unstructured, error), watched bool) (pass func() error, stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+	clients := map[string]client.Client{}
+	for _, c := range b.f.Managed {
+		cfg, err := gateway.ClusterConfig(b.f.Hub.Config, c.Name)
+		if err != nil {
+			return nil, stop, err
+		}
+		cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling: measure the clusters, not the limiter
+		if clients[c.Name], err = client.New(cfg, client.Options{}); err != nil {
+			return nil, stop, err
+		}
+		if watched {
+			cancel, err := watchClusterPolicies(ctx, cfg)
+			if err != nil {
+				return nil, stop, fmt.Errorf("%s: %w", c.Name, err)
+			}
+			stops = append(stops, cancel)
+		}
+	}
+	objects := make([]*unstructured.Unstructured, b.o.policies)
+	for i := range objects {
+		if objects[i], err = objectFor(prefix, i); err != nil {
+			return nil, stop, err
+		}
+	}
+	pass = func() error {
+		return b.perCluster(func(cluster string, i int) error {
+			return clients[cluster].Apply(ctx, client.ApplyConfigurationFromUnstructured(objects[i].DeepCopy()), client.FieldOwner("bench-ssa"), client.ForceOwnership)
+		})
+	}
+	return pass, stop, nil
 }
 
 // watchClusterPolicies keeps a watch cache of the cluster's ClusterPolicies, through the gateway,
@@ -677,9 +700,8 @@ func (b *bench) policyhub(ctx context.Context, prefix string) (cost, cost, error
 
 	// A hub runs before policies are declared: let it see the clusters first (one FleetPolicy
 	// synced everywhere, then deleted), so the clock measures syncing, not the hub's start.
-	warmup := &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: "warmup"}}
-	warmup.Spec.Placement.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "bench"}}
-	if err := yaml.Unmarshal([]byte(template(-1)), &warmup.Spec.Template); err != nil {
+	warmup, err := fleetPolicy("warmup", -1)
+	if err != nil {
 		return cost{}, cost{}, err
 	}
 	if err := hub.Create(ctx, warmup); err != nil {
@@ -702,34 +724,14 @@ func (b *bench) policyhub(ctx context.Context, prefix string) (cost, cost, error
 	apply, err := b.measure(prefix, func() error {
 		// The FleetPolicies are created as fast as the loops send (-parallel at a time); the clock
 		// runs from the first creation to the last cluster synced.
-		next := make(chan int)
-		errs := make(chan error, b.o.parallel)
-		var wg gosync.WaitGroup
-		for range b.o.parallel {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range next {
-					fp := &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}
-					fp.Spec.Placement.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "bench"}}
-					if err := yaml.Unmarshal([]byte(template(i)), &fp.Spec.Template); err != nil {
-						errs <- err
-						return
-					}
-					if err := hub.Create(ctx, fp); err != nil {
-						errs <- err
-						return
-					}
-				}
-			}()
-		}
-		for i := range names {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-		close(errs)
-		if err := <-errs; err != nil {
+		err := inParallel(b.o.parallel, len(names), func(i int) error {
+			fp, err := fleetPolicy(names[i], i)
+			if err != nil {
+				return err
+			}
+			return hub.Create(ctx, fp)
+		})
+		if err != nil {
 			return err
 		}
 		return b.waitSynced(ctx, mgr.GetCache(), names)
@@ -769,6 +771,41 @@ func (b *bench) policyhub(ctx context.Context, prefix string) (cost, cost, error
 		}
 	}
 	return apply, noop, nil
+}
+
+// inParallel runs work(i) for i in [0, count), n at a time, and returns the first error.
+func inParallel(n, count int, work func(i int) error) error {
+	next := make(chan int)
+	var mu gosync.Mutex
+	var first error
+	var wg gosync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			for i := range next {
+				if err := work(i); err != nil {
+					mu.Lock()
+					first = cmp.Or(first, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for i := range count {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+// fleetPolicy is the benchmark's i-th FleetPolicy: template(i), placed in every cluster.
+func fleetPolicy(name string, i int) (*policyhubv1.FleetPolicy, error) {
+	fp := &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	fp.Spec.Placement.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "bench"}}
+	if err := yaml.Unmarshal([]byte(template(i)), &fp.Spec.Template); err != nil {
+		return nil, err
+	}
+	return fp, nil
 }
 
 // waitSynced waits until every FleetPolicy named is Synced in every cluster. It is told by the

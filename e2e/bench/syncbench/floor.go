@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// floor is the least a hub that keeps its declarations as objects can spend: the ceiling's
+// writes to the clusters and, at the same time, what the issue asks of each declaration on the
+// hub (the FleetPolicy created, its status written once, one Event), with nothing deciding
+// anything in between: no controller, no watch, no reads. It syncs nothing a user could rely
+// on; it measures how close to the ceiling any controller with status and Events can get here.
+func (b *bench) floor(ctx context.Context, prefix string) (cost, cost, error) {
+	clusterPass, stop, err := b.ssaPass(ctx, prefix, renderedPolicy, false)
+	defer stop()
+	if err != nil {
+		return cost{}, cost{}, err
+	}
+	hubCfg := rest.CopyConfig(b.f.Hub.Config)
+	hubCfg.QPS, hubCfg.Burst = -1, 0
+	scheme := runtime.NewScheme()
+	utilruntime.Must(policyhubv1.AddToScheme(scheme))
+	hub, err := client.New(hubCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return cost{}, cost{}, err
+	}
+	clientset, err := kubernetes.NewForConfig(hubCfg)
+	if err != nil {
+		return cost{}, cost{}, err
+	}
+	// The Events go out as policyhub's do: through client-go's events broadcaster.
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clientset.EventsV1()})
+	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
+		return cost{}, cost{}, err
+	}
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme, "policyhub-hub")
+
+	names := make([]string, b.o.policies)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	declare := func(i int) error {
+		fp, err := fleetPolicy(names[i], i)
+		if err != nil {
+			return err
+		}
+		if err := hub.Create(ctx, fp); err != nil {
+			return err
+		}
+		orig := fp.DeepCopy()
+		fp.Status = syncedStatus(b.clusterNames(), fp.Generation, metav1.Now())
+		if err := hub.Status().Patch(ctx, fp, client.MergeFrom(orig)); err != nil {
+			return fmt.Errorf("status of %s: %w", fp.Name, err)
+		}
+		recorder.Eventf(fp, nil, corev1.EventTypeNormal, "Synced", "Sync", "%s", syncedNote(fp.Status.Clusters))
+		return nil
+	}
+
+	apply, err := b.measure(prefix, func() error {
+		// Both sides at once: the ceiling's loop in the clusters, the declarations on the hub.
+		clusters := make(chan error, 1)
+		go func() { clusters <- clusterPass() }()
+		return errors.Join(inParallel(b.o.parallel, len(names), declare), <-clusters)
+	})
+	if err != nil {
+		return cost{}, cost{}, err
+	}
+	// Nothing changed: a resync needs no hub write, so the no-op resync is the ceiling's.
+	noop, err := b.measure(prefix, clusterPass)
+	if err != nil {
+		return cost{}, cost{}, err
+	}
+	// Leave the hub as the round found it. No controller runs to honour policyhub's finalizer
+	// (set at admission), so it is taken off first; the clusters' objects stay, as the ceiling's.
+	for _, name := range names {
+		fp := &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := hub.Patch(ctx, fp, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`))); err != nil {
+			return cost{}, cost{}, err
+		}
+		if err := hub.Delete(ctx, fp); err != nil && !apierrors.IsNotFound(err) {
+			return cost{}, cost{}, err
+		}
+	}
+	return apply, noop, nil
+}
+
+// syncedStatus is the status policyhub writes for a FleetPolicy just synced everywhere.
+func syncedStatus(clusters []string, generation int64, now metav1.Time) policyhubv1.FleetPolicyStatus {
+	s := policyhubv1.FleetPolicyStatus{ObservedGeneration: generation}
+	for _, name := range clusters {
+		s.Clusters = append(s.Clusters, policyhubv1.ClusterStatus{
+			Name: name, Phase: policyhubv1.ClusterPhaseSynced, LastSyncTime: &now,
+			Message: "created 1, updated 0, deleted 0, unchanged 0", Actions: policyhubv1.ActionCounts{Created: 1},
+		})
+	}
+	s.Summary = policyhubv1.StatusSummary{Clusters: int32(len(clusters)), Synced: int32(len(clusters))}
+	s.Conditions = []metav1.Condition{{
+		Type: policyhubv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Synced", ObservedGeneration: generation,
+		Message: fmt.Sprintf("synced in %d clusters", len(clusters)), LastTransitionTime: now,
+	}}
+	return s
+}
+
+// syncedNote is the note of policyhub's Synced Event for these clusters.
+func syncedNote(clusters []policyhubv1.ClusterStatus) string {
+	var parts []string
+	for _, c := range clusters {
+		parts = append(parts, fmt.Sprintf("%s (%s)", c.Name, c.Message))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (b *bench) clusterNames() []string {
+	var names []string
+	for _, c := range b.f.Managed {
+		names = append(names, c.Name)
+	}
+	return names
+}
