@@ -264,7 +264,7 @@ func TestAgentPushOnlyWhenChanged(t *testing.T) {
 func TestAgentPushSurvivesHubOutage(t *testing.T) {
 	// A fleet of the hub and one managed cluster (the fleet needs at least one) for this test
 	// alone, so stopping its hub disturbs no other test.
-	own := startOwnFleet(t, fleet.Options{Managed: []fleet.ManagedCluster{{Name: "cluster-1"}}})
+	own := fleet.StartForTest(t, fleet.Options{Managed: []fleet.ManagedCluster{{Name: "cluster-1"}}})
 	ctx := testContext(t)
 	const cluster = "push-outage"
 	const heartbeat = time.Hour

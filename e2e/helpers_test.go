@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/e2e/fleet"
 	"github.com/policyhub/policyhub/hub/gateway"
 )
 
@@ -93,28 +92,6 @@ func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// startOwnFleet starts a fleet for the calling test alone, stopped when the test ends (its logs
-// kept if the test failed).
-func startOwnFleet(t *testing.T, opts fleet.Options) *fleet.Fleet {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	own, err := fleet.Start(ctx, opts)
-	if err != nil {
-		t.Fatalf("start this test's fleet: %v", err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			own.Keep()
-			t.Logf("this test's fleet logs: %s", own.LogDir)
-		}
-		if err := own.Stop(); err != nil {
-			t.Errorf("stop this test's fleet: %v", err)
-		}
-	})
-	return own
 }
 
 // testScheme knows the Kubernetes types and policyhub's.

@@ -19,7 +19,7 @@ import (
 // Tests of this package never run in parallel, so swapping testFleet is safe.
 func useOwnFleet(t *testing.T) *fleet.Fleet {
 	t.Helper()
-	own := startOwnFleet(t, fleet.Options{})
+	own := fleet.StartForTest(t, fleet.Options{})
 	shared := testFleet
 	testFleet = own
 	t.Cleanup(func() { testFleet = shared })

@@ -21,26 +21,21 @@ import (
 
 // These tests check the harness's own promises. Kyverno is off: its behaviour is tested in e2e/.
 
+// startTestFleet starts a fleet for the test and, once it is stopped, checks that none of its
+// processes outlived it.
 func startTestFleet(t *testing.T, opts Options) *Fleet {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	f, err := Start(ctx, opts)
-	if err != nil {
-		t.Fatalf("start fleet: %v", err)
-	}
+	var f *Fleet
+	// Registered first, so it runs last: after StartForTest's cleanup has stopped the fleet.
 	t.Cleanup(func() {
-		if t.Failed() {
-			f.Keep()
-			t.Logf("fleet logs kept in %s", f.LogDir)
-		}
-		if err := f.Stop(); err != nil {
-			t.Errorf("stop fleet: %v", err)
+		if f == nil {
+			return
 		}
 		if pids := fleetProcesses(t, f.Dir); len(pids) > 0 {
 			t.Errorf("processes of the fleet still running after Stop: %v", pids)
 		}
 	})
+	f = StartForTest(t, opts)
 	return f
 }
 
