@@ -66,8 +66,6 @@ type declarationStatus struct {
 	summary            *policyhubv1.StatusSummary
 }
 
-// engine runs a declaration's lifecycle: finalizer, suspend, placement and rendering, sync of
-// every selected cluster (pruning those no longer selected), status, results, Events.
 // DeclarationOptions are what the reconcilers of both declaration kinds (FleetPolicy,
 // ApplicationPolicy) need: how they reach the hub and the clusters, and how often and how widely
 // they sync.
@@ -110,6 +108,8 @@ func listsCluster(clusters []policyhubv1.ClusterStatus, name string) bool {
 	return slices.ContainsFunc(clusters, func(c policyhubv1.ClusterStatus) bool { return c.Name == name })
 }
 
+// engine runs a declaration's lifecycle: finalizer, suspend, placement and rendering, sync of
+// every selected cluster (pruning those no longer selected), status, results, Events.
 type engine struct {
 	client         client.Client
 	reader         client.Reader

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	gosync "sync"
 	"time"
 
@@ -113,21 +114,14 @@ func (r *DepartureReconciler) stillNeeded(ctx context.Context, cluster string) (
 	if err := r.Reader.List(ctx, fleet); err != nil {
 		return false, fmt.Errorf("list FleetPolicies: %w", err)
 	}
-	for _, fp := range fleet.Items {
-		if listsCluster(fp.Status.Clusters, cluster) {
-			return true, nil
-		}
+	if slices.ContainsFunc(fleet.Items, func(fp policyhubv1.FleetPolicy) bool { return listsCluster(fp.Status.Clusters, cluster) }) {
+		return true, nil
 	}
 	apps := &policyhubv1.ApplicationPolicyList{}
 	if err := r.Reader.List(ctx, apps); err != nil {
 		return false, fmt.Errorf("list ApplicationPolicies: %w", err)
 	}
-	for _, ap := range apps.Items {
-		if listsCluster(ap.Status.Clusters, cluster) {
-			return true, nil
-		}
-	}
-	return false, nil
+	return slices.ContainsFunc(apps.Items, func(ap policyhubv1.ApplicationPolicy) bool { return listsCluster(ap.Status.Clusters, cluster) }), nil
 }
 
 // takeRecheck reports whether the cluster was waiting for its recheck, which it no longer is.
