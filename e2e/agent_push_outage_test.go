@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	gosync "sync"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,7 +21,7 @@ import (
 // summarySource stands for the agent's collect+summarize stages: the content the pusher builds
 // from, changed by the test, and how often the pusher built it.
 type summarySource struct {
-	mu     gosync.Mutex
+	mu     sync.Mutex
 	spec   policyhubv1.PolicyReportSummarySpec
 	builds atomic.Int64
 }

@@ -23,7 +23,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/cmd/kubectl-policyhub/app"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // -update rewrites the CLI golden files in testdata/cli from the current output. Other files of
@@ -183,7 +183,7 @@ func syncCLIVersions(t *testing.T) map[string]string {
 	out := map[string]string{}
 	for _, cluster := range []string{"cluster-1", "cluster-2"} {
 		c := directClient(t, testFleet.Cluster(cluster).Config)
-		for _, gk := range hubsync.PolicyKinds {
+		for _, gk := range work.PolicyKinds {
 			mapping, err := c.RESTMapper().RESTMapping(gk)
 			if err != nil {
 				continue // not served
@@ -199,8 +199,8 @@ func syncCLIVersions(t *testing.T) map[string]string {
 		}
 		out[cluster+" Lease"] = leaseVersion(t, cluster)
 		ns := &corev1.Namespace{}
-		if err := c.Get(ctx, client.ObjectKey{Name: hubsync.LeaseNamespace}, ns); err == nil {
-			out[cluster+" Namespace "+hubsync.LeaseNamespace] = ns.ResourceVersion
+		if err := c.Get(ctx, client.ObjectKey{Name: work.LeaseNamespace}, ns); err == nil {
+			out[cluster+" Namespace "+work.LeaseNamespace] = ns.ResourceVersion
 		}
 	}
 	return out

@@ -22,7 +22,7 @@ import (
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/controllers"
 	"github.com/policyhub/policyhub/hub/metrics"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // testHub is a hub controller running in the test process against the fleet's hub.
@@ -49,7 +49,7 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	syncer, err := hubsync.NewSyncer(hubsync.Options{HubID: e2eHubID, Lock: lockOptions(e2eHubID + "/" + t.Name())})
+	syncer, err := work.NewSyncer(work.Options{HubID: e2eHubID, Lock: lockOptions(e2eHubID + "/" + t.Name())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 	declarations := controllers.DeclarationOptions{
 		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: testFleet.Hub.Config,
 		SecretNamespace: testFleet.SecretNamespace, HubID: e2eHubID,
-		Batcher:        hubsync.NewBatcher(syncer, 10*time.Millisecond, syncMetrics.Observe),
+		Batcher:        work.NewBatcher(syncer, 10*time.Millisecond, syncMetrics.Observe),
 		Recorder:       mgr.GetEventRecorder("policyhub-hub"),
 		ResyncInterval: resync, MaxConcurrentClusters: 4, MaxConcurrentReconciles: 8,
 		RetryMaxDelay: 2 * time.Second, // outages in tests last seconds

@@ -7,7 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	gosync "sync"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // runHubProcess builds cmd/policyhub-hub once per test and runs it against the fleet's hub until
@@ -64,11 +64,11 @@ func leaseHolders(t *testing.T, ctx context.Context, cluster string) func() map[
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + hubsync.LeaseName})
+	w, err := cs.CoordinationV1().Leases(work.LeaseNamespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + work.LeaseName})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu gosync.Mutex
+	var mu sync.Mutex
 	seen := map[string]bool{}
 	go func() {
 		for ev := range w.ResultChan() {
@@ -177,7 +177,7 @@ spec:
 				t.Fatalf("%s: %v", c, err)
 			}
 			for _, mf := range live.GetManagedFields() {
-				if mf.Operation == metav1.ManagedFieldsOperationApply && mf.Manager != hubsync.FieldManager {
+				if mf.Operation == metav1.ManagedFieldsOperationApply && mf.Manager != work.FieldManager {
 					t.Errorf("%s/%s: applied by %q as well as policyhub", c, obj.GetName(), mf.Manager)
 				}
 			}

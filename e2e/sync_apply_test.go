@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // A declaration synced to both clusters creates its policy in each, labelled as ours; resyncs
@@ -16,7 +16,7 @@ func TestSyncCreatesThenNoOpResyncPersistsNothing(t *testing.T) {
 	ctx := testContext(t)
 	s := newSyncer(t)
 	obj, source := renderFleetPolicy(t, "e2e-sync-apply", auditTemplate("sync-apply"), nil)
-	decl := []hubsync.Declaration{{Source: source, Objects: []*unstructured.Unstructured{obj}, Prune: true}}
+	decl := []work.Declaration{{Source: source, Objects: []*unstructured.Unstructured{obj}, Prune: true}}
 
 	versions := map[string]string{}
 	for _, cluster := range []string{"cluster-1", "cluster-2"} {
@@ -36,7 +36,7 @@ func TestSyncCreatesThenNoOpResyncPersistsNothing(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		for _, cluster := range []string{"cluster-1", "cluster-2"} {
-			s.Sync(ctx, gatewayCluster(t, cluster), []hubsync.Declaration{{Source: source, Prune: true}})
+			s.Sync(ctx, gatewayCluster(t, cluster), []work.Declaration{{Source: source, Prune: true}})
 		}
 	})
 

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // The hub plans from a watch cache that may lag the cluster, so its writes are conditional on
@@ -33,7 +33,7 @@ func TestSyncWritesAreConditionalOnWhatWasRead(t *testing.T) {
 		t.Fatalf("create the foreign policy: %v", err)
 	}
 	before := liveCopy(t, obj)
-	if _, err := hubsync.Apply(ctx, cluster1, obj, nil, false); !apierrors.IsConflict(err) {
+	if _, err := work.Apply(ctx, cluster1, obj, nil, false); !apierrors.IsConflict(err) {
 		t.Fatalf("create over another writer's object: err %v, want a Conflict", err)
 	}
 	assertUnchanged(t, obj, before)
@@ -41,7 +41,7 @@ func TestSyncWritesAreConditionalOnWhatWasRead(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	created, err := hubsync.Apply(ctx, cluster1, obj, nil, false)
+	created, err := work.Apply(ctx, cluster1, obj, nil, false)
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -56,14 +56,14 @@ func TestSyncWritesAreConditionalOnWhatWasRead(t *testing.T) {
 		t.Fatalf("edit in the cluster: %v", err)
 	}
 	edited := liveCopy(t, obj)
-	if _, err := hubsync.Apply(ctx, cluster1, obj, first, false); !apierrors.IsConflict(err) {
+	if _, err := work.Apply(ctx, cluster1, obj, first, false); !apierrors.IsConflict(err) {
 		t.Fatalf("update from a stale read: err %v, want a Conflict", err)
 	}
 	assertUnchanged(t, obj, edited)
 
 	// From the current state, the update restores the policy.
 	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		_, err := hubsync.Apply(ctx, cluster1, obj, liveCopy(t, obj), false)
+		_, err := work.Apply(ctx, cluster1, obj, liveCopy(t, obj), false)
 		return err
 	}); err != nil {
 		t.Fatalf("update from the current read: %v", err)
@@ -109,7 +109,7 @@ func assertUnchanged(t *testing.T, obj, before *unstructured.Unstructured) {
 		t.Errorf("the refused write changed the object:\nbefore %v\nafter  %v", withoutKyvernoStatus(before), withoutKyvernoStatus(after))
 	}
 	for _, mf := range after.GetManagedFields() {
-		if mf.Manager == hubsync.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && before.GetLabels()[policyhubv1.LabelManagedBy] == "" {
+		if mf.Manager == work.FieldManager && mf.Operation == metav1.ManagedFieldsOperationApply && before.GetLabels()[policyhubv1.LabelManagedBy] == "" {
 			t.Errorf("policyhub became a field manager of another writer's object: %+v", mf)
 		}
 	}

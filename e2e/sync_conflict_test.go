@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // A same-named ClusterPolicy that policyhub does not own makes cluster-1 a Conflict: the object
@@ -32,25 +32,25 @@ func TestSyncConflictLeavesForeignPolicyUntouched(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	decl := []hubsync.Declaration{{Source: source, Objects: []*unstructured.Unstructured{obj}, Prune: true}}
+	decl := []work.Declaration{{Source: source, Objects: []*unstructured.Unstructured{obj}, Prune: true}}
 	d := onlyResult(t, s.Sync(ctx, gatewayCluster(t, "cluster-1"), decl), policyhubv1.ClusterPhaseConflict)
 	if d.Actions.Conflict != 1 || !strings.Contains(d.Message, "not managed by policyhub") {
 		t.Errorf("cluster-1: actions %+v, message %q; want 1 conflict saying the object is not policyhub's", d.Actions, d.Message)
 	}
 	onlyResult(t, s.Sync(ctx, gatewayCluster(t, "cluster-2"), decl), policyhubv1.ClusterPhaseSynced)
 	t.Cleanup(func() {
-		s.Sync(ctx, gatewayCluster(t, "cluster-2"), []hubsync.Declaration{{Source: source, Prune: true}})
+		s.Sync(ctx, gatewayCluster(t, "cluster-2"), []work.Declaration{{Source: source, Prune: true}})
 	})
 
 	// A later sync with prune must not delete it either.
-	onlyResult(t, s.Sync(ctx, gatewayCluster(t, "cluster-1"), []hubsync.Declaration{{Source: source, Prune: true}}), policyhubv1.ClusterPhaseSynced)
+	onlyResult(t, s.Sync(ctx, gatewayCluster(t, "cluster-1"), []work.Declaration{{Source: source, Prune: true}}), policyhubv1.ClusterPhaseSynced)
 
 	after, err := liveObject(t, "cluster-1", obj)
 	if err != nil {
 		t.Fatalf("the foreign ClusterPolicy is gone: %v", err)
 	}
 	for _, mf := range after.GetManagedFields() {
-		if mf.Manager == hubsync.FieldManager {
+		if mf.Manager == work.FieldManager {
 			t.Errorf("policyhub wrote the foreign ClusterPolicy: managedFields %+v", mf)
 		}
 	}

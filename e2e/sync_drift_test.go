@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // An owned policy edited in the managed cluster is restored by the next sync; one deleted there
@@ -15,10 +15,10 @@ func TestSyncCorrectsDrift(t *testing.T) {
 	ctx := testContext(t)
 	s := newSyncer(t)
 	obj, source := renderFleetPolicy(t, "e2e-sync-drift", auditTemplate("sync-drift"), nil)
-	decl := []hubsync.Declaration{{Source: source, Objects: []*unstructured.Unstructured{obj}, Prune: true}}
+	decl := []work.Declaration{{Source: source, Objects: []*unstructured.Unstructured{obj}, Prune: true}}
 	cluster := gatewayCluster(t, "cluster-1")
 	onlyResult(t, s.Sync(ctx, cluster, decl), policyhubv1.ClusterPhaseSynced)
-	t.Cleanup(func() { s.Sync(ctx, cluster, []hubsync.Declaration{{Source: source, Prune: true}}) })
+	t.Cleanup(func() { s.Sync(ctx, cluster, []work.Declaration{{Source: source, Prune: true}}) })
 
 	direct := directClient(t, testFleet.Cluster("cluster-1").Config)
 	live, err := liveObject(t, "cluster-1", obj)

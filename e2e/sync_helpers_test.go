@@ -18,14 +18,14 @@ import (
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/render"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 const e2eHubID = "e2e-hub"
 
-func newSyncer(t *testing.T) *hubsync.Syncer {
+func newSyncer(t *testing.T) *work.Syncer {
 	t.Helper()
-	s, err := hubsync.NewSyncer(hubsync.Options{HubID: e2eHubID, Lock: lockOptions(e2eHubID + "/test")})
+	s, err := work.NewSyncer(work.Options{HubID: e2eHubID, Lock: lockOptions(e2eHubID + "/test")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,13 +33,13 @@ func newSyncer(t *testing.T) *hubsync.Syncer {
 	return s
 }
 
-func gatewayCluster(t *testing.T, name string) hubsync.Cluster {
+func gatewayCluster(t *testing.T, name string) work.Cluster {
 	t.Helper()
 	cfg, err := gateway.ClusterConfig(testFleet.Hub.Config, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return hubsync.Cluster{Name: name, Config: cfg}
+	return work.Cluster{Name: name, Config: cfg}
 }
 
 // auditTemplate is a harmless Kyverno ClusterPolicy template: it audits only ConfigMaps carrying
@@ -119,7 +119,7 @@ func liveObject(t *testing.T, cluster string, obj *unstructured.Unstructured) (*
 }
 
 // onlyResult returns the single declaration result of a sync and fails unless its phase is want.
-func onlyResult(t *testing.T, res *hubsync.ClusterResult, want policyhubv1.ClusterPhase) *hubsync.DeclarationResult {
+func onlyResult(t *testing.T, res *work.ClusterResult, want policyhubv1.ClusterPhase) *work.DeclarationResult {
 	t.Helper()
 	if len(res.Declarations) != 1 {
 		t.Fatalf("%d declaration results, want 1", len(res.Declarations))
@@ -134,7 +134,7 @@ func onlyResult(t *testing.T, res *hubsync.ClusterResult, want policyhubv1.Clust
 // leaseVersion is the resourceVersion of the cluster's sync Lease ("" when there is none).
 func leaseVersion(t *testing.T, cluster string) string {
 	t.Helper()
-	lease, err := gatewayClientset(t, cluster).CoordinationV1().Leases(hubsync.LeaseNamespace).Get(testContext(t), hubsync.LeaseName, metav1.GetOptions{})
+	lease, err := gatewayClientset(t, cluster).CoordinationV1().Leases(work.LeaseNamespace).Get(testContext(t), work.LeaseName, metav1.GetOptions{})
 	if err != nil {
 		return ""
 	}
@@ -150,18 +150,18 @@ func holdLease(t *testing.T, cluster, holder string, duration time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _ = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: hubsync.LeaseNamespace}}, metav1.CreateOptions{})
+	_, _ = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: work.LeaseNamespace}}, metav1.CreateOptions{})
 	now := metav1.NewMicroTime(time.Now())
 	spec := coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To(int32(duration.Seconds())), AcquireTime: &now, RenewTime: &now}
-	leases := cs.CoordinationV1().Leases(hubsync.LeaseNamespace)
-	if existing, err := leases.Get(ctx, hubsync.LeaseName, metav1.GetOptions{}); err == nil {
+	leases := cs.CoordinationV1().Leases(work.LeaseNamespace)
+	if existing, err := leases.Get(ctx, work.LeaseName, metav1.GetOptions{}); err == nil {
 		existing.Spec = spec
 		if _, err := leases.Update(ctx, existing, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	if _, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: hubsync.LeaseNamespace, Name: hubsync.LeaseName}, Spec: spec}, metav1.CreateOptions{}); err != nil {
+	if _, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: work.LeaseNamespace, Name: work.LeaseName}, Spec: spec}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -174,12 +174,12 @@ func releaseLease(t *testing.T, cluster string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease, err := cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Get(ctx, hubsync.LeaseName, metav1.GetOptions{})
+	lease, err := cs.CoordinationV1().Leases(work.LeaseNamespace).Get(ctx, work.LeaseName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	lease.Spec.HolderIdentity = ptr.To("")
-	if _, err := cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+	if _, err := cs.CoordinationV1().Leases(work.LeaseNamespace).Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -191,5 +191,5 @@ func deleteLease(t *testing.T, cluster string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Delete(context.Background(), hubsync.LeaseName, metav1.DeleteOptions{})
+	_ = cs.CoordinationV1().Leases(work.LeaseNamespace).Delete(context.Background(), work.LeaseName, metav1.DeleteOptions{})
 }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // Back-to-back syncs of a cluster share one Lease session: the Lease is taken by the first,
@@ -29,7 +29,7 @@ func TestSyncKeepsLeaseAcrossPasses(t *testing.T) {
 	}
 	lease := func() *coordinationv1.Lease {
 		t.Helper()
-		l, err := direct.CoordinationV1().Leases(hubsync.LeaseNamespace).Get(ctx, hubsync.LeaseName, metav1.GetOptions{})
+		l, err := direct.CoordinationV1().Leases(work.LeaseNamespace).Get(ctx, work.LeaseName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,22 +39,22 @@ func TestSyncKeepsLeaseAcrossPasses(t *testing.T) {
 
 	first, firstSource := renderFleetPolicy(t, "lease-session-first", auditTemplate("lease-session"), nil)
 	second, secondSource := renderFleetPolicy(t, "lease-session-second", auditTemplate("lease-session"), nil)
-	decl := func(source string, obj *unstructured.Unstructured) hubsync.Declaration {
-		return hubsync.Declaration{Source: source, Objects: []*unstructured.Unstructured{obj}, Prune: true}
+	decl := func(source string, obj *unstructured.Unstructured) work.Declaration {
+		return work.Declaration{Source: source, Objects: []*unstructured.Unstructured{obj}, Prune: true}
 	}
 	t.Cleanup(func() {
 		s := newSyncer(t)
-		s.Sync(ctx, target, []hubsync.Declaration{{Source: firstSource, Prune: true}, {Source: secondSource, Prune: true}})
+		s.Sync(ctx, target, []work.Declaration{{Source: firstSource, Prune: true}, {Source: secondSource, Prune: true}})
 		deleteLease(t, cluster)
 	})
 
-	onlyResult(t, syncer.SyncKeepingLease(ctx, target, []hubsync.Declaration{decl(firstSource, first)}), policyhubv1.ClusterPhaseSynced)
+	onlyResult(t, syncer.SyncKeepingLease(ctx, target, []work.Declaration{decl(firstSource, first)}), policyhubv1.ClusterPhaseSynced)
 	taken := lease()
 	if h := ptr.Deref(taken.Spec.HolderIdentity, ""); h != identity {
 		t.Fatalf("after the first sync the Lease is held by %q, want it kept by %q", h, identity)
 	}
 
-	onlyResult(t, syncer.SyncKeepingLease(ctx, target, []hubsync.Declaration{decl(secondSource, second)}), policyhubv1.ClusterPhaseSynced)
+	onlyResult(t, syncer.SyncKeepingLease(ctx, target, []work.Declaration{decl(secondSource, second)}), policyhubv1.ClusterPhaseSynced)
 	kept := lease()
 	if h := ptr.Deref(kept.Spec.HolderIdentity, ""); h != identity {
 		t.Fatalf("after the second sync the Lease is held by %q, want %q", h, identity)
@@ -75,7 +75,7 @@ func TestSyncKeepsLeaseAcrossPasses(t *testing.T) {
 	}
 
 	// A Batcher keeps the Lease only while work keeps coming: once idle, it gives it up.
-	batcher := hubsync.NewBatcher(syncer, 10*time.Millisecond, nil)
+	batcher := work.NewBatcher(syncer, 10*time.Millisecond, nil)
 	changed, _ := renderFleetPolicy(t, "lease-session-first", auditTemplate("lease-session-changed"), nil)
 	if out := batcher.Sync(ctx, target, decl(firstSource, changed)); out.Result.Phase != policyhubv1.ClusterPhaseSynced || !out.Wrote {
 		t.Fatalf("batched sync: phase %s (%s), wrote %v; want Synced, written", out.Result.Phase, out.Result.Message, out.Wrote)

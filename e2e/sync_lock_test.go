@@ -18,12 +18,12 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/gateway"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // Short Lease timings so the tests take seconds.
-func lockOptions(identity string) hubsync.LockOptions {
-	return hubsync.LockOptions{
+func lockOptions(identity string) work.LockOptions {
+	return work.LockOptions{
 		Identity:      identity,
 		LeaseDuration: 4 * time.Second,
 		RenewDeadline: 3 * time.Second,
@@ -60,29 +60,29 @@ func TestSyncLockHeldByAnotherWriter(t *testing.T) {
 	}
 
 	var ran1, ran2 atomic.Bool
-	err = hubsync.WithLock(ctx, c1, "cluster-1", lockOptions("hub-a/test"), func(context.Context) error { ran1.Store(true); return nil })
-	var lockHeld *hubsync.LockHeldError
+	err = work.WithLock(ctx, c1, "cluster-1", lockOptions("hub-a/test"), func(context.Context) error { ran1.Store(true); return nil })
+	var lockHeld *work.LockHeldError
 	if !errors.As(err, &lockHeld) || lockHeld.Holder != "other-hub/replica-0" {
 		t.Fatalf("cluster-1 with a held Lease: %v, want a LockHeldError naming other-hub/replica-0", err)
 	}
 	if ran1.Load() {
 		t.Fatalf("work ran in cluster-1 without the Lease")
 	}
-	if err := hubsync.WithLock(ctx, c2, "cluster-2", lockOptions("hub-a/test"), func(context.Context) error { ran2.Store(true); return nil }); err != nil || !ran2.Load() {
+	if err := work.WithLock(ctx, c2, "cluster-2", lockOptions("hub-a/test"), func(context.Context) error { ran2.Store(true); return nil }); err != nil || !ran2.Load() {
 		t.Fatalf("cluster-2 (Lease free) was not written while cluster-1 was locked: ran=%v err=%v", ran2.Load(), err)
 	}
 
 	// The same at the level of a sync: the declaration is LockHeld in cluster-1, Synced in cluster-2.
 	s := newSyncer(t)
 	obj, source := renderFleetPolicy(t, "e2e-sync-lockheld", auditTemplate("lockheld"), nil)
-	decl := []hubsync.Declaration{{Source: source, Objects: []*unstructured.Unstructured{obj}, Prune: true}}
+	decl := []work.Declaration{{Source: source, Objects: []*unstructured.Unstructured{obj}, Prune: true}}
 	if d := onlyResult(t, s.Sync(ctx, gatewayCluster(t, "cluster-1"), decl), policyhubv1.ClusterPhaseLockHeld); !strings.Contains(d.Message, "other-hub/replica-0") {
 		t.Errorf("LockHeld message %q does not name the holder", d.Message)
 	}
 	onlyResult(t, s.Sync(ctx, gatewayCluster(t, "cluster-2"), decl), policyhubv1.ClusterPhaseSynced)
 	t.Cleanup(func() {
 		for _, c := range []string{"cluster-1", "cluster-2"} {
-			s.Sync(context.Background(), gatewayCluster(t, c), []hubsync.Declaration{{Source: source, Prune: true}})
+			s.Sync(context.Background(), gatewayCluster(t, c), []work.Declaration{{Source: source, Prune: true}})
 		}
 	})
 	if _, err := liveObject(t, "cluster-1", obj); err == nil {
@@ -91,11 +91,11 @@ func TestSyncLockHeldByAnotherWriter(t *testing.T) {
 
 	// The other writer releases (an empty holder, as leaderelection writes on release).
 	releaseLease(t, "cluster-1")
-	if err := hubsync.WithLock(ctx, c1, "cluster-1", lockOptions("hub-a/test"), func(context.Context) error { ran1.Store(true); return nil }); err != nil || !ran1.Load() {
+	if err := work.WithLock(ctx, c1, "cluster-1", lockOptions("hub-a/test"), func(context.Context) error { ran1.Store(true); return nil }); err != nil || !ran1.Load() {
 		t.Fatalf("cluster-1 after the release: ran=%v err=%v", ran1.Load(), err)
 	}
 	onlyResult(t, s.Sync(ctx, gatewayCluster(t, "cluster-1"), decl), policyhubv1.ClusterPhaseSynced)
-	after, err := direct.CoordinationV1().Leases(hubsync.LeaseNamespace).Get(ctx, hubsync.LeaseName, metav1.GetOptions{})
+	after, err := direct.CoordinationV1().Leases(work.LeaseNamespace).Get(ctx, work.LeaseName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestSyncLockExcludesConcurrentWriters(t *testing.T) {
 			cs := gatewayClientset(t, "cluster-2")
 			opts := lockOptions(identity)
 			opts.AcquireTimeout = 60 * time.Second // wait for the other writer rather than give up
-			errs <- hubsync.WithLock(ctx, cs, "cluster-2", opts, func(ctx context.Context) error {
+			errs <- work.WithLock(ctx, cs, "cluster-2", opts, func(ctx context.Context) error {
 				n := inside.Add(1)
 				defer inside.Add(-1)
 				for {
@@ -163,9 +163,9 @@ func TestSyncTakesOverALeaseLeftByADeadWriter(t *testing.T) {
 	holdLease(t, "cluster-1", "crashed-hub/replica-0", 3*time.Second)
 	s := newSyncer(t)
 	obj, source := renderFleetPolicy(t, "e2e-dead-writer", auditTemplate("dead-writer"), nil)
-	decl := []hubsync.Declaration{{Source: source, Objects: []*unstructured.Unstructured{obj}, Prune: true}}
+	decl := []work.Declaration{{Source: source, Objects: []*unstructured.Unstructured{obj}, Prune: true}}
 	t.Cleanup(func() {
-		s.Sync(context.Background(), gatewayCluster(t, "cluster-1"), []hubsync.Declaration{{Source: source, Prune: true}})
+		s.Sync(context.Background(), gatewayCluster(t, "cluster-1"), []work.Declaration{{Source: source, Prune: true}})
 	})
 
 	onlyResult(t, s.Sync(ctx, gatewayCluster(t, "cluster-1"), decl), policyhubv1.ClusterPhaseLockHeld)

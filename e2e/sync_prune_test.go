@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // Pruning deletes only this declaration's objects that it no longer renders — also when the
@@ -17,10 +17,10 @@ func TestSyncPrunesOnlyOwnObjectsNoLongerRendered(t *testing.T) {
 	cluster := gatewayCluster(t, "cluster-1")
 	old, source := renderFleetPolicy(t, "e2e-prune", auditTemplate("prune"), nil)
 	neighbour, neighbourSource := renderFleetPolicy(t, "e2e-prune-neighbour", auditTemplate("prune-neighbour"), nil)
-	onlyResult(t, s.Sync(ctx, cluster, []hubsync.Declaration{{Source: source, Objects: []*unstructured.Unstructured{old}, Prune: true}}), policyhubv1.ClusterPhaseSynced)
-	onlyResult(t, s.Sync(ctx, cluster, []hubsync.Declaration{{Source: neighbourSource, Objects: []*unstructured.Unstructured{neighbour}, Prune: true}}), policyhubv1.ClusterPhaseSynced)
+	onlyResult(t, s.Sync(ctx, cluster, []work.Declaration{{Source: source, Objects: []*unstructured.Unstructured{old}, Prune: true}}), policyhubv1.ClusterPhaseSynced)
+	onlyResult(t, s.Sync(ctx, cluster, []work.Declaration{{Source: neighbourSource, Objects: []*unstructured.Unstructured{neighbour}, Prune: true}}), policyhubv1.ClusterPhaseSynced)
 	t.Cleanup(func() {
-		s.Sync(ctx, cluster, []hubsync.Declaration{{Source: source, Prune: true}, {Source: neighbourSource, Prune: true}})
+		s.Sync(ctx, cluster, []work.Declaration{{Source: source, Prune: true}, {Source: neighbourSource, Prune: true}})
 	})
 
 	// The declaration now renders a ValidatingPolicy instead of its ClusterPolicy.
@@ -38,7 +38,7 @@ spec:
   validations:
   - expression: "true"
 `, nil)
-	withoutPrune := s.Sync(ctx, cluster, []hubsync.Declaration{{Source: source, Objects: []*unstructured.Unstructured{replacement}, Prune: false}})
+	withoutPrune := s.Sync(ctx, cluster, []work.Declaration{{Source: source, Objects: []*unstructured.Unstructured{replacement}, Prune: false}})
 	if d := onlyResult(t, withoutPrune, policyhubv1.ClusterPhaseSynced); d.Actions.Created != 1 || d.Actions.Deleted != 0 {
 		t.Errorf("prune off: actions %+v, want created 1, deleted 0", d.Actions)
 	}
@@ -46,7 +46,7 @@ spec:
 		t.Errorf("prune off deleted the old ClusterPolicy: %v", err)
 	}
 
-	d := onlyResult(t, s.Sync(ctx, cluster, []hubsync.Declaration{{Source: source, Objects: []*unstructured.Unstructured{replacement}, Prune: true}}), policyhubv1.ClusterPhaseSynced)
+	d := onlyResult(t, s.Sync(ctx, cluster, []work.Declaration{{Source: source, Objects: []*unstructured.Unstructured{replacement}, Prune: true}}), policyhubv1.ClusterPhaseSynced)
 	if d.Actions.Deleted != 1 || d.Actions.Unchanged != 1 {
 		t.Errorf("prune on: actions %+v, want deleted 1 (the ClusterPolicy), unchanged 1", d.Actions)
 	}

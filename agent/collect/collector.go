@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	gosync "sync"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,7 +88,7 @@ type Collector struct {
 
 	changed chan struct{}
 
-	mu       gosync.Mutex
+	mu       sync.Mutex
 	ctx      context.Context
 	reports  map[schema.GroupVersionResource]cache.SharedIndexInformer
 	policies map[schema.GroupVersionResource]cache.SharedIndexInformer
@@ -100,7 +100,7 @@ type Collector struct {
 
 	// appsMu guards apps apart from mu: report transforms start application informers from the
 	// informers' goroutines, while mu may be held.
-	appsMu gosync.Mutex
+	appsMu sync.Mutex
 	apps   map[schema.GroupVersionResource]cache.SharedIndexInformer
 }
 

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -475,7 +474,7 @@ func lastBlocked(b *collect.Block) *policyhubv1.BlockedAdmission {
 	if b == nil {
 		return nil
 	}
-	out := &policyhubv1.BlockedAdmission{Message: cutUTF8(b.Message, collect.MaxMessage)}
+	out := &policyhubv1.BlockedAdmission{Message: policyhubv1.CutUTF8(b.Message, collect.MaxMessage)}
 	if b.Resource.Kind != "" || b.Resource.Name != "" {
 		out.Resource = &policyhubv1.ResourceRef{APIVersion: b.Resource.APIVersion, Kind: b.Resource.Kind, Namespace: b.Resource.Namespace, Name: b.Resource.Name}
 	}
@@ -509,7 +508,7 @@ func (f *fold) topPolicies(n int) ([]policyhubv1.PolicySummary, int) {
 			Name:        p.key.Name,
 			Namespace:   p.key.Namespace,
 			Kind:        p.key.Kind,
-			Title:       cutUTF8(p.info.Title, maxTitle),
+			Title:       policyhubv1.CutUTF8(p.info.Title, maxTitle),
 			Category:    cmp.Or(p.info.Category, p.category.best()),
 			Severity:    p.resolvedSeverity(),
 			Results:     p.counts,
@@ -601,7 +600,7 @@ func (c candidate) violation() policyhubv1.Violation {
 		Result:   c.result,
 		Severity: c.sev,
 		Resource: policyhubv1.ResourceRef{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name},
-		Message:  cutUTF8(c.v.Message, collect.MaxMessage),
+		Message:  policyhubv1.CutUTF8(c.v.Message, collect.MaxMessage),
 	}
 	if !c.v.Time.IsZero() {
 		// As the JSON will carry it (UTC, seconds), so the value equals its round trip.
@@ -772,16 +771,3 @@ func (t tally) best() string {
 	return b.value
 }
 
-// cutUTF8 cuts s to at most n bytes without splitting a character.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	// A character is at most UTFMax bytes: look no further back (the bytes are not UTF-8 otherwise).
-	for i := n; i > 0 && i > n-utf8.UTFMax; i-- {
-		if utf8.RuneStart(s[i]) {
-			return s[:i]
-		}
-	}
-	return s[:n]
-}

@@ -360,27 +360,6 @@ func TestOptionsDefaults(t *testing.T) {
 	}
 }
 
-func TestCutUTF8(t *testing.T) {
-	tests := []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"short", 10, "short"},
-		{"abcdef", 3, "abc"},
-		{"aé", 2, "a"},   // é is 2 bytes: cut before it
-		{"a日", 3, "a"},   // 日 is 3 bytes
-		{"a日", 4, "a日"},  // fits
-		{"ab🙂", 5, "ab"}, // 4-byte character
-		{"\x80\x80\x80\x80\x80", 4, "\x80\x80\x80\x80"}, // not UTF-8: cut at n rather than at 0
-	}
-	for _, tt := range tests {
-		if got := cutUTF8(tt.in, tt.n); got != tt.want {
-			t.Errorf("cutUTF8(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
-		}
-	}
-}
-
 func TestHash(t *testing.T) {
 	base := Summarize(randomSnapshot(1, 200), Options{Cluster: "east-1"})
 	h := Hash(base)

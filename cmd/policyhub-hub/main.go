@@ -27,7 +27,7 @@ import (
 	"github.com/policyhub/policyhub/hub/controllers"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/metrics"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 type options struct {
@@ -124,7 +124,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	syncer, err := hubsync.NewSyncer(hubsync.Options{HubID: o.hubID, Lock: hubsync.LockOptions{Identity: o.identity}})
+	syncer, err := work.NewSyncer(work.Options{HubID: o.hubID, Lock: work.LockOptions{Identity: o.identity}})
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func run() error {
 		SecretNamespace: o.secretNamespace,
 		HubID:           o.hubID,
 		// One Batcher for both kinds of declaration: they share each cluster's passes.
-		Batcher:                 hubsync.NewBatcher(syncer, 10*time.Millisecond, syncMetrics.Observe),
+		Batcher:                 work.NewBatcher(syncer, 10*time.Millisecond, syncMetrics.Observe),
 		Recorder:                mgr.GetEventRecorder("policyhub-hub"),
 		ResyncInterval:          o.resyncInterval,
 		MaxConcurrentClusters:   o.maxConcurrentClusters,

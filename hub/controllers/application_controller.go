@@ -302,7 +302,7 @@ func (r *ApplicationReconciler) warn(app *unstructured.Unstructured, reason stri
 		related = ref
 	}
 	r.Recorder.Eventf(app, related, corev1.EventTypeWarning, reason, "Validate", "%s",
-		truncate(fmt.Sprintf("%s: %s: %s", what, outcome, message), 1024))
+		policyhubv1.TruncateMessage(fmt.Sprintf("%s: %s: %s", what, outcome, message), 1024))
 }
 
 // velaEntry is one kyverno-policy entry of an Application's spec.policies.

@@ -3,7 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
-	gosync "sync"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -33,7 +33,7 @@ func applicationPolicyStatus(ap *policyhubv1.ApplicationPolicy) map[string]any {
 	if ready != nil {
 		out["ready"] = ready.Status == "True"
 		out["reason"] = ready.Reason
-		out["message"] = truncate(ready.Message, 256)
+		out["message"] = policyhubv1.TruncateMessage(ready.Message, 256)
 	}
 	// Violations per cluster, only where there are some, and bounded.
 	byCluster := map[string]any{}
@@ -50,7 +50,7 @@ func applicationPolicyStatus(ap *policyhubv1.ApplicationPolicy) map[string]any {
 	for _, p := range ap.Status.Policies {
 		blocked += p.Blocked
 		if p.LastBlocked != nil && p.LastBlocked.Message != "" {
-			lastBlocked = truncate(p.LastBlocked.Message, 256)
+			lastBlocked = policyhubv1.TruncateMessage(p.LastBlocked.Message, 256)
 		}
 	}
 	if blocked > 0 {
@@ -126,7 +126,7 @@ func normalize(m map[string]any) map[string]any {
 
 // appWriteClock remembers when each Application's status was last written.
 type appWriteClock struct {
-	mu   gosync.Mutex
+	mu   sync.Mutex
 	last map[types.NamespacedName]time.Time
 }
 

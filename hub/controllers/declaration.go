@@ -29,7 +29,7 @@ import (
 	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/render"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // errRetry makes controller-runtime retry with its per-object exponential backoff.
@@ -81,7 +81,7 @@ type DeclarationOptions struct {
 	SecretNamespace string
 	HubID           string
 	// Batcher syncs the clusters, batching the declarations of concurrent reconciles per cluster.
-	Batcher  *hubsync.Batcher
+	Batcher  *work.Batcher
 	Recorder events.EventRecorder
 	// ResyncInterval brings drift back: every declaration is synced again after it.
 	ResyncInterval time.Duration
@@ -175,7 +175,7 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 	// With prune off the policies stay there and the cluster just leaves the status.
 	for _, s := range *st.clusters {
 		if _, still := targets.Objects[s.Name]; !still && prune {
-			jobs = append(jobs, syncJob{cluster: s.Name, decl: hubsync.Declaration{Source: source, Prune: true}})
+			jobs = append(jobs, syncJob{cluster: s.Name, decl: work.Declaration{Source: source, Prune: true}})
 		}
 	}
 	kept, retry, pending := keepOutcomes(e.dispatch.syncAll(ctx, jobs), targets)
@@ -260,7 +260,7 @@ func (e engine) finalize(ctx context.Context, d declaration, source string) (ctr
 // stalled records a declaration that cannot be dispatched until the user changes it; nothing
 // is sent to any cluster.
 func (e engine) stalled(ctx context.Context, d, orig declaration, reason string, cause error) (ctrl.Result, error) {
-	msg := truncate(cause.Error(), 1024)
+	msg := policyhubv1.TruncateMessage(cause.Error(), 1024)
 	obj := d.object()
 	st := d.status()
 	*st.observedGeneration = obj.GetGeneration()

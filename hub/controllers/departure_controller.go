@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	gosync "sync"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +20,7 @@ import (
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/metrics"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // DepartureReconciler lets go of the clusters that leave the fleet (their cluster-gateway
@@ -34,7 +34,7 @@ type DepartureReconciler struct {
 	Reader          client.Reader
 	SecretNamespace string
 	// Syncer forgets a departed cluster's clients and watch caches, and the Lease it kept there.
-	Syncer *hubsync.Syncer
+	Syncer *work.Syncer
 	// Metrics drops its series.
 	Metrics *metrics.Sync
 	// Recheck is how long after a departure the cluster is let go of once more, for a sync that
@@ -42,7 +42,7 @@ type DepartureReconciler struct {
 	// means one minute: longer than a sync request may take.
 	Recheck time.Duration
 
-	mu gosync.Mutex
+	mu sync.Mutex
 	// rechecking are the departed clusters waiting for their recheck.
 	rechecking map[string]bool
 }

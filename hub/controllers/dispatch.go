@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	gosync "sync"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -21,7 +21,7 @@ import (
 	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/render"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // What every declaration's reconciler shares: dispatching to the clusters through the gateway,
@@ -29,13 +29,13 @@ import (
 
 type syncJob struct {
 	cluster string
-	decl    hubsync.Declaration
+	decl    work.Declaration
 }
 
 // dispatcher syncs declarations into clusters through cluster-gateway and the shared Batcher.
 type dispatcher struct {
 	gateway     *rest.Config
-	batcher     *hubsync.Batcher
+	batcher     *work.Batcher
 	maxClusters int
 }
 
@@ -48,7 +48,7 @@ func (d dispatcher) syncAll(ctx context.Context, jobs []syncJob) []clusterOutcom
 	}
 	outcomes := make([]clusterOutcome, len(jobs))
 	sem := make(chan struct{}, limit)
-	var wg gosync.WaitGroup
+	var wg sync.WaitGroup
 	for i, job := range jobs {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -66,9 +66,9 @@ func (d dispatcher) syncAll(ctx context.Context, jobs []syncJob) []clusterOutcom
 func (d dispatcher) syncOne(ctx context.Context, job syncJob) clusterOutcome {
 	cfg, err := gateway.ClusterConfig(d.gateway, job.cluster)
 	if err != nil {
-		return clusterOutcome{cluster: job.cluster, result: &hubsync.DeclarationResult{Source: job.decl.Source, Phase: policyhubv1.ClusterPhaseFailed, Message: err.Error()}}
+		return clusterOutcome{cluster: job.cluster, result: &work.DeclarationResult{Source: job.decl.Source, Phase: policyhubv1.ClusterPhaseFailed, Message: err.Error()}}
 	}
-	out := d.batcher.Sync(log.IntoContext(ctx, log.FromContext(ctx).WithValues("cluster", job.cluster)), hubsync.Cluster{Name: job.cluster, Config: cfg}, job.decl)
+	out := d.batcher.Sync(log.IntoContext(ctx, log.FromContext(ctx).WithValues("cluster", job.cluster)), work.Cluster{Name: job.cluster, Config: cfg}, job.decl)
 	return clusterOutcome{cluster: job.cluster, result: out.Result, wrote: out.Wrote}
 }
 
@@ -77,7 +77,7 @@ func (d dispatcher) syncOne(ctx context.Context, job syncJob) clusterOutcome {
 func (d dispatcher) pruneEverywhere(ctx context.Context, source string, clusters []policyhubv1.ClusterStatus) []clusterOutcome {
 	var jobs []syncJob
 	for _, c := range clusters {
-		jobs = append(jobs, syncJob{cluster: c.Name, decl: hubsync.Declaration{Source: source, Prune: true}})
+		jobs = append(jobs, syncJob{cluster: c.Name, decl: work.Declaration{Source: source, Prune: true}})
 	}
 	var stuck []clusterOutcome
 	for _, o := range d.syncAll(ctx, jobs) {
@@ -93,7 +93,7 @@ func (d dispatcher) pruneEverywhere(ctx context.Context, source string, clusters
 // final state, so a reconcile woken only by an agent's summary refreshes the results without
 // syncing again. The zero value is ready to use.
 type syncMemo struct {
-	mu   gosync.Mutex
+	mu   sync.Mutex
 	last map[types.NamespacedName]memo
 }
 
@@ -181,7 +181,7 @@ func emitSyncEvents(recorder events.EventRecorder, obj runtime.Object, before []
 		}
 	}
 	if len(synced) > 0 {
-		recorder.Eventf(obj, nil, corev1.EventTypeNormal, "Synced", "Sync", "%s", truncate(strings.Join(synced, "; "), 1024))
+		recorder.Eventf(obj, nil, corev1.EventTypeNormal, "Synced", "Sync", "%s", policyhubv1.TruncateMessage(strings.Join(synced, "; "), 1024))
 	}
 }
 
@@ -189,7 +189,7 @@ func emitSyncEvents(recorder events.EventRecorder, obj runtime.Object, before []
 func targetJobs(t *render.Targets, prune bool) []syncJob {
 	var jobs []syncJob
 	for _, cluster := range t.Clusters() {
-		jobs = append(jobs, syncJob{cluster: cluster, decl: hubsync.Declaration{Source: t.Source, Objects: t.Objects[cluster], DryRun: t.DryRun[cluster], Prune: prune}})
+		jobs = append(jobs, syncJob{cluster: cluster, decl: work.Declaration{Source: t.Source, Objects: t.Objects[cluster], DryRun: t.DryRun[cluster], Prune: prune}})
 	}
 	return jobs
 }

@@ -11,13 +11,13 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // clusterOutcome is what one reconcile learnt about one cluster.
 type clusterOutcome struct {
 	cluster string
-	result  *hubsync.DeclarationResult
+	result  *work.DeclarationResult
 	// wrote is true when the sync changed something in the cluster.
 	wrote bool
 }
@@ -128,7 +128,7 @@ func readyCondition(clusters []policyhubv1.ClusterStatus, unknown []string, gene
 		if cond.Reason == "" {
 			cond.Reason = "UnknownCluster"
 		}
-		cond.Message = truncate("not synced in "+strings.Join(problems, ", "), 1024)
+		cond.Message = policyhubv1.TruncateMessage("not synced in "+strings.Join(problems, ", "), 1024)
 	case len(clusters) == 0:
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionTrue, "NoClusters", "the placement selects no cluster"
 	case dryRun > 0:
@@ -156,13 +156,6 @@ func setConditions(conds *[]metav1.Condition, ready metav1.Condition, reconcilin
 		c.cond.ObservedGeneration = ready.ObservedGeneration
 		apimeta.SetStatusCondition(conds, *c.cond)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
 
 // Bounds of an ApplicationPolicy's status (the CRD's MaxItems).

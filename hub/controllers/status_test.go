@@ -8,13 +8,13 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 func TestClusterStatusesMoveLastSyncTimeOnlyOnChange(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	t1 := metav1.NewTime(t0.Add(10 * time.Minute))
-	synced := &hubsync.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, Message: "ok", Actions: policyhubv1.ActionCounts{Unchanged: 1}}
+	synced := &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, Message: "ok", Actions: policyhubv1.ActionCounts{Unchanged: 1}}
 	first := clusterStatuses(nil, []clusterOutcome{{cluster: "b", result: synced, wrote: true}, {cluster: "a", result: synced}}, t0)
 	if len(first) != 2 || first[0].Name != "a" || !first[0].LastSyncTime.Equal(&t0) {
 		t.Fatalf("first statuses %+v", first)
@@ -25,7 +25,7 @@ func TestClusterStatusesMoveLastSyncTimeOnlyOnChange(t *testing.T) {
 			t.Errorf("%s: lastSyncTime moved on a resync that changed nothing", s.Name)
 		}
 	}
-	failed := &hubsync.DeclarationResult{Phase: policyhubv1.ClusterPhaseFailed, Message: "boom"}
+	failed := &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseFailed, Message: "boom"}
 	changed := clusterStatuses(first, []clusterOutcome{{cluster: "a", result: failed}, {cluster: "b", result: synced, wrote: true}}, t1)
 	for _, s := range changed {
 		if !s.LastSyncTime.Equal(&t1) {

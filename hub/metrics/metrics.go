@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // Sync holds the metrics of syncing declarations into clusters.
@@ -43,7 +43,7 @@ func NewSync(reg prometheus.Registerer) *Sync {
 }
 
 // Observe records one cluster sync.
-func (m *Sync) Observe(res *hubsync.ClusterResult) {
+func (m *Sync) Observe(res *work.ClusterResult) {
 	c := res.Cluster
 	m.duration.WithLabelValues(c).Observe(res.Duration.Seconds())
 	if res.Err != nil {

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	gosync "sync"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -280,7 +280,7 @@ func checkAll(ctx context.Context, c client.Client, objs []*unstructured.Unstruc
 	}
 	report := &checkReport{Resources: make([]checkResult, len(objs))}
 	sem := make(chan struct{}, checkConcurrency)
-	var wg gosync.WaitGroup
+	var wg sync.WaitGroup
 	for i, obj := range objs {
 		wg.Add(1)
 		go func() {
@@ -369,7 +369,7 @@ func checkClassify(err error, namespace string, created map[string]bool) (string
 type checkWarningsKey struct{}
 
 type checkWarnings struct {
-	mu    gosync.Mutex
+	mu    sync.Mutex
 	texts []string
 }
 

@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	gosync "sync"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -25,7 +25,7 @@ import (
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 func init() { commands = append(commands, newSyncCommand) }
@@ -218,7 +218,7 @@ func (so *syncOptions) run(ctx context.Context) error {
 	}
 	clusters, jobs := syncJobs(decls, so.clusters)
 
-	syncer, err := hubsync.NewSyncer(hubsync.Options{HubID: so.hubID, Lock: hubsync.LockOptions{Identity: "kubectl-policyhub/" + syncUser()}})
+	syncer, err := work.NewSyncer(work.Options{HubID: so.hubID, Lock: work.LockOptions{Identity: "kubectl-policyhub/" + syncUser()}})
 	if err != nil {
 		return err
 	}
@@ -384,18 +384,18 @@ func syncDeclarationOf(source string, deleting, suspended bool, prunePtr *bool, 
 // syncJobs groups the declarations by cluster, as the hub's sync of one cluster sees them: every
 // declaration placed there, and a prune of those no longer placed where they were. only, when set,
 // restricts the clusters (and every one of them is reported, planned or not).
-func syncJobs(decls []syncDeclaration, only []string) ([]string, map[string][]hubsync.Declaration) {
-	jobs := map[string][]hubsync.Declaration{}
+func syncJobs(decls []syncDeclaration, only []string) ([]string, map[string][]work.Declaration) {
+	jobs := map[string][]work.Declaration{}
 	for _, d := range decls {
 		for cluster, objs := range d.objects {
-			jobs[cluster] = append(jobs[cluster], hubsync.Declaration{Source: d.source, Objects: objs, DryRun: true, Prune: d.prune})
+			jobs[cluster] = append(jobs[cluster], work.Declaration{Source: d.source, Objects: objs, DryRun: true, Prune: d.prune})
 		}
 		if !d.prune {
 			continue
 		}
 		for _, cluster := range d.previous {
 			if _, placed := d.objects[cluster]; !placed {
-				jobs[cluster] = append(jobs[cluster], hubsync.Declaration{Source: d.source, DryRun: true, Prune: true})
+				jobs[cluster] = append(jobs[cluster], work.Declaration{Source: d.source, DryRun: true, Prune: true})
 			}
 		}
 	}
@@ -425,13 +425,13 @@ func syncJobs(decls []syncDeclaration, only []string) ([]string, map[string][]hu
 
 // syncPlan dry-runs every cluster's declarations, syncConcurrency clusters at a time; progress
 // goes to progress (stderr) when there are more than a few clusters.
-func syncPlan(ctx context.Context, syncer *hubsync.Syncer, hubCfg *rest.Config, clusters []string, jobs map[string][]hubsync.Declaration, progress io.Writer) *syncReport {
+func syncPlan(ctx context.Context, syncer *work.Syncer, hubCfg *rest.Config, clusters []string, jobs map[string][]work.Declaration, progress io.Writer) *syncReport {
 	// The planner logs one line per cluster for the hub's operators; a CLI user has the report.
 	ctx = ctrllog.IntoContext(ctx, ctrllog.Log.WithSink(ctrllog.NullLogSink{}))
 	report := &syncReport{Clusters: make([]syncClusterReport, len(clusters))}
 	var (
-		wg   gosync.WaitGroup
-		mu   gosync.Mutex
+		wg   sync.WaitGroup
+		mu   sync.Mutex
 		done int
 		sem  = make(chan struct{}, syncConcurrency)
 	)
@@ -459,7 +459,7 @@ func syncPlan(ctx context.Context, syncer *hubsync.Syncer, hubCfg *rest.Config, 
 	return report
 }
 
-func syncPlanCluster(ctx context.Context, syncer *hubsync.Syncer, hubCfg *rest.Config, name string, decls []hubsync.Declaration) syncClusterReport {
+func syncPlanCluster(ctx context.Context, syncer *work.Syncer, hubCfg *rest.Config, name string, decls []work.Declaration) syncClusterReport {
 	out := syncClusterReport{Name: name, Declarations: []syncDeclarationReport{}}
 	if len(decls) == 0 {
 		return out
@@ -472,11 +472,11 @@ func syncPlanCluster(ctx context.Context, syncer *hubsync.Syncer, hubCfg *rest.C
 		}
 		return out
 	}
-	return syncClusterFrom(syncer.Sync(ctx, hubsync.Cluster{Name: name, Config: cfg}, decls))
+	return syncClusterFrom(syncer.Sync(ctx, work.Cluster{Name: name, Config: cfg}, decls))
 }
 
 // syncClusterFrom turns the planner's result into the report's shape.
-func syncClusterFrom(res *hubsync.ClusterResult) syncClusterReport {
+func syncClusterFrom(res *work.ClusterResult) syncClusterReport {
 	out := syncClusterReport{Name: res.Cluster, Declarations: []syncDeclarationReport{}}
 	if res.Err != nil {
 		out.Error = res.Err.Error()

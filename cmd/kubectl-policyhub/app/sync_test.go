@@ -13,7 +13,7 @@ import (
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 func syncTestObject(name string) *unstructured.Unstructured {
@@ -35,7 +35,7 @@ func TestSyncJobsGroupsByClusterAndPrunesWhereNoLongerPlaced(t *testing.T) {
 	if got := fmt.Sprint(clusters); got != "[c1 c2 c3]" {
 		t.Fatalf("clusters %s", got)
 	}
-	describe := func(ds []hubsync.Declaration) string {
+	describe := func(ds []work.Declaration) string {
 		var parts []string
 		for _, d := range ds {
 			parts = append(parts, fmt.Sprintf("%s:%d:dry=%v:prune=%v", d.Source, len(d.Objects), d.DryRun, d.Prune))
@@ -147,7 +147,7 @@ func TestSyncOutcome(t *testing.T) {
 }
 
 func TestSyncClusterFromAndTable(t *testing.T) {
-	res := &hubsync.ClusterResult{Cluster: "c1", Declarations: []*hubsync.DeclarationResult{
+	res := &work.ClusterResult{Cluster: "c1", Declarations: []*work.DeclarationResult{
 		{Source: "FleetPolicy/new", Phase: policyhubv1.ClusterPhaseDryRun, Actions: policyhubv1.ActionCounts{Created: 1},
 			Plan: []policyhubv1.PlannedChange{{Action: "Create", APIVersion: "kyverno.io/v1", Kind: "ClusterPolicy", Name: "new", Diff: "--- live (absent)\n+++ after sync\n@@ -1,2 +1,3 @@\n a: 1\n \n+kind: ClusterPolicy\n"}}},
 		{Source: "FleetPolicy/bad", Phase: policyhubv1.ClusterPhaseFailed, Message: "refused", Actions: policyhubv1.ActionCounts{Failed: 1},
@@ -213,7 +213,7 @@ note: FleetPolicy/off: suspended
 }
 
 func TestSyncPlanProgressGoesToStderrForManyClusters(t *testing.T) {
-	syncer, err := hubsync.NewSyncer(hubsync.Options{HubID: "h", Lock: hubsync.LockOptions{Identity: "kubectl-policyhub/test"}})
+	syncer, err := work.NewSyncer(work.Options{HubID: "h", Lock: work.LockOptions{Identity: "kubectl-policyhub/test"}})
 	if err != nil {
 		t.Fatal(err)
 	}

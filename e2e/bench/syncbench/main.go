@@ -19,7 +19,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
-	gosync "sync"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,7 +49,7 @@ import (
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/render"
-	hubsync "github.com/policyhub/policyhub/hub/sync"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 const hubID = "bench-hub"
@@ -424,7 +424,7 @@ func (b *bench) leaseVersions() (map[string]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		lease, err := cs.CoordinationV1().Leases(hubsync.LeaseNamespace).Get(context.Background(), hubsync.LeaseName, metav1.GetOptions{})
+		lease, err := cs.CoordinationV1().Leases(work.LeaseNamespace).Get(context.Background(), work.LeaseName, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 			out[c.Name] = ""
@@ -498,7 +498,7 @@ func (b *bench) oneAtATime(work func(cluster string, i int) error) error {
 // cluster, the clusters at once.
 func (b *bench) perCluster(work func(cluster string, i int) error) error {
 	errs := make([]error, len(b.f.Managed))
-	var wg gosync.WaitGroup
+	var wg sync.WaitGroup
 	for k, c := range b.f.Managed {
 		wg.Go(func() {
 			if err := inParallel(b.o.parallel, b.o.policies, func(i int) error { return work(c.Name, i) }); err != nil {
@@ -672,7 +672,7 @@ func (b *bench) policyhub(ctx context.Context, prefix string) (cost, cost, error
 	if err != nil {
 		return cost{}, cost{}, err
 	}
-	syncer, err := hubsync.NewSyncer(hubsync.Options{HubID: hubID, Lock: hubsync.LockOptions{Identity: hubID + "/bench"}, Concurrency: b.o.parallel})
+	syncer, err := work.NewSyncer(work.Options{HubID: hubID, Lock: work.LockOptions{Identity: hubID + "/bench"}, Concurrency: b.o.parallel})
 	if err != nil {
 		return cost{}, cost{}, err
 	}
@@ -680,7 +680,7 @@ func (b *bench) policyhub(ctx context.Context, prefix string) (cost, cost, error
 	registry := prometheus.NewRegistry()
 	r := &controllers.FleetPolicyReconciler{DeclarationOptions: controllers.DeclarationOptions{
 		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: hubCfg, SecretNamespace: b.f.SecretNamespace,
-		HubID: hubID, Batcher: hubsync.NewBatcher(syncer, 10*time.Millisecond, metrics.NewSync(registry).Observe),
+		HubID: hubID, Batcher: work.NewBatcher(syncer, 10*time.Millisecond, metrics.NewSync(registry).Observe),
 		Recorder: mgr.GetEventRecorder("policyhub-hub"),
 		// Reconciles mostly wait for cluster passes; requests in flight per cluster stay at
 		// -parallel (the syncer's concurrency), as for the loops.
@@ -776,9 +776,9 @@ func (b *bench) policyhub(ctx context.Context, prefix string) (cost, cost, error
 // inParallel runs work(i) for i in [0, count), n at a time, and returns the first error.
 func inParallel(n, count int, work func(i int) error) error {
 	next := make(chan int)
-	var mu gosync.Mutex
+	var mu sync.Mutex
 	var first error
-	var wg gosync.WaitGroup
+	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
 			for i := range next {
@@ -820,7 +820,7 @@ func (b *bench) waitSynced(ctx context.Context, informers cache.Informers, names
 	for _, name := range names {
 		want[name] = true // not another round's, nor the warmup's
 	}
-	var mu gosync.Mutex
+	var mu sync.Mutex
 	synced := map[string]bool{}
 	all := make(chan struct{})
 	check := func(obj any) {

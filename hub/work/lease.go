@@ -1,10 +1,10 @@
-package sync
+package work
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	gosync "sync"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,7 +45,7 @@ type LockOptions struct {
 // It also remembers, per cluster, the Lease's transition count when this process last released
 // it: finding the same count at the next acquisition proves no other writer held it meanwhile.
 type leaseObserver struct {
-	mu       gosync.Mutex
+	mu       sync.Mutex
 	seen     map[string]observation
 	released map[string]int
 }
@@ -184,7 +184,7 @@ func WithLock(ctx context.Context, cs kubernetes.Interface, cluster string, opts
 // acquiring and the last record written (after the release: the released record).
 type recordingLock struct {
 	resourcelock.Interface
-	mu      gosync.Mutex
+	mu      sync.Mutex
 	looked  bool
 	found   *resourcelock.LeaderElectionRecord
 	written *resourcelock.LeaderElectionRecord
@@ -241,7 +241,7 @@ type heldLease struct {
 	runDone chan struct{}
 	// afterRelease runs once, after the release (it remembers the released record).
 	afterRelease func()
-	once         gosync.Once
+	once         sync.Once
 }
 
 // within returns a context for work under the Lease: it ends when ctx ends or the Lease is lost.

@@ -1,8 +1,8 @@
-package sync
+package work
 
 import (
 	"context"
-	gosync "sync"
+	"sync"
 	"time"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -20,7 +20,7 @@ type Batcher struct {
 	// observe, when set, is told about every pass (metrics).
 	observe func(*ClusterResult)
 
-	mu      gosync.Mutex
+	mu      sync.Mutex
 	workers map[string]*clusterWorker
 }
 

@@ -1,0 +1,24 @@
+package work
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+)
+
+// Cluster is a managed cluster and the config that reaches it (through the gateway).
+type Cluster struct {
+	Name   string
+	Config *rest.Config
+}
+
+// Declaration is what one declaration wants in one cluster.
+type Declaration struct {
+	// Source identifies the declaration (render.Owner.Source()).
+	Source string
+	// Objects are its rendered objects for this cluster; none means "nothing here" (prune all).
+	Objects []*unstructured.Unstructured
+	// DryRun sends the same requests with dryRun=All: admission runs, nothing persists.
+	DryRun bool
+	// Prune deletes owned objects it no longer renders.
+	Prune bool
+}

@@ -1,0 +1,185 @@
+package work
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// Sync makes the cluster hold what the declarations want. It reads first and writes only when
+// something differs: a resync with nothing changed sends reads and persists nothing, not even the
+// Lease. Real writes happen under the cluster's sync Lease, conditional on what they were planned
+// from; dry-run declarations send their requests with dryRun=All and need no Lease. A failure is
+// reported per declaration; Sync itself never fails.
+func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration) *ClusterResult {
+	return s.sync(ctx, cluster, decls, false)
+}
+
+// SyncKeepingLease is Sync, except that a sync Lease it takes stays held (renewed in the
+// background) after it returns, until ReleaseLease: back-to-back syncs of a cluster then share one
+// Lease session. Other writers wait meanwhile, so the caller releases it as soon as it has no
+// more work for the cluster.
+func (s *Syncer) SyncKeepingLease(ctx context.Context, cluster Cluster, decls []Declaration) *ClusterResult {
+	return s.sync(ctx, cluster, decls, true)
+}
+
+func (s *Syncer) sync(ctx context.Context, cluster Cluster, decls []Declaration, keepLease bool) *ClusterResult {
+	start := time.Now()
+	res := &ClusterResult{Cluster: cluster.Name}
+	for _, d := range decls {
+		res.Declarations = append(res.Declarations, &DeclarationResult{Source: d.Source, Phase: policyhubv1.ClusterPhasePending})
+	}
+	cc, err := s.clientsFor(cluster)
+	if err != nil {
+		res.Err = err
+		res.fail(nil, err)
+		return res
+	}
+	requests0, writes0 := cc.requests.Load(), cc.writes.Load()
+	defer func() {
+		res.Requests, res.Writes = cc.requests.Load()-requests0, cc.writes.Load()-writes0
+		res.Duration = time.Since(start)
+		logSync(ctx, res)
+	}()
+
+	// Capability: a declaration with a kind the cluster does not serve is Unsupported; nothing of it is sent.
+	active := make([]int, 0, len(decls))
+	for i, d := range decls {
+		if missing, err := s.unserved(cc, d.Objects); err != nil {
+			res.Err = fmt.Errorf("cluster %s: discovery: %w", cluster.Name, err)
+			res.fail([]int{i}, res.Err)
+		} else if len(missing) > 0 {
+			r := res.Declarations[i]
+			r.Phase = policyhubv1.ClusterPhaseUnsupported
+			r.Message = fmt.Sprintf("cluster %s does not serve %s: install or upgrade Kyverno to a version that serves it; nothing was sent",
+				cluster.Name, strings.Join(missing, ", "))
+		} else {
+			active = append(active, i)
+		}
+	}
+	if len(active) == 0 {
+		return res
+	}
+
+	readStart := time.Now()
+	// One cheap request tells a dead cluster apart from a cache that has not noticed yet.
+	if err := cc.clientset.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
+		res.Err = fmt.Errorf("cluster %s: unreachable: %w", cluster.Name, err)
+		res.fail(active, res.Err)
+		return res
+	}
+	work, err := s.plan(ctx, cc, decls, active, nil, nil, true)
+	res.ReadTime += time.Since(readStart)
+	if err != nil {
+		res.Err = fmt.Errorf("cluster %s: read live policies: %w", cluster.Name, err)
+		res.fail(active, res.Err)
+		return res
+	}
+	var dryRun, real []int
+	for _, i := range active {
+		switch {
+		case decls[i].DryRun:
+			dryRun = append(dryRun, i)
+		case work.needsWrite(i):
+			real = append(real, i)
+		default:
+			res.record(i, work, false)
+		}
+	}
+	writeStart := time.Now()
+	s.write(ctx, cc, work, dryRun, true)
+	res.WriteTime += time.Since(writeStart)
+	for _, i := range dryRun {
+		res.record(i, work, true)
+	}
+	if len(real) == 0 {
+		return res
+	}
+	lockStart := time.Now()
+	writer := s.writer(cluster.Name)
+	writer.Lock()
+	defer writer.Unlock()
+	err = s.underLease(ctx, cc, cluster.Name, keepLease, func(ctx context.Context, session Session) error {
+		res.LockTime += time.Since(lockStart)
+		// Another writer held the Lease since this process did: the cache may not have its
+		// writes yet, so the kinds about to be written are read again. Otherwise the cache's
+		// plan stands: every write carries the version it was planned from (see Apply), so
+		// a plan the cluster has moved past is refused, never applied.
+		if !session.Alone {
+			if err := s.replan(ctx, cc, decls, real, work, res); err != nil {
+				return err
+			}
+		}
+		writeStart := time.Now()
+		s.write(ctx, cc, work, real, false)
+		res.WriteTime += time.Since(writeStart)
+		// Writes refused because the object changed since it was read: read again and redo
+		// those declarations, once; a second refusal is reported and retried later.
+		if refused := work.refused(real); len(refused) > 0 {
+			if err := s.replan(ctx, cc, decls, refused, work, res); err != nil {
+				return err
+			}
+			writeStart := time.Now()
+			s.write(ctx, cc, work, refused, false)
+			res.WriteTime += time.Since(writeStart)
+		}
+		return nil
+	})
+	switch {
+	case IsLockHeld(err):
+		for _, i := range real {
+			r := res.Declarations[i]
+			r.Phase, r.Message = policyhubv1.ClusterPhaseLockHeld, err.Error()
+		}
+	case err != nil:
+		res.fail(real, err)
+	default:
+		for _, i := range real {
+			res.record(i, work, false)
+		}
+	}
+	return res
+}
+
+// replan reads the cluster directly (not from the cache) for the kinds the declarations of
+// indexes which would write, and replaces their plan in work.
+func (s *Syncer) replan(ctx context.Context, cc *clusterClients, decls []Declaration, which []int, work *workPlan, res *ClusterResult) error {
+	readStart := time.Now()
+	fresh, err := s.plan(ctx, cc, decls, which, work.kindsWritten(which), work.live, false)
+	res.ReadTime += time.Since(readStart)
+	if err != nil {
+		return fmt.Errorf("cluster %s: read live policies: %w", res.Cluster, err)
+	}
+	work.replace(which, fresh)
+	return nil
+}
+
+// unserved lists the kinds of objs the cluster does not serve.
+func (s *Syncer) unserved(cc *clusterClients, objs []*unstructured.Unstructured) ([]string, error) {
+	var missing []string
+	seen := map[schema.GroupVersionKind]bool{}
+	for _, obj := range objs {
+		gvk := obj.GroupVersionKind()
+		if seen[gvk] {
+			continue
+		}
+		seen[gvk] = true
+		if _, err := cc.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			if meta.IsNoMatchError(err) {
+				missing = append(missing, gvk.GroupVersion().String()+" "+gvk.Kind)
+				continue
+			}
+			return nil, err
+		}
+	}
+	sort.Strings(missing)
+	return missing, nil
+}

@@ -1,0 +1,314 @@
+package work
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/plan"
+)
+
+// change is one object's planned action in a sync.
+type change struct {
+	decl    int
+	action  Action
+	desired *unstructured.Unstructured
+	live    *unstructured.Unstructured
+	message string
+	diff    string
+	err     error
+}
+
+type workPlan struct {
+	changes []*change
+	// live is what the plan was made from, by kind.
+	live map[schema.GroupKind][]*unstructured.Unstructured
+}
+
+// kindsWritten are the kinds the declarations of indexes which would create, update, delete or
+// find in conflict.
+func (w *workPlan) kindsWritten(which []int) map[schema.GroupKind]bool {
+	selected := map[int]bool{}
+	for _, i := range which {
+		selected[i] = true
+	}
+	kinds := map[schema.GroupKind]bool{}
+	for _, c := range w.changes {
+		if !selected[c.decl] || c.action == ActionUnchanged {
+			continue
+		}
+		obj := c.desired
+		if obj == nil {
+			obj = c.live
+		}
+		kinds[obj.GroupVersionKind().GroupKind()] = true
+	}
+	return kinds
+}
+
+// replace swaps the changes of the declarations of indexes which for other's (a fresher plan of
+// them) and takes other's reads of the kinds it read.
+func (w *workPlan) replace(which []int, other *workPlan) {
+	selected := map[int]bool{}
+	for _, i := range which {
+		selected[i] = true
+	}
+	kept := w.changes[:0]
+	for _, c := range w.changes {
+		if !selected[c.decl] {
+			kept = append(kept, c)
+		}
+	}
+	w.changes = append(kept, other.changes...)
+	for gk, objs := range other.live {
+		w.live[gk] = objs
+	}
+}
+
+// refused lists the declarations of indexes which with a write the cluster refused as a conflict:
+// the object changed since it was read, or a create met an object another manager owns.
+func (w *workPlan) refused(which []int) []int {
+	selected := map[int]bool{}
+	for _, i := range which {
+		selected[i] = true
+	}
+	var out []int
+	for _, c := range w.changes {
+		if selected[c.decl] && apierrors.IsConflict(c.err) {
+			out = append(out, c.decl)
+			delete(selected, c.decl)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+func (w *workPlan) needsWrite(decl int) bool {
+	for _, c := range w.changes {
+		if c.decl == decl && c.action.writes() {
+			return true
+		}
+	}
+	return false
+}
+
+// plan reads the cluster's policies (from the watch cache when cached) and plans the declarations
+// of indexes which. With only set, just those kinds are read again and the others are taken from
+// previous.
+func (s *Syncer) plan(ctx context.Context, cc *clusterClients, decls []Declaration, which []int, only map[schema.GroupKind]bool, previous map[schema.GroupKind][]*unstructured.Unstructured, cached bool) (*workPlan, error) {
+	byKind, err := s.readLive(ctx, cc, decls, which, only, cached)
+	if err != nil {
+		return nil, err
+	}
+	if !cached {
+		if err := s.upgradeFromPrevious(ctx, cc, byKind, previous); err != nil {
+			return nil, err
+		}
+	}
+	for gk, objs := range previous {
+		if _, reread := byKind[gk]; !reread && !only[gk] {
+			byKind[gk] = objs
+		}
+	}
+	var live []*unstructured.Unstructured
+	for _, objs := range byKind {
+		live = append(live, objs...)
+	}
+	index := plan.NewLive(s.opts.HubID, live)
+	w := &workPlan{live: byKind}
+	// Two declarations rendering the same object: the first (by source) keeps it, the other is a Conflict.
+	claimed := map[plan.Key]string{}
+	order := append([]int(nil), which...)
+	sort.Slice(order, func(a, b int) bool { return decls[order[a]].Source < decls[order[b]].Source })
+	for _, i := range order {
+		d := decls[i]
+		p := index.Make(d.Source, d.Objects, d.Prune)
+		for _, obj := range p.Apply {
+			key := plan.KeyOf(obj)
+			if other, taken := claimed[key]; taken {
+				w.changes = append(w.changes, &change{decl: i, action: ActionConflict, desired: obj,
+					message: fmt.Sprintf("%s is also rendered by %s, which keeps it; it is left untouched", key, other)})
+				continue
+			}
+			claimed[key] = d.Source
+			c := &change{decl: i, desired: obj, live: index.Get(key)}
+			switch {
+			case c.live == nil:
+				c.action = ActionCreate
+			case inSync(obj, c.live):
+				c.action = ActionUnchanged
+			default:
+				c.action = ActionUpdate
+			}
+			w.changes = append(w.changes, c)
+		}
+		for _, conflict := range p.Conflicts {
+			w.changes = append(w.changes, &change{decl: i, action: ActionConflict, desired: conflict.Desired, live: index.Get(plan.KeyOf(conflict.Desired)), message: conflict.Reason})
+		}
+		for _, obj := range p.Delete {
+			w.changes = append(w.changes, &change{decl: i, action: ActionDelete, live: obj})
+		}
+	}
+	return w, nil
+}
+
+// readLive lists, per served policy kind, the objects the declarations may touch: every object of
+// the kinds they render (to find same-named objects policyhub does not own), and this hub's
+// objects of the other kinds (to prune). With only set, just those kinds are listed. The lists
+// run in parallel.
+func (s *Syncer) readLive(ctx context.Context, cc *clusterClients, decls []Declaration, which []int, only map[schema.GroupKind]bool, cached bool) (map[schema.GroupKind][]*unstructured.Unstructured, error) {
+	rendered := map[schema.GroupKind]schema.GroupVersionKind{}
+	for _, i := range which {
+		for _, obj := range decls[i].Objects {
+			rendered[obj.GroupVersionKind().GroupKind()] = obj.GroupVersionKind()
+		}
+	}
+	kinds := map[schema.GroupKind]bool{} // kind → list every object (not only ours)
+	for gk := range rendered {
+		kinds[gk] = true
+	}
+	for _, gk := range PolicyKinds {
+		if _, ok := kinds[gk]; !ok {
+			kinds[gk] = false
+		}
+	}
+	var (
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		first error
+		out   = map[schema.GroupKind][]*unstructured.Unstructured{}
+		sem   = make(chan struct{}, s.opts.Concurrency)
+	)
+	for gk, all := range kinds {
+		if only != nil && !only[gk] {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Cached reads cost no request (the first one fills the kind's cache, and all kinds
+			// fill at once); direct lists are bounded like any request.
+			if !cached {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+			}
+			objs, err := s.listKind(ctx, cc, gk, rendered, all, cached)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && first == nil {
+				first = err
+			}
+			if objs != nil {
+				out[gk] = objs
+			}
+		}()
+	}
+	wg.Wait()
+	return out, first
+}
+
+// upgradeFromPrevious replaces the metadata-only objects of a direct read with full objects: the
+// earlier (cached) read's when it has the same version, else a fresh GET. Only objects of this
+// hub need content (to tell drift); the others only need their metadata.
+func (s *Syncer) upgradeFromPrevious(ctx context.Context, cc *clusterClients, byKind, previous map[schema.GroupKind][]*unstructured.Unstructured) error {
+	for gk, objs := range byKind {
+		full := map[string]*unstructured.Unstructured{}
+		for _, obj := range previous[gk] {
+			full[obj.GetNamespace()+"/"+obj.GetName()] = obj
+		}
+		for i, obj := range objs {
+			if prev, ok := full[obj.GetNamespace()+"/"+obj.GetName()]; ok && prev.GetResourceVersion() == obj.GetResourceVersion() {
+				objs[i] = prev
+				continue
+			}
+			if obj.GetLabels()[policyhubv1.LabelManagedBy] != s.opts.HubID {
+				continue
+			}
+			fresh := &unstructured.Unstructured{}
+			fresh.SetGroupVersionKind(obj.GroupVersionKind())
+			if err := cc.client.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue // deleted meanwhile: planned from its metadata, the delete is a no-op
+				}
+				return fmt.Errorf("get %s %s: %w", gk, obj.GetName(), err)
+			}
+			objs[i] = fresh
+		}
+	}
+	return nil
+}
+
+// listKind lists one kind; nil without error when the cluster does not serve it. A direct read
+// (cached false) lists metadata only: it decides ownership and existence, which metadata carries.
+func (s *Syncer) listKind(ctx context.Context, cc *clusterClients, gk schema.GroupKind, rendered map[schema.GroupKind]schema.GroupVersionKind, all, cached bool) ([]*unstructured.Unstructured, error) {
+	mapping, err := cc.client.RESTMapper().RESTMapping(gk)
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil // not served: nothing of this kind can exist
+		}
+		return nil, err
+	}
+	gvk := mapping.GroupVersionKind
+	if want, ok := rendered[gk]; ok {
+		gvk = want
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	var opts []client.ListOption
+	if !all {
+		opts = append(opts, client.MatchingLabels{policyhubv1.LabelManagedBy: s.opts.HubID})
+	}
+	if !cached {
+		metaList := &metav1.PartialObjectMetadataList{}
+		metaList.SetGroupVersionKind(list.GroupVersionKind())
+		if err := cc.client.List(ctx, metaList, opts...); err != nil {
+			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("list %s: %w", gk, err)
+		}
+		objs := make([]*unstructured.Unstructured, 0, len(metaList.Items))
+		for i := range metaList.Items {
+			m := &metaList.Items[i]
+			obj := &unstructured.Unstructured{}
+			obj.SetGroupVersionKind(gvk)
+			obj.SetNamespace(m.Namespace)
+			obj.SetName(m.Name)
+			obj.SetUID(m.UID)
+			obj.SetResourceVersion(m.ResourceVersion)
+			obj.SetLabels(m.Labels)
+			obj.SetAnnotations(m.Annotations)
+			objs = append(objs, obj)
+		}
+		return objs, nil
+	}
+	// The first read of a kind waits for its cache to fill; a cluster that stops answering
+	// meanwhile must not hold the sync up for long.
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// The cache's own objects, not copies: a plan only reads them (diffs copy before trimming),
+	// and copying every policy of the cluster on every pass cost a third of the hub's CPU.
+	if err := cc.cache.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list %s: %w", gk, err)
+	}
+	objs := make([]*unstructured.Unstructured, 0, len(list.Items))
+	for i := range list.Items {
+		objs = append(objs, &list.Items[i])
+	}
+	return objs, nil
+}
+
+// write sends the changes of the declarations of indexes which, dryRun=All when dryRun.

@@ -1,0 +1,139 @@
+package work
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/plan"
+)
+
+// DeclarationResult is the outcome of one declaration in one cluster.
+type DeclarationResult struct {
+	Source  string
+	Phase   policyhubv1.ClusterPhase
+	Message string
+	Actions policyhubv1.ActionCounts
+	// Plan lists the changes of a dry-run (at most 20, with diffs); PlanTruncated counts the rest.
+	Plan          []policyhubv1.PlannedChange
+	PlanTruncated int32
+}
+
+// ClusterResult is the outcome of one sync of one cluster.
+type ClusterResult struct {
+	Cluster string
+	// Declarations, in the order given.
+	Declarations []*DeclarationResult
+	// Requests counts the requests sent to the cluster; Writes those that persisted something
+	// (mutating and not dry-run), the Lease's included.
+	Requests, Writes int64
+	Duration         time.Duration
+	// ReadTime, LockTime and WriteTime split Duration: reading the cluster, waiting for and
+	// taking its Lease, writing (dry-runs included).
+	ReadTime, LockTime, WriteTime time.Duration
+	// Err is set when the cluster could not be read at all (unreachable, refused credentials).
+	Err error
+}
+
+// maxPlan is how many changes a dry-run keeps in status per cluster (the API's limit).
+const maxPlan = 20
+
+// record fills declaration i's result from the plan.
+func (r *ClusterResult) record(i int, w *workPlan, dryRun bool) {
+	res := r.Declarations[i]
+	var failures, conflicts []string
+	for _, c := range w.changes {
+		if c.decl != i {
+			continue
+		}
+		obj := c.desired
+		if obj == nil {
+			obj = c.live
+		}
+		entry := policyhubv1.PlannedChange{
+			Action: string(c.action), APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(),
+			Namespace: obj.GetNamespace(), Name: obj.GetName(), Diff: c.diff, Message: c.message,
+		}
+		switch {
+		case c.err != nil:
+			res.Actions.Failed++
+			entry.Action, entry.Message = string(ActionFailed), policyhubv1.TruncateMessage(c.err.Error(), 1024)
+			failures = append(failures, fmt.Sprintf("%s: %v", plan.KeyOf(obj), c.err))
+		case c.action == ActionCreate:
+			res.Actions.Created++
+		case c.action == ActionUpdate:
+			res.Actions.Updated++
+		case c.action == ActionDelete:
+			res.Actions.Deleted++
+		case c.action == ActionUnchanged:
+			res.Actions.Unchanged++
+		case c.action == ActionConflict:
+			res.Actions.Conflict++
+			conflicts = append(conflicts, c.message)
+		}
+		if dryRun && entry.Action != string(ActionUnchanged) {
+			if len(res.Plan) < maxPlan {
+				res.Plan = append(res.Plan, entry)
+			} else {
+				res.PlanTruncated++
+			}
+		}
+	}
+	a := res.Actions
+	counts := fmt.Sprintf("created %d, updated %d, deleted %d, unchanged %d", a.Created, a.Updated, a.Deleted, a.Unchanged)
+	switch {
+	case len(failures) > 0:
+		res.Phase, res.Message = policyhubv1.ClusterPhaseFailed, firstOf(failures)+" ("+counts+")"
+	case len(conflicts) > 0:
+		res.Phase, res.Message = policyhubv1.ClusterPhaseConflict, firstOf(conflicts)
+	case dryRun:
+		res.Phase = policyhubv1.ClusterPhaseDryRun
+		res.Message = fmt.Sprintf("dry-run, nothing was persisted: would create %d, update %d, delete %d; %d unchanged", a.Created, a.Updated, a.Deleted, a.Unchanged)
+	default:
+		res.Phase, res.Message = policyhubv1.ClusterPhaseSynced, counts
+	}
+}
+
+// fail marks the declarations of indexes which (all when nil) Failed with err.
+func (r *ClusterResult) fail(which []int, err error) {
+	if which == nil {
+		for i := range r.Declarations {
+			which = append(which, i)
+		}
+	}
+	for _, i := range which {
+		res := r.Declarations[i]
+		res.Phase, res.Message = policyhubv1.ClusterPhaseFailed, policyhubv1.TruncateMessage(err.Error(), 2048)
+	}
+}
+
+func firstOf(msgs []string) string {
+	if len(msgs) == 1 {
+		return policyhubv1.TruncateMessage(msgs[0], 1900)
+	}
+	return policyhubv1.TruncateMessage(msgs[0], 1900) + fmt.Sprintf(" (and %d more)", len(msgs)-1)
+}
+
+// logSync writes the one log line per cluster sync, with the counts.
+func logSync(ctx context.Context, res *ClusterResult) {
+	var total policyhubv1.ActionCounts
+	phases := map[policyhubv1.ClusterPhase]int{}
+	for _, d := range res.Declarations {
+		total.Created += d.Actions.Created
+		total.Updated += d.Actions.Updated
+		total.Deleted += d.Actions.Deleted
+		total.Failed += d.Actions.Failed
+		total.Unchanged += d.Actions.Unchanged
+		total.Conflict += d.Actions.Conflict
+		phases[d.Phase]++
+	}
+	log.FromContext(ctx).Info(fmt.Sprintf("applied %d, updated %d, removed %d, failed %d, unchanged %d, conflicts %d",
+		total.Created, total.Updated, total.Deleted, total.Failed, total.Unchanged, total.Conflict),
+		"cluster", res.Cluster, "declarations", len(res.Declarations), "phases", phases,
+		"requests", res.Requests, "writes", res.Writes, "duration", res.Duration.Round(time.Millisecond).String(),
+		"read", res.ReadTime.Round(time.Millisecond).String(), "lock", res.LockTime.Round(time.Millisecond).String(),
+		"write", res.WriteTime.Round(time.Millisecond).String())
+}

@@ -1,0 +1,250 @@
+package work
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// FieldManager is the server-side apply field manager of everything policyhub writes.
+const FieldManager = "policyhub"
+
+// requestTimeout bounds every request to a managed cluster but the watch cache's.
+const requestTimeout = 30 * time.Second
+
+// PolicyKinds are the Kyverno kinds policyhub may have written in a cluster; the served ones are
+// read on every sync so that objects of a kind a declaration no longer renders are still pruned.
+var PolicyKinds = []schema.GroupKind{
+	{Group: "kyverno.io", Kind: "ClusterPolicy"},
+	{Group: "kyverno.io", Kind: "Policy"},
+	{Group: "kyverno.io", Kind: "PolicyException"},
+	{Group: "kyverno.io", Kind: "ClusterCleanupPolicy"},
+	{Group: "kyverno.io", Kind: "CleanupPolicy"},
+	{Group: "policies.kyverno.io", Kind: "ValidatingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "NamespacedValidatingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "MutatingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "NamespacedMutatingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "GeneratingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "NamespacedGeneratingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "ImageValidatingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "NamespacedImageValidatingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "DeletingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "NamespacedDeletingPolicy"},
+	{Group: "policies.kyverno.io", Kind: "PolicyException"},
+}
+
+// Options configure a Syncer.
+type Options struct {
+	// HubID is the value of the managed-by label: the objects this hub owns.
+	HubID string
+	// Lock configures the cluster sync Lease; Lock.Identity is required.
+	Lock LockOptions
+	// Concurrency bounds the requests in flight to one cluster; zero means 8.
+	Concurrency int
+}
+
+// Syncer syncs declarations into managed clusters. It keeps one client per cluster.
+type Syncer struct {
+	opts    Options
+	mu      sync.Mutex
+	clients map[string]*clusterClients
+	// leases remembers foreign Lease records, so a Lease a dead writer left behind expires.
+	leases *leaseObserver
+	// writers serializes this process's writers per cluster. The Lease keeps writers of different
+	// identities apart, but goroutines sharing one identity would all count as its holder, and the
+	// first to finish would release the Lease under the others.
+	writers map[string]*sync.Mutex
+	// held are the sync Leases kept between a cluster's back-to-back passes (see Batcher): one
+	// Lease session for a burst of work instead of one per pass.
+	held map[string]*heldLease
+}
+
+type clusterClients struct {
+	// leaseNamespace is true once the Lease's namespace is known to exist.
+	leaseNamespace atomic.Bool
+	host           string
+	client         client.Client
+	clientset      kubernetes.Interface
+	// cache watches the cluster's policy kinds, so planning costs no request once warm. It may lag
+	// the cluster slightly: every write is conditional on the version it was planned from, so a
+	// plan the cluster has moved past is refused and redone from a direct read.
+	cache     cache.Cache
+	stopCache context.CancelFunc
+	requests  atomic.Int64
+	writes    atomic.Int64
+}
+
+// NewSyncer returns a Syncer for hub opts.HubID.
+func NewSyncer(opts Options) (*Syncer, error) {
+	if opts.HubID == "" || opts.Lock.Identity == "" {
+		return nil, fmt.Errorf("syncer needs a hub id and a lock identity")
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 8
+	}
+	return &Syncer{opts: opts, clients: map[string]*clusterClients{}, writers: map[string]*sync.Mutex{}, leases: newLeaseObserver(), held: map[string]*heldLease{}}, nil
+}
+
+// Forget drops the client and watch cache of a cluster (it left the fleet, or its endpoint
+// changed), and gives up its sync Lease if this process holds it.
+func (s *Syncer) Forget(cluster string) {
+	s.ReleaseLease(cluster)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cc, ok := s.clients[cluster]; ok {
+		cc.stopCache()
+		delete(s.clients, cluster)
+	}
+}
+
+// Close gives up the sync Leases this process holds and stops every cluster's watch cache.
+func (s *Syncer) Close() {
+	s.mu.Lock()
+	held := s.held
+	s.held = map[string]*heldLease{}
+	s.mu.Unlock()
+	for _, h := range held {
+		h.release()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, cc := range s.clients {
+		cc.stopCache()
+		delete(s.clients, name)
+	}
+}
+
+// ReleaseLease gives up the cluster's sync Lease kept by SyncKeepingLease, if any. It waits for a
+// sync of the cluster in progress, so the Lease is never given up under one.
+func (s *Syncer) ReleaseLease(cluster string) {
+	writer := s.writer(cluster)
+	writer.Lock()
+	defer writer.Unlock()
+	s.mu.Lock()
+	held := s.held[cluster]
+	delete(s.held, cluster)
+	s.mu.Unlock()
+	if held != nil {
+		held.release()
+	}
+}
+
+func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cc, ok := s.clients[c.Name]; ok {
+		if cc.host == c.Config.Host {
+			return cc, nil
+		}
+		cc.stopCache()
+	}
+	cc := &clusterClients{host: c.Config.Host}
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, cc: cc} })
+	// A deprecation warning (e.g. on kyverno.io/v1) comes back with every write of the kind: log
+	// each distinct warning once per cluster, not once per object.
+	cfg.WarningHandlerWithContext = ctrllog.NewKubeAPIWarningLogger(ctrllog.KubeAPIWarningLoggerOptions{Deduplicate: true})
+	// The watch cache's requests are long-lived; every other request gets a deadline, so a cluster
+	// that hangs fails its sync instead of holding it (and the declarations waiting on it) forever.
+	cacheCfg := rest.CopyConfig(cfg)
+	if cfg.Timeout == 0 {
+		cfg.Timeout = requestTimeout
+	}
+	var err error
+	if cc.client, err = client.New(cfg, client.Options{}); err != nil {
+		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
+	}
+	if cc.clientset, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
+	}
+	// Plans never read managedFields, often the largest part of a server-side applied policy:
+	// the cache does not keep them.
+	if cc.cache, err = cache.New(cacheCfg, cache.Options{Mapper: cc.client.RESTMapper(), DefaultTransform: cache.TransformStripManagedFields()}); err != nil {
+		return nil, fmt.Errorf("watch cache for cluster %s: %w", c.Name, err)
+	}
+	cacheCtx, stop := context.WithCancel(context.Background())
+	cc.stopCache = stop
+	go func() { _ = cc.cache.Start(cacheCtx) }()
+	s.clients[c.Name] = cc
+	return cc, nil
+}
+
+// underLease runs work under the cluster's sync Lease (see WithLock); the caller holds the
+// cluster's writer mutex. A Lease kept from an earlier pass is used as it is: no other writer can
+// have held it since. With keep, the Lease stays held after work (renewed in the background) until
+// ReleaseLease; otherwise a Lease taken here is given up when work returns.
+func (s *Syncer) underLease(ctx context.Context, cc *clusterClients, cluster string, keep bool, work func(context.Context, Session) error) error {
+	s.mu.Lock()
+	held := s.held[cluster]
+	s.mu.Unlock()
+	session := Session{Alone: true}
+	if held != nil && held.lost() {
+		// Not renewed in time: another writer may have taken it since.
+		held.release()
+		s.mu.Lock()
+		delete(s.held, cluster)
+		s.mu.Unlock()
+		held = nil
+	}
+	if held == nil {
+		opts := s.opts.Lock
+		opts.namespaceExists = cc.leaseNamespace.Load()
+		opts.observer = s.leases
+		taken, err := acquire(ctx, cc.clientset, cluster, opts)
+		if err == nil || IsLockHeld(err) {
+			cc.leaseNamespace.Store(true)
+		}
+		if err != nil {
+			return err
+		}
+		held, session = taken, taken.session
+		if keep {
+			s.mu.Lock()
+			s.held[cluster] = held
+			s.mu.Unlock()
+		} else {
+			defer held.release()
+		}
+	}
+	workCtx, cancel := held.within(ctx)
+	defer cancel()
+	return work(workCtx, session)
+}
+
+func (s *Syncer) writer(cluster string) *sync.Mutex {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.writers[cluster]
+	if !ok {
+		w = &sync.Mutex{}
+		s.writers[cluster] = w
+	}
+	return w
+}
+
+// countingTransport counts the requests sent to a cluster and the writes among them.
+type countingTransport struct {
+	next http.RoundTripper
+	cc   *clusterClients
+}
+
+func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t.cc.requests.Add(1)
+	switch req.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		if req.URL.Query().Get("dryRun") == "" {
+			t.cc.writes.Add(1)
+		}
+	}
+	return t.next.RoundTrip(req)
+}

@@ -1,0 +1,83 @@
+package work
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func (s *Syncer) write(ctx context.Context, cc *clusterClients, w *workPlan, which []int, dryRun bool) {
+	selected := map[int]bool{}
+	for _, i := range which {
+		selected[i] = true
+	}
+	sem := make(chan struct{}, s.opts.Concurrency)
+	var wg sync.WaitGroup
+	for _, c := range w.changes {
+		if !selected[c.decl] || !c.action.writes() {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			s.writeOne(ctx, cc, c, dryRun)
+		}()
+	}
+	wg.Wait()
+}
+
+func (s *Syncer) writeOne(ctx context.Context, cc *clusterClients, c *change, dryRun bool) {
+	if c.action == ActionDelete {
+		// Preconditions: never delete an object re-created, or changed since it was read (a
+		// dry-run previews the delete of the object as read, whatever its version now).
+		uid, version := c.live.GetUID(), c.live.GetResourceVersion()
+		preconditions := client.Preconditions{UID: &uid, ResourceVersion: &version}
+		if dryRun {
+			preconditions.ResourceVersion = nil
+		}
+		deleteOpts := []client.DeleteOption{preconditions}
+		if dryRun {
+			deleteOpts = append(deleteOpts, client.DryRunAll)
+		}
+		c.err = client.IgnoreNotFound(cc.client.Delete(ctx, c.live.DeepCopy(), deleteOpts...))
+		if dryRun && c.err == nil {
+			c.diff = diff(c.live, nil)
+		}
+		return
+	}
+	applied, err := Apply(ctx, cc.client, c.desired, c.live, dryRun)
+	c.err = err
+	if dryRun && c.err == nil {
+		c.diff = diff(c.live, applied)
+	}
+}
+
+// Apply server-side applies desired as policyhub, on condition that the object is still as it was
+// read (live; nil when it was absent). A plan made from a watch cache that lagged the cluster is
+// thus refused with a Conflict (apierrors.IsConflict) rather than applied over a state nobody
+// checked:
+//   - an update carries live's resourceVersion, and forces ownership: restoring fields edited in
+//     the cluster is the point;
+//   - a create does not force: should an object of that name have appeared since the read, the
+//     fields its own managers set differently conflict instead of being taken over. (The API has
+//     no create-only apply: one that appeared holding exactly the same values would be merged.)
+//
+// Dry-run applies are unconditional, as previews of the write. The object returned is the
+// cluster's answer: the object as applied (or as it would be, for a dry-run).
+func Apply(ctx context.Context, c client.Client, desired, live *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
+	applied := desired.DeepCopy()
+	opts := []client.ApplyOption{client.FieldOwner(FieldManager)}
+	switch {
+	case dryRun:
+		opts = append(opts, client.ForceOwnership, client.DryRunAll)
+	case live != nil:
+		applied.SetResourceVersion(live.GetResourceVersion())
+		opts = append(opts, client.ForceOwnership)
+	}
+	err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), opts...)
+	return applied, err
+}
