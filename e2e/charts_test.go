@@ -230,7 +230,7 @@ image: {repository: registry.example:5000/policyhub/hub, digest: "sha256:%s"}
 replicaCount: 2
 resyncInterval: 5m
 retryMaxDelay: 30s
-maxConcurrentClusters: 4
+maxConcurrentPasses: 4
 kubeAPI: {qps: 50.5, burst: 100}
 gateway: {secretNamespace: %s, url: "https://cluster-gateway.vela-system.svc:9443", caSecret: gateway-ca}
 log: {level: debug, encoder: console}
@@ -249,7 +249,7 @@ kubevela: {enabled: true}
 			with(map[string]int{"ServiceAccount": -1, "ConfigMap": -1, "ServiceMonitor": 1, "PrometheusRule": 1, "PolicyDefinition": 1,
 				"MutatingAdmissionPolicy": -1, "MutatingAdmissionPolicyBinding": -1}),
 			[]string{"--hub-id=fleet-a", "--gateway-secret-namespace=" + gatewayNS, "--gateway-url=https://cluster-gateway.vela-system.svc:9443",
-				"--gateway-ca-file=/etc/policyhub/gateway-ca/ca.crt", "--resync-interval=5m", "--retry-max-delay=30s", "--max-concurrent-clusters=4",
+				"--gateway-ca-file=/etc/policyhub/gateway-ca/ca.crt", "--resync-interval=5m", "--retry-max-delay=30s", "--max-concurrent-passes=4",
 				"--kube-api-qps=50.5", "--kube-api-burst=100", "--metrics-bind-address=:9090", "--health-probe-bind-address=:9091",
 				"--zap-log-level=debug", "--zap-encoder=console", "--max-concurrent-reconciles=8"}},
 	} {

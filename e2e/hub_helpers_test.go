@@ -21,7 +21,6 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/controllers"
-	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/work"
 )
 
@@ -30,6 +29,8 @@ type testHub struct {
 	registry *prometheus.Registry
 	// metricsURL serves the registry over HTTP, as the hub's /metrics.
 	metricsURL string
+	// workers are the hub's per-cluster workers.
+	workers *work.Workers
 }
 
 // startHub runs the hub's controllers — FleetPolicy, cluster departures, ApplicationPolicy,
@@ -49,51 +50,19 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	syncer, err := work.NewSyncer(work.Options{HubID: e2eHubID, Lock: lockOptions(e2eHubID + "/" + t.Name())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(syncer.Close)
 	h := &testHub{registry: prometheus.NewRegistry()}
-	syncMetrics := metrics.NewSync(h.registry)
-	declarations := controllers.DeclarationOptions{
-		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: testFleet.Hub.Config,
-		SecretNamespace: testFleet.SecretNamespace, HubID: e2eHubID,
-		Batcher:        work.NewBatcher(syncer, 10*time.Millisecond, syncMetrics.Observe),
-		Recorder:       mgr.GetEventRecorder("policyhub-hub"),
-		ResyncInterval: resync, MaxConcurrentClusters: 4, MaxConcurrentReconciles: 8,
-		RetryMaxDelay: 2 * time.Second, // outages in tests last seconds
-	}
-	r := &controllers.FleetPolicyReconciler{DeclarationOptions: declarations}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	departures := &controllers.DepartureReconciler{Reader: mgr.GetClient(), SecretNamespace: testFleet.SecretNamespace, Syncer: syncer, Metrics: syncMetrics, Recheck: 2 * time.Second}
-	if err := departures.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	kubeVela, err := controllers.ApplicationServed(mgr)
+	workers, err := controllers.SetupHub(mgr, controllers.HubOptions{
+		Gateway: testFleet.Hub.Config, SecretNamespace: testFleet.SecretNamespace, HubID: e2eHubID,
+		Lock: lockOptions(e2eHubID + "/" + t.Name()), Registry: h.registry, Resync: resync,
+		RetryMaxDelay:  2 * time.Second, // outages in tests last seconds
+		ProbeTimeout:   2 * time.Second,
+		StatusCoalesce: time.Second, ApplicationStatusInterval: time.Second, DepartureRecheck: 2 * time.Second,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	appPolicies := &controllers.ApplicationPolicyReconciler{DeclarationOptions: declarations, KubeVela: kubeVela, ApplicationStatusInterval: time.Second}
-	if err := appPolicies.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	summaries := &controllers.SummaryReconciler{
-		Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub"),
-		Compliance: metrics.NewCompliance(h.registry, time.Now),
-	}
-	if err := summaries.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	if kubeVela {
-		// KubeVela Applications' kyverno-policy entries → ApplicationPolicies.
-		adapter := &controllers.ApplicationReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub")}
-		if err := adapter.SetupWithManager(mgr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	t.Cleanup(workers.Close)
+	h.workers = workers
 	// The hub's /metrics, as Prometheus scrapes it.
 	metricsServer := httptest.NewServer(promhttp.HandlerFor(h.registry, promhttp.HandlerOpts{}))
 	t.Cleanup(metricsServer.Close)

@@ -74,13 +74,22 @@ func TestSyncKeepsLeaseAcrossPasses(t *testing.T) {
 		t.Fatalf("after ReleaseLease the Lease is held by %q, want it given up", h)
 	}
 
-	// A Batcher keeps the Lease only while work keeps coming: once idle, it gives it up.
-	batcher := work.NewBatcher(syncer, 10*time.Millisecond, nil)
-	changed, _ := renderFleetPolicy(t, "lease-session-first", auditTemplate("lease-session-changed"), nil)
-	if out := batcher.Sync(ctx, target, decl(firstSource, changed)); out.Result.Phase != policyhubv1.ClusterPhaseSynced || !out.Wrote {
-		t.Fatalf("batched sync: phase %s (%s), wrote %v; want Synced, written", out.Result.Phase, out.Result.Message, out.Wrote)
+	// A cluster's worker keeps the Lease only while work keeps coming: once idle, it gives it up.
+	workers, err := work.NewWorkers(work.WorkersOptions{Sync: work.Options{HubID: e2eHubID, Lock: lockOptions(identity)}, Window: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, 50*time.Millisecond, "the Batcher gives the Lease up once idle", func() error {
+	t.Cleanup(workers.Close)
+	changed, _ := renderFleetPolicy(t, "lease-session-first", auditTemplate("lease-session-changed"), nil)
+	workers.Want(target, decl(firstSource, changed), "changed")
+	eventually(t, 30*time.Second, 50*time.Millisecond, "the worker syncs the change", func() error {
+		r, ok := workers.Result(cluster, firstSource)
+		if !ok || r.Token != "changed" || r.Phase != policyhubv1.ClusterPhaseSynced || !r.Wrote {
+			return fmt.Errorf("result %+v (found %v); want Synced, written, for token changed", r, ok)
+		}
+		return nil
+	})
+	eventually(t, 10*time.Second, 50*time.Millisecond, "the worker gives the Lease up once idle", func() error {
 		if h := ptr.Deref(lease().Spec.HolderIdentity, ""); h != "" {
 			return fmt.Errorf("the Lease is still held by %q", h)
 		}

@@ -770,4 +770,3 @@ func (t tally) best() string {
 	}
 	return b.value
 }
-

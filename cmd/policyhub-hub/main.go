@@ -26,7 +26,6 @@ import (
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/controllers"
 	"github.com/policyhub/policyhub/hub/gateway"
-	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/work"
 )
 
@@ -37,7 +36,8 @@ type options struct {
 	gatewayCAFile           string
 	secretNamespace         string
 	resyncInterval          time.Duration
-	maxConcurrentClusters   int
+	maxConcurrentPasses     int
+	probeTimeout            time.Duration
 	maxConcurrentReconciles int
 	metricsAddr             string
 	probeAddr               string
@@ -63,10 +63,11 @@ func run() error {
 	fs.StringVar(&o.gatewayURL, "gateway-url", "", "Reach cluster-gateway directly at this URL (with this process's hub credentials) instead of through the hub's aggregation layer.")
 	fs.StringVar(&o.gatewayCAFile, "gateway-ca-file", "", "CA bundle that verifies --gateway-url (default: the hub's CA).")
 	fs.StringVar(&o.secretNamespace, "gateway-secret-namespace", gateway.DefaultSecretNamespace, "Namespace of cluster-gateway's cluster credential Secrets (their labels are the clusters' labels).")
-	fs.DurationVar(&o.resyncInterval, "resync-interval", 10*time.Minute, "How often every FleetPolicy is synced again, correcting drift in the clusters.")
-	fs.IntVar(&o.maxConcurrentClusters, "max-concurrent-clusters", 8, "Clusters synced at once for one FleetPolicy.")
-	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 32, "FleetPolicies reconciled at once. A reconcile mostly waits for its clusters' sync passes, which batch the FleetPolicies waiting for a cluster, so many at once are cheap.")
-	fs.DurationVar(&o.retryMaxDelay, "retry-max-delay", time.Minute, "Longest wait between retries of a FleetPolicy whose clusters fail (the wait starts at 0.5s and doubles): a cluster that comes back is synced within this long.")
+	fs.DurationVar(&o.resyncInterval, "resync-interval", 10*time.Minute, "How often each cluster's worker syncs every declaration again: a backstop, since drift the watch sees is corrected at once.")
+	fs.IntVar(&o.maxConcurrentPasses, "max-concurrent-passes", 32, "Cluster passes planning and writing at once, over all clusters. A cluster that does not answer its probe takes no slot.")
+	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 8, "Declarations of each kind reconciled at once. A reconcile never waits for a cluster: it hands the clusters' workers what it wants and writes the status from their results.")
+	fs.DurationVar(&o.retryMaxDelay, "retry-max-delay", time.Minute, "Longest wait between retries of a cluster that is unreachable or failing (the wait starts at 1s and doubles): a cluster that comes back is synced within this long.")
+	fs.DurationVar(&o.probeTimeout, "probe-timeout", 5*time.Second, "How long a cluster has to answer its probe before it is shown unreachable (Failed) and retried with backoff.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 100, "Client-side rate limit of requests to the hub, and to each managed cluster.")
 	fs.IntVar(&o.burst, "kube-api-burst", 300, "Client-side burst of requests to the hub, and to each managed cluster.")
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
@@ -85,8 +86,8 @@ func run() error {
 	if errs := validation.IsValidLabelValue(o.hubID); o.hubID == "" || len(errs) > 0 {
 		return fmt.Errorf("--hub-id %q must be a valid label value: %s", o.hubID, strings.Join(errs, "; "))
 	}
-	if o.resyncInterval <= 0 || o.maxConcurrentClusters <= 0 || o.maxConcurrentReconciles <= 0 {
-		return errors.New("--resync-interval, --max-concurrent-clusters and --max-concurrent-reconciles must be positive")
+	if o.resyncInterval <= 0 || o.maxConcurrentPasses <= 0 || o.maxConcurrentReconciles <= 0 || o.probeTimeout <= 0 {
+		return errors.New("--resync-interval, --max-concurrent-passes, --max-concurrent-reconciles and --probe-timeout must be positive")
 	}
 	if o.identity == "" {
 		host, _ := os.Hostname()
@@ -124,57 +125,17 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
 	}
-	syncer, err := work.NewSyncer(work.Options{HubID: o.hubID, Lock: work.LockOptions{Identity: o.identity}})
+	workers, err := controllers.SetupHub(mgr, controllers.HubOptions{
+		Gateway: gatewayCfg, SecretNamespace: o.secretNamespace, HubID: o.hubID, Lock: work.LockOptions{Identity: o.identity},
+		Registry: ctrlmetrics.Registry, Resync: o.resyncInterval, RetryMaxDelay: o.retryMaxDelay,
+		ProbeTimeout: o.probeTimeout, MaxConcurrentPasses: o.maxConcurrentPasses,
+		MaxConcurrentReconciles: o.maxConcurrentReconciles,
+	})
 	if err != nil {
 		return err
 	}
 	// On shutdown, the sync Leases still held are given up, so other writers need not wait for them to expire.
-	defer syncer.Close()
-	syncMetrics := metrics.NewSync(ctrlmetrics.Registry)
-	declarations := controllers.DeclarationOptions{
-		Client:          mgr.GetClient(),
-		Reader:          mgr.GetClient(),
-		Gateway:         gatewayCfg,
-		SecretNamespace: o.secretNamespace,
-		HubID:           o.hubID,
-		// One Batcher for both kinds of declaration: they share each cluster's passes.
-		Batcher:                 work.NewBatcher(syncer, 10*time.Millisecond, syncMetrics.Observe),
-		Recorder:                mgr.GetEventRecorder("policyhub-hub"),
-		ResyncInterval:          o.resyncInterval,
-		MaxConcurrentClusters:   o.maxConcurrentClusters,
-		MaxConcurrentReconciles: o.maxConcurrentReconciles,
-		RetryMaxDelay:           o.retryMaxDelay,
-	}
-	reconciler := &controllers.FleetPolicyReconciler{DeclarationOptions: declarations}
-	if err := reconciler.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("FleetPolicy controller: %w", err)
-	}
-	departures := &controllers.DepartureReconciler{Reader: mgr.GetClient(), SecretNamespace: o.secretNamespace, Syncer: syncer, Metrics: syncMetrics}
-	if err := departures.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("cluster departure controller: %w", err)
-	}
-	kubeVela, err := controllers.ApplicationServed(mgr)
-	if err != nil {
-		return fmt.Errorf("discover KubeVela on the hub: %w", err)
-	}
-	appPolicies := &controllers.ApplicationPolicyReconciler{DeclarationOptions: declarations, KubeVela: kubeVela}
-	if err := appPolicies.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("ApplicationPolicy controller: %w", err)
-	}
-	if kubeVela {
-		adapter := &controllers.ApplicationReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub")}
-		if err := adapter.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("KubeVela Application adapter: %w", err)
-		}
-	}
-	summaries := &controllers.SummaryReconciler{
-		Client:     mgr.GetClient(),
-		Recorder:   mgr.GetEventRecorder("policyhub-hub"),
-		Compliance: metrics.NewCompliance(ctrlmetrics.Registry, time.Now),
-	}
-	if err := summaries.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("PolicyReportSummary controller: %w", err)
-	}
+	defer workers.Close()
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}

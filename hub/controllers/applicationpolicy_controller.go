@@ -39,15 +39,14 @@ type ApplicationPolicyReconciler struct {
 	// status (each write makes KubeVela reconcile the Application); zero means 10s.
 	ApplicationStatusInterval time.Duration
 
-	synced    syncMemo
+	seen      seenResults
 	appWrites appWriteClock
 }
 
 // SetupWithManager registers the reconciler: ApplicationPolicy changes, inventory changes,
 // summaries of the clusters it is in, and (with KubeVela) its Application's changes trigger it.
 func (r *ApplicationPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := declarationController(mgr, "applicationpolicy", &policyhubv1.ApplicationPolicy{}, r.SecretNamespace,
-		r.every, r.inCluster, r.MaxConcurrentReconciles, r.RetryMaxDelay)
+	b := declarationController(mgr, "applicationpolicy", "ApplicationPolicy", &policyhubv1.ApplicationPolicy{}, &r.DeclarationOptions, r.every, r.inCluster)
 	if r.KubeVela {
 		app := &unstructured.Unstructured{}
 		app.SetGroupVersionKind(ApplicationGVK)
@@ -99,7 +98,7 @@ func (r *ApplicationPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, ap); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return r.engine(&r.synced).reconcile(ctx, req.NamespacedName, &applicationPolicy{ApplicationPolicy: ap, r: r})
+	return r.engine(&r.seen).reconcile(ctx, req.NamespacedName, &applicationPolicy{ApplicationPolicy: ap, r: r})
 }
 
 // application is the KubeVela Application the ApplicationPolicy is about, when KubeVela is
@@ -161,10 +160,10 @@ func (d *applicationPolicy) targets(ctx context.Context) (*render.Targets, error
 }
 
 // setResults fills the status with this application's results from the clusters' summaries.
-func (d *applicationPolicy) setResults(summaries map[string]*policyhubv1.PolicyReportSummarySpec, owned map[string][]aggregate.Policy, now time.Time) time.Time {
+func (d *applicationPolicy) setResults(read summaryRead, owned map[string][]aggregate.Policy, now time.Time) time.Time {
 	var firstStale time.Time
-	d.Status.Clusters, firstStale = setResults(d.Status.Clusters, summaries, owned, now)
-	d.Status.Policies, d.Status.TopViolations = applicationResults(d.Spec.Application, d.Status.Clusters, summaries, owned)
+	d.Status.Clusters, firstStale = setResults(d.Status.Clusters, read, owned, now)
+	d.Status.Policies, d.Status.TopViolations = applicationResults(d.Spec.Application, d.Status.Clusters, read.summaries, owned)
 	d.Status.Summary = summarize(d.Status.Clusters)
 	return firstStale
 }

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,9 +30,6 @@ import (
 	"github.com/policyhub/policyhub/hub/work"
 )
 
-// errRetry makes controller-runtime retry with its per-object exponential backoff.
-var errRetry = errors.New("some clusters are not synced yet")
-
 // declaration is what the hub syncs into clusters, a FleetPolicy or an ApplicationPolicy: the
 // engine below runs the same lifecycle for both, and each kind says what differs.
 type declaration interface {
@@ -51,7 +46,7 @@ type declaration interface {
 	targets(ctx context.Context) (*render.Targets, error)
 	// setResults sets the agents' results in the status from the accepted summaries and says
 	// when the first fresh results turn stale.
-	setResults(summaries map[string]*policyhubv1.PolicyReportSummarySpec, owned map[string][]aggregate.Policy, now time.Time) time.Time
+	setResults(read summaryRead, owned map[string][]aggregate.Policy, now time.Time) time.Time
 	// afterStatus runs once the status is written (e.g. mirroring it elsewhere) and may ask to
 	// be woken again.
 	afterStatus(ctx context.Context) time.Duration
@@ -80,26 +75,30 @@ type DeclarationOptions struct {
 	// SecretNamespace is the gateway's credential-secret namespace.
 	SecretNamespace string
 	HubID           string
-	// Batcher syncs the clusters, batching the declarations of concurrent reconciles per cluster.
-	Batcher  *work.Batcher
+	// Workers own the clusters: a reconcile hands them what the declaration wants and reads
+	// their latest results, never waiting for a cluster.
+	Workers *work.Workers
+	// Results wakes the declarations whose results the workers published.
+	Results  *ResultEvents
 	Recorder events.EventRecorder
-	// ResyncInterval brings drift back: every declaration is synced again after it.
-	ResyncInterval time.Duration
-	// MaxConcurrentClusters bounds the clusters synced at once for one declaration.
-	MaxConcurrentClusters int
+	// StatusCoalesce is how long a declaration's status waits for its clusters' first results
+	// after a change, so that it is written once for all rather than once per cluster; a cluster
+	// slower than that is shown Pending meanwhile. Zero means 2s.
+	StatusCoalesce time.Duration
 	// MaxConcurrentReconciles bounds the declarations of the kind reconciled at once.
 	MaxConcurrentReconciles int
-	// RetryMaxDelay caps the backoff of a declaration whose clusters fail (it starts at 0.5s and
-	// doubles): a cluster that comes back is synced within this long. Zero means one minute.
-	RetryMaxDelay time.Duration
 }
 
-// engine returns the engine that reconciles declarations with these options; synced is the
-// reconciler's memory of its syncs.
-func (o *DeclarationOptions) engine(synced *syncMemo) engine {
+// engine returns the engine that reconciles declarations with these options; seen is the
+// reconciler's memory of the results it announced.
+func (o *DeclarationOptions) engine(seen *seenResults) engine {
+	coalesce := o.StatusCoalesce
+	if coalesce <= 0 {
+		coalesce = 2 * time.Second
+	}
 	return engine{
-		client: o.Client, reader: o.Reader, recorder: o.Recorder, hubID: o.HubID, resyncInterval: o.ResyncInterval, synced: synced,
-		dispatch: dispatcher{gateway: o.Gateway, batcher: o.Batcher, maxClusters: o.MaxConcurrentClusters},
+		client: o.Client, reader: o.Reader, recorder: o.Recorder, hubID: o.HubID, coalesce: coalesce, seen: seen,
+		dispatch: dispatcher{gateway: o.Gateway, workers: o.Workers},
 	}
 }
 
@@ -111,21 +110,20 @@ func listsCluster(clusters []policyhubv1.ClusterStatus, name string) bool {
 // engine runs a declaration's lifecycle: finalizer, suspend, placement and rendering, sync of
 // every selected cluster (pruning those no longer selected), status, results, Events.
 type engine struct {
-	client         client.Client
-	reader         client.Reader
-	recorder       events.EventRecorder
-	dispatch       dispatcher
-	hubID          string
-	resyncInterval time.Duration
-	synced         *syncMemo
+	client   client.Client
+	reader   client.Reader
+	recorder events.EventRecorder
+	dispatch dispatcher
+	hubID    string
+	coalesce time.Duration
+	seen     *seenResults
 }
 
 func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d declaration) (ctrl.Result, error) {
 	source := d.source(e.hubID)
 	obj := d.object()
 	if !obj.GetDeletionTimestamp().IsZero() {
-		e.synced.forget(key)
-		return e.finalize(ctx, d, source)
+		return e.finalize(ctx, key, d, source)
 	}
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		patch := client.MergeFrom(d.deepCopy().object())
@@ -157,34 +155,49 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	owned := ownedPolicies(targets.Objects)
 	now := time.Now()
-	inputs := fmt.Sprint(obj.GetGeneration(), obj.GetAnnotations(), targets.Fingerprint())
-	if last, ok := e.synced.unchangedSince(key, inputs, e.resyncInterval, now); ok {
-		// Nothing to sync (a summary changed): refresh the results only.
-		firstStale := d.setResults(readSummaries(ctx, e.reader, *st.clusters), owned, now)
-		if err := e.patchStatus(ctx, orig, d); err != nil {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{RequeueAfter: minPositive(nextWake(e.resyncInterval, last, firstStale, now), d.afterStatus(ctx))}, nil
-	}
-
+	// The token names what the declaration wants: a new generation, annotation (a requested
+	// reconcile) or rendering makes the workers sync it again; the same token costs nothing.
+	token := fmt.Sprint(obj.GetGeneration(), obj.GetAnnotations(), targets.Fingerprint())
 	prune := d.prune()
-	jobs := targetJobs(targets, prune)
+	wants := targetWants(targets, prune, token)
 	// Clusters that were synced before and are no longer selected: prune there, then forget them.
 	// With prune off the policies stay there and the cluster just leaves the status.
+	var leaving []string
 	for _, s := range *st.clusters {
-		if _, still := targets.Objects[s.Name]; !still && prune {
-			jobs = append(jobs, syncJob{cluster: s.Name, decl: work.Declaration{Source: source, Prune: true}})
+		if _, still := targets.Objects[s.Name]; !still {
+			if prune {
+				leaving = append(leaving, s.Name)
+			} else {
+				e.dispatch.workers.Drop(s.Name, source)
+			}
 		}
 	}
-	kept, retry, pending := keepOutcomes(e.dispatch.syncAll(ctx, jobs), targets)
+	wants = append(wants, pruneWants(source, leaving)...)
+	outcomes := e.dispatch.want(wants)
+	wantedAt := e.seen.since(key, token, now)
+	kept, failing, pending := keepOutcomes(outcomes, targets)
+	for _, o := range outcomes {
+		if targets.Objects[o.cluster] == nil && !o.pending && o.result.Phase == policyhubv1.ClusterPhaseSynced {
+			e.dispatch.workers.Drop(o.cluster, source) // pruned there: nothing more to want
+		}
+	}
+	// Coalesce: right after a change, wait a little for the clusters' first results so the
+	// status is written once; the workers' results wake this reconcile as they come.
+	if waited := now.Sub(wantedAt); pending > 0 && waited < e.coalesce {
+		return ctrl.Result{RequeueAfter: e.coalesce - waited}, nil
+	}
+	e.seen.fresh(key, kept)
 	*st.clusters = clusterStatuses(*st.clusters, kept, metav1.NewTime(now))
+	owned := ownedPolicies(targets.Objects)
 	firstStale := d.setResults(readSummaries(ctx, e.reader, *st.clusters), owned, now)
 	*st.observedGeneration = obj.GetGeneration()
 	var reconciling *metav1.Condition
-	if retry {
-		reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "RetryingClusters", Message: "some clusters failed or were locked; retrying with backoff"}
+	switch {
+	case failing:
+		reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "RetryingClusters", Message: "some clusters failed or were locked; their workers retry with backoff"}
+	case pending > 0:
+		reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Progressing", Message: fmt.Sprintf("waiting for %d clusters", pending)}
 	}
 	setConditions(st.conditions, readyCondition(*st.clusters, targets.Unknown, obj.GetGeneration()), reconciling, nil)
 	if err := e.patchStatus(ctx, orig, d); err != nil {
@@ -192,61 +205,73 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 	}
 	emitSyncEvents(e.recorder, obj, *orig.status().clusters, kept)
 	wake := d.afterStatus(ctx)
-	if retry {
-		e.synced.forget(key)
-		return ctrl.Result{}, errRetry
-	}
-	if pending {
-		e.synced.forget(key) // a sync cut short: the next reconcile syncs again
-	} else {
-		e.synced.remember(key, inputs, now)
-	}
-	return ctrl.Result{RequeueAfter: minPositive(nextWake(e.resyncInterval, now, firstStale, now), wake)}, nil
+	return ctrl.Result{RequeueAfter: minPositive(nextWake(firstStale, now), wake)}, nil
 }
 
 // keepOutcomes drops the clusters a declaration left and was pruned from, and says whether a
-// cluster must be retried (failed, locked) or was left pending.
-func keepOutcomes(outcomes []clusterOutcome, targets *render.Targets) (kept []clusterOutcome, retry, pending bool) {
+// cluster is failing (its worker retries it) and how many have no result yet.
+func keepOutcomes(outcomes []clusterOutcome, targets *render.Targets) (kept []clusterOutcome, failing bool, pending int) {
 	for _, o := range outcomes {
 		leaving := targets.Objects[o.cluster] == nil
-		if leaving && o.result.Phase == policyhubv1.ClusterPhaseSynced {
+		if leaving && !o.pending && o.result.Phase == policyhubv1.ClusterPhaseSynced {
 			continue // pruned: no longer part of this declaration
 		}
 		if leaving {
-			o.result.Message = "no longer selected; pruning failed: " + o.result.Message
+			o.result.Message = "no longer selected; pruning: " + o.result.Message
 		}
 		kept = append(kept, o)
-		switch o.result.Phase {
-		case policyhubv1.ClusterPhaseFailed, policyhubv1.ClusterPhaseLockHeld:
-			retry = true
-		case policyhubv1.ClusterPhasePending:
-			pending = true
+		switch {
+		case o.pending:
+			pending++
+		case o.result.Phase == policyhubv1.ClusterPhaseFailed, o.result.Phase == policyhubv1.ClusterPhaseLockHeld:
+			failing = true
 		}
 	}
-	return kept, retry, pending
+	return kept, failing, pending
 }
 
 // finalize prunes the declaration's policies from every cluster it was synced to, then lets it
-// go. A cluster that cannot be pruned keeps the finalizer, and the status says which and why.
-func (e engine) finalize(ctx context.Context, d declaration, source string) (ctrl.Result, error) {
+// go. A cluster that cannot be pruned keeps the finalizer, and the status says which and why;
+// its worker retries, and its results wake this reconcile.
+func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declaration, source string) (ctrl.Result, error) {
 	obj := d.object()
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return ctrl.Result{}, nil
 	}
 	orig := d.deepCopy()
 	st := d.status()
+	var clusters []string
+	for _, c := range *st.clusters {
+		clusters = append(clusters, c.Name)
+	}
 	if d.prune() {
-		if stuck := e.dispatch.pruneEverywhere(ctx, source, *st.clusters); len(stuck) > 0 {
+		var stuck []clusterOutcome
+		pending := 0
+		for _, o := range e.dispatch.want(pruneWants(source, clusters)) {
+			switch {
+			case o.pending:
+				pending++
+			case o.result.Phase != policyhubv1.ClusterPhaseSynced:
+				o.result.Message = "deleting: could not prune this cluster yet: " + o.result.Message
+				stuck = append(stuck, o)
+			}
+		}
+		if len(stuck) > 0 {
 			*st.clusters = clusterStatuses(*st.clusters, stuck, metav1.Now())
 			setConditions(st.conditions, metav1.Condition{
 				Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "PruneFailed", ObservedGeneration: obj.GetGeneration(),
 				Message: fmt.Sprintf("deleting: %d clusters still hold its policies and could not be pruned; the finalizer stays until they are", len(stuck)),
-			}, &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Pruning", Message: "retrying the prune with backoff"}, nil)
+			}, &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Pruning", Message: "the clusters' workers retry the prune with backoff"}, nil)
 			if err := e.patchStatus(ctx, orig, d); err != nil {
 				return ctrl.Result{}, err
 			}
-			e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "PruneFailed", "Delete", "could not prune %s: %s", stuck[0].cluster, stuck[0].result.Message)
-			return ctrl.Result{}, errRetry
+			if c := meta.FindStatusCondition(*orig.status().conditions, policyhubv1.ConditionReady); c == nil || c.Reason != "PruneFailed" {
+				e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "PruneFailed", "Delete", "could not prune %s: %s", stuck[0].cluster, stuck[0].result.Message)
+			}
+			return ctrl.Result{}, nil
+		}
+		if pending > 0 {
+			return ctrl.Result{}, nil // the workers' results wake this reconcile
 		}
 	}
 	patch := client.MergeFrom(d.deepCopy().object())
@@ -254,6 +279,10 @@ func (e engine) finalize(ctx context.Context, d declaration, source string) (ctr
 	if err := e.client.Patch(ctx, obj, patch); err != nil {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
+	for _, c := range clusters {
+		e.dispatch.workers.Drop(c, source)
+	}
+	e.seen.forget(key)
 	return ctrl.Result{}, nil
 }
 
@@ -300,27 +329,22 @@ func minPositive(a, b time.Duration) time.Duration {
 
 // declarationController starts a controller for a declaration kind with what every kind watches
 // besides itself: spec and annotation changes (a requested reconcile), the inventory (clusters
-// joining, leaving or changing labels: cluster-gateway's credential Secrets, metadata only), and
-// the agents' summaries of the clusters it is in. Failed clusters are retried with a backoff
-// from 0.5s up to retryMax (zero: one minute).
-func declarationController(mgr ctrl.Manager, name string, obj client.Object, secretNamespace string, every, inCluster handler.MapFunc, maxReconciles int, retryMax time.Duration) *builder.TypedBuilder[reconcile.Request] {
-	credentials := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		_, ok := o.GetLabels()[gateway.CredentialTypeLabel]
-		return ok && o.GetNamespace() == secretNamespace
+// joining, leaving or changing labels: cluster-gateway's credential Secrets, metadata only), the
+// agents' summaries of the clusters it is in, and the results the clusters' workers publish for
+// it. Nothing is retried here: the workers retry their clusters and publish what they find.
+func declarationController(mgr ctrl.Manager, name, kind string, obj client.Object, o *DeclarationOptions, every, inCluster handler.MapFunc) *builder.TypedBuilder[reconcile.Request] {
+	credentials := predicate.NewPredicateFuncs(func(c client.Object) bool {
+		_, ok := c.GetLabels()[gateway.CredentialTypeLabel]
+		return ok && c.GetNamespace() == o.SecretNamespace
 	})
-	if retryMax <= 0 {
-		retryMax = time.Minute
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(obj, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(every),
 			builder.OnlyMetadata, builder.WithPredicates(credentials, predicate.Or(predicate.LabelChangedPredicate{}, createOrDelete()))).
 		Watches(&policyhubv1.PolicyReportSummary{}, handler.EnqueueRequestsFromMapFunc(inCluster)).
+		WatchesRawSource(o.Results.For(kind)).
 		Named(name).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: max(maxReconciles, 1),
-			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](500*time.Millisecond, retryMax),
-		})
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1)})
 }
 
 // createOrDelete passes creations and deletions (a cluster joined or left).

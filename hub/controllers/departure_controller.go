@@ -33,8 +33,8 @@ type DepartureReconciler struct {
 	// Reader reads the credential Secrets' metadata and the declarations (the manager's cache).
 	Reader          client.Reader
 	SecretNamespace string
-	// Syncer forgets a departed cluster's clients and watch caches, and the Lease it kept there.
-	Syncer *work.Syncer
+	// Workers forget a departed cluster: its worker, clients, watch cache and kept Lease.
+	Workers *work.Workers
 	// Metrics drops its series.
 	Metrics *metrics.Sync
 	// Recheck is how long after a departure the cluster is let go of once more, for a sync that
@@ -86,7 +86,7 @@ func (r *DepartureReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		// so its sync clients and series still describe something.
 		return ctrl.Result{RequeueAfter: r.recheck()}, nil
 	}
-	r.Syncer.Forget(cluster)
+	r.Workers.Forget(cluster)
 	r.Metrics.ForgetCluster(cluster)
 	if r.takeRecheck(cluster) {
 		return ctrl.Result{}, nil

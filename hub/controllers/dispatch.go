@@ -27,127 +27,141 @@ import (
 // What every declaration's reconciler shares: dispatching to the clusters through the gateway,
 // remembering clean syncs, reading the agents' summaries.
 
-type syncJob struct {
+// dispatcher hands declarations' desired state to the per-cluster workers and reads back their
+// latest results. It never waits for a cluster.
+type dispatcher struct {
+	gateway *rest.Config
+	workers *work.Workers
+}
+
+// wantedIn is what a declaration wants in one cluster, under a token naming that state.
+type wantedIn struct {
 	cluster string
 	decl    work.Declaration
+	token   string
 }
 
-// dispatcher syncs declarations into clusters through cluster-gateway and the shared Batcher.
-type dispatcher struct {
-	gateway     *rest.Config
-	batcher     *work.Batcher
-	maxClusters int
-}
-
-// syncAll syncs the jobs' clusters in parallel, at most maxClusters at a time; one slow or
-// broken cluster never holds up the others beyond its own slot.
-func (d dispatcher) syncAll(ctx context.Context, jobs []syncJob) []clusterOutcome {
-	limit := d.maxClusters
-	if limit <= 0 {
-		limit = 8
+// want hands every cluster its part and returns the clusters' current outcomes: the worker's
+// result for that token, or Pending while the worker has none yet.
+func (d dispatcher) want(wants []wantedIn) []clusterOutcome {
+	outcomes := make([]clusterOutcome, 0, len(wants))
+	for _, w := range wants {
+		cfg, err := gateway.ClusterConfig(d.gateway, w.cluster)
+		if err != nil {
+			outcomes = append(outcomes, clusterOutcome{cluster: w.cluster, result: &work.DeclarationResult{Source: w.decl.Source, Phase: policyhubv1.ClusterPhaseFailed, Message: err.Error()}})
+			continue
+		}
+		d.workers.Want(work.Cluster{Name: w.cluster, Config: cfg}, w.decl, w.token)
+		outcomes = append(outcomes, d.outcome(w))
 	}
-	outcomes := make([]clusterOutcome, len(jobs))
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	for i, job := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			outcomes[i] = d.syncOne(ctx, job)
-		}()
-	}
-	wg.Wait()
 	sort.Slice(outcomes, func(i, j int) bool { return outcomes[i].cluster < outcomes[j].cluster })
 	return outcomes
 }
 
-func (d dispatcher) syncOne(ctx context.Context, job syncJob) clusterOutcome {
-	cfg, err := gateway.ClusterConfig(d.gateway, job.cluster)
-	if err != nil {
-		return clusterOutcome{cluster: job.cluster, result: &work.DeclarationResult{Source: job.decl.Source, Phase: policyhubv1.ClusterPhaseFailed, Message: err.Error()}}
+// outcome is the worker's latest result for the wanted state, or Pending.
+func (d dispatcher) outcome(w wantedIn) clusterOutcome {
+	r, ok := d.workers.Result(w.cluster, w.decl.Source)
+	if !ok || r.Token != w.token {
+		return clusterOutcome{cluster: w.cluster, pending: true, result: &work.DeclarationResult{
+			Source: w.decl.Source, Phase: policyhubv1.ClusterPhasePending, Message: "waiting for the cluster's worker"}}
 	}
-	out := d.batcher.Sync(log.IntoContext(ctx, log.FromContext(ctx).WithValues("cluster", job.cluster)), work.Cluster{Name: job.cluster, Config: cfg}, job.decl)
-	return clusterOutcome{cluster: job.cluster, result: out.Result, wrote: out.Wrote}
+	result := r.DeclarationResult
+	return clusterOutcome{cluster: w.cluster, result: &result, wrote: r.Wrote, seq: r.Seq}
 }
 
-// pruneEverywhere removes a declaration's objects from the clusters and returns the clusters
-// where that failed.
-func (d dispatcher) pruneEverywhere(ctx context.Context, source string, clusters []policyhubv1.ClusterStatus) []clusterOutcome {
-	var jobs []syncJob
+// tokenPrune names the wanted state "none of the declaration's objects here".
+const tokenPrune = "prune"
+
+// pruneWants are the wants that remove a declaration's objects from the clusters.
+func pruneWants(source string, clusters []string) []wantedIn {
+	wants := make([]wantedIn, 0, len(clusters))
 	for _, c := range clusters {
-		jobs = append(jobs, syncJob{cluster: c.Name, decl: work.Declaration{Source: source, Prune: true}})
+		wants = append(wants, wantedIn{cluster: c, decl: work.Declaration{Source: source, Prune: true}, token: tokenPrune})
 	}
-	var stuck []clusterOutcome
-	for _, o := range d.syncAll(ctx, jobs) {
-		if o.result.Phase != policyhubv1.ClusterPhaseSynced {
-			o.result.Message = "deleting: could not prune this cluster yet: " + o.result.Message
-			stuck = append(stuck, o)
-		}
-	}
-	return stuck
+	return wants
 }
 
-// syncMemo remembers, per declaration, the inputs of its last sync that left every cluster in a
-// final state, so a reconcile woken only by an agent's summary refreshes the results without
-// syncing again. The zero value is ready to use.
-type syncMemo struct {
+// seenResults remembers, per declaration and cluster, the newest worker result already turned
+// into status and Events, so a result is announced once however often the declaration is
+// reconciled, and when a declaration first asked for its current state (to coalesce its status
+// writes). The zero value is ready to use.
+type seenResults struct {
 	mu   sync.Mutex
-	last map[types.NamespacedName]memo
+	last map[types.NamespacedName]*seen
 }
 
-type memo struct {
-	inputs string
-	at     time.Time
+type seen struct {
+	token    string
+	wantedAt time.Time
+	seq      map[string]uint64
 }
 
-// unchangedSince returns when the declaration was last synced from the same inputs, if that was
-// less than resync ago (a zero resync never expires).
-func (m *syncMemo) unchangedSince(key types.NamespacedName, inputs string, resync time.Duration, now time.Time) (time.Time, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	last, ok := m.last[key]
-	if !ok || last.inputs != inputs || (resync > 0 && now.Sub(last.at) >= resync) {
-		return time.Time{}, false
+// since returns when the declaration first wanted token (now, if it is new).
+func (s *seenResults) since(key types.NamespacedName, token string, now time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil {
+		s.last = map[types.NamespacedName]*seen{}
 	}
-	return last.at, true
-}
-
-func (m *syncMemo) remember(key types.NamespacedName, inputs string, at time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.last == nil {
-		m.last = map[types.NamespacedName]memo{}
+	e := s.last[key]
+	if e == nil {
+		e = &seen{seq: map[string]uint64{}}
+		s.last[key] = e
 	}
-	m.last[key] = memo{inputs: inputs, at: at}
-}
-
-func (m *syncMemo) forget(key types.NamespacedName) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.last, key)
-}
-
-// nextWake is when a declaration needs a reconcile without any event: its next resync (counted
-// from the last sync, so frequent summaries never postpone it), or sooner when a cluster's
-// results turn stale (firstStale, zero when none will).
-func nextWake(resync time.Duration, lastSync, firstStale, now time.Time) time.Duration {
-	wake := time.Duration(0)
-	if resync > 0 {
-		wake = max(lastSync.Add(resync).Sub(now), time.Millisecond)
+	if e.token != token {
+		e.token, e.wantedAt = token, now
 	}
-	if !firstStale.IsZero() {
-		if stale := max(firstStale.Sub(now)+time.Second, time.Millisecond); wake == 0 || stale < wake {
-			wake = stale
+	return e.wantedAt
+}
+
+// fresh marks the outcomes already announced as not written (their write was announced), and
+// records the rest as announced.
+func (s *seenResults) fresh(key types.NamespacedName, outcomes []clusterOutcome) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.last[key]
+	if e == nil {
+		return
+	}
+	for i := range outcomes {
+		o := &outcomes[i]
+		if o.pending {
+			continue
 		}
+		if o.seq <= e.seq[o.cluster] {
+			o.wrote = false
+		}
+		e.seq[o.cluster] = max(e.seq[o.cluster], o.seq)
 	}
-	return wake
+}
+
+func (s *seenResults) forget(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.last, key)
+}
+
+// nextWake is when a declaration needs a reconcile without any event: when a cluster's results
+// turn stale (firstStale, zero when none will).
+func nextWake(firstStale, now time.Time) time.Duration {
+	if firstStale.IsZero() {
+		return 0
+	}
+	return max(firstStale.Sub(now)+time.Second, time.Millisecond)
+}
+
+// summaryRead is what a reconcile read of its clusters' summaries.
+type summaryRead struct {
+	// summaries are the accepted summaries, by cluster.
+	summaries map[string]*policyhubv1.PolicyReportSummarySpec
+	// unread are the clusters whose summary could not be read (a transient error): their
+	// results are kept as they were rather than dropped.
+	unread map[string]bool
 }
 
 // readSummaries reads the accepted summaries of the clusters.
-func readSummaries(ctx context.Context, reader client.Reader, clusters []policyhubv1.ClusterStatus) map[string]*policyhubv1.PolicyReportSummarySpec {
-	summaries := map[string]*policyhubv1.PolicyReportSummarySpec{}
+func readSummaries(ctx context.Context, reader client.Reader, clusters []policyhubv1.ClusterStatus) summaryRead {
+	summaries, unread := map[string]*policyhubv1.PolicyReportSummarySpec{}, map[string]bool{}
 	for _, c := range clusters {
 		s := &policyhubv1.PolicyReportSummary{}
 		err := reader.Get(ctx, client.ObjectKey{Namespace: c.Name, Name: policyhubv1.SummaryName}, s)
@@ -155,10 +169,11 @@ func readSummaries(ctx context.Context, reader client.Reader, clusters []policyh
 		case err == nil && acceptedSummary(s) == nil:
 			summaries[c.Name] = &s.Spec
 		case err != nil && client.IgnoreNotFound(err) != nil:
-			log.FromContext(ctx).Error(err, "read the cluster's summary", "cluster", c.Name)
+			unread[c.Name] = true
+			log.FromContext(ctx).Error(err, "read the cluster's summary; its results are kept as they were", "cluster", c.Name)
 		}
 	}
-	return summaries
+	return summaryRead{summaries: summaries, unread: unread}
 }
 
 // emitEvents records the clusters whose phase changed or that were written to: a Warning per
@@ -185,13 +200,14 @@ func emitSyncEvents(recorder events.EventRecorder, obj runtime.Object, before []
 	}
 }
 
-// targetJobs are the syncs of a declaration's targets, one per selected cluster.
-func targetJobs(t *render.Targets, prune bool) []syncJob {
-	var jobs []syncJob
+// targetWants are what a declaration wants in each selected cluster, under token.
+func targetWants(t *render.Targets, prune bool, token string) []wantedIn {
+	wants := make([]wantedIn, 0, len(t.Objects))
 	for _, cluster := range t.Clusters() {
-		jobs = append(jobs, syncJob{cluster: cluster, decl: work.Declaration{Source: t.Source, Objects: t.Objects[cluster], DryRun: t.DryRun[cluster], Prune: prune}})
+		wants = append(wants, wantedIn{cluster: cluster, token: token,
+			decl: work.Declaration{Source: t.Source, Objects: t.Objects[cluster], DryRun: t.DryRun[cluster], Prune: prune}})
 	}
-	return jobs
+	return wants
 }
 
 // ownedPolicies are, per cluster, the policy objects a declaration owns there: the ones its

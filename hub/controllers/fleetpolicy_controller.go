@@ -25,14 +25,13 @@ type FleetPolicyReconciler struct {
 
 	// synced remembers, per FleetPolicy, the last sync that left every cluster in a final state,
 	// so a reconcile woken only by an agent's summary updates the results without syncing again.
-	synced syncMemo
+	seen seenResults
 }
 
 // SetupWithManager registers the reconciler: FleetPolicy spec changes, and changes of the
 // inventory (gateway credential Secrets, metadata only), trigger it.
 func (r *FleetPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return declarationController(mgr, "fleetpolicy", &policyhubv1.FleetPolicy{}, r.SecretNamespace,
-		r.everyFleetPolicy, r.fleetPoliciesInCluster, r.MaxConcurrentReconciles, r.RetryMaxDelay).Complete(r)
+	return declarationController(mgr, "fleetpolicy", "FleetPolicy", &policyhubv1.FleetPolicy{}, &r.DeclarationOptions, r.everyFleetPolicy, r.fleetPoliciesInCluster).Complete(r)
 }
 
 func (r *FleetPolicyReconciler) everyFleetPolicy(ctx context.Context, _ client.Object) []reconcile.Request {
@@ -71,7 +70,7 @@ func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Client.Get(ctx, req.NamespacedName, fp); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return r.engine(&r.synced).reconcile(ctx, req.NamespacedName, &fleetPolicy{FleetPolicy: fp, r: r})
+	return r.engine(&r.seen).reconcile(ctx, req.NamespacedName, &fleetPolicy{FleetPolicy: fp, r: r})
 }
 
 // fleetPolicy is a FleetPolicy as the engine's declaration.
@@ -104,9 +103,9 @@ func (d *fleetPolicy) targets(ctx context.Context) (*render.Targets, error) {
 	return render.FleetPolicyTargets(d.r.HubID, d.FleetPolicy, inv)
 }
 
-func (d *fleetPolicy) setResults(summaries map[string]*policyhubv1.PolicyReportSummarySpec, owned map[string][]aggregate.Policy, now time.Time) time.Time {
+func (d *fleetPolicy) setResults(read summaryRead, owned map[string][]aggregate.Policy, now time.Time) time.Time {
 	var firstStale time.Time
-	d.Status.Clusters, firstStale = setResults(d.Status.Clusters, summaries, owned, now)
+	d.Status.Clusters, firstStale = setResults(d.Status.Clusters, read, owned, now)
 	d.Status.Summary = summarize(d.Status.Clusters)
 	return firstStale
 }

@@ -18,8 +18,12 @@ import (
 type clusterOutcome struct {
 	cluster string
 	result  *work.DeclarationResult
-	// wrote is true when the sync changed something in the cluster.
+	// wrote is true when the sync changed something in the cluster (and was not announced yet).
 	wrote bool
+	// pending is true while the cluster's worker has no result for the wanted state.
+	pending bool
+	// seq orders the worker's results (see work.Result).
+	seq uint64
 }
 
 // clusterStatuses merges this reconcile's outcomes into the previous per-cluster statuses.
@@ -53,11 +57,14 @@ func clusterStatuses(old []policyhubv1.ClusterStatus, outcomes []clusterOutcome,
 // setResults sets each cluster's report results from its summary (when there is one): the
 // results of the policies owned there, when the agent generated them, and whether they are stale.
 // It also says when the first results still fresh will turn stale (zero when none will).
-func setResults(clusters []policyhubv1.ClusterStatus, summaries map[string]*policyhubv1.PolicyReportSummarySpec, owned map[string][]aggregate.Policy, now time.Time) ([]policyhubv1.ClusterStatus, time.Time) {
+func setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) ([]policyhubv1.ClusterStatus, time.Time) {
 	var firstStale time.Time
 	for i := range clusters {
 		c := &clusters[i]
-		summary, ok := summaries[c.Name]
+		if read.unread[c.Name] {
+			continue // the summary could not be read just now: keep what is known
+		}
+		summary, ok := read.summaries[c.Name]
 		if !ok {
 			c.Results, c.Blocked, c.ReportTime, c.Stale = nil, 0, nil, false
 			continue

@@ -95,8 +95,11 @@ func TestSetResults(t *testing.T) {
 		{Name: "c1"}, {Name: "c2"},
 		// c3 had results once; its summary is gone: they must not linger.
 		{Name: "c3", Results: &policyhubv1.ResultCounts{Fail: 9}, Blocked: 1, ReportTime: &metav1.Time{Time: now}},
+		// c4's summary could not be read just now: what is known stays.
+		{Name: "c4", Results: &policyhubv1.ResultCounts{Fail: 4}, Blocked: 2, ReportTime: &metav1.Time{Time: now}},
 	}
-	got, firstStale := setResults(clusters, map[string]*policyhubv1.PolicyReportSummarySpec{"c1": fresh, "c2": stale}, owned, now)
+	read := summaryRead{summaries: map[string]*policyhubv1.PolicyReportSummarySpec{"c1": fresh, "c2": stale}, unread: map[string]bool{"c4": true}}
+	got, firstStale := setResults(clusters, read, owned, now)
 	if r := got[0].Results; r == nil || *r != (policyhubv1.ResultCounts{Pass: 2, Fail: 1}) || got[0].Blocked != 3 || got[0].Stale {
 		t.Errorf("c1: %+v", got[0])
 	}
@@ -106,10 +109,13 @@ func TestSetResults(t *testing.T) {
 	if got[2].Results != nil || got[2].Blocked != 0 || got[2].ReportTime != nil {
 		t.Errorf("c3 (no summary) kept old results: %+v", got[2])
 	}
+	if got[3].Results == nil || got[3].Results.Fail != 4 || got[3].Blocked != 2 {
+		t.Errorf("c4 (summary unread) lost its results: %+v", got[3])
+	}
 	if want := now.Add(2 * time.Minute); !firstStale.Equal(want) {
 		t.Errorf("first stale at %v, want %v (c1 generated 1m ago, stale after 3 heartbeats of 1m)", firstStale, want)
 	}
-	if s := summarize(got); s.Results.Fail != 1 || s.Violations != 1 {
+	if s := summarize(got); s.Results.Fail != 5 || s.Violations != 5 {
 		t.Errorf("summary %+v", s)
 	}
 }

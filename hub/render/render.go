@@ -32,6 +32,19 @@ func (o Owner) Source() string {
 	return o.Kind + "/" + o.Namespace + "/" + o.Name
 }
 
+// ParseSource reads a source annotation's value back into the declaration it names (HubID is
+// left empty).
+func ParseSource(source string) (Owner, bool) {
+	parts := strings.Split(source, "/")
+	switch {
+	case len(parts) == 2 && parts[0] != "" && parts[1] != "":
+		return Owner{Kind: parts[0], Name: parts[1]}, true
+	case len(parts) == 3 && parts[0] != "" && parts[1] != "" && parts[2] != "":
+		return Owner{Kind: parts[0], Namespace: parts[1], Name: parts[2]}, true
+	}
+	return Owner{}, false
+}
+
 // Labels are the ownership labels of an object the owner renders.
 func (o Owner) Labels() map[string]string {
 	labels := map[string]string{

@@ -81,6 +81,14 @@ func (o *leaseObserver) alone(cluster, identity string, found *resourcelock.Lead
 		(found.HolderIdentity == "" || found.HolderIdentity == identity)
 }
 
+// forget drops what it remembers of a cluster (it left the fleet).
+func (o *leaseObserver) forget(cluster string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.seen, cluster)
+	delete(o.released, cluster)
+}
+
 // unchangedFor records the record's version and says how long it has been seen unchanged.
 func (o *leaseObserver) unchangedFor(cluster, resourceVersion string, now time.Time) time.Duration {
 	o.mu.Lock()

@@ -20,7 +20,7 @@ import (
 // from; dry-run declarations send their requests with dryRun=All and need no Lease. A failure is
 // reported per declaration; Sync itself never fails.
 func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration) *ClusterResult {
-	return s.sync(ctx, cluster, decls, false)
+	return s.SyncWith(ctx, cluster, decls, false, nil)
 }
 
 // SyncKeepingLease is Sync, except that a sync Lease it takes stays held (renewed in the
@@ -28,10 +28,13 @@ func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration)
 // Lease session. Other writers wait meanwhile, so the caller releases it as soon as it has no
 // more work for the cluster.
 func (s *Syncer) SyncKeepingLease(ctx context.Context, cluster Cluster, decls []Declaration) *ClusterResult {
-	return s.sync(ctx, cluster, decls, true)
+	return s.SyncWith(ctx, cluster, decls, true, nil)
 }
 
-func (s *Syncer) sync(ctx context.Context, cluster Cluster, decls []Declaration, keepLease bool) *ClusterResult {
+// SyncWith is Sync, keeping the Lease when keepLease (see SyncKeepingLease); once the cluster
+// has answered its probe, the pass takes a slot of slots (when not nil) for the rest of its work,
+// which bounds the passes planning and writing at once across clusters.
+func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declaration, keepLease bool, slots chan struct{}) *ClusterResult {
 	start := time.Now()
 	res := &ClusterResult{Cluster: cluster.Name}
 	for _, d := range decls {
@@ -49,6 +52,26 @@ func (s *Syncer) sync(ctx context.Context, cluster Cluster, decls []Declaration,
 		res.Duration = time.Since(start)
 		logSync(ctx, res)
 	}()
+
+	// One cheap request with a short deadline tells a dark cluster apart before anything else
+	// (discovery, the cache, the Lease) waits on it.
+	if err := s.probe(ctx, cc, cluster.Name); err != nil {
+		res.Err = err
+		res.fail(nil, err)
+		// A dark cluster's watch cache would keep retrying through the gateway: it is
+		// dropped now and made again once the cluster answers.
+		s.dropClients(cluster.Name, cc)
+		return res
+	}
+	if slots != nil {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+		case <-ctx.Done():
+			res.fail(nil, ctx.Err())
+			return res
+		}
+	}
 
 	// Capability: a declaration with a kind the cluster does not serve is Unsupported; nothing of it is sent.
 	active := make([]int, 0, len(decls))
@@ -70,12 +93,6 @@ func (s *Syncer) sync(ctx context.Context, cluster Cluster, decls []Declaration,
 	}
 
 	readStart := time.Now()
-	// One cheap request tells a dead cluster apart from a cache that has not noticed yet.
-	if err := cc.clientset.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
-		res.Err = fmt.Errorf("cluster %s: unreachable: %w", cluster.Name, err)
-		res.fail(active, res.Err)
-		return res
-	}
 	work, err := s.plan(ctx, cc, decls, active, nil, nil, true)
 	res.ReadTime += time.Since(readStart)
 	if err != nil {

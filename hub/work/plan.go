@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -177,7 +178,16 @@ func (s *Syncer) readLive(ctx context.Context, cc *clusterClients, decls []Decla
 	for gk := range rendered {
 		kinds[gk] = true
 	}
-	for _, gk := range PolicyKinds {
+	// Objects of the kinds not rendered now matter only if they are ours (to prune). The watch
+	// cache holds only what this hub owns, and only of the kinds it may have written here.
+	others := PolicyKinds
+	if cached {
+		var err error
+		if others, err = s.ownedKinds(ctx, cc, rendered); err != nil {
+			return nil, err
+		}
+	}
+	for _, gk := range others {
 		if _, ok := kinds[gk]; !ok {
 			kinds[gk] = false
 		}
@@ -214,7 +224,80 @@ func (s *Syncer) readLive(ctx context.Context, cc *clusterClients, decls []Decla
 		}()
 	}
 	wg.Wait()
-	return out, first
+	if first != nil || !cached {
+		return out, first
+	}
+	if err := s.addUnowned(ctx, cc, decls, which, rendered, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ownedKinds are the policy kinds that may hold this hub's objects in the cluster besides the
+// rendered ones: those rendered there before by this process, and those found holding its
+// objects by one survey of every served kind (metadata, label-selected) when the process first
+// meets the cluster. Only these kinds are watched.
+func (s *Syncer) ownedKinds(ctx context.Context, cc *clusterClients, rendered map[schema.GroupKind]schema.GroupVersionKind) ([]schema.GroupKind, error) {
+	cc.kindsMu.Lock()
+	defer cc.kindsMu.Unlock()
+	if cc.kinds == nil {
+		found := map[schema.GroupKind]bool{}
+		for _, gk := range PolicyKinds {
+			objs, err := s.listKind(ctx, cc, gk, nil, false, false)
+			if err != nil {
+				return nil, fmt.Errorf("survey the cluster's policies of this hub: %w", err)
+			}
+			if len(objs) > 0 {
+				found[gk] = true
+			}
+		}
+		cc.kinds = found
+	}
+	for gk := range rendered {
+		cc.kinds[gk] = true
+	}
+	out := make([]schema.GroupKind, 0, len(cc.kinds))
+	for gk := range cc.kinds {
+		out = append(out, gk)
+	}
+	return out, nil
+}
+
+// addUnowned adds to a cached read the objects of the rendered kinds that this hub does not own
+// but that carry the name of an object it would create: the watch cache holds only this hub's
+// objects, and creating over one of them would touch an object that is not ours. One metadata
+// list per kind, only in passes that would create.
+func (s *Syncer) addUnowned(ctx context.Context, cc *clusterClients, decls []Declaration, which []int, rendered map[schema.GroupKind]schema.GroupVersionKind, byKind map[schema.GroupKind][]*unstructured.Unstructured) error {
+	have := map[plan.Key]bool{}
+	for _, objs := range byKind {
+		for _, obj := range objs {
+			have[plan.KeyOf(obj)] = true
+		}
+	}
+	missing := map[schema.GroupKind]map[plan.Key]bool{}
+	for _, i := range which {
+		for _, obj := range decls[i].Objects {
+			if key := plan.KeyOf(obj); !have[key] {
+				gk := obj.GroupVersionKind().GroupKind()
+				if missing[gk] == nil {
+					missing[gk] = map[plan.Key]bool{}
+				}
+				missing[gk][key] = true
+			}
+		}
+	}
+	for gk, keys := range missing {
+		all, err := s.listKind(ctx, cc, gk, rendered, true, false)
+		if err != nil {
+			return err
+		}
+		for _, obj := range all {
+			if keys[plan.KeyOf(obj)] {
+				byKind[gk] = append(byKind[gk], obj)
+			}
+		}
+	}
+	return nil
 }
 
 // upgradeFromPrevious replaces the metadata-only objects of a direct read with full objects: the
@@ -304,11 +387,53 @@ func (s *Syncer) listKind(ctx context.Context, cc *clusterClients, gk schema.Gro
 		}
 		return nil, fmt.Errorf("list %s: %w", gk, err)
 	}
+	s.watchOwned(ctx, cc, gvk)
 	objs := make([]*unstructured.Unstructured, 0, len(list.Items))
 	for i := range list.Items {
 		objs = append(objs, &list.Items[i])
 	}
 	return objs, nil
+}
+
+// watchOwned tells OnOwnedChange about every change the kind's informer sees to an object this
+// hub owns, once per kind: drift is corrected when it happens, not at the next resync.
+func (s *Syncer) watchOwned(ctx context.Context, cc *clusterClients, gvk schema.GroupVersionKind) {
+	notify := s.opts.OnOwnedChange
+	if notify == nil {
+		return
+	}
+	if _, done := cc.watched.LoadOrStore(gvk.GroupKind(), true); done {
+		return
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	informer, err := cc.cache.GetInformer(ctx, obj)
+	if err != nil {
+		cc.watched.Delete(gvk.GroupKind())
+		return
+	}
+	owned := func(o any) (*unstructured.Unstructured, bool) {
+		if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+			o = tomb.Obj
+		}
+		u, ok := o.(*unstructured.Unstructured)
+		return u, ok && u.GetLabels()[policyhubv1.LabelManagedBy] == s.opts.HubID
+	}
+	_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, o any) {
+			if u, ok := owned(o); ok {
+				notify(cc.name, u, false)
+			}
+		},
+		DeleteFunc: func(o any) {
+			if u, ok := owned(o); ok {
+				notify(cc.name, u, true)
+			}
+		},
+	})
+	if err != nil {
+		cc.watched.Delete(gvk.GroupKind())
+	}
 }
 
 // write sends the changes of the declarations of indexes which, dryRun=All when dryRun.

@@ -8,12 +8,16 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 // FieldManager is the server-side apply field manager of everything policyhub writes.
@@ -51,6 +55,13 @@ type Options struct {
 	Lock LockOptions
 	// Concurrency bounds the requests in flight to one cluster; zero means 8.
 	Concurrency int
+	// ProbeTimeout is how long a cluster has to answer before it counts as unreachable; zero
+	// means 5s.
+	ProbeTimeout time.Duration
+	// OnOwnedChange, when set, is told about every change the watch caches see to an object this
+	// hub owns in a cluster (drift: edited or deleted by someone else, or a write of our own). It
+	// must not block.
+	OnOwnedChange func(cluster string, obj *unstructured.Unstructured, deleted bool)
 }
 
 // Syncer syncs declarations into managed clusters. It keeps one client per cluster.
@@ -64,7 +75,7 @@ type Syncer struct {
 	// identities apart, but goroutines sharing one identity would all count as its holder, and the
 	// first to finish would release the Lease under the others.
 	writers map[string]*sync.Mutex
-	// held are the sync Leases kept between a cluster's back-to-back passes (see Batcher): one
+	// held are the sync Leases kept between a cluster's back-to-back passes (see Workers): one
 	// Lease session for a burst of work instead of one per pass.
 	held map[string]*heldLease
 }
@@ -72,6 +83,7 @@ type Syncer struct {
 type clusterClients struct {
 	// leaseNamespace is true once the Lease's namespace is known to exist.
 	leaseNamespace atomic.Bool
+	name           string
 	host           string
 	client         client.Client
 	clientset      kubernetes.Interface
@@ -80,8 +92,16 @@ type clusterClients struct {
 	// plan the cluster has moved past is refused and redone from a direct read.
 	cache     cache.Cache
 	stopCache context.CancelFunc
-	requests  atomic.Int64
-	writes    atomic.Int64
+	// kinds are the policy kinds that may hold this hub's objects (see ownedKinds); nil until
+	// surveyed.
+	kindsMu sync.Mutex
+	kinds   map[schema.GroupKind]bool
+	// watched are the kinds whose informer has the owned-change handler.
+	watched  sync.Map // schema.GroupKind → true
+	requests atomic.Int64
+	writes   atomic.Int64
+	// answered is when the cluster last answered the probe.
+	answered atomic.Pointer[time.Time]
 }
 
 // NewSyncer returns a Syncer for hub opts.HubID.
@@ -91,6 +111,9 @@ func NewSyncer(opts Options) (*Syncer, error) {
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 8
+	}
+	if opts.ProbeTimeout <= 0 {
+		opts.ProbeTimeout = defaultProbeTimeout
 	}
 	return &Syncer{opts: opts, clients: map[string]*clusterClients{}, writers: map[string]*sync.Mutex{}, leases: newLeaseObserver(), held: map[string]*heldLease{}}, nil
 }
@@ -102,6 +125,18 @@ func (s *Syncer) Forget(cluster string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cc, ok := s.clients[cluster]; ok {
+		cc.stopCache()
+		delete(s.clients, cluster)
+	}
+	delete(s.writers, cluster)
+	s.leases.forget(cluster)
+}
+
+// dropClients stops the cluster's watch cache and drops its clients, if they are still cc.
+func (s *Syncer) dropClients(cluster string, cc *clusterClients) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.clients[cluster] == cc {
 		cc.stopCache()
 		delete(s.clients, cluster)
 	}
@@ -148,7 +183,7 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 		}
 		cc.stopCache()
 	}
-	cc := &clusterClients{host: c.Config.Host}
+	cc := &clusterClients{name: c.Name, host: c.Config.Host}
 	cfg := rest.CopyConfig(c.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, cc: cc} })
 	// A deprecation warning (e.g. on kyverno.io/v1) comes back with every write of the kind: log
@@ -169,12 +204,19 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 	}
 	// Plans never read managedFields, often the largest part of a server-side applied policy:
 	// the cache does not keep them.
-	if cc.cache, err = cache.New(cacheCfg, cache.Options{Mapper: cc.client.RESTMapper(), DefaultTransform: cache.TransformStripManagedFields()}); err != nil {
+	// It holds only this hub's objects: what it plans and prunes. Others' objects matter only
+	// where one would be created over (addUnowned reads those directly).
+	owned := labels.SelectorFromSet(labels.Set{policyhubv1.LabelManagedBy: s.opts.HubID})
+	if cc.cache, err = cache.New(cacheCfg, cache.Options{Mapper: cc.client.RESTMapper(), DefaultLabelSelector: owned, DefaultTransform: cache.TransformStripManagedFields()}); err != nil {
 		return nil, fmt.Errorf("watch cache for cluster %s: %w", c.Name, err)
 	}
 	cacheCtx, stop := context.WithCancel(context.Background())
 	cc.stopCache = stop
-	go func() { _ = cc.cache.Start(cacheCtx) }()
+	go func() {
+		if err := cc.cache.Start(cacheCtx); err != nil {
+			ctrllog.Log.Error(err, "watch cache stopped", "cluster", c.Name)
+		}
+	}()
 	s.clients[c.Name] = cc
 	return cc, nil
 }

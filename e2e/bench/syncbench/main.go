@@ -47,7 +47,6 @@ import (
 	"github.com/policyhub/policyhub/e2e/fleet"
 	"github.com/policyhub/policyhub/hub/controllers"
 	"github.com/policyhub/policyhub/hub/gateway"
-	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/work"
 )
@@ -672,23 +671,16 @@ func (b *bench) policyhub(ctx context.Context, prefix string) (cost, cost, error
 	if err != nil {
 		return cost{}, cost{}, err
 	}
-	syncer, err := work.NewSyncer(work.Options{HubID: hubID, Lock: work.LockOptions{Identity: hubID + "/bench"}, Concurrency: b.o.parallel})
+	registry := prometheus.NewRegistry()
+	workers, err := controllers.SetupHub(mgr, controllers.HubOptions{
+		Gateway: hubCfg, SecretNamespace: b.f.SecretNamespace, HubID: hubID,
+		Lock: work.LockOptions{Identity: hubID + "/bench"}, Registry: registry, Resync: time.Hour,
+		MaxConcurrentReconciles: 8,
+	})
 	if err != nil {
 		return cost{}, cost{}, err
 	}
-	defer syncer.Close() // its watch caches would weigh on the next round
-	registry := prometheus.NewRegistry()
-	r := &controllers.FleetPolicyReconciler{DeclarationOptions: controllers.DeclarationOptions{
-		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: hubCfg, SecretNamespace: b.f.SecretNamespace,
-		HubID: hubID, Batcher: work.NewBatcher(syncer, 10*time.Millisecond, metrics.NewSync(registry).Observe),
-		Recorder: mgr.GetEventRecorder("policyhub-hub"),
-		// Reconciles mostly wait for cluster passes; requests in flight per cluster stay at
-		// -parallel (the syncer's concurrency), as for the loops.
-		ResyncInterval: time.Hour, MaxConcurrentClusters: b.o.clusters, MaxConcurrentReconciles: 256,
-	}}
-	if err := r.SetupWithManager(mgr); err != nil {
-		return cost{}, cost{}, err
-	}
+	defer workers.Close() // its watch caches would weigh on the next round
 	mgrCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() { _ = mgr.Start(mgrCtx) }()

@@ -1,0 +1,105 @@
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/policyhub/policyhub/hub/metrics"
+	"github.com/policyhub/policyhub/hub/work"
+)
+
+// HubOptions are the settings of a whole hub: every controller policyhub-hub runs.
+type HubOptions struct {
+	// Gateway reaches cluster-gateway: the hub's config (aggregation layer) or the gateway's URL.
+	Gateway         *rest.Config
+	SecretNamespace string
+	HubID           string
+	// Lock configures the clusters' sync Lease; Lock.Identity (this process's identity in the
+	// Leases) is required.
+	Lock work.LockOptions
+	// Registry receives the hub's metrics.
+	Registry prometheus.Registerer
+	// Resync makes every cluster's worker sync everything again after it (a backstop: drift
+	// the watch sees is corrected at once).
+	Resync time.Duration
+	// RetryMaxDelay caps the backoff of a cluster that is unreachable or failing; zero means 1m.
+	RetryMaxDelay time.Duration
+	// ProbeTimeout is how long a cluster has to answer before it counts as unreachable; zero
+	// means 5s.
+	ProbeTimeout time.Duration
+	// MaxConcurrentPasses bounds the cluster passes planning and writing at once; zero means 32.
+	MaxConcurrentPasses int
+	// MaxConcurrentReconciles bounds the declarations of each kind reconciled at once.
+	MaxConcurrentReconciles int
+	// StatusCoalesce: see DeclarationOptions; zero means 2s.
+	StatusCoalesce time.Duration
+	// ApplicationStatusInterval and DepartureRecheck: see ApplicationPolicyReconciler and
+	// DepartureReconciler; zero means their defaults.
+	ApplicationStatusInterval, DepartureRecheck time.Duration
+}
+
+// SetupHub registers every controller of the hub with mgr — FleetPolicy, ApplicationPolicy (and
+// the KubeVela adapter where the hub serves KubeVela's Application), cluster departures,
+// PolicyReportSummary — over one set of per-cluster workers, which it returns: Close them on
+// shutdown so the sync Leases still held are given up.
+func SetupHub(mgr ctrl.Manager, o HubOptions) (*work.Workers, error) {
+	syncMetrics := metrics.NewSync(o.Registry)
+	results := &ResultEvents{}
+	workers, err := work.NewWorkers(work.WorkersOptions{
+		Sync:                work.Options{HubID: o.HubID, Lock: o.Lock, ProbeTimeout: o.ProbeTimeout},
+		Window:              10 * time.Millisecond,
+		Resync:              o.Resync,
+		RetryMax:            o.RetryMaxDelay,
+		MaxConcurrentPasses: o.MaxConcurrentPasses,
+		Observe:             syncMetrics.Observe,
+		Published:           results.Published,
+	})
+	if err != nil {
+		return nil, err
+	}
+	declarations := DeclarationOptions{
+		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: o.Gateway, SecretNamespace: o.SecretNamespace,
+		HubID: o.HubID, Workers: workers, Results: results, Recorder: mgr.GetEventRecorder("policyhub-hub"),
+		StatusCoalesce: o.StatusCoalesce, MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+	}
+	setup := func() error {
+		if err := (&FleetPolicyReconciler{DeclarationOptions: declarations}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("FleetPolicy controller: %w", err)
+		}
+		departures := &DepartureReconciler{Reader: mgr.GetClient(), SecretNamespace: o.SecretNamespace, Workers: workers, Metrics: syncMetrics, Recheck: o.DepartureRecheck}
+		if err := departures.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("cluster departure controller: %w", err)
+		}
+		kubeVela, err := ApplicationServed(mgr)
+		if err != nil {
+			return fmt.Errorf("discover KubeVela on the hub: %w", err)
+		}
+		appPolicies := &ApplicationPolicyReconciler{DeclarationOptions: declarations, KubeVela: kubeVela, ApplicationStatusInterval: o.ApplicationStatusInterval}
+		if err := appPolicies.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("ApplicationPolicy controller: %w", err)
+		}
+		if kubeVela {
+			adapter := &ApplicationReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub")}
+			if err := adapter.SetupWithManager(mgr); err != nil {
+				return fmt.Errorf("KubeVela Application adapter: %w", err)
+			}
+		}
+		summaries := &SummaryReconciler{
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub"),
+			Compliance: metrics.NewCompliance(o.Registry, time.Now),
+		}
+		if err := summaries.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("PolicyReportSummary controller: %w", err)
+		}
+		return nil
+	}
+	if err := setup(); err != nil {
+		workers.Close()
+		return nil, err
+	}
+	return workers, nil
+}

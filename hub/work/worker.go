@@ -1,0 +1,459 @@
+package work
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/plan"
+)
+
+// WorkersOptions configure Workers.
+type WorkersOptions struct {
+	// Sync configures the Syncer the workers share.
+	Sync Options
+	// Window is how long a worker waits for more work before a pass, so declarations handed to
+	// it together share one pass; zero means none.
+	Window time.Duration
+	// Resync makes each worker sync everything wanted in its cluster again after this long: a
+	// backstop for drift its watch did not see. Zero means never.
+	Resync time.Duration
+	// RetryMin and RetryMax bound the backoff of a cluster that is unreachable or whose
+	// declarations failed (it starts at RetryMin and doubles); zero means 1s and 1m.
+	RetryMin, RetryMax time.Duration
+	// MaxConcurrentPasses bounds the passes that plan and write at once over all clusters. A
+	// dark cluster's probe does not take a slot; zero means 32.
+	MaxConcurrentPasses int
+	// Observe, when set, is told about every pass (metrics).
+	Observe func(*ClusterResult)
+	// Published, when set, is told the declarations whose result in the cluster changed. It must
+	// not block: it is called by the cluster's worker.
+	Published func(cluster string, sources []string)
+}
+
+// Workers give every managed cluster one worker that owns it: the state every declaration
+// wants there, the passes that bring the cluster to it, the cluster's health, and the latest
+// result of each declaration. Handing a worker work never waits for the cluster, so a slow or
+// dark cluster delays nobody but itself.
+type Workers struct {
+	opts   WorkersOptions
+	syncer *Syncer
+	passes chan struct{}
+
+	mu      sync.Mutex
+	workers map[string]*worker
+	closed  bool
+}
+
+// Result is a declaration's latest result in one cluster.
+type Result struct {
+	DeclarationResult
+	// Token is the token of the wanted state it answers (see Want).
+	Token string
+	// Wrote is true when the pass created, updated or deleted one of its objects (not a dry-run).
+	Wrote bool
+	// Seq numbers the cluster's passes: a larger Seq is a newer result.
+	Seq uint64
+}
+
+type wanted struct {
+	decl  Declaration
+	token string
+}
+
+// worker owns one cluster. Its fields are guarded by Workers.mu; run is its only goroutine.
+type worker struct {
+	cluster Cluster
+	wants   map[string]wanted
+	results map[string]Result
+	// dirty are the declarations the next pass syncs.
+	dirty map[string]bool
+	wake  chan struct{}
+	stop  context.CancelFunc
+	done  chan struct{}
+	seq   uint64
+	// unreachable is the error of the last pass when the cluster could not be reached.
+	unreachable error
+	// failures counts passes in a row that left the cluster unreachable or a declaration
+	// failed: the retry backoff's exponent.
+	failures int
+}
+
+// NewWorkers returns Workers over a new Syncer made from opts.Sync.
+func NewWorkers(opts WorkersOptions) (*Workers, error) {
+	if opts.RetryMin <= 0 {
+		opts.RetryMin = time.Second
+	}
+	if opts.RetryMax <= 0 {
+		opts.RetryMax = time.Minute
+	}
+	if opts.MaxConcurrentPasses <= 0 {
+		opts.MaxConcurrentPasses = 32
+	}
+	ws := &Workers{opts: opts, workers: map[string]*worker{}, passes: make(chan struct{}, opts.MaxConcurrentPasses)}
+	syncOpts := opts.Sync
+	syncOpts.OnOwnedChange = ws.ownedChanged
+	syncer, err := NewSyncer(syncOpts)
+	if err != nil {
+		return nil, err
+	}
+	ws.syncer = syncer
+	return ws, nil
+}
+
+// Syncer is the Syncer the workers use (for one-off syncs outside the workers, e.g. tests).
+func (ws *Workers) Syncer() *Syncer { return ws.syncer }
+
+// Want hands the cluster's worker what the declaration d wants there, and returns at once.
+// token identifies that wanted state: handing the same token again is a no-op, a new token
+// makes the worker sync the declaration in its next pass. The cluster's config (credentials
+// may have changed) is always taken.
+func (ws *Workers) Want(cluster Cluster, d Declaration, token string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ws.closed {
+		return
+	}
+	w := ws.workers[cluster.Name]
+	if w == nil {
+		w = ws.start(cluster)
+	}
+	w.cluster = cluster
+	if prev, ok := w.wants[d.Source]; ok && prev.token == token {
+		return
+	}
+	w.wants[d.Source] = wanted{decl: d, token: token}
+	if w.unreachable != nil {
+		// A dark cluster answers a new want at once with what is known, and tries again at its
+		// next retry: the declaration's status need not wait for it.
+		if changed := ws.publishUnreachable(w, []string{d.Source}); len(changed) > 0 && ws.opts.Published != nil {
+			ws.opts.Published(cluster.Name, changed)
+		}
+		w.dirty[d.Source] = true
+		return
+	}
+	w.dirty[d.Source] = true
+	w.poke()
+}
+
+// Result returns the declaration's latest result in the cluster, if the worker has one.
+func (ws *Workers) Result(cluster, source string) (Result, bool) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w := ws.workers[cluster]; w != nil {
+		r, ok := w.results[source]
+		return r, ok
+	}
+	return Result{}, false
+}
+
+// Drop removes the declaration from the cluster's worker without touching the cluster: it was
+// pruned there, or is no longer handled by this hub.
+func (ws *Workers) Drop(cluster, source string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if w := ws.workers[cluster]; w != nil {
+		delete(w.wants, source)
+		delete(w.results, source)
+		delete(w.dirty, source)
+	}
+}
+
+// Forget stops the cluster's worker and drops everything kept for the cluster: its wants and
+// results, clients, watch cache and kept Lease (it left the fleet).
+func (ws *Workers) Forget(cluster string) {
+	ws.mu.Lock()
+	w := ws.workers[cluster]
+	delete(ws.workers, cluster)
+	ws.mu.Unlock()
+	if w != nil {
+		w.stop()
+		<-w.done
+	}
+	ws.syncer.Forget(cluster)
+}
+
+// Close stops every worker and gives up the Leases held.
+func (ws *Workers) Close() {
+	ws.mu.Lock()
+	ws.closed = true
+	all := ws.workers
+	ws.workers = map[string]*worker{}
+	ws.mu.Unlock()
+	for _, w := range all {
+		w.stop()
+	}
+	for _, w := range all {
+		<-w.done
+	}
+	ws.syncer.Close()
+}
+
+// Clusters lists the clusters that have a worker.
+func (ws *Workers) Clusters() []string {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	names := make([]string, 0, len(ws.workers))
+	for name := range ws.workers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// start makes and starts the cluster's worker; ws.mu is held.
+func (ws *Workers) start(cluster Cluster) *worker {
+	ctx, stop := context.WithCancel(context.Background())
+	w := &worker{
+		cluster: cluster, wants: map[string]wanted{}, results: map[string]Result{}, dirty: map[string]bool{},
+		wake: make(chan struct{}, 1), stop: stop, done: make(chan struct{}),
+	}
+	ws.workers[cluster.Name] = w
+	go ws.run(ctrllog.IntoContext(ctx, ctrllog.Log.WithValues("cluster", cluster.Name)), w)
+	return w
+}
+
+func (w *worker) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// ownedChanged marks the declaration an owned object came from for a pass when the object no
+// longer holds what the declaration wants (drift), so it is restored within seconds. Changes
+// that match what is wanted (the hub's own writes) cost nothing.
+func (ws *Workers) ownedChanged(cluster string, obj *unstructured.Unstructured, deleted bool) {
+	source := obj.GetAnnotations()[policyhubv1.AnnotationSource]
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w := ws.workers[cluster]
+	if w == nil || w.unreachable != nil {
+		return
+	}
+	want, ok := w.wants[source]
+	if !ok || want.decl.DryRun {
+		return
+	}
+	key := plan.KeyOf(obj)
+	for _, desired := range want.decl.Objects {
+		if plan.KeyOf(desired) == key {
+			if deleted || !inSync(desired, obj) {
+				w.dirty[source] = true
+				w.poke()
+			}
+			return
+		}
+	}
+	// Not wanted any more: a prune is due only if a pass has not already removed it.
+	if !deleted && want.decl.Prune {
+		w.dirty[source] = true
+		w.poke()
+	}
+}
+
+// run is the worker's loop: wait for work (a want, drift, a retry or the resync), let more
+// arrive for Window, then make one pass over everything dirty. The Lease a pass takes is kept
+// while work keeps coming and given up when the worker goes idle.
+func (ws *Workers) run(ctx context.Context, w *worker) {
+	defer close(w.done)
+	defer ws.syncer.ReleaseLease(w.cluster.Name)
+	var retry, resync <-chan time.Time
+	var retryTimer, resyncTimer *time.Timer
+	arm := func(timer **time.Timer, ch *<-chan time.Time, after time.Duration) {
+		if *timer != nil {
+			(*timer).Stop()
+		}
+		*timer = time.NewTimer(after)
+		*ch = (*timer).C
+	}
+	if ws.opts.Resync > 0 {
+		arm(&resyncTimer, &resync, ws.opts.Resync)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		case <-retry:
+			retry = nil
+			ws.markFailed(w)
+		case <-resync:
+			arm(&resyncTimer, &resync, ws.opts.Resync)
+			ws.markAll(w)
+		}
+		if ws.opts.Window > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(ws.opts.Window): // a batching window, not synchronisation
+			}
+		}
+		decls, tokens := ws.takeDirty(w)
+		if len(decls) == 0 {
+			ws.syncer.ReleaseLease(w.cluster.Name)
+			continue
+		}
+		if again := ws.pass(ctx, w, decls, tokens); again > 0 {
+			arm(&retryTimer, &retry, again)
+		}
+		ws.mu.Lock()
+		idle := len(w.dirty) == 0
+		ws.mu.Unlock()
+		if idle {
+			ws.syncer.ReleaseLease(w.cluster.Name)
+		} else {
+			w.poke()
+		}
+	}
+}
+
+// takeDirty returns the declarations the next pass syncs, with their tokens, and clears them.
+func (ws *Workers) takeDirty(w *worker) ([]Declaration, []string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	sources := make([]string, 0, len(w.dirty))
+	for source := range w.dirty {
+		if _, ok := w.wants[source]; ok {
+			sources = append(sources, source)
+		}
+	}
+	clear(w.dirty)
+	sort.Strings(sources)
+	decls := make([]Declaration, len(sources))
+	tokens := make([]string, len(sources))
+	for i, source := range sources {
+		decls[i], tokens[i] = w.wants[source].decl, w.wants[source].token
+	}
+	return decls, tokens
+}
+
+func (ws *Workers) markAll(w *worker) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for source := range w.wants {
+		w.dirty[source] = true
+	}
+}
+
+// markFailed marks for a pass the declarations whose last result is not final (the cluster was
+// unreachable, a write failed, the Lease was held).
+func (ws *Workers) markFailed(w *worker) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for source := range w.wants {
+		if r, ok := w.results[source]; !ok || retried(r.Phase) {
+			w.dirty[source] = true
+		}
+	}
+}
+
+func retried(p policyhubv1.ClusterPhase) bool {
+	return p == policyhubv1.ClusterPhaseFailed || p == policyhubv1.ClusterPhaseLockHeld || p == policyhubv1.ClusterPhasePending
+}
+
+// pass syncs decls into the worker's cluster and publishes the results. It returns when to try
+// again (zero: no retry needed).
+func (ws *Workers) pass(ctx context.Context, w *worker, decls []Declaration, tokens []string) time.Duration {
+	ws.mu.Lock()
+	cluster := w.cluster
+	ws.mu.Unlock()
+	// The probe runs before a pass slot is taken: a dark cluster never holds one.
+	res := ws.syncer.SyncWith(ctx, cluster, decls, true, ws.passes)
+	if ws.opts.Observe != nil {
+		ws.opts.Observe(res)
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ctx.Err() != nil {
+		return 0 // stopped (Forget, Close): nothing to publish
+	}
+	w.seq++
+	var changed []string
+	failed := false
+	for i, r := range res.Declarations {
+		want, still := w.wants[r.Source]
+		if !still || want.token != tokens[i] {
+			continue // superseded meanwhile: the next pass answers the new want
+		}
+		a := r.Actions
+		next := Result{DeclarationResult: *r, Token: tokens[i], Seq: w.seq,
+			Wrote: a.Created+a.Updated+a.Deleted > 0 && r.Phase != policyhubv1.ClusterPhaseDryRun}
+		if retried(r.Phase) {
+			failed = true
+		}
+		if prev, ok := w.results[r.Source]; ok && sameResult(prev, next) {
+			continue
+		}
+		w.results[r.Source] = next
+		changed = append(changed, r.Source)
+	}
+	log := ctrllog.FromContext(ctx)
+	switch {
+	case IsUnreachable(res.Err):
+		if w.unreachable == nil {
+			log.Info("cluster unreachable; its declarations are shown Failed and retried with backoff", "reason", res.Err.Error())
+		}
+		w.unreachable = res.Err
+		// Every declaration wanted here learns it, not only the ones of this pass.
+		changed = append(changed, ws.publishUnreachable(w, nil)...)
+		failed = true
+	case w.unreachable != nil:
+		log.Info("cluster reachable again")
+		w.unreachable = nil
+		for source := range w.wants {
+			if r, ok := w.results[source]; !ok || retried(r.Phase) {
+				w.dirty[source] = true
+			}
+		}
+	}
+	if len(changed) > 0 && ws.opts.Published != nil {
+		ws.opts.Published(cluster.Name, changed)
+	}
+	if !failed {
+		w.failures = 0
+		return 0
+	}
+	delay := ws.opts.RetryMin << min(w.failures, 16)
+	w.failures++
+	return min(delay, ws.opts.RetryMax)
+}
+
+// publishUnreachable records the cluster's unreachable error as the result of the declarations
+// of sources (every wanted one when nil) that do not already say so, and returns them. ws.mu is
+// held; the caller publishes.
+func (ws *Workers) publishUnreachable(w *worker, sources []string) []string {
+	if sources == nil {
+		for source := range w.wants {
+			sources = append(sources, source)
+		}
+	}
+	msg := policyhubv1.TruncateMessage(w.unreachable.Error(), 2048)
+	var changed []string
+	w.seq++
+	for _, source := range sources {
+		want := w.wants[source]
+		prev, ok := w.results[source]
+		if ok && prev.Token == want.token && prev.Phase == policyhubv1.ClusterPhaseFailed && prev.Message == msg {
+			continue
+		}
+		w.results[source] = Result{
+			DeclarationResult: DeclarationResult{Source: source, Phase: policyhubv1.ClusterPhaseFailed, Message: msg},
+			Token:             want.token, Seq: w.seq,
+		}
+		changed = append(changed, source)
+	}
+	return changed
+}
+
+// sameResult reports whether next says nothing new over prev.
+func sameResult(prev, next Result) bool {
+	return prev.Token == next.Token && !next.Wrote && prev.Phase == next.Phase && prev.Message == next.Message &&
+		prev.Actions == next.Actions && prev.PlanTruncated == next.PlanTruncated && fmt.Sprint(prev.Plan) == fmt.Sprint(next.Plan)
+}
