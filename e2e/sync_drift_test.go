@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -9,8 +11,9 @@ import (
 	"github.com/policyhub/policyhub/hub/work"
 )
 
-// An owned policy edited in the managed cluster is restored by the next sync; one deleted there
-// is recreated.
+// An owned policy edited in the managed cluster is restored by a sync once the syncer's watch of
+// the cluster has seen the edit (a sync planned before then finds it unchanged and writes
+// nothing: it never writes over a state it did not see); one deleted there is recreated.
 func TestSyncCorrectsDrift(t *testing.T) {
 	ctx := testContext(t)
 	s := newSyncer(t)
@@ -34,10 +37,12 @@ func TestSyncCorrectsDrift(t *testing.T) {
 		t.Fatalf("edit the owned policy in the cluster: %v", err)
 	}
 
-	d := onlyResult(t, s.Sync(ctx, cluster, decl), policyhubv1.ClusterPhaseSynced)
-	if d.Actions.Updated != 1 {
-		t.Errorf("after an edit: actions %+v, want updated 1", d.Actions)
-	}
+	eventually(t, 10*time.Second, 100*time.Millisecond, "a sync restores the edit", func() error {
+		if d := onlyResult(t, s.Sync(ctx, cluster, decl), policyhubv1.ClusterPhaseSynced); d.Actions.Updated != 1 {
+			return fmt.Errorf("after an edit: actions %+v, want updated 1", d.Actions)
+		}
+		return nil
+	})
 	restored, err := liveObject(t, "cluster-1", obj)
 	if err != nil {
 		t.Fatal(err)
@@ -50,10 +55,12 @@ func TestSyncCorrectsDrift(t *testing.T) {
 	if err := direct.Delete(ctx, restored); err != nil {
 		t.Fatal(err)
 	}
-	d = onlyResult(t, s.Sync(ctx, cluster, decl), policyhubv1.ClusterPhaseSynced)
-	if d.Actions.Created != 1 {
-		t.Errorf("after a delete: actions %+v, want created 1", d.Actions)
-	}
+	eventually(t, 10*time.Second, 100*time.Millisecond, "a sync recreates the deleted policy", func() error {
+		if d := onlyResult(t, s.Sync(ctx, cluster, decl), policyhubv1.ClusterPhaseSynced); d.Actions.Created != 1 {
+			return fmt.Errorf("after a delete: actions %+v, want created 1", d.Actions)
+		}
+		return nil
+	})
 	if _, err := liveObject(t, "cluster-1", obj); err != nil {
 		t.Errorf("the deleted policy was not recreated: %v", err)
 	}
