@@ -41,6 +41,11 @@ func clusterStatuses(old []policyhubv1.ClusterStatus, outcomes []clusterOutcome,
 		s.Name = o.cluster
 		s.Phase = o.result.Phase
 		s.Message = o.result.Message
+		if s.Phase == policyhubv1.ClusterPhaseSynced {
+			// The counts are in actions: a message per synced cluster would only repeat them,
+			// and at a thousand clusters it is a fifth of the status.
+			s.Message = ""
+		}
 		s.Actions = o.result.Actions
 		s.Plan = o.result.Plan
 		s.PlanTruncated = o.result.PlanTruncated

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -156,5 +158,46 @@ func TestApplicationResults(t *testing.T) {
 	}
 	if clusters[1].Results != nil {
 		t.Errorf("c2 has no summary, so no results: %+v", clusters[1])
+	}
+}
+
+// A declaration placed on a thousand clusters keeps its status well under etcd's 1.5 MiB
+// request limit (target: 256 KiB), with every cluster's phase, counts and results in it.
+func TestStatusOfAThousandClustersIsBounded(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
+	var outcomes []clusterOutcome
+	summaries := map[string]*policyhubv1.PolicyReportSummarySpec{}
+	owned := map[string][]aggregate.Policy{}
+	for i := range 1000 {
+		name := fmt.Sprintf("prod-eu-west-%04d", i)
+		phase, message := policyhubv1.ClusterPhaseSynced, "created 1, updated 0, deleted 0, unchanged 0"
+		if i%10 == 0 { // a tenth dark: their reason is kept
+			phase, message = policyhubv1.ClusterPhaseFailed, name+": unreachable: no answer within 5s"
+		}
+		outcomes = append(outcomes, clusterOutcome{cluster: name, wrote: true,
+			result: &work.DeclarationResult{Phase: phase, Message: message, Actions: policyhubv1.ActionCounts{Created: 1}}})
+		summaries[name] = &policyhubv1.PolicyReportSummarySpec{Cluster: name, GeneratedAt: &now,
+			Policies: []policyhubv1.PolicySummary{{Name: "require-labels", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Pass: 120, Fail: 3}}}}
+		owned[name] = []aggregate.Policy{{Kind: "ClusterPolicy", Name: "require-labels"}}
+	}
+	fp := &policyhubv1.FleetPolicy{}
+	fp.Status.Clusters = clusterStatuses(nil, outcomes, now)
+	fp.Status.Clusters, _ = setResults(fp.Status.Clusters, summaryRead{summaries: summaries}, owned, now.Time)
+	fp.Status.Summary = summarize(fp.Status.Clusters)
+	setConditions(&fp.Status.Conditions, readyCondition(fp.Status.Clusters, nil, 1), nil, nil)
+	raw, err := json.Marshal(fp.Status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fp.Status.Clusters) != 1000 {
+		t.Fatalf("%d clusters in status, want every one of 1000", len(fp.Status.Clusters))
+	}
+	const limit = 256 << 10
+	t.Logf("status of 1000 clusters: %d bytes (%.0f per cluster)", len(raw), float64(len(raw))/1000)
+	if len(raw) > limit {
+		t.Errorf("status of 1000 clusters is %d bytes, want at most %d", len(raw), limit)
+	}
+	if fp.Status.Clusters[0].Message == "" || fp.Status.Clusters[1].Message != "" {
+		t.Errorf("messages: failed %q (want the reason), synced %q (want none: the counts say it)", fp.Status.Clusters[0].Message, fp.Status.Clusters[1].Message)
 	}
 }
