@@ -195,24 +195,40 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = requestTimeout
 	}
-	var err error
-	if cc.client, err = client.New(cfg, client.Options{}); err != nil {
+	// Own HTTP clients, so that letting go of the cluster closes their idle connections (and the
+	// goroutines that serve them) at once, not after the transport's idle timeout.
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
 	}
-	if cc.clientset, err = kubernetes.NewForConfig(cfg); err != nil {
+	cacheHTTP, err := rest.HTTPClientFor(cacheCfg)
+	if err != nil {
+		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
+	}
+	if cc.client, err = client.New(cfg, client.Options{HTTPClient: httpClient}); err != nil {
+		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
+	}
+	if cc.clientset, err = kubernetes.NewForConfigAndClient(cfg, httpClient); err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
 	}
 	// Plans never read managedFields, often the largest part of a server-side applied policy:
-	// the cache does not keep them.
-	// It holds only this hub's objects: what it plans and prunes. Others' objects matter only
-	// where one would be created over (addUnowned reads those directly).
+	// the cache does not keep them. It holds only this hub's objects: what it plans and prunes.
+	// Others' objects matter only where one would be created over (addUnowned reads those
+	// directly).
 	owned := labels.SelectorFromSet(labels.Set{policyhubv1.LabelManagedBy: s.opts.HubID})
-	if cc.cache, err = cache.New(cacheCfg, cache.Options{Mapper: cc.client.RESTMapper(), DefaultLabelSelector: owned, DefaultTransform: cache.TransformStripManagedFields()}); err != nil {
+	if cc.cache, err = cache.New(cacheCfg, cache.Options{HTTPClient: cacheHTTP, Mapper: cc.client.RESTMapper(), DefaultLabelSelector: owned, DefaultTransform: cache.TransformStripManagedFields()}); err != nil {
 		return nil, fmt.Errorf("watch cache for cluster %s: %w", c.Name, err)
 	}
-	cacheCtx, stop := context.WithCancel(context.Background())
-	cc.stopCache = stop
+	cacheCtx, stopCache := context.WithCancel(context.Background())
+	cacheDone := make(chan struct{})
+	cc.stopCache = func() {
+		stopCache()
+		<-cacheDone
+		httpClient.CloseIdleConnections()
+		cacheHTTP.CloseIdleConnections()
+	}
 	go func() {
+		defer close(cacheDone)
 		if err := cc.cache.Start(cacheCtx); err != nil {
 			ctrllog.Log.Error(err, "watch cache stopped", "cluster", c.Name)
 		}
