@@ -47,6 +47,13 @@ var managedCRDs = []crdSource{
 	{module: openReportsModule, dir: "config/crd"},
 }
 
+// minimalHubCRDs and minimalManagedCRDs are what Options.MinimalCRDs installs: policyhub's own
+// on the hub, Kyverno's ClusterPolicy in the managed clusters.
+var (
+	minimalHubCRDs     = []crdSource{{dir: "config/crd"}}
+	minimalManagedCRDs = []crdSource{{module: kyvernoModule, dir: "config/crds/kyverno", match: "kyverno.io_clusterpolicies.yaml"}}
+)
+
 // loadCRDs reads the CRD objects of the sources.
 func loadCRDs(ctx context.Context, sources []crdSource) ([]*unstructured.Unstructured, error) {
 	var crds []*unstructured.Unstructured

@@ -27,6 +27,10 @@ type Options struct {
 	SecretNamespace string
 	// Profiling serves the kube-apiservers' /debug/pprof (the benchmark profiles them).
 	Profiling bool
+	// MinimalCRDs installs only policyhub's CRDs on the hub and only Kyverno's ClusterPolicy CRD
+	// in the managed clusters (no OCM, KubeVela, openreports, nor Kyverno's other kinds): for
+	// fleets of many clusters, where every CRD costs each apiserver memory. Not with Kyverno.
+	MinimalCRDs bool
 }
 
 // ManagedCluster describes one managed cluster of the fleet.
@@ -158,11 +162,18 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		return f, err
 	}
 
-	hubCRDObjs, err := loadCRDs(ctx, hubCRDs)
+	hubSources, managedSources := hubCRDs, managedCRDs
+	if opts.MinimalCRDs {
+		if slices.ContainsFunc(opts.Managed, func(m ManagedCluster) bool { return m.Kyverno }) {
+			return f, errors.New("fleet: MinimalCRDs leaves out CRDs Kyverno needs: not with Kyverno")
+		}
+		hubSources, managedSources = minimalHubCRDs, minimalManagedCRDs
+	}
+	hubCRDObjs, err := loadCRDs(ctx, hubSources)
 	if err != nil {
 		return f, err
 	}
-	managedCRDObjs, err := loadCRDs(ctx, managedCRDs)
+	managedCRDObjs, err := loadCRDs(ctx, managedSources)
 	if err != nil {
 		return f, err
 	}
