@@ -12,7 +12,7 @@ export POLICYHUB_TESTBIN
 
 GO_TEST_FLAGS ?= -count=1 -timeout 60m
 
-.PHONY: all build generate manifests verify-generated testbin test unit lint fmt vet leftovers bench-sync demo help
+.PHONY: all build generate manifests verify-generated testbin test unit lint fmt vet leftovers bench-sync bench-scale demo help
 all: build
 
 help: ## Show the targets.
@@ -55,12 +55,16 @@ vet:
 	go vet ./...
 
 BENCH_SYNC_FLAGS ?= -clusters 4 -policies 200 -parallel 8
+BENCH_SCALE_FLAGS ?= -real 16 -virtual 1000 -policies 50
 
 demo: testbin ## Run policyhub on a local fleet (hub + 2 clusters, real gateway and Kyverno) until Ctrl-C; DEMO_ONESHOT=1 exits after printing.
 	go run ./e2e/demo
 
 bench-sync: testbin ## Benchmark: policyhub vs a kubectl loop vs a bare SSA loop on a local fleet (prints a table).
 	go run ./e2e/bench/syncbench $(BENCH_SYNC_FLAGS)
+
+bench-scale: testbin ## Benchmark: the hub binary at fleet scale (real, virtual and dark clusters) on a local fleet (prints a table).
+	go run ./e2e/bench/scalebench $(BENCH_SCALE_FLAGS)
 
 leftovers: ## Fail if a process started by a local fleet is still running.
 	hack/leftovers.sh

@@ -1,0 +1,354 @@
+// Command scalebench measures the policyhub hub controller at fleet scale, on a local fleet, in
+// one run: the real policyhub-hub binary (built from the working tree) against K real managed
+// kube-apiservers, then against N cluster names (gateway credential Secrets) spread over those
+// apiservers, then with some of those names dark (black-holed or refusing). It prints Markdown
+// tables and the targets met or not; `make bench-scale` runs it.
+//
+// Scenarios:
+//   - real: K clusters × P FleetPolicies; convergence, the hub's RSS, goroutines and the watches
+//     it keeps open in the clusters, CPU per process, and the cost of one cluster (the values with
+//     the hub running less those of a hub with no cluster, divided by the clusters).
+//   - virtual: N names × P; the same, plus the size of each FleetPolicy's status, what a resync
+//     with nothing to change costs, and how long an agent's summary takes to reach the statuses.
+//   - dark: the virtual scenario with 10 % of the names black-holed and 5 % refusing connections:
+//     how much the healthy names' convergence slows, and how soon every dark name shows Failed.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/e2e/bench/procstat"
+	"github.com/policyhub/policyhub/e2e/fleet"
+)
+
+type options struct {
+	real, virtual, policies int
+	only                    string
+	timeout                 time.Duration
+	summaryRate             float64
+	logDir                  string
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.real, "real", 16, "real managed clusters (kube-apiservers); fewer are started when the machine's memory does not hold them (the output says so)")
+	flag.IntVar(&o.virtual, "virtual", 1000, "cluster names for the virtual and dark scenarios: gateway credential Secrets pointing at the real apiservers, round-robin")
+	flag.IntVar(&o.policies, "policies", 50, "FleetPolicies, each a small kyverno.io/v1 ClusterPolicy placed in every cluster of the scenario")
+	flag.StringVar(&o.only, "only", "real,virtual,dark", "scenarios to run, comma-separated: real, virtual, dark (dark runs virtual too: it is dark's baseline)")
+	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "deadline of each measured wait (convergence, dark clusters Failed, summaries in status); the table then says \"not reached in\" it")
+	flag.Float64Var(&o.summaryRate, "summary-rate", 100, "summaries written per second in the virtual scenario (1000 agents at their default 10 s push interval: 100/s)")
+	flag.StringVar(&o.logDir, "log-dir", "", "directory for the hubs' logs (default: a new directory under $TMPDIR, kept and printed)")
+	flag.Parse()
+	// The informers' clients log through controller-runtime's logger; their warnings are not results.
+	ctrllog.SetLogger(logr.Discard())
+	if err := run(o); err != nil {
+		fmt.Fprintf(os.Stderr, "scalebench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "scalebench: %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// bench is one run: the fleet, the hub binary, and what every scenario measured.
+type bench struct {
+	o        options
+	f        *fleet.Fleet
+	hubBin   string
+	logDir   string
+	hub      client.Client
+	informer cache.Cache
+	fleetPIDs
+	scenarios map[string]bool
+
+	idle     hubState // the hub with no cluster and no FleetPolicy
+	trackers map[string]*tracker
+	results  []*result
+	notes    []string
+}
+
+func run(o options) error {
+	ctx := context.Background()
+	scenarios := map[string]bool{}
+	for _, s := range strings.Split(o.only, ",") {
+		switch s = strings.TrimSpace(s); s {
+		case "real", "virtual":
+			scenarios[s] = true
+		case "dark":
+			scenarios["dark"], scenarios["virtual"] = true, true
+		case "":
+		default:
+			return fmt.Errorf("-only: unknown scenario %q (real, virtual, dark)", s)
+		}
+	}
+	if o.real < 1 || o.policies < 1 || (scenarios["virtual"] && o.virtual < 1) {
+		return errors.New("-real, -policies and -virtual must be positive")
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	b := &bench{o: o, scenarios: scenarios, trackers: map[string]*tracker{}}
+	if b.logDir = o.logDir; b.logDir == "" {
+		if b.logDir, err = os.MkdirTemp("", "scalebench-"); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(b.logDir, 0o755); err != nil {
+		return err
+	}
+	logf("building cmd/policyhub-hub from the working tree...")
+	if b.hubBin, err = buildHub(root, b.logDir); err != nil {
+		return err
+	}
+	commit := gitDescribe(root)
+
+	k, note := clustersThatFit(o.real)
+	if note != "" {
+		b.notes = append(b.notes, note)
+		logf("%s", note)
+	}
+	for {
+		logf("starting a fleet of %d managed clusters (policyhub's CRDs on the hub, Kyverno's ClusterPolicy CRD in the clusters, no Kyverno)...", k)
+		startCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		b.f, err = fleet.Start(startCtx, fleet.Options{Managed: managedClusters(k), MinimalCRDs: true})
+		cancel()
+		if err == nil {
+			break
+		}
+		if k < 2 {
+			return err
+		}
+		note := fmt.Sprintf("a fleet of %d managed clusters did not start (%v); started %d instead", k, err, k/2)
+		b.notes = append(b.notes, note)
+		logf("%s", note)
+		k /= 2
+	}
+	defer b.f.Stop()
+	logf("fleet ready; fleet logs in %s, hub logs in %s", b.f.LogDir, b.logDir)
+	if err := b.setup(ctx); err != nil {
+		return err
+	}
+
+	if err := b.measureIdle(ctx); err != nil {
+		return err
+	}
+	if scenarios["real"] {
+		if err := b.runReal(ctx); err != nil {
+			return err
+		}
+	}
+	if scenarios["virtual"] {
+		if err := b.runVirtual(ctx); err != nil {
+			return err
+		}
+	}
+	if scenarios["dark"] {
+		if err := b.runDark(ctx); err != nil {
+			return err
+		}
+	}
+	b.print(commit)
+	return nil
+}
+
+// managedClusters are the real clusters, all labelled for the real scenario's placement.
+func managedClusters(k int) []fleet.ManagedCluster {
+	var out []fleet.ManagedCluster
+	for i := 1; i <= k; i++ {
+		out = append(out, fleet.ManagedCluster{Name: fmt.Sprintf("cluster-%d", i), Labels: map[string]string{setLabel: "real"}})
+	}
+	return out
+}
+
+// setLabel is the cluster label every scenario's placement selects on.
+const setLabel = "bench-set"
+
+// clustersThatFit is how many kube-apiservers the machine's available memory holds (≈ 0.5 GiB
+// each, the top of what FIELD-NOTES measured, after 6 GiB for the hub at a thousand clusters,
+// etcd, the gateway, the hub apiserver and this process).
+func clustersThatFit(want int) (int, string) {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return want, ""
+	}
+	var availKB int64
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "MemAvailable:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				availKB, _ = strconv.ParseInt(f[0], 10, 64)
+			}
+		}
+	}
+	avail := float64(availKB) / (1 << 20) // GiB
+	fit := int((avail - 6) / 0.5)
+	if avail == 0 || fit >= want {
+		return want, ""
+	}
+	fit = max(fit, 1)
+	return fit, fmt.Sprintf("-real %d asked, but %.1f GiB available holds %d kube-apiservers (0.5 GiB each, 6 GiB kept for the rest): started %d", want, avail, fit, fit)
+}
+
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run from inside the policyhub module (no go.mod found above the working directory)")
+		}
+		dir = parent
+	}
+}
+
+// gitDescribe names the commit the hub was built from, and whether hub/, cmd/ or apis/ had
+// uncommitted changes (the binary is built from the working tree).
+func gitDescribe(root string) string {
+	out, err := exec.Command("git", "-C", root, "log", "-1", "--format=%h %s").Output()
+	if err != nil {
+		return root + " (not a git checkout: no commit known)"
+	}
+	desc := strings.TrimSpace(string(out))
+	status, _ := exec.Command("git", "-C", root, "status", "--porcelain", "--", "hub", "cmd", "apis").Output()
+	if n := len(bytes.Split(bytes.TrimSpace(status), []byte("\n"))); len(bytes.TrimSpace(status)) > 0 {
+		desc += fmt.Sprintf(" + %d uncommitted file(s) in hub/, cmd/, apis/", n)
+	}
+	return desc
+}
+
+// setup makes the hub client and the FleetPolicy informer the scenarios watch statuses with.
+func (b *bench) setup(ctx context.Context) error {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(policyhubv1.AddToScheme(scheme))
+	cfg := rest.CopyConfig(b.f.Hub.Config)
+	cfg.QPS, cfg.Burst = 500, 1000
+	var err error
+	if b.hub, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	if b.informer, err = cache.New(cfg, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{}}); err != nil {
+		return err
+	}
+	if _, err := b.informer.GetInformer(ctx, &policyhubv1.FleetPolicy{}); err != nil {
+		return err
+	}
+	go func() { _ = b.informer.Start(ctx) }()
+	if !b.informer.WaitForCacheSync(ctx) {
+		return errors.New("FleetPolicy informer did not sync")
+	}
+	return b.findFleetPIDs()
+}
+
+// fleetPIDs are the fleet's processes, found among this process's children.
+type fleetPIDs struct {
+	hubAPIServer, gateway, etcd int
+	managedAPIServers           []int
+}
+
+func (b *bench) findFleetPIDs() error {
+	children, err := procstat.Children(os.Getpid())
+	if err != nil {
+		return err
+	}
+	for _, pid := range children {
+		args := procstat.Cmdline(pid)
+		if len(args) == 0 {
+			continue
+		}
+		switch filepath.Base(args[0]) {
+		case "kube-apiserver":
+			if slices.Contains(args, "--etcd-prefix=/hub") {
+				b.hubAPIServer = pid
+			} else {
+				b.managedAPIServers = append(b.managedAPIServers, pid)
+			}
+		case "cluster-gateway":
+			b.gateway = pid
+		case "etcd":
+			b.etcd = pid
+		}
+	}
+	if b.hubAPIServer == 0 || b.gateway == 0 || b.etcd == 0 || len(b.managedAPIServers) != len(b.f.Managed) {
+		return fmt.Errorf("fleet processes not found among this process's children: hub apiserver %d, gateway %d, etcd %d, managed apiservers %d of %d",
+			b.hubAPIServer, b.gateway, b.etcd, len(b.managedAPIServers), len(b.f.Managed))
+	}
+	return nil
+}
+
+// Parts of the machine the CPU and memory tables show.
+const (
+	partHub          = "policyhub-hub"
+	partHubAPIServer = "hub kube-apiserver"
+	partGateway      = "cluster-gateway"
+	partManaged      = "managed kube-apiservers"
+	partEtcd         = "etcd"
+	partBench        = "scalebench"
+)
+
+var parts = []string{partHub, partHubAPIServer, partGateway, partManaged, partEtcd, partBench}
+
+// snapshot reads the CPU seconds and RSS of every part (the hub: h's process).
+func (b *bench) snapshot(h *hubProc) map[string]procstat.Totals {
+	groups := []procstat.Group{
+		{Name: partHubAPIServer, PIDs: []int{b.hubAPIServer}},
+		{Name: partGateway, PIDs: []int{b.gateway}},
+		{Name: partManaged, PIDs: b.managedAPIServers},
+		{Name: partEtcd, PIDs: []int{b.etcd}},
+		{Name: partBench, PIDs: []int{os.Getpid()}},
+	}
+	if h != nil {
+		groups = append(groups, procstat.Group{Name: partHub, PIDs: []int{h.pid}})
+	}
+	return procstat.Sum(groups)
+}
+
+// cpuBetween is the CPU seconds each part spent between two snapshots.
+func cpuBetween(before, after map[string]procstat.Totals) map[string]float64 {
+	out := map[string]float64{}
+	for part, a := range after {
+		out[part] = a.CPU - before[part].CPU
+	}
+	return out
+}
+
+func since(start time.Time) string { return time.Since(start).Round(time.Second).String() }
+
+// fmtDur prints a measured duration, or "not reached in X" when the wait timed out.
+func fmtDur(d time.Duration, ok bool, timeout time.Duration) string {
+	if !ok {
+		return "not reached in " + timeout.String()
+	}
+	return d.Round(10 * time.Millisecond).String()
+}
+
+// goMaxProcs is here so the header can say how many cores the machine has.
+func cores() int { return goruntime.NumCPU() }

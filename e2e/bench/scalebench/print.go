@@ -1,0 +1,279 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+func (b *bench) print(commit string) {
+	o := b.o
+	fmt.Printf("\npolicyhub-hub built from %s; %d cores; %d real managed clusters (-real %d), %d cluster names (-virtual), %d FleetPolicies; each wait's deadline %s\n",
+		commit, cores(), len(b.f.Managed), o.real, o.virtual, o.policies, o.timeout)
+	for _, n := range b.notes {
+		fmt.Printf("note: %s\n", n)
+	}
+
+	fmt.Println("\nThe hub settled after converging (idle: a hub with no cluster and no FleetPolicy):")
+	fmt.Println()
+	fmt.Println("| scenario | clusters × FleetPolicies | converge | hub RSS | hub goroutines | watches open in the clusters | statuses at the end |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Printf("| idle | 0 × 0 | – | %s | %s | %+.0f | – |\n", mib(b.idle.rss), goroutines(b.idle), b.idle.watches)
+	for _, r := range b.results {
+		conv := fmtDur(r.converge, r.converged, o.timeout)
+		if !r.converged {
+			conv += fmt.Sprintf(" (%d cluster entries not Synced)", r.missing)
+		}
+		if r.name == "dark" {
+			conv += " (healthy names)"
+		}
+		fmt.Printf("| %s | %d × %d | %s | %s | %s | %.0f | %s |\n", r.name, r.clusters, len(r.fps), conv, mib(r.state.rss), goroutines(r.state), r.state.watches, r.phases)
+	}
+
+	fmt.Println("\nCPU seconds while converging (from the first FleetPolicy created until converged or the deadline):")
+	fmt.Println()
+	fmt.Println("| scenario | " + strings.Join(parts, " | ") + " |")
+	fmt.Println("|---|" + strings.Repeat("---|", len(parts)))
+	for _, r := range b.results {
+		line := "| " + r.name + " |"
+		for _, p := range parts {
+			line += fmt.Sprintf(" %.1f |", r.cpu[p])
+		}
+		fmt.Println(line)
+	}
+
+	fmt.Println("\nSettled: cores used over 10 s once the hub was quiet, and memory of the gateway and the hub's apiserver:")
+	fmt.Println()
+	fmt.Println("| scenario | settled after | " + strings.Join(parts[:4], " cores | ") + " cores | cluster-gateway RSS | hub kube-apiserver RSS |")
+	fmt.Println("|---|---|" + strings.Repeat("---|", 6))
+	states := append([]*result{{name: "idle", state: b.idle}}, b.results...)
+	for _, r := range states {
+		settled := r.state.settleTook.Round(time.Second).String()
+		if !r.state.settled {
+			settled = fmt.Sprintf("never (hub still at %.2f cores after %s)", r.state.settleResidue, r.state.settleTook.Round(time.Second))
+		}
+		line := fmt.Sprintf("| %s | %s |", r.name, settled)
+		for _, p := range parts[:4] {
+			line += fmt.Sprintf(" %.3f |", r.state.idleCores[p])
+		}
+		fmt.Printf("%s %s | %s |\n", line, mib(r.state.gatewayRSS), mib(r.state.hubAPIRSS))
+	}
+
+	fmt.Println("\nCost of one cluster to the hub: (settled value − idle hub's value) / clusters:")
+	fmt.Println()
+	fmt.Println("| scenario | clusters | hub RSS per cluster | goroutines per cluster | watches per cluster | hub millicores per cluster, settled |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, r := range b.results {
+		pc := b.perCluster(r)
+		fmt.Printf("| %s | %d | %.0f KiB | %s | %.2f | %.2f |\n", r.name, r.clusters, pc.rss/1024, orNA(pc.goroutines, pc.goroutinesOK, "%.1f"), pc.watches, pc.millicores)
+	}
+
+	for _, r := range b.results {
+		if r.name != "virtual" {
+			continue
+		}
+		fmt.Printf("\nvirtual: %d names × %d FleetPolicies\n\n", r.clusters, len(r.fps))
+		fmt.Println("| measure | value |")
+		fmt.Println("|---|---|")
+		fmt.Printf("| status per FleetPolicy, all Synced (JSON of .status) | max %s, median %s |\n", kib(maxOf(r.statusSynced)), kib(percentile(r.statusSynced, 50)))
+		if r.agg.ran {
+			fmt.Printf("| status per FleetPolicy, with every cluster's results | max %s, median %s |\n", kib(maxOf(r.statusResults)), kib(percentile(r.statusResults, 50)))
+		}
+		if r.noop.ran {
+			settled := "settled"
+			if !r.noop.settled {
+				settled = "did not settle before the deadline"
+			}
+			recon := "n/a (controller_runtime_reconcile_total{controller=\"fleetpolicy\"} not exported)"
+			if r.noop.reconOK {
+				recon = fmt.Sprintf("%.0f", r.noop.reconciles)
+			}
+			fmt.Printf("| no-op resync (annotation touched on every FleetPolicy): until the hub is quiet | %s (%s) |\n", r.noop.took.Round(10*time.Millisecond), settled)
+			fmt.Printf("| no-op resync: FleetPolicy reconciles; requests to the managed apiservers | %s; %.0f |\n", recon, r.noop.requests)
+			fmt.Printf("| no-op resync: CPU seconds | %s |\n", cpuLine(r.noop.cpu))
+		}
+		if r.agg.ran {
+			n := len(r.agg.latencies)
+			fmt.Printf("| summaries written (one per name, as its agent would) | %d in %s |\n", r.clusters, r.agg.writeSpan.Round(10*time.Millisecond))
+			lat := "none reached every status"
+			if n > 0 {
+				lat = fmt.Sprintf("p50 %.2fs, p99 %.2fs, max %.2fs (%d of %d)", percentile(r.agg.latencies, 50), percentile(r.agg.latencies, 99), r.agg.latencies[n-1], n, r.clusters)
+			}
+			if r.agg.notReached > 0 {
+				lat += fmt.Sprintf("; %d not in every status within %s", r.agg.notReached, o.timeout)
+			}
+			fmt.Printf("| summary written → its results in every FleetPolicy's status | %s |\n", lat)
+			ml := "none"
+			if n := len(r.agg.metricLatencies); n > 0 {
+				ml = fmt.Sprintf("p50 %.2fs, p99 %.2fs, max %.2fs (%d of %d)", percentile(r.agg.metricLatencies, 50), percentile(r.agg.metricLatencies, 99), r.agg.metricLatencies[n-1], n, r.clusters)
+			}
+			if r.agg.metricNotReached > 0 {
+				ml += fmt.Sprintf("; %d not within %s", r.agg.metricNotReached, o.timeout)
+			}
+			fmt.Printf("| summary written → marked aggregated by the hub (its policyhub_policy_results series set) | %s |\n", ml)
+			fmt.Printf("| clusters with policyhub_policy_results series in /metrics afterwards | %d of %d |\n", r.agg.metricClusters, r.clusters)
+			fmt.Printf("| aggregation: CPU seconds (writes until the last status) | %s |\n", cpuLine(r.agg.cpu))
+		}
+	}
+
+	for _, r := range b.results {
+		if r.name != "dark" {
+			continue
+		}
+		d := r.dark
+		fmt.Printf("\ndark: %d names, %d black-holed, %d refusing, %d FleetPolicies\n\n", r.clusters, d.blackHoled, d.refusing, len(r.fps))
+		fmt.Println("| measure | value |")
+		fmt.Println("|---|---|")
+		fmt.Printf("| healthy names Synced in every FleetPolicy, this run | %s |\n", fmtDur(d.healthy, d.healthyOK, o.timeout))
+		fmt.Printf("| the same names in the virtual run (none dark) | %s |\n", fmtDur(d.baseline, d.baselineOK, o.timeout))
+		if ratio, ok := b.darkRatio(); ok {
+			fmt.Printf("| ratio | %.2f× |\n", ratio)
+		}
+		failed := fmtDur(d.failed, d.failedOK, o.timeout)
+		if !d.failedOK {
+			failed += fmt.Sprintf(" (%d dark cluster entries not Failed)", d.failedMissing)
+		}
+		fmt.Printf("| every dark name Failed in every FleetPolicy (from the first created) | %s |\n", failed)
+		fmt.Printf("| connections the black holes accepted | %d |\n", d.accepted)
+		for _, m := range d.blackHoleMsgs {
+			fmt.Printf("| a black-holed name's message | %s |\n", mdEscape(m))
+		}
+		for _, m := range d.refusingMsgs {
+			fmt.Printf("| a refusing name's message | %s |\n", mdEscape(m))
+		}
+	}
+
+	b.printTargets()
+
+	fmt.Println("\nhub logs:")
+	for _, r := range b.results {
+		fmt.Printf("  %s: %d lines, %d at error level: %s\n", r.name, r.logLines, r.logErrors, r.logPath)
+	}
+}
+
+// perClusterCost is one cluster's share of a settled hub's cost.
+type perClusterCost struct {
+	rss, goroutines, watches, millicores float64
+	goroutinesOK                         bool
+}
+
+func (b *bench) perCluster(r *result) perClusterCost {
+	n := float64(r.clusters)
+	return perClusterCost{
+		rss:          (r.state.rss - b.idle.rss) / n,
+		goroutines:   (r.state.goroutines - b.idle.goroutines) / n,
+		goroutinesOK: r.state.goroutinesOK && b.idle.goroutinesOK,
+		watches:      (r.state.watches - b.idle.watches) / n,
+		millicores:   1000 * (r.state.idleCores[partHub] - b.idle.idleCores[partHub]) / n,
+	}
+}
+
+func (b *bench) darkRatio() (float64, bool) {
+	for _, r := range b.results {
+		if r.name == "dark" && r.dark.healthyOK && r.dark.baselineOK && r.dark.baseline > 0 {
+			return r.dark.healthy.Seconds() / r.dark.baseline.Seconds(), true
+		}
+	}
+	return 0, false
+}
+
+func (b *bench) printTargets() {
+	o := b.o
+	fmt.Println("\nTargets:")
+	fmt.Println()
+	fmt.Println("| target | measured | met |")
+	fmt.Println("|---|---|---|")
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "**not met**"
+	}
+	byName := map[string]*result{}
+	for _, r := range b.results {
+		byName[r.name] = r
+	}
+	if d := byName["dark"]; d != nil {
+		if ratio, ok := b.darkRatio(); ok {
+			fmt.Printf("| dark: healthy names converge ≤ 1.2× as long as without dark names | %.2f× (%s vs %s) | %s |\n", ratio,
+				d.dark.healthy.Round(10*time.Millisecond), d.dark.baseline.Round(10*time.Millisecond), verdict(ratio <= 1.2))
+		} else {
+			fmt.Printf("| dark: healthy names converge ≤ 1.2× as long as without dark names | this run %s, without %s | %s |\n",
+				fmtDur(d.dark.healthy, d.dark.healthyOK, o.timeout), fmtDur(d.dark.baseline, d.dark.baselineOK, o.timeout), verdict(false))
+		}
+		fmt.Printf("| dark: every dark cluster Failed within 60 s | %s | %s |\n", fmtDur(d.dark.failed, d.dark.failedOK, o.timeout),
+			verdict(d.dark.failedOK && d.dark.failed <= time.Minute))
+	}
+	v := byName["virtual"]
+	if v == nil {
+		return
+	}
+	scale := ""
+	if v.clusters != 1000 || len(v.fps) != 50 {
+		scale = fmt.Sprintf(" (measured at %d × %d, not 1000 × 50)", v.clusters, len(v.fps))
+	}
+	fmt.Printf("| 1000 × 50: hub RSS ≤ 1 GiB | %s%s | %s |\n", mib(v.state.rss), scale, verdict(v.state.rss <= 1<<30))
+	status := v.statusSynced
+	if v.agg.ran {
+		status = v.statusResults
+	}
+	fmt.Printf("| 1000 × 50: status ≤ 256 KiB per FleetPolicy | max %s%s | %s |\n", kib(maxOf(status)), scale, verdict(maxOf(status) <= 256*1024))
+	if v.agg.ran {
+		p99 := percentile(v.agg.latencies, 99)
+		ok := len(v.agg.latencies) > 0 && v.agg.notReached == 0 && p99 <= 2
+		m := fmt.Sprintf("p99 %.2fs", p99)
+		if v.agg.notReached > 0 {
+			m += fmt.Sprintf(", %d of %d never within %s", v.agg.notReached, v.clusters, o.timeout)
+		}
+		fmt.Printf("| 1000 × 50: summary-to-status p99 ≤ 2 s | %s%s | %s |\n", m, scale, verdict(ok))
+	}
+	pc := b.perCluster(v)
+	if pc.goroutinesOK {
+		fmt.Printf("| 1000 × 50: ≤ 20 goroutines per idle cluster | %.1f%s | %s |\n", pc.goroutines, scale, verdict(pc.goroutines <= 20))
+	} else {
+		fmt.Printf("| 1000 × 50: ≤ 20 goroutines per idle cluster | n/a: go_goroutines not exported | not measured |\n")
+	}
+	fmt.Printf("| 1000 × 50: ≤ 2 watches per idle cluster | %.2f%s | %s |\n", pc.watches, scale, verdict(pc.watches <= 2))
+}
+
+func goroutines(s hubState) string {
+	return orNA(s.goroutines, s.goroutinesOK, "%.0f")
+}
+
+func orNA(v float64, ok bool, format string) string {
+	if !ok {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+func kib(bytes float64) string {
+	if math.IsNaN(bytes) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f KiB", bytes/1024)
+}
+
+func maxOf(sorted []float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	return sorted[len(sorted)-1]
+}
+
+func cpuLine(cpu map[string]float64) string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, fmt.Sprintf("%s %.1f", p, cpu[p]))
+	}
+	return strings.Join(out, ", ")
+}
+
+func mdEscape(s string) string {
+	s = strings.ReplaceAll(s, "|", "\\|")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return strings.ReplaceAll(s, "\n", " ")
+}
