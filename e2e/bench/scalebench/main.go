@@ -155,18 +155,16 @@ func run(o options) error {
 	if err := b.measureIdle(ctx); err != nil {
 		return err
 	}
-	if scenarios["real"] {
-		if err := b.runReal(ctx); err != nil {
-			return err
+	for _, s := range []struct {
+		name string
+		run  func(context.Context) error
+	}{{"real", b.runReal}, {"virtual", b.runVirtual}, {"dark", b.runDark}} {
+		if !scenarios[s.name] {
+			continue
 		}
-	}
-	if scenarios["virtual"] {
-		if err := b.runVirtual(ctx); err != nil {
-			return err
-		}
-	}
-	if scenarios["dark"] {
-		if err := b.runDark(ctx); err != nil {
+		if err := s.run(ctx); err != nil {
+			// What the earlier scenarios measured is still worth printing.
+			b.print(commit)
 			return err
 		}
 	}

@@ -146,9 +146,13 @@ func (b *bench) print(commit string) {
 
 	b.printTargets()
 
-	fmt.Println("\nhub logs:")
+	fmt.Println("\nhub logs, and how long each hub took to end on SIGTERM:")
 	for _, r := range b.results {
-		fmt.Printf("  %s: %d lines, %d at error level: %s\n", r.name, r.logLines, r.logErrors, r.logPath)
+		stop := fmt.Sprintf("ended %s after SIGTERM", r.stopTook.Round(10*time.Millisecond))
+		if r.stopKilled {
+			stop = fmt.Sprintf("did not end within %s of SIGTERM: killed", stopGrace)
+		}
+		fmt.Printf("  %s: %d lines, %d at error level; %s: %s\n", r.name, r.logLines, r.logErrors, stop, r.logPath)
 	}
 }
 

@@ -96,6 +96,8 @@ type result struct {
 	}
 	logLines, logErrors int
 	logPath             string
+	stopTook            time.Duration
+	stopKilled          bool
 }
 
 // settle waits until the hub's CPU stays under 0.1 core for 3 s in a row, for at most maxWait,
@@ -215,7 +217,7 @@ func (b *bench) startHub(ctx context.Context, hubID, secretNamespace string) (*h
 		return nil, err
 	}
 	if err := h.waitReady(ctx, time.Minute); err != nil {
-		_ = h.stop()
+		_, _, _ = h.stop()
 		return nil, err
 	}
 	return h, nil
@@ -237,12 +239,13 @@ func (b *bench) measureIdle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer h.stop()
+	defer func() { _, _, _ = h.stop() }()
 	if b.idle, err = b.measureState(ctx, h, baseline, time.Minute); err != nil {
 		return err
 	}
 	logf("idle hub: RSS %s, goroutines %.0f, watches %+.0f", mib(b.idle.rss), b.idle.goroutines, b.idle.watches)
-	return h.stop()
+	_, _, err = h.stop()
+	return err
 }
 
 // template is the i-th FleetPolicy's ClusterPolicy (the same small policy as bench-sync's).
@@ -372,7 +375,11 @@ func (b *bench) waitSynced(r *result) func(t *tracker, deadline time.Time) {
 // that would prune is gone, and what it wrote in the clusters carries its own hub id, which no
 // later scenario's hub touches).
 func (b *bench) finish(ctx context.Context, r *result, h *hubProc) error {
-	stopErr := h.stop()
+	var stopErr error
+	r.stopTook, r.stopKilled, stopErr = h.stop()
+	if r.stopKilled {
+		logf("%s: the hub did not end within %s of SIGTERM: killed", r.name, stopGrace)
+	}
 	r.logLines, r.logErrors = logStats(r.logPath)
 	for _, name := range r.fps {
 		fp := &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -395,7 +402,7 @@ func (b *bench) runReal(ctx context.Context) error {
 	b.results = append(b.results, r)
 	h, _, err := b.converge(ctx, r, "real", b.waitSynced(r))
 	if err != nil {
-		_ = h.stop()
+		_, _, _ = h.stop()
 		return fmt.Errorf("real: %w", err)
 	}
 	return b.finish(ctx, r, h)
@@ -479,15 +486,15 @@ func (b *bench) runVirtual(ctx context.Context) error {
 	b.results = append(b.results, r)
 	h, t, err := b.converge(ctx, r, "virtual", b.waitSynced(r))
 	if err != nil {
-		_ = h.stop()
+		_, _, _ = h.stop()
 		return fmt.Errorf("virtual: %w", err)
 	}
 	if err := b.noopResync(ctx, r, h); err != nil {
-		_ = h.stop()
+		_, _, _ = h.stop()
 		return fmt.Errorf("virtual: no-op resync: %w", err)
 	}
 	if err := b.aggregation(ctx, r, h, t); err != nil {
-		_ = h.stop()
+		_, _, _ = h.stop()
 		return fmt.Errorf("virtual: aggregation: %w", err)
 	}
 	if err := b.finish(ctx, r, h); err != nil {
@@ -773,7 +780,7 @@ func (b *bench) runDark(ctx context.Context) error {
 		r.converged, r.converge, r.missing = r.dark.healthyOK, r.dark.healthy, r.dark.healthyMissing
 	})
 	if err != nil {
-		_ = h.stop()
+		_, _, _ = h.stop()
 		return fmt.Errorf("dark: %w", err)
 	}
 	bhSet, refSet := map[string]bool{}, map[string]bool{}
