@@ -1,8 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -41,6 +44,12 @@ func (b *bench) print(commit string) {
 			line += fmt.Sprintf(" %.1f |", r.cpu[p])
 		}
 		fmt.Println(line)
+	}
+
+	fmt.Println("\nMutating requests the hub's kube-apiserver served while converging (the benchmark's own FleetPolicy creations included), by resource:")
+	fmt.Println()
+	for _, r := range b.results {
+		fmt.Printf("- %s: %s\n", r.name, writesLine(r.hubWrites))
 	}
 
 	fmt.Println("\nSettled: cores used over 10 s once the hub was quiet, and memory of the gateway and the hub's apiserver:")
@@ -92,10 +101,11 @@ func (b *bench) print(commit string) {
 			fmt.Printf("| no-op resync (annotation touched on every FleetPolicy): until the hub is quiet | %s (%s) |\n", r.noop.took.Round(10*time.Millisecond), settled)
 			fmt.Printf("| no-op resync: FleetPolicy reconciles; requests to the managed apiservers | %s; %.0f |\n", recon, r.noop.requests)
 			fmt.Printf("| no-op resync: CPU seconds | %s |\n", cpuLine(r.noop.cpu))
+			fmt.Printf("| no-op resync: mutating requests to the hub's apiserver (the %d annotation patches included) | %s |\n", len(r.fps), writesLine(r.noop.hubWrites))
 		}
 		if r.agg.ran {
 			n := len(r.agg.latencies)
-			fmt.Printf("| summaries written (one per name, as its agent would) | %d in %s |\n", r.clusters, r.agg.writeSpan.Round(10*time.Millisecond))
+			fmt.Printf("| summaries written (one per name, as its agent would; -summary-rate %.0f/s) | %d in %s (%.0f/s) |\n", o.summaryRate, r.clusters, r.agg.writeSpan.Round(10*time.Millisecond), float64(r.clusters)/r.agg.writeSpan.Seconds())
 			lat := "none reached every status"
 			if n > 0 {
 				lat = fmt.Sprintf("p50 %.2fs, p99 %.2fs, max %.2fs (%d of %d)", percentile(r.agg.latencies, 50), percentile(r.agg.latencies, 99), r.agg.latencies[n-1], n, r.clusters)
@@ -113,7 +123,8 @@ func (b *bench) print(commit string) {
 			}
 			fmt.Printf("| summary written → marked aggregated by the hub (its policyhub_policy_results series set) | %s |\n", ml)
 			fmt.Printf("| clusters with policyhub_policy_results series in /metrics afterwards | %d of %d |\n", r.agg.metricClusters, r.clusters)
-			fmt.Printf("| aggregation: CPU seconds (writes until the last status) | %s |\n", cpuLine(r.agg.cpu))
+			fmt.Printf("| aggregation: CPU seconds (first write until the last FleetPolicy and summary status) | %s |\n", cpuLine(r.agg.cpu))
+			fmt.Printf("| aggregation: mutating requests to the hub's apiserver (the %d summaries included) | %s |\n", r.clusters, writesLine(r.agg.hubWrites))
 		}
 	}
 
@@ -280,4 +291,20 @@ func mdEscape(s string) string {
 		s = s[:300] + "…"
 	}
 	return strings.ReplaceAll(s, "\n", " ")
+}
+
+// writesLine prints request counts by resource, largest first, with their total.
+func writesLine(w map[string]float64) string {
+	if w == nil {
+		return "not measured"
+	}
+	keys := slices.Collect(maps.Keys(w))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(w[b], w[a]) })
+	total := 0.0
+	var out []string
+	for _, k := range keys {
+		total += w[k]
+		out = append(out, fmt.Sprintf("%s %.0f", k, w[k]))
+	}
+	return fmt.Sprintf("%.0f (%s)", total, strings.Join(out, ", "))
 }

@@ -57,6 +57,7 @@ type result struct {
 	missing   int
 	phases    string
 	cpu       map[string]float64 // CPU seconds while converging
+	hubWrites map[string]float64 // mutating requests the hub's apiserver served while converging, by resource
 	state     hubState
 
 	statusSynced, statusResults []float64
@@ -69,6 +70,7 @@ type result struct {
 		reconciles float64
 		reconOK    bool
 		requests   float64
+		hubWrites  map[string]float64
 	}
 	agg struct {
 		ran            bool
@@ -77,6 +79,7 @@ type result struct {
 		writeSpan      time.Duration
 		metricClusters int
 		cpu            map[string]float64
+		hubWrites      map[string]float64
 		// the summary marked aggregated by the hub (its series then in /metrics)
 		metricLatencies  []float64
 		metricNotReached int
@@ -188,6 +191,45 @@ func (b *bench) openWatches(ctx context.Context) (float64, error) {
 		total += v
 	}
 	return total, nil
+}
+
+// hubWrites counts the mutating requests the hub's kube-apiserver has served, by resource
+// (resource/subresource), from its apiserver_request_total: the hub's status writes and Events,
+// and this benchmark's own writes (FleetPolicies, annotations, summaries).
+func (b *bench) hubWrites(ctx context.Context) map[string]float64 {
+	m, err := scrapeAPIServer(ctx, b.f.Hub.Config, "apiserver_request_total")
+	if err != nil {
+		logf("hub kube-apiserver /metrics: %v", err)
+		return nil
+	}
+	out := map[string]float64{}
+	for _, s := range m {
+		switch s.labels["verb"] {
+		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
+		default:
+			continue
+		}
+		if s.labels["dry_run"] != "" {
+			continue
+		}
+		key := s.labels["resource"]
+		if sub := s.labels["subresource"]; sub != "" {
+			key += "/" + sub
+		}
+		out[key] += s.value
+	}
+	return out
+}
+
+// writesBetween is hubWrites' growth between two readings.
+func writesBetween(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
 }
 
 // managedRequests sums apiserver_request_total over the managed kube-apiservers.
@@ -333,6 +375,7 @@ func (b *bench) converge(ctx context.Context, r *result, set string, wait func(t
 		r.fps = append(r.fps, fmt.Sprintf("%s-%d", r.prefix, i))
 	}
 	logf("%s: creating %d FleetPolicies for %d clusters...", r.name, len(r.fps), r.clusters)
+	writes := b.hubWrites(ctx)
 	before := b.snapshot(h)
 	r.start = time.Now()
 	err = inParallel(8, len(r.fps), func(i int) error {
@@ -347,6 +390,7 @@ func (b *bench) converge(ctx context.Context, r *result, set string, wait func(t
 	}
 	wait(t, r.start.Add(b.o.timeout))
 	r.cpu = cpuBetween(before, b.snapshot(h))
+	r.hubWrites = writesBetween(writes, b.hubWrites(ctx))
 	r.phases = t.phases()
 	logf("%s: converged: %s; statuses: %s", r.name, fmtDur(r.converge, r.converged, b.o.timeout), r.phases)
 	if err := h.exitError(); err != nil {
@@ -525,6 +569,7 @@ func (b *bench) noopResync(ctx context.Context, r *result, h *hubProc) error {
 	if err != nil {
 		return err
 	}
+	writes := b.hubWrites(ctx)
 	before := b.snapshot(h)
 	start := time.Now()
 	err = inParallel(8, len(r.fps), func(i int) error {
@@ -546,6 +591,7 @@ func (b *bench) noopResync(ctx context.Context, r *result, h *hubProc) error {
 	r.noop.ran, r.noop.settled = true, settled
 	r.noop.took = at.Sub(start)
 	r.noop.cpu = cpuBetween(before, snap)
+	r.noop.hubWrites = writesBetween(writes, b.hubWrites(ctx))
 	if n, ok := reconciles(); ok && reconOK {
 		r.noop.reconciles, r.noop.reconOK = n-startRecon, true
 	}
@@ -623,9 +669,11 @@ func (b *bench) aggregation(ctx context.Context, r *result, h *hubProc, t *track
 	defer stopSummaries()
 	logf("%s: writing %d summaries at %.0f/s...", r.name, len(r.clusterNames), b.o.summaryRate)
 	written := make([]time.Time, len(r.clusterNames))
+	writes := b.hubWrites(ctx)
 	before := b.snapshot(h)
 	start := time.Now()
-	sem := make(chan struct{}, 32)
+	// As many writes in flight as it takes to hold the rate: agents do not wait for each other.
+	sem := make(chan struct{}, 1000)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
@@ -640,8 +688,9 @@ func (b *bench) aggregation(ctx context.Context, r *result, h *hubProc, t *track
 			if err == nil {
 				hash, _, _ := unstructured.NestedString(u.Object, "spec", "contentHash")
 				st.expect(r.clusterNames[i], hash)
-				written[i] = time.Now()
 				err = b.hub.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("policyhub-agent"), client.ForceOwnership)
+				// The clock starts when the summary is stored, as the hub can see it.
+				written[i] = time.Now()
 			}
 			if err != nil {
 				mu.Lock()
@@ -657,11 +706,12 @@ func (b *bench) aggregation(ctx context.Context, r *result, h *hubProc, t *track
 	}
 	deadline := time.Now().Add(b.o.timeout)
 	t.waitAll(ctx, stampResults, r.fps, r.clusterNames, deadline)
-	r.agg.cpu = cpuBetween(before, b.snapshot(h))
 	aggregated := st.wait(r.clusterNames, deadline)
+	r.agg.cpu = cpuBetween(before, b.snapshot(h))
+	r.agg.hubWrites = writesBetween(writes, b.hubWrites(ctx))
 	for i, c := range r.clusterNames {
 		if s, ok := aggregated[c]; ok {
-			r.agg.metricLatencies = append(r.agg.metricLatencies, s.Sub(written[i]).Seconds())
+			r.agg.metricLatencies = append(r.agg.metricLatencies, max(s.Sub(written[i]).Seconds(), 0))
 		} else {
 			r.agg.metricNotReached++
 		}
@@ -675,7 +725,8 @@ func (b *bench) aggregation(ctx context.Context, r *result, h *hubProc, t *track
 			r.agg.notReached++
 			continue
 		}
-		r.agg.latencies = append(r.agg.latencies, s.Sub(written[i]).Seconds())
+		// The status can arrive before the write's answer: 0.
+		r.agg.latencies = append(r.agg.latencies, max(s.Sub(written[i]).Seconds(), 0))
 	}
 	slices.Sort(r.agg.latencies)
 	r.statusResults = t.statusBytes()
