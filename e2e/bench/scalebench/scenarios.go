@@ -76,7 +76,8 @@ type result struct {
 		ran            bool
 		latencies      []float64 // seconds, sorted
 		notReached     int
-		writeSpan      time.Duration
+		sendSpan       time.Duration // from the first write sent to the last sent
+		writeSpan      time.Duration // from the first write sent to the last stored
 		metricClusters int
 		cpu            map[string]float64
 		hubWrites      map[string]float64
@@ -699,6 +700,7 @@ func (b *bench) aggregation(ctx context.Context, r *result, h *hubProc, t *track
 			}
 		})
 	}
+	r.agg.sendSpan = time.Since(start)
 	wg.Wait()
 	r.agg.writeSpan = time.Since(start)
 	if err := errors.Join(errs...); err != nil {
