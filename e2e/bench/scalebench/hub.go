@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,7 +22,7 @@ import (
 
 // requiredHubFlags are the only flags of policyhub-hub the benchmark relies on (the hub's flag
 // set is being reworked; these are checked against --help before anything starts).
-var requiredHubFlags = []string{"kubeconfig", "hub-id", "leader-elect", "metrics-bind-address", "health-probe-bind-address", "gateway-secret-namespace", "resync-interval"}
+var requiredHubFlags = []string{"kubeconfig", "hub-id", "leader-elect", "metrics-bind-address", "health-probe-bind-address", "pprof-bind-address", "gateway-secret-namespace", "resync-interval"}
 
 // buildHub builds cmd/policyhub-hub of the working tree into dir and checks its flags.
 func buildHub(root, dir string) (string, error) {
@@ -50,6 +51,7 @@ type hubProc struct {
 	pid        int
 	metricsURL string
 	readyURL   string
+	pprofURL   string
 	logPath    string
 	exited     chan struct{}
 	waitErr    error
@@ -58,19 +60,20 @@ type hubProc struct {
 // startHub runs the hub binary as its own process group, logging to logPath. It dies with this
 // process (parent-death signal; the forking thread lives until the hub has exited).
 func startHub(bin, name, logPath string, args ...string) (*hubProc, error) {
-	ports := make([]int, 0, 2)
-	for len(ports) < 2 {
+	ports := make([]int, 0, 3)
+	for len(ports) < 3 {
 		p, err := freePort()
 		if err != nil {
 			return nil, err
 		}
-		if len(ports) == 0 || ports[0] != p {
+		if !slices.Contains(ports, p) {
 			ports = append(ports, p)
 		}
 	}
 	metricsAddr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	probeAddr := "127.0.0.1:" + strconv.Itoa(ports[1])
-	args = append(args, "--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+probeAddr)
+	pprofAddr := "127.0.0.1:" + strconv.Itoa(ports[2])
+	args = append(args, "--metrics-bind-address="+metricsAddr, "--health-probe-bind-address="+probeAddr, "--pprof-bind-address="+pprofAddr)
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -79,7 +82,8 @@ func startHub(bin, name, logPath string, args ...string) (*hubProc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	h := &hubProc{name: name, metricsURL: "http://" + metricsAddr + "/metrics", readyURL: "http://" + probeAddr + "/readyz", logPath: logPath, exited: make(chan struct{})}
+	h := &hubProc{name: name, metricsURL: "http://" + metricsAddr + "/metrics", readyURL: "http://" + probeAddr + "/readyz",
+		pprofURL: "http://" + pprofAddr + "/debug/pprof/", logPath: logPath, exited: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
 		// Linux sends the parent-death signal when the forking thread ends: keep it until Wait

@@ -49,6 +49,7 @@ type options struct {
 	timeout                 time.Duration
 	summaryRate             float64
 	logDir                  string
+	profileDir              string
 }
 
 func main() {
@@ -60,6 +61,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "deadline of each measured wait (convergence, dark clusters Failed, summaries in status); the table then says \"not reached in\" it")
 	flag.Float64Var(&o.summaryRate, "summary-rate", 100, "summaries written per second in the virtual scenario (1000 agents at their default 10 s push interval: 100/s)")
 	flag.StringVar(&o.logDir, "log-dir", "", "directory for the hubs' logs (default: a new directory under $TMPDIR, kept and printed)")
+	flag.StringVar(&o.profileDir, "profile", "", "directory for the hubs' pprof profiles: heap and goroutines once settled, CPU over the first 30 s of converging, the no-op resync and the aggregation (none when empty)")
 	flag.Parse()
 	// The informers' clients log through controller-runtime's logger; their warnings are not results.
 	ctrllog.SetLogger(logr.Discard())
@@ -118,6 +120,11 @@ func run(o options) error {
 		}
 	} else if err := os.MkdirAll(b.logDir, 0o755); err != nil {
 		return err
+	}
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			return err
+		}
 	}
 	logf("building cmd/policyhub-hub from the working tree...")
 	if b.hubBin, err = buildHub(root, b.logDir); err != nil {

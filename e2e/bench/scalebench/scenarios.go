@@ -379,6 +379,8 @@ func (b *bench) converge(ctx context.Context, r *result, set string, wait func(t
 	writes := b.hubWrites(ctx)
 	before := b.snapshot(h)
 	r.start = time.Now()
+	waitProfile := b.profileCPU(ctx, h, 30*time.Second, r.name+"-converge-cpu.pb.gz")
+	defer waitProfile()
 	err = inParallel(8, len(r.fps), func(i int) error {
 		fp, err := fleetPolicy(r.fps[i], set, i)
 		if err != nil {
@@ -401,6 +403,8 @@ func (b *bench) converge(ctx context.Context, r *result, set string, wait func(t
 		return h, t, err
 	}
 	logf("%s: RSS %s, goroutines %.0f, watches %.0f, settled %v", r.name, mib(r.state.rss), r.state.goroutines, r.state.watches, r.state.settled)
+	b.saveProfile(ctx, h, "heap", "gc=1", r.name+"-heap.pb.gz")
+	b.saveProfile(ctx, h, "goroutine", "debug=1", r.name+"-goroutine.txt")
 	r.statusSynced = t.statusBytes()
 	return h, t, nil
 }
@@ -573,6 +577,7 @@ func (b *bench) noopResync(ctx context.Context, r *result, h *hubProc) error {
 	writes := b.hubWrites(ctx)
 	before := b.snapshot(h)
 	start := time.Now()
+	defer b.profileCPU(ctx, h, 30*time.Second, r.name+"-noop-cpu.pb.gz")()
 	err = inParallel(8, len(r.fps), func(i int) error {
 		patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{"bench/resync":"%d"}}}`, start.UnixNano())))
 		return b.hub.Patch(ctx, &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: r.fps[i]}}, patch)
@@ -673,6 +678,7 @@ func (b *bench) aggregation(ctx context.Context, r *result, h *hubProc, t *track
 	writes := b.hubWrites(ctx)
 	before := b.snapshot(h)
 	start := time.Now()
+	defer b.profileCPU(ctx, h, 30*time.Second, r.name+"-aggregation-cpu.pb.gz")()
 	// As many writes in flight as it takes to hold the rate: agents do not wait for each other.
 	sem := make(chan struct{}, 1000)
 	var wg sync.WaitGroup
