@@ -125,10 +125,18 @@ func (ws *Workers) Want(cluster Cluster, d Declaration, token string) {
 		w = ws.start(cluster)
 	}
 	w.cluster = cluster
-	if prev, ok := w.wants[d.Source]; ok && prev.token == token {
+	prev, had := w.wants[d.Source]
+	if had && prev.token == token {
 		return
 	}
 	w.wants[d.Source] = wanted{decl: d, token: token}
+	if r, ok := w.results[d.Source]; ok && had && r.Token == prev.token && sameContent(prev.decl, d) {
+		// A new token for the same content (a requested reconcile, an annotation): what is known
+		// still holds until the pass below says otherwise, so the status need not go Pending,
+		// and a pass that finds nothing new publishes nothing.
+		r.Token = token
+		w.results[d.Source] = r
+	}
 	if w.unreachable != nil {
 		// A dark cluster answers a new want at once with what is known, and tries again at its
 		// next retry: the declaration's status need not wait for it.
@@ -450,6 +458,22 @@ func (ws *Workers) publishUnreachable(w *worker, sources []string) []string {
 		changed = append(changed, source)
 	}
 	return changed
+}
+
+// sameContent reports whether two wanted states of a declaration sync the same: the same
+// objects (by key and content hash), dry-run and prune.
+func sameContent(a, b Declaration) bool {
+	if a.DryRun != b.DryRun || a.Prune != b.Prune || len(a.Objects) != len(b.Objects) {
+		return false
+	}
+	for i := range a.Objects {
+		x, y := a.Objects[i], b.Objects[i]
+		hash := x.GetAnnotations()[policyhubv1.AnnotationContentHash]
+		if hash == "" || plan.KeyOf(x) != plan.KeyOf(y) || hash != y.GetAnnotations()[policyhubv1.AnnotationContentHash] {
+			return false
+		}
+	}
+	return true
 }
 
 // sameResult reports whether next says nothing new over prev.
