@@ -33,7 +33,7 @@ type Results struct {
 // ForPolicies sums the summary's results of the given policies. A summary entry without a kind
 // (a report that did not say) matches by namespace and name.
 func ForPolicies(s *policyhubv1.PolicyReportSummarySpec, policies []Policy, now time.Time) Results {
-	r := Results{ReportTime: s.GeneratedAt, Stale: Stale(s, now)}
+	r := Results{ReportTime: s.GeneratedAt.DeepCopy(), Stale: Stale(s, now)}
 	for _, p := range s.Policies {
 		if !matches(p, policies) {
 			continue

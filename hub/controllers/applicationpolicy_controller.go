@@ -55,9 +55,11 @@ func (r *ApplicationPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
+// list reads the ApplicationPolicies for the event maps: the cache's own objects, not copies
+// (see readOnlyList), so they must not be changed.
 func (r *ApplicationPolicyReconciler) list(ctx context.Context, opts ...client.ListOption) []policyhubv1.ApplicationPolicy {
 	list := &policyhubv1.ApplicationPolicyList{}
-	if err := r.Client.List(ctx, list, opts...); err != nil {
+	if err := r.Client.List(ctx, list, append(opts, readOnlyList)...); err != nil {
 		log.FromContext(ctx).Error(err, "list ApplicationPolicies")
 		return nil
 	}

@@ -111,14 +111,14 @@ func (r *DepartureReconciler) recheck() time.Duration {
 // stillNeeded reports whether a declaration's status still lists the cluster.
 func (r *DepartureReconciler) stillNeeded(ctx context.Context, cluster string) (bool, error) {
 	fleet := &policyhubv1.FleetPolicyList{}
-	if err := r.Reader.List(ctx, fleet); err != nil {
+	if err := r.Reader.List(ctx, fleet, readOnlyList); err != nil {
 		return false, fmt.Errorf("list FleetPolicies: %w", err)
 	}
 	if slices.ContainsFunc(fleet.Items, func(fp policyhubv1.FleetPolicy) bool { return listsCluster(fp.Status.Clusters, cluster) }) {
 		return true, nil
 	}
 	apps := &policyhubv1.ApplicationPolicyList{}
-	if err := r.Reader.List(ctx, apps); err != nil {
+	if err := r.Reader.List(ctx, apps, readOnlyList); err != nil {
 		return false, fmt.Errorf("list ApplicationPolicies: %w", err)
 	}
 	return slices.ContainsFunc(apps.Items, func(ap policyhubv1.ApplicationPolicy) bool { return listsCluster(ap.Status.Clusters, cluster) }), nil

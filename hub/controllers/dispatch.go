@@ -159,18 +159,27 @@ type summaryRead struct {
 	unread map[string]bool
 }
 
-// readSummaries reads the accepted summaries of the clusters.
+// readSummaries reads the accepted summaries of the clusters. They are the cache's own objects
+// (one list, no copies: a reconcile at a thousand clusters would otherwise copy a thousand
+// summaries), so they must not be changed.
 func readSummaries(ctx context.Context, reader client.Reader, clusters []policyhubv1.ClusterStatus) summaryRead {
 	summaries, unread := map[string]*policyhubv1.PolicyReportSummarySpec{}, map[string]bool{}
-	for _, c := range clusters {
-		s := &policyhubv1.PolicyReportSummary{}
-		err := reader.Get(ctx, client.ObjectKey{Namespace: c.Name, Name: policyhubv1.SummaryName}, s)
-		switch {
-		case err == nil && acceptedSummary(s) == nil:
-			summaries[c.Name] = &s.Spec
-		case err != nil && client.IgnoreNotFound(err) != nil:
+	list := &policyhubv1.PolicyReportSummaryList{}
+	if err := reader.List(ctx, list, readOnlyList); err != nil {
+		log.FromContext(ctx).Error(err, "read the clusters' summaries; their results are kept as they were")
+		for _, c := range clusters {
 			unread[c.Name] = true
-			log.FromContext(ctx).Error(err, "read the cluster's summary; its results are kept as they were", "cluster", c.Name)
+		}
+		return summaryRead{summaries: summaries, unread: unread}
+	}
+	wanted := make(map[string]bool, len(clusters))
+	for _, c := range clusters {
+		wanted[c.Name] = true
+	}
+	for i := range list.Items {
+		s := &list.Items[i]
+		if wanted[s.Namespace] && acceptedSummary(s) == nil {
+			summaries[s.Namespace] = &s.Spec
 		}
 	}
 	return summaryRead{summaries: summaries, unread: unread}

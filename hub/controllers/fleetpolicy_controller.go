@@ -36,7 +36,7 @@ func (r *FleetPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 func (r *FleetPolicyReconciler) everyFleetPolicy(ctx context.Context, _ client.Object) []reconcile.Request {
 	list := &policyhubv1.FleetPolicyList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	if err := r.Client.List(ctx, list, readOnlyList); err != nil {
 		log.FromContext(ctx).Error(err, "list FleetPolicies after an inventory change")
 		return nil
 	}
@@ -51,7 +51,7 @@ func (r *FleetPolicyReconciler) everyFleetPolicy(ctx context.Context, _ client.O
 // their results come from it.
 func (r *FleetPolicyReconciler) fleetPoliciesInCluster(ctx context.Context, summary client.Object) []reconcile.Request {
 	list := &policyhubv1.FleetPolicyList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	if err := r.Client.List(ctx, list, readOnlyList); err != nil {
 		log.FromContext(ctx).Error(err, "list FleetPolicies after a summary change")
 		return nil
 	}
