@@ -107,9 +107,6 @@ func NewWorkers(opts WorkersOptions) (*Workers, error) {
 	return ws, nil
 }
 
-// Syncer is the Syncer the workers use (for one-off syncs outside the workers, e.g. tests).
-func (ws *Workers) Syncer() *Syncer { return ws.syncer }
-
 // Want hands the cluster's worker what the declaration d wants there, and returns at once.
 // token identifies that wanted state: handing the same token again is a no-op, a new token
 // makes the worker sync the declaration in its next pass. The cluster's config (credentials
