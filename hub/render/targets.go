@@ -76,15 +76,36 @@ func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, inv placement
 		Source:  Owner{HubID: hubID, Kind: "FleetPolicy", Name: fp.Name}.Source(),
 		Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}, Unknown: sel.Unknown,
 	}
+	if err := checkClusterCount(len(sel.Targets)); err != nil {
+		return nil, err
+	}
+	// The policy depends only on the mode: render it once per mode, not once per cluster.
+	byMode := map[string]*unstructured.Unstructured{} // "" is the template's own mode
 	for _, target := range sel.Targets {
-		obj, err := FleetPolicy(hubID, fp, target.Mode)
-		if err != nil {
-			return nil, &InvalidError{Reason: "InvalidTemplate", Err: err}
+		mode := ""
+		if target.Mode != nil {
+			mode = string(*target.Mode)
 		}
-		t.Objects[target.Cluster] = []*unstructured.Unstructured{obj}
+		obj, ok := byMode[mode]
+		if !ok {
+			if obj, err = FleetPolicy(hubID, fp, target.Mode); err != nil {
+				return nil, &InvalidError{Reason: "InvalidTemplate", Err: err}
+			}
+			byMode[mode] = obj
+		}
+		t.Objects[target.Cluster] = []*unstructured.Unstructured{obj.DeepCopy()}
 		t.DryRun[target.Cluster] = target.DryRun
 	}
 	return t, nil
+}
+
+// checkClusterCount refuses a placement on more clusters than a declaration's status can list.
+func checkClusterCount(n int) error {
+	if n <= policyhubv1.MaxClusters {
+		return nil
+	}
+	return &InvalidError{Reason: "InvalidPlacement", Err: fmt.Errorf(
+		"spec.placement selects %d clusters; one declaration may be placed on at most %d (its status lists each): split it, e.g. by a cluster label", n, policyhubv1.MaxClusters)}
 }
 
 // ApplicationPolicyTargets places (by its placement, else the application's topologies) and
@@ -93,6 +114,13 @@ func ApplicationPolicyTargets(hubID string, ap *policyhubv1.ApplicationPolicy, t
 	targets, unknown, err := placement.ApplicationPolicy(ap, topologies, inv)
 	if err != nil {
 		return nil, &InvalidError{Reason: "InvalidPlacement", Err: err}
+	}
+	clusters := map[string]bool{}
+	for _, target := range targets {
+		clusters[target.Cluster] = true
+	}
+	if err := checkClusterCount(len(clusters)); err != nil {
+		return nil, err
 	}
 	t := &Targets{
 		Source:  Owner{HubID: hubID, Kind: "ApplicationPolicy", Namespace: ap.Namespace, Name: ap.Name}.Source(),

@@ -112,3 +112,29 @@ func walkSchema(s apiextensionsv1.JSONSchemaProps, visit func(apiextensionsv1.JS
 		walkSchema(*s.Items.Schema, visit)
 	}
 }
+
+// The declarations' status.clusters holds MaxClusters entries: the CRDs' MaxItems (a marker,
+// which cannot name the constant) must say the same, or a placement the hub accepts could not
+// have its status written.
+func TestStatusClustersHoldMaxClusters(t *testing.T) {
+	checked := 0
+	for _, crd := range generatedCRDs(t) {
+		for _, version := range crd.Spec.Versions {
+			status, ok := version.Schema.OpenAPIV3Schema.Properties["status"]
+			if !ok {
+				continue
+			}
+			clusters, ok := status.Properties["clusters"]
+			if !ok {
+				continue
+			}
+			checked++
+			if clusters.MaxItems == nil || *clusters.MaxItems != MaxClusters {
+				t.Errorf("%s %s: status.clusters maxItems = %v, want MaxClusters (%d)", crd.Name, version.Name, clusters.MaxItems, MaxClusters)
+			}
+		}
+	}
+	if checked != 2 {
+		t.Errorf("found status.clusters in %d CRDs, want 2 (FleetPolicy, ApplicationPolicy)", checked)
+	}
+}

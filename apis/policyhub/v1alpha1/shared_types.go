@@ -167,6 +167,11 @@ type PlannedChange struct {
 	Message string `json:"message,omitempty"`
 }
 
+// MaxClusters is how many clusters one declaration may be placed on: its status lists each
+// (the CRDs' status.clusters MaxItems, which must stay equal), and a thousand entries keep the
+// status near 160 KiB, well under etcd's 1.5 MiB request limit.
+const MaxClusters = 1000
+
 // ClusterStatus is the state of one declaration in one managed cluster.
 type ClusterStatus struct {
 	// Name of the managed cluster.
