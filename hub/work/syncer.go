@@ -58,6 +58,10 @@ type Options struct {
 	// ProbeTimeout is how long a cluster has to answer before it counts as unreachable; zero
 	// means 5s.
 	ProbeTimeout time.Duration
+	// DiscoveryRecheck is how long an answer of a cluster's discovery about an API group is
+	// trusted before a kind or version it lacked is asked about again (Kyverno installed or
+	// upgraded meanwhile); zero means 30s.
+	DiscoveryRecheck time.Duration
 	// OnOwnedChange, when set, is told about every change the watch caches see to an object this
 	// hub owns in a cluster (drift: edited or deleted by someone else, or a write of our own). It
 	// must not block.
@@ -114,6 +118,9 @@ func NewSyncer(opts Options) (*Syncer, error) {
 	}
 	if opts.ProbeTimeout <= 0 {
 		opts.ProbeTimeout = defaultProbeTimeout
+	}
+	if opts.DiscoveryRecheck <= 0 {
+		opts.DiscoveryRecheck = 30 * time.Second
 	}
 	return &Syncer{opts: opts, clients: map[string]*clusterClients{}, writers: map[string]*sync.Mutex{}, leases: newLeaseObserver(), held: map[string]*heldLease{}}, nil
 }
@@ -205,10 +212,11 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
 	}
-	if cc.client, err = client.New(cfg, client.Options{HTTPClient: httpClient}); err != nil {
+	if cc.clientset, err = kubernetes.NewForConfigAndClient(cfg, httpClient); err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
 	}
-	if cc.clientset, err = kubernetes.NewForConfigAndClient(cfg, httpClient); err != nil {
+	mapper := newGroupMapper(cc.clientset.Discovery(), s.opts.DiscoveryRecheck)
+	if cc.client, err = client.New(cfg, client.Options{HTTPClient: httpClient, Mapper: mapper}); err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
 	}
 	// Plans never read managedFields, often the largest part of a server-side applied policy:
@@ -216,7 +224,7 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 	// Others' objects matter only where one would be created over (addUnowned reads those
 	// directly).
 	owned := labels.SelectorFromSet(labels.Set{policyhubv1.LabelManagedBy: s.opts.HubID})
-	if cc.cache, err = cache.New(cacheCfg, cache.Options{HTTPClient: cacheHTTP, Mapper: cc.client.RESTMapper(), DefaultLabelSelector: owned, DefaultTransform: cache.TransformStripManagedFields()}); err != nil {
+	if cc.cache, err = cache.New(cacheCfg, cache.Options{HTTPClient: cacheHTTP, Mapper: mapper, DefaultLabelSelector: owned, DefaultTransform: cache.TransformStripManagedFields()}); err != nil {
 		return nil, fmt.Errorf("watch cache for cluster %s: %w", c.Name, err)
 	}
 	cacheCtx, stopCache := context.WithCancel(context.Background())
