@@ -44,3 +44,29 @@ func TestSameContent(t *testing.T) {
 		t.Error("objects without a content hash cannot be told apart: they must count as changed")
 	}
 }
+
+func TestConfirms(t *testing.T) {
+	synced := func(token string, a policyhubv1.ActionCounts) Result {
+		return Result{Token: token, DeclarationResult: DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, Actions: a}}
+	}
+	created := synced("t1", policyhubv1.ActionCounts{Created: 2, Deleted: 1})
+	for _, tc := range []struct {
+		name string
+		prev Result
+		next Result
+		want bool
+	}{
+		{"a resync finds the created objects unchanged", created, synced("t1", policyhubv1.ActionCounts{Unchanged: 2}), true},
+		{"it restored one (drift)", created, synced("t1", policyhubv1.ActionCounts{Unchanged: 1, Updated: 1}), false},
+		{"an object fewer than before", created, synced("t1", policyhubv1.ActionCounts{Unchanged: 1}), false},
+		{"a new wanted state", created, synced("t2", policyhubv1.ActionCounts{Unchanged: 2}), false},
+		{"failed before", Result{Token: "t1", DeclarationResult: DeclarationResult{Phase: policyhubv1.ClusterPhaseFailed}}, synced("t1", policyhubv1.ActionCounts{Unchanged: 2}), false},
+		{"a dry-run", created, Result{Token: "t1", DeclarationResult: DeclarationResult{Phase: policyhubv1.ClusterPhaseDryRun, Actions: policyhubv1.ActionCounts{Unchanged: 2}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := confirms(tc.prev, tc.next); got != tc.want {
+				t.Errorf("confirms = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
