@@ -18,6 +18,8 @@ type Targets struct {
 	// Source identifies the declaration (Owner.Source()).
 	Source string
 	// Objects are the rendered objects by cluster; DryRun says which clusters only plan.
+	// Clusters that get the same content share the same objects (a thousand copies of each
+	// policy were a quarter of the hub's memory at fleet scale): they must never be changed.
 	Objects map[string][]*unstructured.Unstructured
 	DryRun  map[string]bool
 	// Unknown are clusters the placement names that the inventory lacks.
@@ -79,7 +81,7 @@ func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, inv placement
 	if err := checkClusterCount(len(sel.Targets)); err != nil {
 		return nil, err
 	}
-	// The policy depends only on the mode: render it once per mode, not once per cluster.
+	// The policy depends only on the mode: render it once per mode, and share it.
 	byMode := map[string]*unstructured.Unstructured{} // "" is the template's own mode
 	for _, target := range sel.Targets {
 		mode := ""
@@ -93,7 +95,7 @@ func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, inv placement
 			}
 			byMode[mode] = obj
 		}
-		t.Objects[target.Cluster] = []*unstructured.Unstructured{obj.DeepCopy()}
+		t.Objects[target.Cluster] = []*unstructured.Unstructured{obj}
 		t.DryRun[target.Cluster] = target.DryRun
 	}
 	return t, nil
@@ -126,10 +128,15 @@ func ApplicationPolicyTargets(hubID string, ap *policyhubv1.ApplicationPolicy, t
 		Source:  Owner{HubID: hubID, Kind: "ApplicationPolicy", Namespace: ap.Namespace, Name: ap.Name}.Source(),
 		Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}, Unknown: unknown,
 	}
+	// The policies depend only on the target namespace: render them once per namespace, and share them.
+	byNamespace := map[string][]*unstructured.Unstructured{}
 	for _, target := range targets {
-		objs, err := ApplicationPolicy(hubID, ap, target.Namespace)
-		if err != nil {
-			return nil, &InvalidError{Reason: "InvalidPolicy", Err: err}
+		objs, ok := byNamespace[target.Namespace]
+		if !ok {
+			if objs, err = ApplicationPolicy(hubID, ap, target.Namespace); err != nil {
+				return nil, &InvalidError{Reason: "InvalidPolicy", Err: err}
+			}
+			byNamespace[target.Namespace] = objs
 		}
 		t.Objects[target.Cluster] = append(t.Objects[target.Cluster], objs...)
 		t.DryRun[target.Cluster] = target.DryRun
