@@ -90,7 +90,7 @@ func SetupHub(mgr ctrl.Manager, o HubOptions) (*work.Workers, error) {
 		}
 		summaries := &SummaryReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub"),
-			Compliance: metrics.NewCompliance(o.Registry, time.Now),
+			Compliance: metrics.NewCompliance(o.Registry, time.Now), MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		}
 		if err := summaries.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("PolicyReportSummary controller: %w", err)

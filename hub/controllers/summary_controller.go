@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
@@ -27,6 +28,9 @@ type SummaryReconciler struct {
 	Compliance *metrics.Compliance
 	// Now is the clock staleness is judged by; nil means time.Now.
 	Now func() time.Time
+	// MaxConcurrentReconciles bounds the summaries checked at once: a thousand agents push
+	// about a hundred a second, and each check writes the summary's status.
+	MaxConcurrentReconciles int
 }
 
 // SetupWithManager registers the reconciler for PolicyReportSummaries.
@@ -34,6 +38,7 @@ func (r *SummaryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&policyhubv1.PolicyReportSummary{}).
 		Named("policyreportsummary").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Complete(r)
 }
 

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -75,13 +76,17 @@ func (c *Compliance) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *Compliance) Collect(ch chan<- prometheus.Metric) {
+	// A scrape of a thousand clusters' series takes a while: it works on a snapshot, so the
+	// summaries arriving meanwhile are not held up. Stored summaries are never changed, only
+	// replaced.
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	summaries := maps.Clone(c.summaries)
+	c.mu.Unlock()
 	now := c.now()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	for cluster, s := range c.summaries {
+	for cluster, s := range summaries {
 		gauge(c.age, aggregate.Age(s, now).Seconds(), cluster)
 		gauge(c.clusterBlocked, float64(s.Blocked), cluster)
 		for result, n := range byResult(s.Totals) {
