@@ -141,8 +141,7 @@ type ApplicationPolicyStatus struct {
 
 	// Clusters is the sync state in each selected cluster.
 	// +optional
-	// +listType=map
-	// +listMapKey=name
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=1000
 	Clusters []ClusterStatus `json:"clusters,omitempty"`
 

@@ -134,8 +134,7 @@ type FleetPolicyStatus struct {
 
 	// Clusters is the state in each selected cluster (and in clusters still being pruned).
 	// +optional
-	// +listType=map
-	// +listMapKey=name
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=1000
 	Clusters []ClusterStatus `json:"clusters,omitempty"`
 
