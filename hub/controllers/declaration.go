@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -347,10 +348,38 @@ func declarationController(mgr ctrl.Manager, name, kind string, obj client.Objec
 		For(obj, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(every),
 			builder.OnlyMetadata, builder.WithPredicates(credentials, predicate.Or(predicate.LabelChangedPredicate{}, createOrDelete()))).
-		Watches(&policyhubv1.PolicyReportSummary{}, handler.EnqueueRequestsFromMapFunc(inCluster)).
+		// A summary's spec holds the results; its status is only the hub's verdict on it.
+		Watches(&policyhubv1.PolicyReportSummary{}, enqueueAfter(inCluster, summaryCoalesce), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(o.Results.For(kind)).
 		Named(name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1)})
+}
+
+// summaryCoalesce is how long a declaration waits after an agent's summary before its status
+// takes the new results in: a thousand agents push about a hundred summaries a second, and each
+// declaration placed on all their clusters then writes its status (~160 KiB at a thousand
+// clusters) once for the summaries of that while, not once per summary.
+const summaryCoalesce = 500 * time.Millisecond
+
+// enqueueAfter enqueues what mapFn maps an event's object to, after delay. An object already
+// waiting is not pushed back, so the wait is bounded by delay.
+func enqueueAfter(mapFn handler.MapFunc, delay time.Duration) handler.EventHandler {
+	add := func(ctx context.Context, obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range mapFn(ctx, obj) {
+			q.AddAfter(req, delay)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.ObjectNew, q)
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(ctx, e.Object, q)
+		},
+	}
 }
 
 // createOrDelete passes creations and deletions (a cluster joined or left).
