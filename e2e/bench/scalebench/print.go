@@ -126,6 +126,10 @@ func (b *bench) print(commit string) {
 			fmt.Printf("| clusters with policyhub_policy_results series in /metrics afterwards | %d of %d |\n", r.agg.metricClusters, r.clusters)
 			fmt.Printf("| aggregation: CPU seconds (first write until the last FleetPolicy and summary status) | %s |\n", cpuLine(r.agg.cpu))
 			fmt.Printf("| aggregation: mutating requests to the hub's apiserver (the %d summaries included) | %s |\n", r.clusters, writesLine(r.agg.hubWrites))
+			if r.floor.ran {
+				fmt.Printf("| status write floor (hub stopped): every FleetPolicy's status written once, %d at a time, fastest of %d rounds | %s (hub kube-apiserver %.1f CPU-s a round) |\n",
+					floorConcurrency, r.floor.rounds, r.floor.round.Round(10*time.Millisecond), r.floor.cpu[partHubAPIServer]/float64(r.floor.rounds))
+			}
 		}
 	}
 
@@ -241,6 +245,9 @@ func (b *bench) printTargets() {
 		m := fmt.Sprintf("p99 %.2fs", p99)
 		if v.agg.notReached > 0 {
 			m += fmt.Sprintf(", %d of %d never within %s", v.agg.notReached, v.clusters, o.timeout)
+		}
+		if v.floor.ran {
+			m += fmt.Sprintf(" (the status write floor here: %s a round)", v.floor.round.Round(10*time.Millisecond))
 		}
 		fmt.Printf("| 1000 × 50: summary-to-status p99 ≤ 2 s | %s%s | %s |\n", m, scale, verdict(ok))
 	}

@@ -85,6 +85,14 @@ type result struct {
 		metricLatencies  []float64
 		metricNotReached int
 	}
+	// floor is the status write floor (statusFloor), measured after the aggregation.
+	floor struct {
+		ran    bool
+		rounds int
+		round  time.Duration // the fastest round
+		took   time.Duration
+		cpu    map[string]float64
+	}
 	dark struct {
 		blackHoled, refusing        int
 		healthy                     time.Duration
@@ -429,6 +437,11 @@ func (b *bench) finish(ctx context.Context, r *result, h *hubProc) error {
 	if r.stopKilled {
 		logf("%s: the hub did not end within %s of SIGTERM: killed", r.name, stopGrace)
 	}
+	if r.agg.ran && stopErr == nil {
+		if err := b.statusFloor(ctx, r); err != nil {
+			logf("%s: %v", r.name, err)
+		}
+	}
 	r.logLines, r.logErrors = logStats(r.logPath)
 	for _, name := range r.fps {
 		fp := &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -678,7 +691,7 @@ func (b *bench) aggregation(ctx context.Context, r *result, h *hubProc, t *track
 	writes := b.hubWrites(ctx)
 	before := b.snapshot(h)
 	start := time.Now()
-	defer b.profileCPU(ctx, h, 30*time.Second, r.name+"-aggregation-cpu.pb.gz")()
+	defer b.profileCPU(ctx, h, 60*time.Second, r.name+"-aggregation-cpu.pb.gz")()
 	// As many writes in flight as it takes to hold the rate: agents do not wait for each other.
 	sem := make(chan struct{}, 1000)
 	var wg sync.WaitGroup
