@@ -441,12 +441,14 @@ func (ws *Workers) publishUnreachable(w *worker, sources []string) []string {
 	}
 	msg := policyhubv1.TruncateMessage(w.unreachable.Error(), 2048)
 	var changed []string
-	w.seq++
 	for _, source := range sources {
 		want := w.wants[source]
 		prev, ok := w.results[source]
 		if ok && prev.Token == want.token && prev.Phase == policyhubv1.ClusterPhaseFailed && prev.Message == msg {
 			continue
+		}
+		if changed == nil {
+			w.seq++ // a new result, newer than any before
 		}
 		w.results[source] = Result{
 			DeclarationResult: DeclarationResult{Source: source, Phase: policyhubv1.ClusterPhaseFailed, Message: msg},
