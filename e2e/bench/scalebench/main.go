@@ -39,6 +39,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/e2e/bench/benchkit"
 	"github.com/policyhub/policyhub/e2e/bench/procstat"
 	"github.com/policyhub/policyhub/e2e/fleet"
 )
@@ -73,6 +74,12 @@ func main() {
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "scalebench: %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// inParallel runs work(i) for i in [0, count), n at a time, and returns the errors joined: a
+// scenario's setup or writes that fail for some names and not others say which.
+func inParallel(n, count int, work func(i int) error) error {
+	return errors.Join(benchkit.InParallel(n, count, work)...)
 }
 
 // bench is one run: the fleet, the hub binary, and what every scenario measured.
@@ -344,6 +351,8 @@ func cpuBetween(before, after map[string]procstat.Totals) map[string]float64 {
 	}
 	return out
 }
+
+func mib(bytes float64) string { return fmt.Sprintf("%.0f MiB", bytes/(1<<20)) }
 
 func since(start time.Time) string { return time.Since(start).Round(time.Second).String() }
 

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"time"
+)
+
+// hubState is what a settled hub costs: its memory and goroutines (from its /metrics), the
+// watches it holds open in the managed clusters (from theirs), and the CPU every part uses per
+// second while nothing is asked of the hub.
+type hubState struct {
+	rss           float64 // bytes
+	rssFrom       string  // "/metrics" or "/proc"
+	goroutines    float64
+	goroutinesOK  bool
+	watches       float64 // WATCH requests open in the managed apiservers, less the baseline without a hub
+	idleCores     map[string]float64
+	gatewayRSS    float64
+	hubAPIRSS     float64
+	settled       bool
+	settleTook    time.Duration
+	settleResidue float64 // the hub's cores when it did not settle
+}
+
+// result is what one scenario measured.
+type result struct {
+	name, hubID, prefix string
+	clusters            int
+	clusterNames        []string
+	fps                 []string
+	start               time.Time
+
+	converge  time.Duration
+	converged bool
+	missing   int
+	phases    string
+	cpu       map[string]float64 // CPU seconds while converging
+	hubWrites map[string]float64 // mutating requests the hub's apiserver served while converging, by resource
+	state     hubState
+
+	statusSynced, statusResults []float64
+
+	noop struct {
+		ran        bool
+		took       time.Duration
+		settled    bool
+		cpu        map[string]float64
+		reconciles float64
+		reconOK    bool
+		requests   float64
+		hubWrites  map[string]float64
+	}
+	agg struct {
+		ran            bool
+		latencies      []float64 // seconds, sorted
+		notReached     int
+		sendSpan       time.Duration // from the first write sent to the last sent
+		writeSpan      time.Duration // from the first write sent to the last stored
+		metricClusters int
+		cpu            map[string]float64
+		hubWrites      map[string]float64
+		// the summary marked aggregated by the hub (its series then in /metrics)
+		metricLatencies  []float64
+		metricNotReached int
+	}
+	// floor is the status write floor (statusFloor), measured after the aggregation.
+	floor struct {
+		ran    bool
+		rounds int
+		round  time.Duration // the fastest round
+		took   time.Duration
+		cpu    map[string]float64
+	}
+	dark struct {
+		blackHoled, refusing        int
+		healthy                     time.Duration
+		healthyOK                   bool
+		baseline                    time.Duration
+		baselineOK                  bool
+		failed                      time.Duration
+		failedOK                    bool
+		failedMissing               int
+		accepted                    int
+		healthyMissing              int
+		blackHoleMsgs, refusingMsgs []string
+	}
+	logLines, logErrors int
+	logPath             string
+	stopTook            time.Duration
+	stopKilled          bool
+}
