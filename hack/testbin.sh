@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Builds the real parts of the local fleet (kube-apiserver, cluster-gateway, Kyverno) from the Go
-# module proxy through the wrapper modules in e2e/testbin, into a cache outside the clone so that a
+# Builds the real parts of the local fleet (etcd, kube-apiserver, cluster-gateway, Kyverno) from the
+# Go module proxy through the wrapper modules in e2e/testbin, into a cache outside the clone so that a
 # fresh clone on the same machine reuses them. Installs etcd and Prometheus from Debian when they are
-# missing.
+# missing (the fleet runs the etcd built here, not Debian's).
 # Prints where the binaries are on its last line (the directory the e2e harness reads).
 set -euo pipefail
 
@@ -55,6 +55,11 @@ if ! command -v prometheus >/dev/null 2>&1; then
 	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq prometheus >/dev/null
 fi
 say "prometheus: $(command -v prometheus)"
+
+# etcd v3.6, not Debian's 3.4: kube-apiserver 1.36 needs RequestWatchProgress for watches that
+# start without a resourceVersion. e2e/fleet/testbin.go names the same version.
+build etcd v3.6.8 etcd "-s -w" \
+	go.etcd.io/etcd/server/v3 etcd
 
 k8s_version=v1.36.3
 build kube-apiserver "$k8s_version" kube-apiserver \

@@ -12,6 +12,9 @@ import (
 
 // Versions of the real parts the fleet runs; hack/testbin.sh builds the same ones.
 const (
+	// EtcdVersion is 3.6, not Debian's 3.4: kube-apiserver 1.36 uses RequestWatchProgress, without
+	// which watches that start with no resourceVersion can fail with "Too large resource version".
+	EtcdVersion           = "v3.6.8"
 	KubernetesVersion     = "v1.36.3"
 	ClusterGatewayVersion = "v1.9.1"
 	KyvernoVersion        = "v1.19.1"
@@ -40,24 +43,22 @@ func TestbinDir() (string, error) {
 	return filepath.Join(cache, "policyhub", "testbin"), nil
 }
 
-// findBinaries locates the programs; Kyverno's only when withKyverno (it is the slowest to build).
+// findBinaries locates the programs, all in the testbin directory at the versions above (never
+// one on PATH, such as Debian's older etcd, so every run sees the same parts); Kyverno's only when
+// withKyverno (it is the slowest to build).
 func findBinaries(withKyverno bool) (binaries, error) {
 	dir, err := TestbinDir()
 	if err != nil {
 		return binaries{}, err
 	}
-	etcd, err := exec.LookPath("etcd")
-	if err != nil {
-		return binaries{}, fmt.Errorf("etcd is not installed: run `make testbin` (it installs Debian's etcd-server)")
-	}
 	b := binaries{
-		etcd:              etcd,
+		etcd:              filepath.Join(dir, "etcd-"+EtcdVersion, "etcd"),
 		kubeAPIServer:     filepath.Join(dir, "kube-apiserver-"+KubernetesVersion, "kube-apiserver"),
 		clusterGateway:    filepath.Join(dir, "cluster-gateway-"+ClusterGatewayVersion, "cluster-gateway"),
 		kyverno:           filepath.Join(dir, "kyverno-"+KyvernoVersion, "kyverno"),
 		reportsController: filepath.Join(dir, "kyverno-"+KyvernoVersion, "reports-controller"),
 	}
-	need := []string{b.kubeAPIServer, b.clusterGateway}
+	need := []string{b.etcd, b.kubeAPIServer, b.clusterGateway}
 	if withKyverno {
 		need = append(need, b.kyverno, b.reportsController)
 	}
