@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Builds the real parts of the local fleet (etcd, kube-apiserver, cluster-gateway, Kyverno) from the
-# Go module proxy through the wrapper modules in e2e/testbin, into a cache outside the clone so that a
-# fresh clone on the same machine reuses them. Installs etcd and Prometheus from Debian when they are
-# missing (the fleet runs the etcd built here, not Debian's).
+# Builds the real parts of the local fleet (etcd, kube-apiserver, cluster-gateway, Kyverno, and
+# KubeVela's vela-core) from the Go module proxy through the wrapper modules in e2e/testbin, into a
+# cache outside the clone so that a fresh clone on the same machine reuses them. Installs etcd and
+# Prometheus from Debian when they are missing (the fleet runs the etcd built here, not Debian's).
 # Prints where the binaries are on its last line (the directory the e2e harness reads).
 set -euo pipefail
 
@@ -71,6 +71,9 @@ build cluster-gateway v1.9.1 cluster-gateway "-s -w" \
 build kyverno v1.19.1 kyverno "-s -w" \
 	github.com/kyverno/kyverno/cmd/kyverno kyverno \
 	github.com/kyverno/kyverno/cmd/reports-controller reports-controller
+# KubeVela's controller, to run the kyverno-policy policy under the real thing (issue 16).
+build kubevela v1.10.6 kubevela "-s -w -X github.com/oam-dev/kubevela/version.VelaVersion=v1.10.6" \
+	github.com/oam-dev/kubevela/cmd/core vela-core
 
 # Modules whose CRDs the fleet installs (e2e/fleet/testbin.go names the same versions): fetched
 # now so that tests never wait on a download.
