@@ -265,8 +265,8 @@ func (s *Syncer) ownedKinds(ctx context.Context, cc *clusterClients, rendered ma
 
 // addUnowned adds to a cached read the objects of the rendered kinds that this hub does not own
 // but that carry the name of an object it would create: the watch cache holds only this hub's
-// objects, and creating over one of them would touch an object that is not ours. One metadata
-// list per kind, only in passes that would create.
+// objects, and creating over one of them would touch an object that is not ours. They come from
+// the cluster's name cache, whose watch of a kind starts at the first pass that creates one.
 func (s *Syncer) addUnowned(ctx context.Context, cc *clusterClients, decls []Declaration, which []int, rendered map[schema.GroupKind]schema.GroupVersionKind, byKind map[schema.GroupKind][]*unstructured.Unstructured) error {
 	have := map[plan.Key]bool{}
 	for _, objs := range byKind {
@@ -287,7 +287,11 @@ func (s *Syncer) addUnowned(ctx context.Context, cc *clusterClients, decls []Dec
 		}
 	}
 	for gk, keys := range missing {
-		all, err := s.listKind(ctx, cc, gk, rendered, true, false)
+		// The kind's first read waits for its name cache to fill; a cluster that stops
+		// answering meanwhile must not hold the pass up for long.
+		fillCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		all, err := metadataOf(fillCtx, cc.names, gk, rendered[gk])
+		cancel()
 		if err != nil {
 			return err
 		}
@@ -352,28 +356,7 @@ func (s *Syncer) listKind(ctx context.Context, cc *clusterClients, gk schema.Gro
 		opts = append(opts, client.MatchingLabels{policyhubv1.LabelManagedBy: s.opts.HubID})
 	}
 	if !cached {
-		metaList := &metav1.PartialObjectMetadataList{}
-		metaList.SetGroupVersionKind(list.GroupVersionKind())
-		if err := cc.client.List(ctx, metaList, opts...); err != nil {
-			if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("list %s: %w", gk, err)
-		}
-		objs := make([]*unstructured.Unstructured, 0, len(metaList.Items))
-		for i := range metaList.Items {
-			m := &metaList.Items[i]
-			obj := &unstructured.Unstructured{}
-			obj.SetGroupVersionKind(gvk)
-			obj.SetNamespace(m.Namespace)
-			obj.SetName(m.Name)
-			obj.SetUID(m.UID)
-			obj.SetResourceVersion(m.ResourceVersion)
-			obj.SetLabels(m.Labels)
-			obj.SetAnnotations(m.Annotations)
-			objs = append(objs, obj)
-		}
-		return objs, nil
+		return metadataOf(ctx, cc.client, gk, gvk, opts...)
 	}
 	// The first read of a kind waits for its cache to fill; a cluster that stops answering
 	// meanwhile must not hold the sync up for long.
@@ -391,6 +374,33 @@ func (s *Syncer) listKind(ctx context.Context, cc *clusterClients, gk schema.Gro
 	objs := make([]*unstructured.Unstructured, 0, len(list.Items))
 	for i := range list.Items {
 		objs = append(objs, &list.Items[i])
+	}
+	return objs, nil
+}
+
+// metadataOf lists the metadata of one kind's objects from reader (the cluster, or its name
+// cache), as objects that carry only metadata: enough to decide ownership and existence.
+func metadataOf(ctx context.Context, reader client.Reader, gk schema.GroupKind, gvk schema.GroupVersionKind, opts ...client.ListOption) ([]*unstructured.Unstructured, error) {
+	metaList := &metav1.PartialObjectMetadataList{}
+	metaList.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	if err := reader.List(ctx, metaList, opts...); err != nil {
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list %s: %w", gk, err)
+	}
+	objs := make([]*unstructured.Unstructured, 0, len(metaList.Items))
+	for i := range metaList.Items {
+		m := &metaList.Items[i]
+		obj := &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		obj.SetNamespace(m.Namespace)
+		obj.SetName(m.Name)
+		obj.SetUID(m.UID)
+		obj.SetResourceVersion(m.ResourceVersion)
+		obj.SetLabels(m.Labels)
+		obj.SetAnnotations(m.Annotations)
+		objs = append(objs, obj)
 	}
 	return objs, nil
 }

@@ -96,7 +96,12 @@ type clusterClients struct {
 	// cache watches the cluster's policy kinds, so planning costs no request once warm. It may lag
 	// the cluster slightly: every write is conditional on the version it was planned from, so a
 	// plan the cluster has moved past is refused and redone from a direct read.
-	cache     cache.Cache
+	cache cache.Cache
+	// names is a metadata cache of every object (anyone's) of the kinds this hub creates in the
+	// cluster, started at a kind's first create: a create must not land on a same-named object
+	// of someone else, and reading its kind's every name before each pass that creates cost a
+	// list per pass.
+	names     cache.Cache
 	stopCache context.CancelFunc
 	// kinds are the policy kinds that may hold this hub's objects (see ownedKinds); nil until
 	// surveyed.
@@ -228,20 +233,24 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 	if cc.cache, err = cache.New(cacheCfg, cache.Options{HTTPClient: cacheHTTP, Mapper: mapper, DefaultLabelSelector: owned, DefaultTransform: s.keepWhatPlansRead}); err != nil {
 		return nil, fmt.Errorf("watch cache for cluster %s: %w", c.Name, err)
 	}
+	if cc.names, err = cache.New(cacheCfg, cache.Options{HTTPClient: cacheHTTP, Mapper: mapper, DefaultTransform: cache.TransformStripManagedFields()}); err != nil {
+		return nil, fmt.Errorf("name cache for cluster %s: %w", c.Name, err)
+	}
 	cacheCtx, stopCache := context.WithCancel(context.Background())
-	cacheDone := make(chan struct{})
+	var caches sync.WaitGroup
 	cc.stopCache = func() {
 		stopCache()
-		<-cacheDone
+		caches.Wait()
 		httpClient.CloseIdleConnections()
 		cacheHTTP.CloseIdleConnections()
 	}
-	go func() {
-		defer close(cacheDone)
-		if err := cc.cache.Start(cacheCtx); err != nil {
-			ctrllog.Log.Error(err, "watch cache stopped", "cluster", c.Name)
-		}
-	}()
+	for name, ca := range map[string]cache.Cache{"watch cache": cc.cache, "name cache": cc.names} {
+		caches.Go(func() {
+			if err := ca.Start(cacheCtx); err != nil {
+				ctrllog.Log.Error(err, name+" stopped", "cluster", c.Name)
+			}
+		})
+	}
 	s.clients[c.Name] = cc
 	return cc, nil
 }
