@@ -286,11 +286,18 @@ func (s *Syncer) addUnowned(ctx context.Context, cc *clusterClients, decls []Dec
 			}
 		}
 	}
+	if len(missing) == 0 {
+		return nil
+	}
+	names, err := cc.namesOf(ctx)
+	if err != nil {
+		return err
+	}
 	for gk, keys := range missing {
 		// The kind's first read waits for its name cache to fill; a cluster that stops
 		// answering meanwhile must not hold the pass up for long.
 		fillCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		all, err := metadataOf(fillCtx, cc.names, gk, rendered[gk])
+		all, err := metadataOf(fillCtx, names, gk, rendered[gk])
 		cancel()
 		if err != nil {
 			return err

@@ -98,11 +98,12 @@ type clusterClients struct {
 	// plan the cluster has moved past is refused and redone from a direct read.
 	cache cache.Cache
 	// names is a metadata cache of every object (anyone's) of the kinds this hub creates in the
-	// cluster, started at a kind's first create: a create must not land on a same-named object
-	// of someone else, and reading its kind's every name before each pass that creates cost a
-	// list per pass.
-	names     cache.Cache
-	stopCache context.CancelFunc
+	// cluster (see namesOf); nil until the first pass that creates.
+	namesMu    sync.Mutex
+	names      cache.Cache
+	startNames func(context.Context) (cache.Cache, error)
+	stopped    bool
+	stopCache  context.CancelFunc
 	// kinds are the policy kinds that may hold this hub's objects (see ownedKinds); nil until
 	// surveyed.
 	kindsMu sync.Mutex
@@ -228,31 +229,66 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 	}
 	// Plans never read managedFields or status (keepWhatPlansRead): the cache does not keep
 	// them. It holds only this hub's objects: what it plans and prunes. Others' objects matter
-	// only where one would be created over (addUnowned reads those directly).
+	// only where one would be created over: the name cache (see namesOf) answers that.
 	owned := labels.SelectorFromSet(labels.Set{policyhubv1.LabelManagedBy: s.opts.HubID})
 	if cc.cache, err = cache.New(cacheCfg, cache.Options{HTTPClient: cacheHTTP, Mapper: mapper, DefaultLabelSelector: owned, DefaultTransform: s.keepWhatPlansRead}); err != nil {
 		return nil, fmt.Errorf("watch cache for cluster %s: %w", c.Name, err)
 	}
-	if cc.names, err = cache.New(cacheCfg, cache.Options{HTTPClient: cacheHTTP, Mapper: mapper, DefaultTransform: cache.TransformStripManagedFields()}); err != nil {
-		return nil, fmt.Errorf("name cache for cluster %s: %w", c.Name, err)
-	}
 	cacheCtx, stopCache := context.WithCancel(context.Background())
 	var caches sync.WaitGroup
+	start := func(what string, ca cache.Cache) {
+		caches.Go(func() {
+			if err := ca.Start(cacheCtx); err != nil {
+				ctrllog.Log.Error(err, what+" stopped", "cluster", c.Name)
+			}
+		})
+	}
+	// The name cache starts at the first pass that creates: most clusters' passes only update.
+	cc.startNames = func(ctx context.Context) (cache.Cache, error) {
+		names, err := cache.New(cacheCfg, cache.Options{HTTPClient: cacheHTTP, Mapper: mapper, DefaultTransform: cache.TransformStripManagedFields()})
+		if err != nil {
+			return nil, fmt.Errorf("name cache for cluster %s: %w", c.Name, err)
+		}
+		start("name cache", names)
+		// It reads nothing before it has started; with no informer yet, that is at once.
+		if !names.WaitForCacheSync(ctx) {
+			return nil, fmt.Errorf("name cache for cluster %s did not start: %w", c.Name, ctx.Err())
+		}
+		return names, nil
+	}
 	cc.stopCache = func() {
+		cc.namesMu.Lock()
+		cc.stopped = true // no name cache starts after this
+		cc.namesMu.Unlock()
 		stopCache()
 		caches.Wait()
 		httpClient.CloseIdleConnections()
 		cacheHTTP.CloseIdleConnections()
 	}
-	for name, ca := range map[string]cache.Cache{"watch cache": cc.cache, "name cache": cc.names} {
-		caches.Go(func() {
-			if err := ca.Start(cacheCtx); err != nil {
-				ctrllog.Log.Error(err, name+" stopped", "cluster", c.Name)
-			}
-		})
-	}
+	start("watch cache", cc.cache)
 	s.clients[c.Name] = cc
 	return cc, nil
+}
+
+// namesOf is the cluster's name cache: the metadata of every object (anyone's) of the kinds
+// this hub creates there, watched from the first pass that creates one. A create must not land
+// on a same-named object of someone else, which the watch cache (this hub's objects only)
+// cannot tell; listing the kind's every name before each pass that creates cost a request and
+// up to most of a pass's time (bench-sync).
+func (cc *clusterClients) namesOf(ctx context.Context) (cache.Cache, error) {
+	cc.namesMu.Lock()
+	defer cc.namesMu.Unlock()
+	if cc.stopped {
+		return nil, fmt.Errorf("cluster %s: its clients were let go of", cc.name)
+	}
+	if cc.names == nil {
+		names, err := cc.startNames(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cc.names = names
+	}
+	return cc.names, nil
 }
 
 // keepWhatPlansRead is the watch caches' transform, since a hub keeps every owned policy of
