@@ -200,6 +200,8 @@ func emitSyncEvents(recorder events.EventRecorder, obj runtime.Object, before []
 		switch o.result.Phase {
 		case policyhubv1.ClusterPhaseSynced, policyhubv1.ClusterPhaseDryRun:
 			synced = append(synced, fmt.Sprintf("%s (%s)", o.cluster, o.result.Message))
+		case policyhubv1.ClusterPhasePending:
+			// Not a problem, and not news: the cluster's result, when it comes, is announced.
 		default:
 			recorder.Eventf(obj, nil, corev1.EventTypeWarning, string(o.result.Phase), "Sync", "%s: %s", o.cluster, o.result.Message)
 		}
