@@ -101,7 +101,8 @@ type clusterClients struct {
 	// cluster (see namesOf); nil until the first pass that creates.
 	namesMu    sync.Mutex
 	names      cache.Cache
-	startNames func(context.Context) (cache.Cache, error)
+	namesStop  context.CancelFunc // stops names and waits until it has stopped
+	startNames func(context.Context) (cache.Cache, context.CancelFunc, error)
 	stopped    bool
 	stopCache  context.CancelFunc
 	// kinds are the policy kinds that may hold this hub's objects (see ownedKinds); nil until
@@ -183,9 +184,14 @@ func (s *Syncer) ReleaseLease(cluster string) {
 	s.mu.Lock()
 	held := s.held[cluster]
 	delete(s.held, cluster)
+	cc := s.clients[cluster]
 	s.mu.Unlock()
 	if held != nil {
 		held.release()
+	}
+	if cc != nil {
+		// The burst of work is over: an idle cluster keeps only its watch cache.
+		cc.stopNames()
 	}
 }
 
@@ -244,17 +250,26 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 		})
 	}
 	// The name cache starts at the first pass that creates: most clusters' passes only update.
-	cc.startNames = func(ctx context.Context) (cache.Cache, error) {
+	cc.startNames = func(ctx context.Context) (cache.Cache, context.CancelFunc, error) {
 		names, err := cache.New(cacheCfg, cache.Options{HTTPClient: cacheHTTP, Mapper: mapper, DefaultTransform: cache.TransformStripManagedFields()})
 		if err != nil {
-			return nil, fmt.Errorf("name cache for cluster %s: %w", c.Name, err)
+			return nil, nil, fmt.Errorf("name cache for cluster %s: %w", c.Name, err)
 		}
-		start("name cache", names)
+		namesCtx, stopNames := context.WithCancel(cacheCtx)
+		done := make(chan struct{})
+		caches.Go(func() {
+			defer close(done)
+			if err := names.Start(namesCtx); err != nil {
+				ctrllog.Log.Error(err, "name cache stopped", "cluster", c.Name)
+			}
+		})
+		stop := func() { stopNames(); <-done }
 		// It reads nothing before it has started; with no informer yet, that is at once.
 		if !names.WaitForCacheSync(ctx) {
-			return nil, fmt.Errorf("name cache for cluster %s did not start: %w", c.Name, ctx.Err())
+			stop()
+			return nil, nil, fmt.Errorf("name cache for cluster %s did not start: %w", c.Name, ctx.Err())
 		}
-		return names, nil
+		return names, stop, nil
 	}
 	cc.stopCache = func() {
 		cc.namesMu.Lock()
@@ -271,7 +286,8 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 }
 
 // namesOf is the cluster's name cache: the metadata of every object (anyone's) of the kinds
-// this hub creates there, watched from the first pass that creates one. A create must not land
+// this hub creates there, watched from the first pass that creates one until the cluster's
+// worker goes idle (ReleaseLease). A create must not land
 // on a same-named object of someone else, which the watch cache (this hub's objects only)
 // cannot tell; listing the kind's every name before each pass that creates cost a request and
 // up to most of a pass's time (bench-sync).
@@ -282,13 +298,23 @@ func (cc *clusterClients) namesOf(ctx context.Context) (cache.Cache, error) {
 		return nil, fmt.Errorf("cluster %s: its clients were let go of", cc.name)
 	}
 	if cc.names == nil {
-		names, err := cc.startNames(ctx)
+		names, stop, err := cc.startNames(ctx)
 		if err != nil {
 			return nil, err
 		}
-		cc.names = names
+		cc.names, cc.namesStop = names, stop
 	}
 	return cc.names, nil
+}
+
+// stopNames stops the name cache, if it runs; the next pass that creates starts it again.
+func (cc *clusterClients) stopNames() {
+	cc.namesMu.Lock()
+	defer cc.namesMu.Unlock()
+	if cc.names != nil {
+		cc.namesStop()
+		cc.names, cc.namesStop = nil, nil
+	}
 }
 
 // keepWhatPlansRead is the watch caches' transform, since a hub keeps every owned policy of
