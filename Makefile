@@ -36,7 +36,7 @@ verify-generated: ## Fail if the generated deepcopy code or CRDs were not regene
 	if [ "$$before" != "$$(cat $(GENERATED) | sha256sum)" ]; then \
 		echo "generated code was stale and has now been regenerated: review and commit it"; exit 1; fi
 
-testbin: ## Build the local fleet's binaries from the Go module proxy into $(POLICYHUB_TESTBIN); install etcd.
+testbin: ## Build the local fleet's binaries from the Go module proxy into $(POLICYHUB_TESTBIN); install Prometheus.
 	hack/testbin.sh
 
 test: testbin verify-generated ## Run every test: unit tests and the e2e tests on a local fleet.

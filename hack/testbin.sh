@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the real parts of the local fleet (etcd, kube-apiserver, cluster-gateway, Kyverno, and
 # KubeVela's vela-core) from the Go module proxy through the wrapper modules in e2e/testbin, into a
-# cache outside the clone so that a fresh clone on the same machine reuses them. Installs etcd and
-# Prometheus from Debian when they are missing (the fleet runs the etcd built here, not Debian's).
+# cache outside the clone so that a fresh clone on the same machine reuses them. Installs
+# Prometheus from Debian when it is missing.
 # Prints where the binaries are on its last line (the directory the e2e harness reads).
 set -euo pipefail
 
@@ -38,14 +38,6 @@ build() {
 		say "$name $version: built $out in $((SECONDS - start))s"
 	done
 }
-
-if ! command -v etcd >/dev/null 2>&1; then
-	say "etcd: installing Debian's etcd-server"
-	if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
-	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq etcd-server >/dev/null
-fi
-say "etcd: $(command -v etcd)"
 
 # The e2e test that runs the hub chart's dashboard and alert queries on a real Prometheus.
 if ! command -v prometheus >/dev/null 2>&1; then
