@@ -101,9 +101,9 @@ func (m *groupMapper) fetch(group string) (*restmapper.APIGroupResources, error)
 	return out, nil
 }
 
-// do runs a mapping of group's kinds; a kind or version the group's last answer lacks is
+// mapWithRecheck runs a mapping of group's kinds; a kind or version the group's last answer lacks is
 // asked about again once that answer is older than recheck.
-func do[T any](m *groupMapper, group string, mapping func(meta.RESTMapper) (T, error)) (T, error) {
+func mapWithRecheck[T any](m *groupMapper, group string, mapping func(meta.RESTMapper) (T, error)) (T, error) {
 	mapper, err := m.load(group, false)
 	if err != nil {
 		var zero T
@@ -121,27 +121,27 @@ func do[T any](m *groupMapper, group string, mapping func(meta.RESTMapper) (T, e
 }
 
 func (m *groupMapper) KindFor(r schema.GroupVersionResource) (schema.GroupVersionKind, error) {
-	return do(m, r.Group, func(mm meta.RESTMapper) (schema.GroupVersionKind, error) { return mm.KindFor(r) })
+	return mapWithRecheck(m, r.Group, func(mm meta.RESTMapper) (schema.GroupVersionKind, error) { return mm.KindFor(r) })
 }
 
 func (m *groupMapper) KindsFor(r schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
-	return do(m, r.Group, func(mm meta.RESTMapper) ([]schema.GroupVersionKind, error) { return mm.KindsFor(r) })
+	return mapWithRecheck(m, r.Group, func(mm meta.RESTMapper) ([]schema.GroupVersionKind, error) { return mm.KindsFor(r) })
 }
 
 func (m *groupMapper) ResourceFor(r schema.GroupVersionResource) (schema.GroupVersionResource, error) {
-	return do(m, r.Group, func(mm meta.RESTMapper) (schema.GroupVersionResource, error) { return mm.ResourceFor(r) })
+	return mapWithRecheck(m, r.Group, func(mm meta.RESTMapper) (schema.GroupVersionResource, error) { return mm.ResourceFor(r) })
 }
 
 func (m *groupMapper) ResourcesFor(r schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
-	return do(m, r.Group, func(mm meta.RESTMapper) ([]schema.GroupVersionResource, error) { return mm.ResourcesFor(r) })
+	return mapWithRecheck(m, r.Group, func(mm meta.RESTMapper) ([]schema.GroupVersionResource, error) { return mm.ResourcesFor(r) })
 }
 
 func (m *groupMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
-	return do(m, gk.Group, func(mm meta.RESTMapper) (*meta.RESTMapping, error) { return mm.RESTMapping(gk, versions...) })
+	return mapWithRecheck(m, gk.Group, func(mm meta.RESTMapper) (*meta.RESTMapping, error) { return mm.RESTMapping(gk, versions...) })
 }
 
 func (m *groupMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
-	return do(m, gk.Group, func(mm meta.RESTMapper) ([]*meta.RESTMapping, error) { return mm.RESTMappings(gk, versions...) })
+	return mapWithRecheck(m, gk.Group, func(mm meta.RESTMapper) ([]*meta.RESTMapping, error) { return mm.RESTMappings(gk, versions...) })
 }
 
 func (m *groupMapper) ResourceSingularizer(resource string) (string, error) {

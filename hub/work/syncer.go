@@ -242,13 +242,6 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 	}
 	cacheCtx, stopCache := context.WithCancel(context.Background())
 	var caches sync.WaitGroup
-	start := func(what string, ca cache.Cache) {
-		caches.Go(func() {
-			if err := ca.Start(cacheCtx); err != nil {
-				ctrllog.Log.Error(err, what+" stopped", "cluster", c.Name)
-			}
-		})
-	}
 	// The name cache starts at the first pass that creates: most clusters' passes only update.
 	cc.startNames = func(ctx context.Context) (cache.Cache, context.CancelFunc, error) {
 		names, err := cache.New(cacheCfg, cache.Options{HTTPClient: cacheHTTP, Mapper: mapper, DefaultTransform: cache.TransformStripManagedFields()})
@@ -280,7 +273,11 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 		httpClient.CloseIdleConnections()
 		cacheHTTP.CloseIdleConnections()
 	}
-	start("watch cache", cc.cache)
+	caches.Go(func() {
+		if err := cc.cache.Start(cacheCtx); err != nil {
+			ctrllog.Log.Error(err, "watch cache stopped", "cluster", c.Name)
+		}
+	})
 	s.clients[c.Name] = cc
 	return cc, nil
 }
