@@ -12,6 +12,7 @@ import (
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
@@ -35,18 +36,25 @@ type tracker struct {
 func newTracker(ctx context.Context, informers cache.Informers, prefix string) (*tracker, func(), error) {
 	t := &tracker{prefix: prefix, synced: map[string]map[string]time.Time{}, failed: map[string]map[string]time.Time{},
 		results: map[string]map[string]time.Time{}, latest: map[string]*policyhubv1.FleetPolicy{}}
-	informer, err := informers.GetInformer(ctx, &policyhubv1.FleetPolicy{})
+	stop, err := observeEach(ctx, informers, &policyhubv1.FleetPolicy{}, t.observe)
+	return t, stop, err
+}
+
+// observeEach calls observe with every version of obj's kind the informer sees added or
+// updated; the returned function stops that.
+func observeEach(ctx context.Context, informers cache.Informers, obj client.Object, observe func(any)) (func(), error) {
+	informer, err := informers.GetInformer(ctx, obj)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { t.observe(obj) },
-		UpdateFunc: func(_, obj any) { t.observe(obj) },
+		AddFunc:    observe,
+		UpdateFunc: func(_, obj any) { observe(obj) },
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return t, func() { _ = informer.RemoveEventHandler(reg) }, nil
+	return func() { _ = informer.RemoveEventHandler(reg) }, nil
 }
 
 func (t *tracker) observe(obj any) {
@@ -221,18 +229,8 @@ type summaryTracker struct {
 
 func newSummaryTracker(ctx context.Context, informers cache.Informers) (*summaryTracker, func(), error) {
 	t := &summaryTracker{hashes: map[string]string{}, at: map[string]time.Time{}}
-	informer, err := informers.GetInformer(ctx, &policyhubv1.PolicyReportSummary{})
-	if err != nil {
-		return nil, nil, err
-	}
-	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { t.observe(obj) },
-		UpdateFunc: func(_, obj any) { t.observe(obj) },
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return t, func() { _ = informer.RemoveEventHandler(reg) }, nil
+	stop, err := observeEach(ctx, informers, &policyhubv1.PolicyReportSummary{}, t.observe)
+	return t, stop, err
 }
 
 // expect registers the content hash about to be written for the cluster's summary.
