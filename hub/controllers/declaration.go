@@ -82,13 +82,17 @@ type DeclarationOptions struct {
 	// Results wakes the declarations whose results the workers published.
 	Results  *ResultEvents
 	Recorder events.EventRecorder
-	// StatusCoalesce is how long a declaration's status waits for its clusters' first results
-	// after a change, so that it is written once for all rather than once per cluster; a cluster
-	// slower than that is shown Pending meanwhile. Zero means 2s.
+	// StatusCoalesce is how long a declaration's status waits, after a change, for its clusters'
+	// results from the first cluster's answer, so that it is written once for all rather than
+	// once per cluster; a cluster slower than that is shown Pending meanwhile. Before any cluster
+	// has answered it waits up to 5 times as long. Zero means 2s.
 	StatusCoalesce time.Duration
 	// MaxConcurrentReconciles bounds the declarations of the kind reconciled at once.
 	MaxConcurrentReconciles int
 }
+
+// statusQuiet is how many StatusCoalesce a status waits for its first cluster's answer.
+const statusQuiet = 5
 
 // engine returns the engine that reconciles declarations with these options; seen is the
 // reconciler's memory of the results it announced.
@@ -98,7 +102,7 @@ func (o *DeclarationOptions) engine(seen *seenResults) engine {
 		coalesce = 2 * time.Second
 	}
 	return engine{
-		client: o.Client, reader: o.Reader, recorder: o.Recorder, hubID: o.HubID, coalesce: coalesce, seen: seen,
+		client: o.Client, reader: o.Reader, recorder: o.Recorder, hubID: o.HubID, coalesce: coalesce, quiet: statusQuiet * coalesce, seen: seen,
 		dispatch: dispatcher{gateway: o.Gateway, workers: o.Workers},
 	}
 }
@@ -123,7 +127,9 @@ type engine struct {
 	dispatch dispatcher
 	hubID    string
 	coalesce time.Duration
-	seen     *seenResults
+	// quiet bounds how long a status waits for the first cluster to answer (see statusWait).
+	quiet time.Duration
+	seen  *seenResults
 }
 
 func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d declaration) (ctrl.Result, error) {
@@ -182,17 +188,17 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 	}
 	wants = append(wants, pruneWants(source, leaving)...)
 	outcomes := e.dispatch.want(wants)
-	wantedAt := e.seen.since(key, token, now)
 	kept, failing, pending := keepOutcomes(outcomes, targets)
+	wantedAt, answeredAt := e.seen.since(key, token, pending < len(kept), now)
 	for _, o := range outcomes {
 		if targets.Objects[o.cluster] == nil && !o.pending && o.result.Phase == policyhubv1.ClusterPhaseSynced {
 			e.dispatch.workers.Drop(o.cluster, source) // pruned there: nothing more to want
 		}
 	}
-	// Coalesce: right after a change, wait a little for the clusters' first results so the
-	// status is written once; the workers' results wake this reconcile as they come.
-	if waited := now.Sub(wantedAt); pending > 0 && waited < e.coalesce {
-		return ctrl.Result{RequeueAfter: e.coalesce - waited}, nil
+	// Coalesce: right after a change, wait a little for the clusters' results so the status is
+	// written once; the workers' results wake this reconcile as they come.
+	if wait := statusWait(now, wantedAt, answeredAt, pending, e.coalesce, e.quiet); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	e.seen.fresh(key, kept)
 	*st.clusters = clusterStatuses(*st.clusters, kept, metav1.NewTime(now))

@@ -83,21 +83,23 @@ func pruneWants(source string, clusters []string) []wantedIn {
 
 // seenResults remembers, per declaration and cluster, the newest worker result already turned
 // into status and Events, so a result is announced once however often the declaration is
-// reconciled, and when a declaration first asked for its current state (to coalesce its status
-// writes). The zero value is ready to use.
+// reconciled, and when a declaration first asked for its current state and first heard from a
+// cluster about it (to coalesce its status writes). The zero value is ready to use.
 type seenResults struct {
 	mu   sync.Mutex
 	last map[types.NamespacedName]*seen
 }
 
 type seen struct {
-	token    string
-	wantedAt time.Time
-	seq      map[string]uint64
+	token      string
+	wantedAt   time.Time
+	answeredAt time.Time
+	seq        map[string]uint64
 }
 
-// since returns when the declaration first wanted token (now, if it is new).
-func (s *seenResults) since(key types.NamespacedName, token string, now time.Time) time.Time {
+// since returns when the declaration first wanted token (now, if it is new) and when a cluster
+// first answered for it (zero until answered is true in a call).
+func (s *seenResults) since(key types.NamespacedName, token string, answered bool, now time.Time) (wantedAt, answeredAt time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.last == nil {
@@ -109,9 +111,30 @@ func (s *seenResults) since(key types.NamespacedName, token string, now time.Tim
 		s.last[key] = e
 	}
 	if e.token != token {
-		e.token, e.wantedAt = token, now
+		e.token, e.wantedAt, e.answeredAt = token, now, time.Time{}
 	}
-	return e.wantedAt
+	if answered && e.answeredAt.IsZero() {
+		e.answeredAt = now
+	}
+	return e.wantedAt, e.answeredAt
+}
+
+// statusWait is how much longer a declaration's status waits for its clusters' results, so that
+// it is written once for all of them rather than once per cluster; zero means write it now.
+// With every cluster answered it waits no more. Otherwise it waits coalesce from the first
+// answer: clusters fed the same burst of work answer close together, and a slow one is shown
+// Pending after that. A status that could only say "every cluster Pending" tells nothing the
+// stale observedGeneration does not (kstatus reads it as in progress), so it waits for the
+// first answer, up to quiet. A dark cluster answers at once (Failed), so it holds nothing back.
+func statusWait(now, wantedAt, answeredAt time.Time, pending int, coalesce, quiet time.Duration) time.Duration {
+	if pending == 0 {
+		return 0
+	}
+	due := wantedAt.Add(quiet)
+	if !answeredAt.IsZero() {
+		due = answeredAt.Add(coalesce)
+	}
+	return max(due.Sub(now), 0)
 }
 
 // fresh marks the outcomes already announced as not written (their write was announced), and
