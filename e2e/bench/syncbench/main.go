@@ -43,7 +43,7 @@ func main() {
 	flag.IntVar(&o.policies, "policies", 200, "policies (FleetPolicies), each placed in every cluster")
 	flag.IntVar(&o.parallel, "parallel", 8, "requests in flight per cluster for the loops; FleetPolicies reconciled at once for policyhub")
 	flag.BoolVar(&o.kyverno, "kyverno", false, "run real Kyverno in the clusters (its admission of every policy is then part of the cost)")
-	flag.StringVar(&o.only, "only", "", "run only these methods, comma-separated: plain, ceiling, kubectl, policyhub (for profiling; the comparison needs all), and, named only, watched (the ceiling's loop with a watch cache of ClusterPolicies open in every cluster, as policyhub keeps) kubectl-serial (the kubectl loop, one apply at a time) and floor (the ceiling's loop plus each FleetPolicy's creation, status write and Event on the hub, with no controller: the least a hub with status and Events can spend)")
+	flag.StringVar(&o.only, "only", "", "run only these methods, comma-separated: plain, ceiling, kubectl, policyhub (for profiling; the comparison needs all), and, named only, watched (the ceiling's loop with a watch cache of ClusterPolicies open in every cluster, as policyhub keeps) kubectl-serial (the kubectl loop, one apply at a time) floor (the ceiling's loop plus each FleetPolicy's creation, status write and Event on the hub, with no controller: the least a hub with status and Events can spend) and floor-watched (the floor with a watch cache open in every cluster: the least a hub that restores drift can spend)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write CPU profiles of this process (the hub controller, the loops' clients), one per measured run and only while it runs, into this directory")
 	flag.IntVar(&o.count, "count", 1, "rounds: every method runs this many times (interleaved); the tables show each method's run of median convergence, and each round's ratios are printed")
 	flag.BoolVar(&o.breakdown, "breakdown", false, "print, for each run, the requests the hub and the managed apiservers served by verb and resource")
@@ -108,11 +108,14 @@ func run(o options) error {
 		{"kubectl apply loop, one at a time", "kubectl-serial", b.kubectlLoop(true)},
 		// Nor this (only with -only): the ceiling's loop plus the hub writes every declaration
 		// needs (created, status, Event) and nothing else; how close any hub controller can get.
-		{"floor: the ceiling's loop + each FleetPolicy's creation, status and Event, no controller", "floor", b.floor},
+		{"floor: the ceiling's loop + each FleetPolicy's creation, status and Event, no controller", "floor", b.floor(false)},
+		// And the floor of a hub that restores drift: the same with a watch cache open in every
+		// cluster, as policyhub keeps.
+		{"floor, watched: the floor + a watch cache of ClusterPolicies in every cluster", "floor-watched", b.floor(true)},
 	}
 	var rows []row
 	for _, m := range methods {
-		optIn := m.prefix == "watched" || m.prefix == "kubectl-serial" || m.prefix == "floor"
+		optIn := m.prefix == "watched" || m.prefix == "kubectl-serial" || strings.HasPrefix(m.prefix, "floor")
 		if (o.only == "" && !optIn) || slices.Contains(strings.Split(o.only, ","), m.prefix) {
 			rows = append(rows, row{name: m.name, prefix: m.prefix, objects: o.clusters * o.policies})
 		}

@@ -61,6 +61,13 @@ func printTables(o options, rows []row) {
 	for _, r := range rows {
 		byPrefix[r.prefix] = r
 	}
+	if hub, ok := byPrefix["policyhub"]; ok {
+		for _, floor := range []string{"floor", "floor-watched"} {
+			if f, ok := byPrefix[floor]; ok {
+				fmt.Printf("policyhub at the median: %.2f× the %s\n", hub.median()[0].duration.Seconds()/f.median()[0].duration.Seconds(), floor)
+			}
+		}
+	}
 	plain, ceiling, kubectl := byPrefix["plain"], byPrefix["ceiling"], byPrefix["kubectl"]
 	if ceiling.runs == nil || kubectl.runs == nil {
 		return
@@ -79,7 +86,7 @@ func printTables(o options, rows []row) {
 		}
 		return s
 	}
-	for _, name := range []string{"policyhub", "floor"} {
+	for _, name := range []string{"policyhub", "floor", "floor-watched"} {
 		r, ok := byPrefix[name]
 		if !ok {
 			continue
