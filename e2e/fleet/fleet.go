@@ -31,6 +31,9 @@ type Options struct {
 	// in the managed clusters (no OCM, KubeVela, openreports, nor Kyverno's other kinds): for
 	// fleets of many clusters, where every CRD costs each apiserver memory. Not with Kyverno.
 	MinimalCRDs bool
+	// KubeVela runs KubeVela's controller (vela-core) on the hub, with all its CRDs and the
+	// webservice, topology, deploy and annotations definitions; it deploys through the gateway.
+	KubeVela bool
 }
 
 // ManagedCluster describes one managed cluster of the fleet.
@@ -63,6 +66,7 @@ type Fleet struct {
 	launch  *launcher
 	etcd    *process
 	gateway *process
+	vela    *process
 	// extra are the programs started with Run.
 	extraMu  sync.Mutex
 	extra    []*process
@@ -91,7 +95,7 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	if opts.SecretNamespace == "" {
 		opts.SecretNamespace = gateway.DefaultSecretNamespace
 	}
-	b, err := findBinaries(slices.ContainsFunc(opts.Managed, func(m ManagedCluster) bool { return m.Kyverno }))
+	b, err := findBinaries(slices.ContainsFunc(opts.Managed, func(m ManagedCluster) bool { return m.Kyverno }), opts.KubeVela)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +167,14 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	}
 
 	hubSources, managedSources := hubCRDs, managedCRDs
+	if opts.KubeVela {
+		hubSources = slices.DeleteFunc(slices.Clone(hubSources), func(s crdSource) bool { return s.module == kubeVelaModule })
+		hubSources = append(hubSources, kubeVelaCRDs...)
+	}
 	if opts.MinimalCRDs {
+		if opts.KubeVela {
+			return f, errors.New("fleet: MinimalCRDs leaves out CRDs KubeVela needs: not with KubeVela")
+		}
 		if slices.ContainsFunc(opts.Managed, func(m ManagedCluster) bool { return m.Kyverno }) {
 			return f, errors.New("fleet: MinimalCRDs leaves out CRDs Kyverno needs: not with Kyverno")
 		}
@@ -201,6 +212,9 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 			if err := f.waitProxied(gctx, c); err != nil {
 				return err
 			}
+		}
+		if opts.KubeVela {
+			return f.startKubeVela(gctx, b)
 		}
 		return nil
 	})
@@ -318,7 +332,7 @@ func (f *Fleet) stop() error {
 	extra := f.extra
 	f.extraMu.Unlock()
 	stopAll(extra, 10*time.Second)
-	stopAll(append(first, f.gateway), 5*time.Second)
+	stopAll(append(first, f.gateway, f.vela), 5*time.Second)
 	var apiservers []*process
 	for _, c := range f.all() {
 		apiservers = append(apiservers, c.apiserver)

@@ -21,13 +21,13 @@ const (
 
 	openReportsModule = "github.com/openreports/reports-api@v0.2.1"
 	ocmAPIModule      = "open-cluster-management.io/api@v1.1.0"
-	kubeVelaModule    = "github.com/oam-dev/kubevela@v1.10.6"
+	kubeVelaModule    = "github.com/oam-dev/kubevela@" + KubeVelaVersion
 	kyvernoModule     = "github.com/kyverno/kyverno@" + KyvernoVersion
 )
 
 // binaries are the paths of the programs a fleet runs.
 type binaries struct {
-	etcd, kubeAPIServer, clusterGateway, kyverno, reportsController string
+	etcd, kubeAPIServer, clusterGateway, kyverno, reportsController, velaCore string
 }
 
 // TestbinDir is where `make testbin` puts the binaries: $POLICYHUB_TESTBIN, or
@@ -45,8 +45,8 @@ func TestbinDir() (string, error) {
 
 // findBinaries locates the programs, all in the testbin directory at the versions above (never
 // one on PATH, such as Debian's older etcd, so every run sees the same parts); Kyverno's only when
-// withKyverno (it is the slowest to build).
-func findBinaries(withKyverno bool) (binaries, error) {
+// withKyverno (it is the slowest to build), vela-core only when withKubeVela.
+func findBinaries(withKyverno, withKubeVela bool) (binaries, error) {
 	dir, err := TestbinDir()
 	if err != nil {
 		return binaries{}, err
@@ -57,10 +57,14 @@ func findBinaries(withKyverno bool) (binaries, error) {
 		clusterGateway:    filepath.Join(dir, "cluster-gateway-"+ClusterGatewayVersion, "cluster-gateway"),
 		kyverno:           filepath.Join(dir, "kyverno-"+KyvernoVersion, "kyverno"),
 		reportsController: filepath.Join(dir, "kyverno-"+KyvernoVersion, "reports-controller"),
+		velaCore:          filepath.Join(dir, "kubevela-"+KubeVelaVersion, "vela-core"),
 	}
 	need := []string{b.etcd, b.kubeAPIServer, b.clusterGateway}
 	if withKyverno {
 		need = append(need, b.kyverno, b.reportsController)
+	}
+	if withKubeVela {
+		need = append(need, b.velaCore)
 	}
 	for _, path := range need {
 		if _, err := os.Stat(path); err != nil {
