@@ -13,7 +13,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/policyhub/policyhub/e2e/fleet"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -23,6 +22,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/policyhub/policyhub/e2e/fleet"
 )
 
 // The charts, relative to this package.

@@ -121,6 +121,7 @@ hubAccess: {enabled: true}`))
 		{"the agent's ClusterRole", rendered(agent, "ClusterRole", "", "policyhub-agent"), configObject("../config/rbac/agent/cluster_role.yaml", "ClusterRole"), "rules"},
 		{"the agent's hub access Role", rendered(agent, "Role", "cluster-1", "policyhub-agent"), configObject("../config/rbac/agent-hub-access/agent_access.yaml", "Role"), "rules"},
 		{"the KubeVela PolicyDefinition", hub.one(t, "PolicyDefinition"), configObject("../config/kubevela/kyverno-policy.yaml", "PolicyDefinition"), "spec"},
+		{"the KubeVela WorkflowStepDefinition", hub.one(t, "WorkflowStepDefinition"), configObject("../config/kubevela/kyverno-policy-ready.yaml", "WorkflowStepDefinition"), "spec"},
 		{"the finalizer admission policy", hub.one(t, "MutatingAdmissionPolicy"), configObject("../config/admission/finalizer.yaml", "MutatingAdmissionPolicy"), "spec"},
 	} {
 		if got, want := c.chart.Object[c.compared], c.config.Object[c.compared]; !reflect.DeepEqual(got, want) {
@@ -223,7 +224,7 @@ func TestChartHubDryRunOnTheHub(t *testing.T) {
 		{"defaults", `{}`, base, []string{"--hub-id=policyhub", "--gateway-secret-namespace=vela-system", "--resync-interval=10m", "--leader-elect=true"}},
 		{"servicemonitor and prometheusrule", `{metrics: {serviceMonitor: {enabled: true, labels: {release: prom}}}, prometheusRule: {enabled: true}}`,
 			with(map[string]int{"ServiceMonitor": 1, "PrometheusRule": 1}), []string{"--hub-id=policyhub"}},
-		{"kubevela", `kubevela: {enabled: true}`, with(map[string]int{"PolicyDefinition": 1}), []string{"--hub-id=policyhub"}},
+		{"kubevela", `kubevela: {enabled: true}`, with(map[string]int{"PolicyDefinition": 1, "WorkflowStepDefinition": 1}), []string{"--hub-id=policyhub"}},
 		{"everything set", fmt.Sprintf(`
 hubId: fleet-a
 image: {repository: registry.example:5000/policyhub/hub, digest: "sha256:%s"}
@@ -246,7 +247,7 @@ grafanaDashboard: {enabled: false}
 admissionPolicy: {enabled: false}
 kubevela: {enabled: true}
 `, strings.Repeat("ab", 32), gatewayNS),
-			with(map[string]int{"ServiceAccount": -1, "ConfigMap": -1, "ServiceMonitor": 1, "PrometheusRule": 1, "PolicyDefinition": 1,
+			with(map[string]int{"ServiceAccount": -1, "ConfigMap": -1, "ServiceMonitor": 1, "PrometheusRule": 1, "PolicyDefinition": 1, "WorkflowStepDefinition": 1,
 				"MutatingAdmissionPolicy": -1, "MutatingAdmissionPolicyBinding": -1}),
 			[]string{"--hub-id=fleet-a", "--gateway-secret-namespace=" + gatewayNS, "--gateway-url=https://cluster-gateway.vela-system.svc:9443",
 				"--gateway-ca-file=/etc/policyhub/gateway-ca/ca.crt", "--resync-interval=5m", "--retry-max-delay=30s", "--max-concurrent-passes=4",
@@ -445,8 +446,6 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 		{"watch", "policyhub.io", "applicationpolicies", "", ""},
 		{"patch", "policyhub.io", "fleetpolicies", "status", ""},
 		{"update", "policyhub.io", "applicationpolicies", "status", "shop"},
-		{"create", "policyhub.io", "applicationpolicies", "", "shop"},
-		{"delete", "policyhub.io", "applicationpolicies", "", "shop"},
 		{"list", "policyhub.io", "policyreportsummaries", "", ""},
 		{"patch", "policyhub.io", "policyreportsummaries", "status", "cluster-1"},
 		{"create", "cluster.core.oam.dev", "clustergateways", "proxy", ""},
@@ -466,6 +465,9 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 		{"create", "coordination.k8s.io", "leases", "", gatewayNS},
 		{"create", "policyhub.io", "fleetpolicies", "", ""},
 		{"delete", "policyhub.io", "fleetpolicies", "", ""},
+		// KubeVela, not the hub, writes the ApplicationPolicies of kyverno-policy entries.
+		{"create", "policyhub.io", "applicationpolicies", "", "shop"},
+		{"delete", "policyhub.io", "applicationpolicies", "", "shop"},
 		{"create", "policyhub.io", "policyreportsummaries", "", "cluster-1"},
 		{"delete", "cluster.core.oam.dev", "clustergateways", "", ""},
 		{"update", "core.oam.dev", "applications", "", "shop"},

@@ -24,6 +24,7 @@ func TestKubeVelaApplicationStatusShowsViolations(t *testing.T) {
 	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
 	createNamespace(ctx, t, hub, ns)
 	createNamespace(ctx, t, c1, ns)
+	applyKubeVelaDefinitions(ctx, t, hub)
 	app := object(t, fmt.Sprintf(velaShop, ns))
 	// The topology: cluster-1 only.
 	policies, _, _ := unstructured.NestedSlice(app.Object, "spec", "policies")

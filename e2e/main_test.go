@@ -15,8 +15,8 @@ import (
 	"github.com/policyhub/policyhub/e2e/fleet"
 )
 
-// testFleet is the fleet every test of this package runs on: a hub and two managed clusters, each
-// with real Kyverno (cluster-2 reporting through openreports.io).
+// testFleet is the fleet every test of this package runs on: a hub running KubeVela's vela-core
+// and two managed clusters, each with real Kyverno (cluster-2 reporting through openreports.io).
 var testFleet *fleet.Fleet
 
 func TestMain(m *testing.M) {
@@ -32,7 +32,8 @@ func TestMain(m *testing.M) {
 		// cluster-2's reports controller writes openreports.io Reports instead of wgpolicyk8s.io
 		// PolicyReports: the agent must give the same summary from either.
 		{Name: "cluster-2", Labels: map[string]string{"env": "prod"}, Kyverno: true, KyvernoReportsArgs: []string{"--openreportsEnabled"}},
-	}})
+		// KubeVela's own controller runs on the hub: the KubeVela tests are against the real thing.
+	}, KubeVela: true})
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: start the local fleet: %v\n", err)

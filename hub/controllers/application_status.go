@@ -65,16 +65,16 @@ func applicationPolicyStatus(ap *policyhubv1.ApplicationPolicy) map[string]any {
 // Application (each write makes KubeVela reconcile the Application). It never touches the
 // Application's conditions. It returns when to try again if it had to wait (zero otherwise).
 func (r *ApplicationPolicyReconciler) mirror(ctx context.Context, ap *policyhubv1.ApplicationPolicy, app *unstructured.Unstructured) time.Duration {
-	entry := ap.Annotations[AnnotationKubeVelaPolicyEntry]
+	entry := ap.Annotations[policyhubv1.AnnotationKubeVelaPolicyEntry]
 	if app == nil || entry == "" {
 		return 0
 	}
-	want := map[string]any{"name": entry, "type": KubeVelaPolicyType, "status": applicationPolicyStatus(ap)}
+	want := map[string]any{"name": entry, "type": policyhubv1.KubeVelaPolicyType, "status": applicationPolicyStatus(ap)}
 	policies, _, _ := unstructured.NestedSlice(app.Object, "status", "policy")
 	updated := make([]any, 0, len(policies)+1)
 	found := false
 	for _, p := range policies {
-		if m, ok := p.(map[string]any); ok && m["name"] == entry && m["type"] == KubeVelaPolicyType {
+		if m, ok := p.(map[string]any); ok && m["name"] == entry && m["type"] == policyhubv1.KubeVelaPolicyType {
 			if equality.Semantic.DeepEqual(normalize(m), normalize(want)) {
 				return 0 // unchanged: no write
 			}

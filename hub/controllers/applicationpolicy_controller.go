@@ -7,7 +7,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,9 +20,6 @@ import (
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
 )
-
-// ApplicationGVK is KubeVela's Application.
-var ApplicationGVK = schema.GroupVersionKind{Group: "core.oam.dev", Version: "v1beta1", Kind: "Application"}
 
 // ApplicationPolicyReconciler syncs ApplicationPolicies into the clusters their placement (or
 // their KubeVela Application's topology) selects, through the same engine as FleetPolicies, and

@@ -82,12 +82,6 @@ func SetupHub(mgr ctrl.Manager, o HubOptions) (*work.Workers, error) {
 		if err := appPolicies.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("ApplicationPolicy controller: %w", err)
 		}
-		if kubeVela {
-			adapter := &ApplicationReconciler{Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub")}
-			if err := adapter.SetupWithManager(mgr); err != nil {
-				return fmt.Errorf("KubeVela Application adapter: %w", err)
-			}
-		}
 		summaries := &SummaryReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub"),
 			Compliance: metrics.NewCompliance(o.Registry, time.Now), MaxConcurrentReconciles: o.MaxConcurrentReconciles,

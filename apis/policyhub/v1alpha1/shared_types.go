@@ -31,6 +31,17 @@ const (
 	AnnotationContentHash = "policyhub.io/content-hash"
 )
 
+// KubeVela's side of an ApplicationPolicy made for a KubeVela Application's policy entry.
+const (
+	// KubeVelaPolicyType is the type of the Application spec.policies entries that are
+	// ApplicationPolicies (config/kubevela's PolicyDefinition: KubeVela applies its output).
+	KubeVelaPolicyType = "kyverno-policy"
+	// AnnotationKubeVelaPolicyEntry holds, on an ApplicationPolicy KubeVela applied for an entry,
+	// the entry's name: the hub mirrors the ApplicationPolicy's status into the Application's
+	// status.policy under it.
+	AnnotationKubeVelaPolicyEntry = "policyhub.io/kubevela-policy-entry"
+)
+
 // Mode says what a policy does with a violating resource.
 // +kubebuilder:validation:Enum=Audit;Enforce
 type Mode string

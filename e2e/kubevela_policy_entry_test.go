@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,21 +21,23 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/e2e/fleet"
 	"github.com/policyhub/policyhub/hub/controllers"
 )
 
 var velaApplicationGVK = schema.GroupVersionKind{Group: "core.oam.dev", Version: "v1beta1", Kind: "Application"}
 
-// A kyverno-policy entry of a KubeVela Application becomes an ApplicationPolicy owned by the
-// Application; a change of the entry reaches it, and removing the entry deletes it. The
-// Application itself is never written.
+// KubeVela's own controller turns a kyverno-policy entry into the entry's ApplicationPolicy (the
+// PolicyDefinition's output) before the workflow runs: named <application>-<entry>, its
+// application defaulted, labelled with the Application and annotated with the entry. A change of
+// the entry reaches it, and removing the entry deletes it.
 func TestKubeVelaEntryBecomesApplicationPolicy(t *testing.T) {
 	startHub(t, 10*time.Minute)
 	ctx := testContext(t)
 	hub := directClient(t, testFleet.Hub.Config)
-	applyKyvernoPolicyDefinition(ctx, t, hub)
+	applyKubeVelaDefinitions(ctx, t, hub)
 	createNamespace(ctx, t, hub, "kv-shop")
-	app := createVelaApplication(ctx, t, hub, `
+	createVelaApplication(ctx, t, hub, `
 apiVersion: core.oam.dev/v1beta1
 kind: Application
 metadata: {name: shop, namespace: kv-shop}
@@ -71,19 +72,11 @@ spec:
 	if len(ap.Spec.Rules) != 1 || !strings.Contains(string(ap.Spec.Rules[0].Raw), `"name":"need-team"`) || !strings.Contains(string(ap.Spec.Rules[0].Raw), `"team":"?*"`) {
 		t.Errorf("spec.rules %s, want the entry's need-team rule", marshalJSON(ap.Spec.Rules))
 	}
-	if got := ap.Labels; got["app.oam.dev/name"] != "shop" || got["policyhub.io/kubevela-policy"] != "limits" {
-		t.Errorf("labels %v, want app.oam.dev/name=shop and policyhub.io/kubevela-policy=limits", got)
+	if got := ap.Labels["app.oam.dev/name"]; got != "shop" {
+		t.Errorf("label app.oam.dev/name %q, want shop (KubeVela's)", got)
 	}
-	if got := ap.Annotations["policyhub.io/kubevela-policy-entry"]; got != "limits" {
-		t.Errorf("annotation policyhub.io/kubevela-policy-entry %q, want limits", got)
-	}
-	refs := ap.OwnerReferences
-	if len(refs) != 1 || refs[0].APIVersion != "core.oam.dev/v1beta1" || refs[0].Kind != "Application" || refs[0].Name != "shop" ||
-		refs[0].UID != app.GetUID() || refs[0].Controller == nil || !*refs[0].Controller || refs[0].BlockOwnerDeletion == nil || !*refs[0].BlockOwnerDeletion {
-		t.Errorf("owner references %s, want the Application shop (uid %s) as controller, blocking deletion", marshalJSON(refs), app.GetUID())
-	}
-	if !hasFieldManager(ap.ManagedFields, "policyhub-kubevela") {
-		t.Errorf("the ApplicationPolicy was not applied by field manager policyhub-kubevela: %s", marshalJSON(ap.ManagedFields))
+	if got := ap.Annotations[policyhubv1.AnnotationKubeVelaPolicyEntry]; got != "limits" {
+		t.Errorf("annotation %s %q, want limits", policyhubv1.AnnotationKubeVelaPolicyEntry, got)
 	}
 	// Only the kyverno-policy entry became an ApplicationPolicy.
 	list := &policyhubv1.ApplicationPolicyList{}
@@ -93,7 +86,6 @@ spec:
 	if len(list.Items) != 1 {
 		t.Errorf("%d ApplicationPolicies in kv-shop, want 1 (shop-limits)", len(list.Items))
 	}
-	waitVelaEvent(t, "kv-shop", "shop", corev1.EventTypeNormal, "PolicyCreated", "shop-limits")
 
 	updateVelaApplication(t, hub, "kv-shop", "shop", func(app *unstructured.Unstructured) {
 		policies, _, _ := unstructured.NestedSlice(app.Object, "spec", "policies")
@@ -114,7 +106,6 @@ spec:
 		t.Errorf("after the mode change: uid %s (was %s), application %q, %d rules; want the same object with the rest unchanged",
 			updated.UID, ap.UID, updated.Spec.Application, len(updated.Spec.Rules))
 	}
-	waitVelaEvent(t, "kv-shop", "shop", corev1.EventTypeNormal, "PolicyUpdated", "shop-limits")
 
 	updateVelaApplication(t, hub, "kv-shop", "shop", func(app *unstructured.Unstructured) {
 		policies, _, _ := unstructured.NestedSlice(app.Object, "spec", "policies")
@@ -123,82 +114,61 @@ spec:
 		}
 	})
 	waitVelaPolicyDeleted(t, "kv-shop", "shop-limits")
-	waitVelaEvent(t, "kv-shop", "shop", corev1.EventTypeNormal, "PolicyDeleted", "shop-limits")
-
-	// KubeVela owns the Application: the adapter added no finalizer and wrote no field of it.
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(velaApplicationGVK)
-	if err := hub.Get(ctx, client.ObjectKeyFromObject(app), live); err != nil {
-		t.Fatal(err)
-	}
-	if len(live.GetFinalizers()) > 0 {
-		t.Errorf("the Application has finalizers %v", live.GetFinalizers())
-	}
-	if hasFieldManager(live.GetManagedFields(), "policyhub-kubevela") {
-		t.Errorf("the KubeVela adapter wrote the Application: %s", marshalJSON(live.GetManagedFields()))
-	}
 }
 
-// Entries the hub cannot take get no ApplicationPolicy and a Warning Event on the Application with
-// the reason (the API server's own message for what admission refuses); the Application's other
-// entries are still turned into ApplicationPolicies.
+// An entry KubeVela or the hub's API refuses gets no ApplicationPolicy, and the Application says
+// why, naming the field: a property the definition does not know (a typo), a value out of its
+// enum, and a spec the ApplicationPolicy CRD's own CEL rules refuse.
 func TestKubeVelaInvalidEntryIsRefused(t *testing.T) {
 	startHub(t, 10*time.Minute)
 	ctx := testContext(t)
 	hub := directClient(t, testFleet.Hub.Config)
+	applyKubeVelaDefinitions(ctx, t, hub)
 	createNamespace(ctx, t, hub, "kv-invalid")
 	rules := `[{name: need-team, validate: {message: team label, pattern: {metadata: {labels: {team: "?*"}}}}}]`
-	createVelaApplication(ctx, t, hub, `
+	for _, c := range []struct{ entry, properties, want string }{
+		{"sometimes", `{mode: Sometimes, scope: {kinds: [Deployment]}, rules: ` + rules + `}`, "mode"},
+		{"typo", `{mode: Audit, scopes: {kinds: [Deployment]}, rules: ` + rules + `}`, "scopes"},
+		{"both", `{scope: {kinds: [Deployment]}, rules: ` + rules + `, validations: [{expression: "true"}]}`, "give spec.rules or spec.validations, not both"},
+	} {
+		t.Run(c.entry, func(t *testing.T) {
+			name := "shop-" + c.entry
+			createVelaApplication(ctx, t, hub, fmt.Sprintf(`
 apiVersion: core.oam.dev/v1beta1
 kind: Application
-metadata: {name: shop, namespace: kv-invalid}
+metadata: {name: %s, namespace: kv-invalid}
 spec:
   components: []
   policies:
-  - {name: sometimes, type: kyverno-policy, properties: {mode: Sometimes, scope: {kinds: [Deployment]}, rules: `+rules+`}}
-  - {name: typo, type: kyverno-policy, properties: {mode: Audit, scopes: {kinds: [Deployment]}, rules: `+rules+`}}
-  - {name: both, type: kyverno-policy, properties: {scope: {kinds: [Deployment]}, rules: `+rules+`, validations: [{expression: "true"}]}}
-  - {name: limits, type: kyverno-policy, properties: {mode: Enforce, scope: {kinds: [Deployment]}, rules: `+rules+`}}
-`)
-
-	// The valid entry is not held up by the others.
-	waitVelaPolicy(t, "kv-invalid", "shop-limits", "the valid entry's ApplicationPolicy", func(ap *policyhubv1.ApplicationPolicy) error {
-		if ap.Spec.Mode != policyhubv1.ModeEnforce {
-			return errorf("mode %q, want Enforce", ap.Spec.Mode)
-		}
-		return nil
-	})
-	mode := waitVelaEvent(t, "kv-invalid", "shop", corev1.EventTypeWarning, "PolicyRefused", `"sometimes"`)
-	for _, want := range []string{"spec.mode", `Unsupported value: "Sometimes"`, `"Audit"`, `"Enforce"`} {
-		if !strings.Contains(mode.Note, want) {
-			t.Errorf("the refusal of entry sometimes says %q; want it to contain %q", mode.Note, want)
-		}
-	}
-	typo := waitVelaEvent(t, "kv-invalid", "shop", corev1.EventTypeWarning, "InvalidPolicyEntry", `"typo"`)
-	if !strings.Contains(typo.Note, `unknown field "scopes"`) {
-		t.Errorf("the refusal of entry typo says %q; want it to name the unknown field scopes", typo.Note)
-	}
-	both := waitVelaEvent(t, "kv-invalid", "shop", corev1.EventTypeWarning, "PolicyRefused", `"both"`)
-	if !strings.Contains(both.Note, "give spec.rules or spec.validations, not both") {
-		t.Errorf("the refusal of entry both says %q; want the CRD's CEL message", both.Note)
-	}
-	// The Events come after the hub refused: nothing was written for the refused entries.
-	for _, name := range []string{"shop-sometimes", "shop-typo", "shop-both"} {
-		err := hub.Get(ctx, client.ObjectKey{Namespace: "kv-invalid", Name: name}, &policyhubv1.ApplicationPolicy{})
-		if !apierrors.IsNotFound(err) {
-			t.Errorf("ApplicationPolicy kv-invalid/%s: %v, want none", name, err)
-		}
-	}
-	list := &policyhubv1.ApplicationPolicyList{}
-	if err := hub.List(ctx, list, client.InNamespace("kv-invalid")); err != nil {
-		t.Fatal(err)
-	}
-	if len(list.Items) != 1 {
-		t.Errorf("%d ApplicationPolicies in kv-invalid, want 1 (shop-limits)", len(list.Items))
+  - {name: %s, type: kyverno-policy, properties: %s}
+`, name, c.entry, c.properties))
+			live := &unstructured.Unstructured{}
+			live.SetGroupVersionKind(velaApplicationGVK)
+			eventually(t, 60*time.Second, 200*time.Millisecond, "the Application says why the entry was refused", func() error {
+				if err := hub.Get(ctx, client.ObjectKey{Namespace: "kv-invalid", Name: name}, live); err != nil {
+					return err
+				}
+				conditions, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
+				for _, cond := range conditions {
+					if m, ok := cond.(map[string]any); ok && m["status"] == "False" && strings.Contains(fmt.Sprint(m["message"]), c.want) {
+						t.Logf("condition %v: %v", m["type"], m["message"])
+						return nil
+					}
+				}
+				return errorf("no False condition mentioning %q: %v", c.want, conditions)
+			})
+			list := &policyhubv1.ApplicationPolicyList{}
+			if err := hub.List(ctx, list, client.InNamespace("kv-invalid"), client.MatchingLabels{"app.oam.dev/name": name}); err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Items) != 0 {
+				t.Errorf("%d ApplicationPolicies for the refused entry, want none", len(list.Items))
+			}
+		})
 	}
 }
 
-// The adapter is registered only where KubeVela's Application is served: the fleet's hub serves
+// The hub reads KubeVela Applications only where KubeVela's Application is served: the fleet's hub serves
 // it, a managed cluster (standing in for a hub without KubeVela) does not, and asking is no error.
 func TestKubeVelaApplicationServed(t *testing.T) {
 	for _, c := range []struct {
@@ -217,31 +187,24 @@ func TestKubeVelaApplicationServed(t *testing.T) {
 	}
 }
 
-// applyKyvernoPolicyDefinition applies config/kubevela/kyverno-policy.yaml to the hub, in
-// vela-system (created when missing and kept: other tests may apply the definition too).
-func applyKyvernoPolicyDefinition(ctx context.Context, t *testing.T, hub client.Client) {
+// applyKubeVelaDefinitions applies policyhub's KubeVela definitions (config/kubevela: the
+// kyverno-policy policy type, the kyverno-policy-ready step) to the hub, in vela-system.
+func applyKubeVelaDefinitions(ctx context.Context, t *testing.T, hub client.Client) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "config", "kubevela", "kyverno-policy.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	files, err := filepath.Glob(filepath.Join("..", "config", "kubevela", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("config/kubevela/*.yaml: %v (%d files)", err, len(files))
 	}
-	def := object(t, string(data))
-	if def.GetKind() != "PolicyDefinition" || def.GetName() != "kyverno-policy" || def.GetNamespace() != "vela-system" {
-		t.Fatalf("config/kubevela/kyverno-policy.yaml is %s %s/%s, want PolicyDefinition vela-system/kyverno-policy", def.GetKind(), def.GetNamespace(), def.GetName())
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vela-system"}}
-	if err := hub.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatalf("create namespace vela-system: %v", err)
-	}
-	apply(ctx, t, hub, def)
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(def.GroupVersionKind())
-	if err := hub.Get(ctx, client.ObjectKeyFromObject(def), live); err != nil {
-		t.Fatal(err)
-	}
-	template, _, _ := unstructured.NestedString(live.Object, "spec", "schematic", "cue", "template")
-	if !strings.HasPrefix(template, "parameter: {") || strings.Contains(template, "output") {
-		t.Errorf("the hub holds the template %q; want only the parameter schema", template)
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		def := object(t, string(data))
+		if def.GetNamespace() != fleet.KubeVelaSystemNamespace {
+			t.Fatalf("%s is %s %s/%s, want it in %s", file, def.GetKind(), def.GetNamespace(), def.GetName(), fleet.KubeVelaSystemNamespace)
+		}
+		apply(ctx, t, hub, def)
 	}
 }
 
