@@ -39,10 +39,10 @@ func TestKyvernoEnforcePolicyThroughGatewayDeniesLatestTag(t *testing.T) {
 		}
 		return nil
 	})
-	assertKyvernoDenial(t, "dry-run create", denial, policy.GetName())
+	assertKyvernoDenial(t, "dry-run create", denial, ns, policy.GetName())
 
 	err := cluster.Create(ctx, latest.DeepCopy())
-	assertKyvernoDenial(t, "create", err, policy.GetName())
+	assertKyvernoDenial(t, "create", err, ns, policy.GetName())
 	if err := cluster.Get(ctx, types.NamespacedName{Namespace: ns, Name: latest.Name}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the denied Deployment exists anyway (Get: %v)", err)
 	}
@@ -55,7 +55,7 @@ func TestKyvernoEnforcePolicyThroughGatewayDeniesLatestTag(t *testing.T) {
 
 // assertKyvernoDenial checks that err is Kyverno's admission denial naming the policy, the rule's
 // message and the resource.
-func assertKyvernoDenial(t *testing.T, what string, err error, policy string) {
+func assertKyvernoDenial(t *testing.T, what string, err error, namespace, policy string) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("%s: admitted, want Kyverno's denial", what)
@@ -63,7 +63,7 @@ func assertKyvernoDenial(t *testing.T, what string, err error, policy string) {
 	msg := err.Error()
 	for _, want := range []string{
 		`admission webhook "validate.kyverno.svc-fail" denied the request`,
-		"resource Deployment/enforce-e2e/web-latest was blocked due to the following policies",
+		"resource Deployment/" + namespace + "/web-latest was blocked due to the following policies",
 		policy,
 		"require-pinned-image",
 		"the image tag latest is not allowed: pin a version",

@@ -47,6 +47,7 @@ func clusterStatuses(old []policyhubv1.ClusterStatus, outcomes []clusterOutcome,
 			s.Message = ""
 		}
 		s.Actions = o.result.Actions
+		s.InForce = o.result.InForce
 		s.Plan = o.result.Plan
 		s.PlanTruncated = o.result.PlanTruncated
 		if !had || o.wrote || prev.Phase != s.Phase || prev.Message != s.Message || prev.Actions != s.Actions || s.LastSyncTime == nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
@@ -174,8 +175,11 @@ func TestStatusOfAThousandClustersIsBounded(t *testing.T) {
 		if i%10 == 0 { // a tenth dark: their reason is kept
 			phase, message = policyhubv1.ClusterPhaseFailed, name+": unreachable: no answer within 5s"
 		}
-		outcomes = append(outcomes, clusterOutcome{cluster: name, wrote: true,
-			result: &work.DeclarationResult{Phase: phase, Message: message, Actions: policyhubv1.ActionCounts{Created: 1}}})
+		result := &work.DeclarationResult{Phase: phase, Message: message, Actions: policyhubv1.ActionCounts{Created: 1}}
+		if phase == policyhubv1.ClusterPhaseSynced {
+			result.InForce = ptr.To(i%7 != 0) // some not confirmed by Kyverno yet
+		}
+		outcomes = append(outcomes, clusterOutcome{cluster: name, wrote: true, result: result})
 		summaries[name] = &policyhubv1.PolicyReportSummarySpec{Cluster: name, GeneratedAt: &now,
 			Policies: []policyhubv1.PolicySummary{{Name: "require-labels", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Pass: 120, Fail: 3}}}}
 		owned[name] = []aggregate.Policy{{Kind: "ClusterPolicy", Name: "require-labels"}}

@@ -413,7 +413,8 @@ func metadataOf(ctx context.Context, reader client.Reader, gk schema.GroupKind, 
 }
 
 // watchOwned tells OnOwnedChange about every change the kind's informer sees to an object this
-// hub owns, once per kind: drift is corrected when it happens, not at the next resync.
+// hub owns, once per kind: drift is corrected when it happens, not at the next resync, and
+// Kyverno's readiness is seen when it is reported.
 func (s *Syncer) watchOwned(ctx context.Context, cc *clusterClients, gvk schema.GroupVersionKind) {
 	notify := s.opts.OnOwnedChange
 	if notify == nil {
@@ -437,6 +438,12 @@ func (s *Syncer) watchOwned(ctx context.Context, cc *clusterClients, gvk schema.
 		return u, ok && u.GetLabels()[policyhubv1.LabelManagedBy] == s.opts.HubID
 	}
 	_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		// Adds too: Kyverno may report a new policy ready before the cache first sees it.
+		AddFunc: func(o any) {
+			if u, ok := owned(o); ok {
+				notify(cc.name, u, false)
+			}
+		},
 		UpdateFunc: func(_, o any) {
 			if u, ok := owned(o); ok {
 				notify(cc.name, u, false)

@@ -20,6 +20,9 @@ type DeclarationResult struct {
 	// Plan lists the changes of a dry-run (at most 20, with diffs); PlanTruncated counts the rest.
 	Plan          []policyhubv1.PlannedChange
 	PlanTruncated int32
+	// InForce, for a Synced declaration, says whether Kyverno in the cluster has reported every
+	// policy of it ready (see readiness.go); nil otherwise.
+	InForce *bool
 }
 
 // ClusterResult is the outcome of one sync of one cluster.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -74,10 +75,13 @@ type worker struct {
 	results map[string]Result
 	// dirty are the declarations the next pass syncs.
 	dirty map[string]bool
-	wake  chan struct{}
-	stop  context.CancelFunc
-	done  chan struct{}
-	seq   uint64
+	// awaiting are, per Synced declaration, its objects Kyverno has not reported ready yet: the
+	// watch cache's changes to them make the declaration in force (see ownedChanged).
+	awaiting map[string]map[plan.Key]bool
+	wake     chan struct{}
+	stop     context.CancelFunc
+	done     chan struct{}
+	seq      uint64
 	// unreachable is the error of the last pass when the cluster could not be reached.
 	unreachable error
 	// failures counts passes in a row that left the cluster unreachable or a declaration
@@ -167,6 +171,7 @@ func (ws *Workers) Drop(cluster, source string) {
 		delete(w.wants, source)
 		delete(w.results, source)
 		delete(w.dirty, source)
+		delete(w.awaiting, source)
 	}
 }
 
@@ -216,7 +221,7 @@ func (ws *Workers) Clusters() []string {
 func (ws *Workers) start(cluster Cluster) *worker {
 	ctx, stop := context.WithCancel(context.Background())
 	w := &worker{
-		cluster: cluster, wants: map[string]wanted{}, results: map[string]Result{}, dirty: map[string]bool{},
+		cluster: cluster, wants: map[string]wanted{}, results: map[string]Result{}, dirty: map[string]bool{}, awaiting: map[string]map[plan.Key]bool{},
 		wake: make(chan struct{}, 1), stop: stop, done: make(chan struct{}),
 	}
 	ws.workers[cluster.Name] = w
@@ -247,6 +252,7 @@ func (ws *Workers) ownedChanged(cluster string, obj *unstructured.Unstructured, 
 		return
 	}
 	key := plan.KeyOf(obj)
+	ws.confirmReady(w, source, key, obj, deleted)
 	for _, desired := range want.decl.Objects {
 		if plan.KeyOf(desired) == key {
 			if deleted || !inSync(desired, obj) {
@@ -260,6 +266,30 @@ func (ws *Workers) ownedChanged(cluster string, obj *unstructured.Unstructured, 
 	if !deleted && want.decl.Prune {
 		w.dirty[source] = true
 		w.poke()
+	}
+}
+
+// confirmReady takes note that Kyverno reported the declaration's object ready; once it has for
+// every object, the declaration is in force in the cluster, and its result says so. ws.mu is held.
+func (ws *Workers) confirmReady(w *worker, source string, key plan.Key, obj *unstructured.Unstructured, deleted bool) {
+	waiting := w.awaiting[source]
+	if !waiting[key] || deleted || !cachedReady(obj) {
+		return
+	}
+	delete(waiting, key)
+	if len(waiting) > 0 {
+		return
+	}
+	delete(w.awaiting, source)
+	r, ok := w.results[source]
+	if !ok || r.Phase != policyhubv1.ClusterPhaseSynced || (r.InForce != nil && *r.InForce) {
+		return
+	}
+	w.seq++
+	r.InForce, r.Wrote, r.Seq = ptr.To(true), false, w.seq // nothing new was written: no new Synced Event
+	w.results[source] = r
+	if ws.opts.Published != nil {
+		ws.opts.Published(w.cluster.Name, []string{source})
 	}
 }
 
@@ -387,6 +417,14 @@ func (ws *Workers) pass(ctx context.Context, w *worker, decls []Declaration, tok
 	if ws.opts.Observe != nil {
 		ws.opts.Observe(res)
 	}
+	// Which synced declarations Kyverno has not confirmed yet (read before ws.mu: it reads the cache).
+	waiting := make([]map[plan.Key]bool, len(res.Declarations))
+	for i, r := range res.Declarations {
+		if r.Phase == policyhubv1.ClusterPhaseSynced {
+			waiting[i] = ws.syncer.unconfirmed(ctx, cluster.Name, decls[i])
+			r.InForce = ptr.To(len(waiting[i]) == 0)
+		}
+	}
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ctx.Err() != nil {
@@ -406,8 +444,18 @@ func (ws *Workers) pass(ctx context.Context, w *worker, decls []Declaration, tok
 		if retried(r.Phase) {
 			failed = true
 		}
+		if len(waiting[i]) > 0 {
+			w.awaiting[r.Source] = waiting[i]
+		} else {
+			delete(w.awaiting, r.Source)
+		}
 		if prev, ok := w.results[r.Source]; ok && (sameResult(prev, next) || confirms(prev, next)) {
-			continue
+			if equalBool(prev.InForce, next.InForce) {
+				continue
+			}
+			// Nothing new but Kyverno's word: the known result stays, in force or not.
+			prev.InForce, prev.Wrote, prev.Seq = next.InForce, false, w.seq
+			next = prev
 		}
 		w.results[r.Source] = next
 		changed = append(changed, r.Source)
@@ -496,6 +544,10 @@ func confirms(prev, next Result) bool {
 	a := next.Actions
 	return prev.Token == next.Token && prev.Phase == policyhubv1.ClusterPhaseSynced && next.Phase == policyhubv1.ClusterPhaseSynced &&
 		a.Created+a.Updated+a.Deleted+a.Conflict+a.Failed == 0 && a.Unchanged == prev.Actions.Created+prev.Actions.Updated+prev.Actions.Unchanged
+}
+
+func equalBool(a, b *bool) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
 // sameResult reports whether next says nothing new over prev.

@@ -193,6 +193,12 @@ type ClusterStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=2048
 	Message string `json:"message,omitempty"`
+	// InForce is set once the declaration's policies are synced in the cluster: true when Kyverno
+	// there reports every one of them ready (its admission webhooks programmed: they are enforced
+	// or audited), false while it has not confirmed one (just created, refused by Kyverno, or no
+	// Kyverno running). Absent for dry-runs and clusters not synced.
+	// +optional
+	InForce *bool `json:"inForce,omitempty"`
 	// LastSyncTime is when the last sync of this cluster finished.
 	// +optional
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
