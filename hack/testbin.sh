@@ -63,9 +63,11 @@ build cluster-gateway v1.9.1 cluster-gateway "-s -w" \
 build kyverno v1.19.1 kyverno "-s -w" \
 	github.com/kyverno/kyverno/cmd/kyverno kyverno \
 	github.com/kyverno/kyverno/cmd/reports-controller reports-controller
-# KubeVela's controller, to run the kyverno-policy policy under the real thing (issue 16).
+# KubeVela's controller, to run the kyverno-policy policy under the real thing (issue 16), and its
+# CLI, which enables addons (config/kubevela/addon).
 build kubevela v1.10.6 kubevela "-s -w -X github.com/oam-dev/kubevela/version.VelaVersion=v1.10.6" \
-	github.com/oam-dev/kubevela/cmd/core vela-core
+	github.com/oam-dev/kubevela/cmd/core vela-core \
+	github.com/oam-dev/kubevela/references/cmd/cli vela
 
 # Modules whose CRDs the fleet installs (e2e/fleet/testbin.go names the same versions): fetched
 # now so that tests never wait on a download.

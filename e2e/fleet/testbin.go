@@ -117,3 +117,16 @@ func KubectlPath() (string, error) {
 	}
 	return path, nil
 }
+
+// VelaPath is KubeVela's CLI (vela) `make testbin` builds, of the fleet's vela-core version.
+func VelaPath() (string, error) {
+	dir, err := TestbinDir()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubevela-"+KubeVelaVersion, "vela")
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("%s is missing: run `make testbin`", path)
+	}
+	return path, nil
+}
