@@ -29,12 +29,13 @@ spec:
         validate: {message: "shop Deployments need a team label", pattern: {metadata: {labels: {team: "?*"}}}}
   - name: everywhere
     type: topology
-    properties: {clusters: [cluster-1, cluster-2]}
+    properties: {clusterLabelSelector: {fleet: e2e}}
 `
 
-// A KubeVela Application with a kyverno-policy entry and a topology of [cluster-1, cluster-2]: the
-// entry's Policy reaches both clusters; the Application's status.policy gets the entry's compact
-// status, and is not written again while nothing changes; removing the entry prunes both clusters.
+// A KubeVela Application with a kyverno-policy entry and a topology by clusterLabelSelector that
+// selects cluster-1 and cluster-2: the entry's Policy reaches both clusters; the Application's
+// status.policy gets the entry's compact status, and is not written again while nothing changes;
+// removing the entry prunes both clusters.
 func TestKubeVelaApplicationPolicyLifecycle(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)

@@ -138,6 +138,25 @@ func TestKubeVelaWorkflowRunsWithKyvernoPolicyEntry(t *testing.T) {
 	if phase, _, _ := unstructured.NestedString(live.Object, "status", "status"); phase != "running" {
 		t.Errorf("after vela-core's resyncs the Application is %q, want running", phase)
 	}
+
+	// Deleting the Application removes everything made for it: the component (KubeVela's) and
+	// the entry's ApplicationPolicy and its policy in cluster-1 (policyhub's).
+	if err := hub.Delete(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, 200*time.Millisecond, "the Application's Deployment and policies gone from cluster-1", func() error {
+		if err := cluster1.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deployment web: %v", err)
+		}
+		if got := ownedPolicies(t, "cluster-1", "kyverno.io/v1", "Policy", ns); len(got) != 0 {
+			return fmt.Errorf("cluster-1 still holds %v", got)
+		}
+		err := hub.Get(ctx, types.NamespacedName{Namespace: ns, Name: "webshop-team"}, &policyhubv1.ApplicationPolicy{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("ApplicationPolicy webshop-team: %v", err)
+		}
+		return nil
+	})
 }
 
 // velaGate is an Application whose workflow waits for its kyverno-policy entries (the
@@ -200,6 +219,7 @@ func TestKubeVelaEnforceEntryRefusesTheFirstDeploy(t *testing.T) {
 			step, _ := s.(map[string]any)
 			if step["name"] == "deploy" && strings.Contains(fmt.Sprint(step["message"]), "denied") {
 				message = fmt.Sprint(step["message"])
+				t.Logf("steps: %v", steps)
 				return nil
 			}
 		}
