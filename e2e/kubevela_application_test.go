@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -29,7 +31,7 @@ spec:
         validate: {message: "shop Deployments need a team label", pattern: {metadata: {labels: {team: "?*"}}}}
   - name: everywhere
     type: topology
-    properties: {clusterLabelSelector: {fleet: e2e}}
+    properties: {clusterLabelSelector: {kv-lifecycle: "yes"}}
 `
 
 // A KubeVela Application with a kyverno-policy entry and a topology by clusterLabelSelector that
@@ -45,6 +47,18 @@ func TestKubeVelaApplicationPolicyLifecycle(t *testing.T) {
 	applyKubeVelaDefinitions(ctx, t, hub)
 	for _, c := range []string{"cluster-1", "cluster-2"} {
 		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
+		// The topology selects the clusters by this label, put on both for the test.
+		labels := maps.Clone(testFleet.Cluster(c).Labels)
+		labels["kv-lifecycle"] = "yes"
+		if err := testFleet.SetClusterLabels(ctx, c, labels); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			delete(labels, "kv-lifecycle")
+			if err := testFleet.SetClusterLabels(context.Background(), c, labels); err != nil {
+				t.Errorf("restore %s's labels: %v", c, err)
+			}
+		})
 	}
 	app := object(t, fmt.Sprintf(velaShop, ns))
 	if err := hub.Create(ctx, app); err != nil {

@@ -28,10 +28,10 @@ func TestMain(m *testing.M) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	f, err := fleet.Start(ctx, fleet.Options{Managed: []fleet.ManagedCluster{
-		{Name: "cluster-1", Labels: map[string]string{"env": "staging", "fleet": "e2e"}, Kyverno: true},
+		{Name: "cluster-1", Labels: map[string]string{"env": "staging"}, Kyverno: true},
 		// cluster-2's reports controller writes openreports.io Reports instead of wgpolicyk8s.io
 		// PolicyReports: the agent must give the same summary from either.
-		{Name: "cluster-2", Labels: map[string]string{"env": "prod", "fleet": "e2e"}, Kyverno: true, KyvernoReportsArgs: []string{"--openreportsEnabled"}},
+		{Name: "cluster-2", Labels: map[string]string{"env": "prod"}, Kyverno: true, KyvernoReportsArgs: []string{"--openreportsEnabled"}},
 		// KubeVela's own controller runs on the hub: the KubeVela tests are against the real thing.
 	}, KubeVela: true})
 	cancel()
