@@ -12,7 +12,7 @@ export POLICYHUB_TESTBIN
 
 GO_TEST_FLAGS ?= -count=1 -timeout 60m
 
-.PHONY: all build generate manifests verify-generated testbin test unit lint fmt vet leftovers bench-sync bench-scale demo help
+.PHONY: all build generate manifests verify-generated testbin test unit lint fmt vet leftovers bench-sync bench-scale demo images push help
 all: build
 
 help: ## Show the targets.
@@ -20,6 +20,17 @@ help: ## Show the targets.
 
 build: ## Build every package and command.
 	go build ./...
+
+# Where `make images` writes the images (one OCI layout each) and the registry they are named under
+# (the charts' default); `make push REGISTRY=...` pushes them there.
+IMAGES_DIR ?= _output/images
+REGISTRY ?= ghcr.io/policyhub
+
+images: ## Build the policyhub-hub and policyhub-agent images (linux/amd64+arm64) without Docker, into $(IMAGES_DIR).
+	go run ./hack/images -out $(IMAGES_DIR) -registry $(REGISTRY)
+
+push: ## Build the images and push them to $(REGISTRY) (docker login's credentials); prints the digests.
+	go run ./hack/images -out $(IMAGES_DIR) -registry $(REGISTRY) -push
 
 generate: ## Generate deepcopy code for the APIs (controller-gen).
 	$(CONTROLLER_GEN) object paths=./apis/...
@@ -40,7 +51,9 @@ testbin: ## Build the local fleet's binaries from the Go module proxy into $(POL
 	hack/testbin.sh
 
 test: testbin verify-generated ## Run every test: unit tests and the e2e tests on a local fleet.
-	go test $(GO_TEST_FLAGS) ./...
+	# One package at a time: the e2e packages run local fleets, and the image test cross-compiles;
+	# on two cores, side by side they would slow each other past the tests' deadlines.
+	go test -p 1 $(GO_TEST_FLAGS) ./...
 	hack/leftovers.sh
 
 unit: ## Run only the tests that need no fleet.

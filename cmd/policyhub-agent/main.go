@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/policyhub/policyhub/agent"
+	"github.com/policyhub/policyhub/internal/buildinfo"
 )
 
 func main() {
@@ -44,6 +45,7 @@ func run() error {
 	fs.IntVar(&o.MaxViolations, "max-violations", 50, "Violations (fail and error results, most severe and newest first) kept in the summary; at most 200.")
 	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", 30*time.Second, "How often the agent looks for report APIs installed after it started (e.g. openreports.io).")
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
+	version := fs.Bool("version", false, "Print the version, commit, build date and Go version, and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	fs.Usage = func() {
@@ -51,7 +53,13 @@ func run() error {
 		fs.PrintDefaults()
 	}
 	flag.Parse()
+	if *version {
+		fmt.Println("policyhub-agent", buildinfo.Get())
+		return nil
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	build := buildinfo.Get()
+	ctrl.Log.Info("policyhub-agent starting", "version", build.Version, "commit", build.Commit, "buildDate", build.Date, "goVersion", build.GoVersion)
 
 	if o.Cluster == "" || hubKubeconfig == "" {
 		fs.Usage()

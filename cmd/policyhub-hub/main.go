@@ -26,7 +26,9 @@ import (
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/controllers"
 	"github.com/policyhub/policyhub/hub/gateway"
+	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/work"
+	"github.com/policyhub/policyhub/internal/buildinfo"
 )
 
 type options struct {
@@ -76,6 +78,7 @@ func run() error {
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints (heap, CPU and goroutine profiles); empty or 0 disables them.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader among hub replicas on the hub (a Lease), so one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "policyhub-system", "Namespace of the hub's leader election Lease.")
+	version := fs.Bool("version", false, "Print the version, commit, build date and Go version, and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
 	fs.Usage = func() {
@@ -83,7 +86,13 @@ func run() error {
 		fs.PrintDefaults()
 	}
 	flag.Parse()
+	if *version {
+		fmt.Println("policyhub-hub", buildinfo.Get())
+		return nil
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	build := buildinfo.Get()
+	ctrl.Log.Info("policyhub-hub starting", "version", build.Version, "commit", build.Commit, "buildDate", build.Date, "goVersion", build.GoVersion)
 
 	if errs := validation.IsValidLabelValue(o.hubID); o.hubID == "" || len(errs) > 0 {
 		return fmt.Errorf("--hub-id %q must be a valid label value: %s", o.hubID, strings.Join(errs, "; "))
@@ -127,6 +136,9 @@ func run() error {
 	})
 	if err != nil {
 		return fmt.Errorf("manager: %w", err)
+	}
+	if err := metrics.RegisterBuildInfo(ctrlmetrics.Registry, build); err != nil {
+		return fmt.Errorf("build info metric: %w", err)
 	}
 	workers, err := controllers.SetupHub(mgr, controllers.HubOptions{
 		Gateway: gatewayCfg, SecretNamespace: o.secretNamespace, HubID: o.hubID, Lock: work.LockOptions{Identity: o.identity},

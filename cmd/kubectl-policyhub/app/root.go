@@ -18,6 +18,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/gateway"
+	"github.com/policyhub/policyhub/internal/buildinfo"
 )
 
 // Exit codes.
@@ -80,6 +81,8 @@ cluster-gateway, to the managed clusters.
 Exit codes: 0 ok, 1 violations or denials found, 2 usage or runtime error.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version prints it.
+		Version: buildinfo.Get().String(),
 	}
 	o.config.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVarP(&o.output, "output", "o", "table", "Output format: table, json or yaml.")
