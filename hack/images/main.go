@@ -24,6 +24,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"sigs.k8s.io/yaml"
+
+	"github.com/policyhub/policyhub/internal/buildinfo"
 )
 
 func main() {
@@ -35,7 +37,7 @@ func main() {
 
 func run(ctx context.Context) error {
 	out := flag.String("out", "_output/images", "Directory of the OCI layouts written, one per image.")
-	registry := flag.String("registry", "ghcr.io/policyhub", "Registry and path the images are named under: <registry>/<command>:<appVersion>.")
+	registry := flag.String("registry", buildinfo.DefaultRegistry, "Registry and path the images are named under: <registry>/<command>:<appVersion>.")
 	push := flag.Bool("push", false, "Push the images to -registry (credentials from the Docker config, as docker login leaves them) and print their digests.")
 	platforms := flag.String("platforms", "linux/amd64,linux/arm64", "Platforms to build, comma-separated.")
 	flag.Parse()
@@ -63,7 +65,7 @@ func run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		ref, err := name.NewTag(fmt.Sprintf("%s/%s:%s", strings.TrimSuffix(*registry, "/"), bin, b.Version))
+		ref, err := name.NewTag(buildinfo.ImageReference(*registry, bin, b.Version))
 		if err != nil {
 			return fmt.Errorf("image name: %w", err)
 		}

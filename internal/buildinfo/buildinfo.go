@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 )
 
 // Set at link time: -X github.com/policyhub/policyhub/internal/buildinfo.Version=v0.1.0 and so on.
@@ -60,4 +61,14 @@ func (i Info) String() string {
 func LDFlags(version, commit, date string) string {
 	const pkg = "github.com/policyhub/policyhub/internal/buildinfo"
 	return fmt.Sprintf("-X %s.Version=%s -X %s.Commit=%s -X %s.Date=%s", pkg, version, pkg, commit, pkg, date)
+}
+
+// DefaultRegistry is where policyhub's images are published; the charts' default image
+// repositories are under it.
+const DefaultRegistry = "ghcr.io/policyhub"
+
+// ImageReference names a command's image: <registry>/<command>:<version>, the version being the
+// charts' appVersion. `make images` builds these, and the charts' defaults reference them.
+func ImageReference(registry, command, version string) string {
+	return fmt.Sprintf("%s/%s:%s", strings.TrimSuffix(registry, "/"), command, version)
 }
