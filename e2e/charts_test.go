@@ -450,6 +450,7 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 		{"patch", "policyhub.io", "policyreportsummaries", "status", "cluster-1"},
 		{"create", "cluster.core.oam.dev", "clustergateways", "proxy", ""},
 		{"list", "cluster.open-cluster-management.io", "placementdecisions", "", ""},
+		{"watch", "cluster.open-cluster-management.io", "placements", "", ""},
 		{"patch", "core.oam.dev", "applications", "status", "shop"},
 		{"create", "events.k8s.io", "events", "", "shop"},
 		{"list", "", "secrets", "", gatewayNS},

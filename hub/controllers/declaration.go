@@ -212,9 +212,14 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 	case pending > 0:
 		reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Progressing", Message: fmt.Sprintf("waiting for %d clusters", pending)}
 	}
-	setConditions(st.conditions, readyCondition(*st.clusters, targets.Unknown, obj.GetGeneration()), reconciling, nil)
+	ready := readyCondition(*st.clusters, targets.Unknown, targets.MissingPlacement, obj.GetGeneration())
+	setConditions(st.conditions, ready, reconciling, nil)
 	if err := e.patchStatus(ctx, orig, d); err != nil {
 		return ctrl.Result{}, err
+	}
+	if was := meta.FindStatusCondition(*orig.status().conditions, policyhubv1.ConditionReady); ready.Reason == ReasonPlacementNotFound &&
+		(was == nil || was.Reason != ReasonPlacementNotFound || was.Message != ready.Message) {
+		e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonPlacementNotFound, "Place", "%s", ready.Message)
 	}
 	emitSyncEvents(e.recorder, obj, *orig.status().clusters, kept)
 	wake := d.afterStatus(ctx)

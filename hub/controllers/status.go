@@ -109,8 +109,9 @@ func summarize(clusters []policyhubv1.ClusterStatus) policyhubv1.StatusSummary {
 }
 
 // readyCondition says, kstatus-style, whether every selected cluster holds the declaration.
-// The reason is the worst cluster phase.
-func readyCondition(clusters []policyhubv1.ClusterStatus, unknown []string, generation int64) metav1.Condition {
+// The reason is the worst cluster phase, or PlacementNotFound when the placement names an OCM
+// Placement that does not exist (missingPlacement says which): a user must fix that first.
+func readyCondition(clusters []policyhubv1.ClusterStatus, unknown []string, missingPlacement string, generation int64) metav1.Condition {
 	cond := metav1.Condition{Type: policyhubv1.ConditionReady, ObservedGeneration: generation}
 	worst := ""
 	var problems []string
@@ -135,6 +136,13 @@ func readyCondition(clusters []policyhubv1.ClusterStatus, unknown []string, gene
 		problems = append(problems, name+": unknown cluster")
 	}
 	switch {
+	case missingPlacement != "":
+		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonPlacementNotFound
+		cond.Message = missingPlacement
+		if len(problems) > 0 {
+			cond.Message += "; not synced in " + strings.Join(problems, ", ")
+		}
+		cond.Message = policyhubv1.TruncateMessage(cond.Message, 1024)
 	case len(problems) > 0:
 		cond.Status = metav1.ConditionFalse
 		cond.Reason = worst
@@ -153,6 +161,10 @@ func readyCondition(clusters []policyhubv1.ClusterStatus, unknown []string, gene
 	}
 	return cond
 }
+
+// ReasonPlacementNotFound is the Ready condition's reason (and the Warning Event's) when a
+// placementRef names an OCM Placement that does not exist.
+const ReasonPlacementNotFound = "PlacementNotFound"
 
 // setConditions sets Ready, Reconciling and Stalled consistently.
 func setConditions(conds *[]metav1.Condition, ready metav1.Condition, reconciling, stalled *metav1.Condition) {

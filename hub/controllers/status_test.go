@@ -39,11 +39,12 @@ func TestClusterStatusesMoveLastSyncTimeOnlyOnChange(t *testing.T) {
 
 func TestReadyCondition(t *testing.T) {
 	tests := []struct {
-		name       string
-		phases     []policyhubv1.ClusterPhase
-		unknown    []string
-		wantStatus metav1.ConditionStatus
-		wantReason string
+		name             string
+		phases           []policyhubv1.ClusterPhase
+		unknown          []string
+		missingPlacement string
+		wantStatus       metav1.ConditionStatus
+		wantReason       string
 	}{
 		{name: "no clusters", wantStatus: metav1.ConditionTrue, wantReason: "NoClusters"},
 		{name: "all synced", phases: []policyhubv1.ClusterPhase{"Synced", "Synced"}, wantStatus: metav1.ConditionTrue, wantReason: "Synced"},
@@ -51,6 +52,8 @@ func TestReadyCondition(t *testing.T) {
 		{name: "worst phase is the reason", phases: []policyhubv1.ClusterPhase{"LockHeld", "Failed", "Conflict"}, wantStatus: metav1.ConditionFalse, wantReason: "Failed"},
 		{name: "conflict", phases: []policyhubv1.ClusterPhase{"Synced", "Conflict"}, wantStatus: metav1.ConditionFalse, wantReason: "Conflict"},
 		{name: "unknown cluster named", phases: []policyhubv1.ClusterPhase{"Synced"}, unknown: []string{"ghost"}, wantStatus: metav1.ConditionFalse, wantReason: "UnknownCluster"},
+		{name: "missing OCM Placement, nothing selected", missingPlacement: "spec.placement.placementRef: the OCM Placement ns/p does not exist", wantStatus: metav1.ConditionFalse, wantReason: "PlacementNotFound"},
+		{name: "missing OCM Placement first, named clusters synced", phases: []policyhubv1.ClusterPhase{"Synced", "Failed"}, missingPlacement: "x", wantStatus: metav1.ConditionFalse, wantReason: "PlacementNotFound"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,7 +61,7 @@ func TestReadyCondition(t *testing.T) {
 			for i, p := range tt.phases {
 				clusters = append(clusters, policyhubv1.ClusterStatus{Name: string(rune('a' + i)), Phase: p})
 			}
-			c := readyCondition(clusters, tt.unknown, 3)
+			c := readyCondition(clusters, tt.unknown, tt.missingPlacement, 3)
 			if c.Status != tt.wantStatus || c.Reason != tt.wantReason || c.ObservedGeneration != 3 {
 				t.Errorf("condition %+v, want status %s reason %s", c, tt.wantStatus, tt.wantReason)
 			}
@@ -188,7 +191,7 @@ func TestStatusOfAThousandClustersIsBounded(t *testing.T) {
 	fp.Status.Clusters = clusterStatuses(nil, outcomes, now)
 	fp.Status.Clusters, _ = setResults(fp.Status.Clusters, summaryRead{summaries: summaries}, owned, now.Time)
 	fp.Status.Summary = summarize(fp.Status.Clusters)
-	setConditions(&fp.Status.Conditions, readyCondition(fp.Status.Clusters, nil, 1), nil, nil)
+	setConditions(&fp.Status.Conditions, readyCondition(fp.Status.Clusters, nil, "", 1), nil, nil)
 	raw, err := json.Marshal(fp.Status)
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 var (
 	ManagedClusterGVK    = schema.GroupVersionKind{Group: "cluster.open-cluster-management.io", Version: "v1", Kind: "ManagedCluster"}
 	PlacementDecisionGVK = schema.GroupVersionKind{Group: "cluster.open-cluster-management.io", Version: "v1beta1", Kind: "PlacementDecision"}
+	PlacementGVK         = schema.GroupVersionKind{Group: "cluster.open-cluster-management.io", Version: "v1beta1", Kind: "Placement"}
 )
 
 // placementLabel ties a PlacementDecision to its Placement (OCM's contract).
@@ -64,7 +65,7 @@ func ReadInventory(ctx context.Context, c client.Reader, secretNamespace string)
 		byName[s.Name] = labels
 	}
 
-	inv := Inventory{Decisions: map[types.NamespacedName][]string{}}
+	inv := Inventory{Decisions: map[types.NamespacedName][]string{}, OCM: ocm, Placements: map[types.NamespacedName]bool{}}
 	for name, labels := range byName {
 		inv.Clusters = append(inv.Clusters, Cluster{Name: name, Labels: labels})
 	}
@@ -72,6 +73,17 @@ func ReadInventory(ctx context.Context, c client.Reader, secretNamespace string)
 
 	if !ocm {
 		return inv, nil
+	}
+	placements := &metav1.PartialObjectMetadataList{}
+	placements.SetGroupVersionKind(PlacementGVK.GroupVersion().WithKind(PlacementGVK.Kind + "List"))
+	if err := c.List(ctx, placements); err != nil {
+		if !meta.IsNoMatchError(err) {
+			return Inventory{}, fmt.Errorf("list OCM Placements: %w", err)
+		}
+		inv.OCM = false
+	}
+	for _, p := range placements.Items {
+		inv.Placements[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = true
 	}
 	decisions := &unstructured.UnstructuredList{}
 	decisions.SetGroupVersionKind(PlacementDecisionGVK.GroupVersion().WithKind(PlacementDecisionGVK.Kind + "List"))

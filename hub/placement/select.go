@@ -25,6 +25,34 @@ type Inventory struct {
 	Clusters []Cluster
 	// Decisions maps an OCM Placement (namespace/name) to the clusters its PlacementDecisions list.
 	Decisions map[types.NamespacedName][]string
+	// OCM is true when the hub serves OCM's Placement API; Placements are the Placements there.
+	OCM        bool
+	Placements map[types.NamespacedName]bool
+}
+
+// MissingPlacement says why the placement's placementRef selects nothing when the Placement it
+// names does not exist (or OCM is not installed), naming the field what (e.g. spec.placement);
+// "" when it exists or there is no placementRef.
+func MissingPlacement(p policyhubv1.Placement, inv Inventory, defaultNamespace, what string) string {
+	if p.PlacementRef == nil {
+		return ""
+	}
+	ref := types.NamespacedName{Namespace: p.PlacementRef.Namespace, Name: p.PlacementRef.Name}
+	if ref.Namespace == "" {
+		ref.Namespace = defaultNamespace
+	}
+	name := ref.Name
+	if ref.Namespace != "" {
+		name = ref.String()
+	}
+	switch {
+	case !inv.OCM:
+		return fmt.Sprintf("%s.placementRef names the OCM Placement %s, but the hub does not serve OCM's Placement API (open-cluster-management.io is not installed)", what, name)
+	case !inv.Placements[ref] && len(inv.Decisions[ref]) == 0:
+		// (Decisions without their Placement: OCM deletes them with it; trust them meanwhile.)
+		return fmt.Sprintf("%s.placementRef: the OCM Placement %s does not exist", what, name)
+	}
+	return ""
 }
 
 // Target is one selected cluster and how the declaration applies there.

@@ -158,3 +158,34 @@ func describe(targets []Target) string {
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }
+
+func TestMissingPlacement(t *testing.T) {
+	ref := func(ns, name string) policyhubv1.Placement {
+		return policyhubv1.Placement{PlacementRef: &policyhubv1.PlacementRef{Namespace: ns, Name: name}}
+	}
+	withOCM := Inventory{
+		OCM:        true,
+		Placements: map[types.NamespacedName]bool{{Namespace: "ocm", Name: "prod"}: true},
+		Decisions:  map[types.NamespacedName][]string{{Namespace: "ocm", Name: "orphan"}: {"c1"}},
+	}
+	for _, tc := range []struct {
+		name      string
+		placement policyhubv1.Placement
+		inv       Inventory
+		defaultNS string
+		want      string
+	}{
+		{"no placementRef", policyhubv1.Placement{Clusters: []string{"c1"}}, withOCM, "", ""},
+		{"the Placement exists", ref("ocm", "prod"), withOCM, "", ""},
+		{"the namespace defaults", ref("", "prod"), withOCM, "ocm", ""},
+		{"decisions without their Placement are trusted", ref("ocm", "orphan"), withOCM, "", ""},
+		{"missing", ref("ocm", "staging"), withOCM, "", "spec.placement.placementRef: the OCM Placement ocm/staging does not exist"},
+		{"no OCM on the hub", ref("ocm", "prod"), Inventory{}, "", "spec.placement.placementRef names the OCM Placement ocm/prod, but the hub does not serve OCM's Placement API (open-cluster-management.io is not installed)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := MissingPlacement(tc.placement, tc.inv, tc.defaultNS, "spec.placement"); got != tc.want {
+				t.Errorf("MissingPlacement = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

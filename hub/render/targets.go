@@ -24,6 +24,9 @@ type Targets struct {
 	DryRun  map[string]bool
 	// Unknown are clusters the placement names that the inventory lacks.
 	Unknown []string
+	// MissingPlacement says why the placementRef selects nothing: the OCM Placement it names
+	// does not exist; "" otherwise.
+	MissingPlacement string
 }
 
 // Clusters are the selected clusters, sorted.
@@ -47,7 +50,7 @@ func (t *Targets) Fingerprint() string {
 		}
 		b.WriteString(";")
 	}
-	fmt.Fprint(&b, t.Unknown)
+	fmt.Fprint(&b, t.Unknown, t.MissingPlacement)
 	return b.String()
 }
 
@@ -77,6 +80,7 @@ func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, inv placement
 	t := &Targets{
 		Source:  Owner{HubID: hubID, Kind: "FleetPolicy", Name: fp.Name}.Source(),
 		Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}, Unknown: sel.Unknown,
+		MissingPlacement: placement.MissingPlacement(fp.Spec.Placement, inv, "", "spec.placement"),
 	}
 	if err := checkClusterCount(len(sel.Targets)); err != nil {
 		return nil, err
@@ -127,6 +131,9 @@ func ApplicationPolicyTargets(hubID string, ap *policyhubv1.ApplicationPolicy, t
 	t := &Targets{
 		Source:  Owner{HubID: hubID, Kind: "ApplicationPolicy", Namespace: ap.Namespace, Name: ap.Name}.Source(),
 		Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}, Unknown: unknown,
+	}
+	if ap.Spec.Placement != nil {
+		t.MissingPlacement = placement.MissingPlacement(*ap.Spec.Placement, inv, ap.Namespace, "spec.placement")
 	}
 	// The policies depend only on the target namespace: render them once per namespace, and share them.
 	byNamespace := map[string][]*unstructured.Unstructured{}
