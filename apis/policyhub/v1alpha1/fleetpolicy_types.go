@@ -13,6 +13,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.spec)",message="template.spec is required: the Kyverno policy's spec"
 // +kubebuilder:validation:XValidation:rule="!has(self.apiVersion) || self.apiVersion.startsWith('kyverno.io/') || self.apiVersion.startsWith('policies.kyverno.io/')",message="template must be a Kyverno policy: the group of its apiVersion must be kyverno.io or policies.kyverno.io"
 // +kubebuilder:validation:XValidation:rule="!has(self.kind) || !(self.kind == 'Policy' || self.kind == 'PolicyException' || self.kind.startsWith('Namespaced')) || (has(self.metadata) && has(self.metadata.namespace) && size(self.metadata.namespace) > 0)",message="template.metadata.namespace is required for a namespaced Kyverno kind (Policy, PolicyException, Namespaced*)"
+// +kubebuilder:validation:XValidation:rule="!has(self.metadata) || !has(self.metadata.name) || size(self.metadata.name) <= 63",message="template.metadata.name is longer than 63 characters: Kyverno refuses policy names longer than that"
 type PolicyTemplate struct {
 	// APIVersion of the Kyverno policy, e.g. kyverno.io/v1 or policies.kyverno.io/v1.
 	// +optional
@@ -155,6 +156,7 @@ type FleetPolicyStatus struct {
 // +kubebuilder:printcolumn:name="Violations",type=integer,JSONPath=`.status.summary.violations`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 || (has(self.spec.template.metadata) && has(self.spec.template.metadata.name) && size(self.spec.template.metadata.name) > 0)",message="metadata.name is longer than 63 characters, the longest policy name Kyverno accepts, and the policy would be named after it: shorten it, or name the policy in spec.template.metadata.name"
 type FleetPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
