@@ -457,6 +457,7 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 		{"watch", "", "secrets", "", gatewayNS},
 		{"create", "coordination.k8s.io", "leases", "", ns},
 		{"update", "coordination.k8s.io", "leases", "", ns},
+		{"patch", "", "configmaps", "", ns},
 	}
 	denied := []access{
 		{"list", "", "secrets", "", ""},
@@ -474,6 +475,7 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 		{"update", "core.oam.dev", "applications", "", "shop"},
 		{"create", "", "pods", "", ns},
 		{"list", "", "configmaps", "", ns},
+		{"patch", "", "configmaps", "", "default"},
 		{"create", "rbac.authorization.k8s.io", "rolebindings", "", ns},
 	}
 	cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)

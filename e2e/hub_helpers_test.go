@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -39,6 +40,12 @@ type testHub struct {
 // release the finalizer) is cleaned up first.
 func startHub(t *testing.T, resync time.Duration) *testHub {
 	t.Helper()
+	// Kept for the package's whole run (a deleted namespace stays Terminating here: no
+	// controller-manager), as a hub's own namespace is.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e2eHubNamespace}}
+	if err := directClient(t, testFleet.Hub.Config).Create(testContext(t), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace %s: %v", e2eHubNamespace, err)
+	}
 	mgr, err := ctrl.NewManager(testFleet.Hub.Config, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -57,6 +64,7 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 		RetryMaxDelay:  2 * time.Second, // outages in tests last seconds
 		ProbeTimeout:   2 * time.Second,
 		StatusCoalesce: time.Second, ApplicationStatusInterval: time.Second, DepartureRecheck: 2 * time.Second,
+		InfoNamespace: e2eHubNamespace,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -78,6 +86,9 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 	})
 	return h
 }
+
+// e2eHubNamespace is the e2e hub's namespace on the hub, where it publishes its id.
+const e2eHubNamespace = "policyhub-system"
 
 // createFleetPolicy creates a FleetPolicy from YAML and, when the test ends, deletes it and waits
 // until the hub has pruned it and let it go.

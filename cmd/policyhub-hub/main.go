@@ -145,6 +145,8 @@ func run() error {
 		Registry: ctrlmetrics.Registry, Resync: o.resyncInterval, RetryMaxDelay: o.retryMaxDelay,
 		ProbeTimeout: o.probeTimeout, MaxConcurrentPasses: o.maxConcurrentPasses,
 		MaxConcurrentReconciles: o.maxConcurrentReconciles,
+		// The hub's namespace: where its leader election Lease is.
+		InfoNamespace: o.leaderElectionNamespace,
 	})
 	if err != nil {
 		return err

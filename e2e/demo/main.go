@@ -122,7 +122,7 @@ func run(ctx context.Context, out io.Writer, oneShot bool) (err error) {
 		fmt.Fprintf(d.out, "  %s: KUBECONFIG=%s\n", c.Name, c.Kubeconfig)
 	}
 	fmt.Fprintf(d.out, "  the hub's metrics: http://%s/metrics\n", metricsAddr)
-	fmt.Fprintf(d.out, "  kubectl policyhub: %s --kubeconfig %s --hub-id %s status\n", filepath.Join(d.bin, "kubectl-policyhub"), d.f.Hub.Kubeconfig, hubID)
+	fmt.Fprintf(d.out, "  kubectl policyhub: %s --kubeconfig %s status\n", filepath.Join(d.bin, "kubectl-policyhub"), d.f.Hub.Kubeconfig)
 	if oneShot {
 		return nil
 	}
@@ -139,6 +139,14 @@ func (d *demo) startHub(ctx context.Context) (string, error) {
 	}
 	metrics := "127.0.0.1:" + strconv.Itoa(ports[0])
 	d.say("starting policyhub-hub (metrics on %s)...", metrics)
+	// The hub's namespace: it publishes its id there, so kubectl policyhub needs no --hub-id.
+	hub, err := client.New(d.f.Hub.Config, client.Options{})
+	if err != nil {
+		return "", err
+	}
+	if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "policyhub-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
 	err = d.f.Run("policyhub-hub", filepath.Join(d.bin, "policyhub-hub"),
 		"--kubeconfig", d.f.Hub.Kubeconfig, "--hub-id", hubID, "--gateway-secret-namespace", d.f.SecretNamespace,
 		"--metrics-bind-address", metrics, "--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(ports[1]),
@@ -314,7 +322,7 @@ func (d *demo) waitFor(ctx context.Context, what string, check func() (string, b
 // kubectlPolicyhub runs the CLI against the hub and prints what it shows.
 func (d *demo) kubectlPolicyhub(ctx context.Context, args ...string) {
 	fmt.Fprintf(d.out, "\n$ kubectl policyhub %s\n", strings.Join(args, " "))
-	cmd := exec.CommandContext(ctx, filepath.Join(d.bin, "kubectl-policyhub"), append([]string{"--kubeconfig", d.f.Hub.Kubeconfig, "--hub-id", hubID}, args...)...)
+	cmd := exec.CommandContext(ctx, filepath.Join(d.bin, "kubectl-policyhub"), append([]string{"--kubeconfig", d.f.Hub.Kubeconfig}, args...)...)
 	cmd.Stdout, cmd.Stderr = d.out, d.out
 	// Exit code 1 means "violations found": what the demo is about, not a failure.
 	var exit *exec.ExitError

@@ -35,6 +35,9 @@ type HubOptions struct {
 	MaxConcurrentPasses int
 	// MaxConcurrentReconciles bounds the declarations of each kind reconciled at once.
 	MaxConcurrentReconciles int
+	// InfoNamespace, when set, is where the hub publishes its id for the CLI (a ConfigMap
+	// policyhub-hub-info).
+	InfoNamespace string
 	// StatusCoalesce: see DeclarationOptions; zero means 2s.
 	StatusCoalesce time.Duration
 	// ApplicationStatusInterval and DepartureRecheck: see ApplicationPolicyReconciler and
@@ -81,6 +84,11 @@ func SetupHub(mgr ctrl.Manager, o HubOptions) (*work.Workers, error) {
 		appPolicies := &ApplicationPolicyReconciler{DeclarationOptions: declarations, KubeVela: kubeVela, ApplicationStatusInterval: o.ApplicationStatusInterval}
 		if err := appPolicies.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("ApplicationPolicy controller: %w", err)
+		}
+		if o.InfoNamespace != "" {
+			if err := mgr.Add(hubInfo{client: mgr.GetClient(), namespace: o.InfoNamespace, hubID: o.HubID}); err != nil {
+				return fmt.Errorf("publish the hub's id: %w", err)
+			}
 		}
 		summaries := &SummaryReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub"),

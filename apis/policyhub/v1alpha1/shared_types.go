@@ -31,6 +31,14 @@ const (
 	AnnotationContentHash = "policyhub.io/content-hash"
 )
 
+// The hub publishes its id on the hub, so that the CLI need not be told it: a ConfigMap
+// HubInfoName in the hub's namespace, labelled LabelHubInfo, its id under HubInfoIDKey.
+const (
+	HubInfoName  = "policyhub-hub-info"
+	LabelHubInfo = "policyhub.io/hub-info"
+	HubInfoIDKey = "hubID"
+)
+
 // KubeVela's side of an ApplicationPolicy made for a KubeVela Application's policy entry.
 const (
 	// KubeVelaPolicyType is the type of the Application spec.policies entries that are

@@ -87,7 +87,7 @@ Exit codes: 0 ok, 1 violations or denials found, 2 usage or runtime error.`,
 	o.config.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVarP(&o.output, "output", "o", "table", "Output format: table, json or yaml.")
 	root.PersistentFlags().StringVar(&o.secretNamespace, "gateway-secret-namespace", gateway.DefaultSecretNamespace, "Namespace of cluster-gateway's cluster credential Secrets on the hub.")
-	root.PersistentFlags().StringVar(&o.hubID, "hub-id", "policyhub", "The hub's id (policyhub-hub --hub-id): the managed-by label of the objects it owns in the clusters.")
+	root.PersistentFlags().StringVar(&o.hubID, "hub-id", "", "The hub's id (policyhub-hub --hub-id): the managed-by label of the objects it owns in the clusters. Default: the id the hub publishes (ConfigMap policyhub-hub-info), else policyhub.")
 	_ = root.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp
 	})

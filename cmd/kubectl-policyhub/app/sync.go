@@ -203,6 +203,9 @@ func (so *syncOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := so.resolveHubID(ctx, hub, so.hubID != ""); err != nil {
+		return err
+	}
 	inv, err := placement.ReadInventory(ctx, hub, so.secretNamespace)
 	if err != nil {
 		return fmt.Errorf("read the cluster inventory: %w", err)
