@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -78,6 +79,46 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	return c.waitReady(ctx)
 }
 
+// startFirst starts the cluster's kube-apiserver for the first time and waits until it is ready.
+// Its port was free when chosen, but another process may have taken it since: when the apiserver
+// exits saying so, it is started again on another port (at most three tries).
+func (c *Cluster) startFirst(ctx context.Context, pickPort func() (int, error)) error {
+	for attempt := 1; ; attempt++ {
+		if err := c.apiserver.start(c.launch); err != nil {
+			return err
+		}
+		err := c.waitReady(ctx)
+		if err == nil || attempt == 3 || c.apiserver.running() || !logSays(c.apiserver.logPath, "address already in use") {
+			return err
+		}
+		port, perr := pickPort()
+		if perr != nil {
+			return fmt.Errorf("%w; and no other port: %v", err, perr)
+		}
+		if err := c.moveTo(port); err != nil {
+			return err
+		}
+	}
+}
+
+// moveTo makes the (stopped) apiserver serve on port: its flag, URL, Config and kubeconfig.
+func (c *Cluster) moveTo(port int) error {
+	for i, arg := range c.apiserver.args {
+		if strings.HasPrefix(arg, "--secure-port=") {
+			c.apiserver.args[i] = "--secure-port=" + strconv.Itoa(port)
+		}
+	}
+	c.URL = "https://127.0.0.1:" + strconv.Itoa(port)
+	c.Config.Host = c.URL
+	return writeKubeconfig(c.Kubeconfig, c.Name, c.Config)
+}
+
+// logSays reports whether the log file contains text.
+func logSays(path, text string) bool {
+	data, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(data), text)
+}
+
 // waitReady polls /readyz until the apiserver answers ok.
 func (c *Cluster) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
@@ -99,6 +140,8 @@ type apiserverSetup struct {
 	serving      keyPair
 	servingCA    []byte
 	saKey, saPub []byte
+	// pickPort chooses an apiserver's port (freePort; a test makes it return a taken one).
+	pickPort func() (int, error)
 	// Only for the hub: the aggregation layer's front proxy.
 	frontProxyCA     []byte
 	frontProxyClient keyPair
@@ -110,7 +153,7 @@ func newCluster(fleetDir, logDir, name string, hub bool, setup apiserverSetup, l
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}
-	port, err := freePort()
+	port, err := setup.pickPort()
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", name, err)
 	}

@@ -34,6 +34,9 @@ type Options struct {
 	// KubeVela runs KubeVela's controller (vela-core) on the hub, with all its CRDs and the
 	// webservice, topology, deploy and annotations definitions; it deploys through the gateway.
 	KubeVela bool
+
+	// pickPort, in this package's tests, replaces freePort for the apiservers.
+	pickPort func() (int, error)
 }
 
 // ManagedCluster describes one managed cluster of the fleet.
@@ -127,7 +130,10 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	if err != nil {
 		return f, err
 	}
-	setup := apiserverSetup{binary: b.kubeAPIServer, servingCA: servingCA.certPEM, frontProxyCA: frontProxyCA.certPEM, profiling: opts.Profiling}
+	setup := apiserverSetup{binary: b.kubeAPIServer, servingCA: servingCA.certPEM, frontProxyCA: frontProxyCA.certPEM, profiling: opts.Profiling, pickPort: freePort}
+	if opts.pickPort != nil {
+		setup.pickPort = opts.pickPort
+	}
 	if setup.serving, err = servingCA.serving("kube-apiserver", "kubernetes", "kubernetes.default.svc"); err != nil {
 		return f, err
 	}
@@ -153,14 +159,9 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		c.Labels = maps.Clone(m.Labels)
 		f.Managed = append(f.Managed, c)
 	}
-	for _, c := range f.all() {
-		if err := c.apiserver.start(f.launch); err != nil {
-			return f, err
-		}
-	}
 	g, gctx := errgroup.WithContext(ctx)
 	for _, c := range f.all() {
-		g.Go(func() error { return c.waitReady(gctx) })
+		g.Go(func() error { return c.startFirst(gctx, setup.pickPort) })
 	}
 	if err := g.Wait(); err != nil {
 		return f, err

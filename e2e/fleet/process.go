@@ -143,7 +143,8 @@ func (p *process) pid() int {
 }
 
 // freePort asks the kernel for a free port on 127.0.0.1. Another process may take it before the
-// fleet's program binds it; the window is small and a failed start says so in its log.
+// fleet's program binds it; the window is small, a failed start says so in its log, and an
+// apiserver is then started on another port (Cluster.startFirst).
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
