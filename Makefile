@@ -12,7 +12,7 @@ export POLICYHUB_TESTBIN
 
 GO_TEST_FLAGS ?= -count=1 -timeout 60m
 
-.PHONY: all build generate manifests verify-generated testbin test unit lint fmt vet leftovers bench-sync bench-scale demo images push help
+.PHONY: all build generate manifests verify-generated testbin test unit lint fmt vet leftovers bench-sync bench-scale demo images push actionlint help
 all: build
 
 help: ## Show the targets.
@@ -59,7 +59,13 @@ test: testbin verify-generated ## Run every test: unit tests and the e2e tests o
 unit: ## Run only the tests that need no fleet.
 	go test $(GO_TEST_FLAGS) -short ./...
 
-lint: fmt vet ## gofmt and go vet.
+# actionlint (a Go module, pinned) checks the GitHub workflows.
+ACTIONLINT ?= go run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+
+lint: fmt vet actionlint ## gofmt, go vet, and actionlint on .github/workflows.
+
+actionlint:
+	$(ACTIONLINT) .github/workflows/*.yml
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt: not formatted:"; echo "$$out"; exit 1; fi
