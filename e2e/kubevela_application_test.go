@@ -77,19 +77,7 @@ func TestKubeVelaApplicationPolicyLifecycle(t *testing.T) {
 	// The entry's status in the Application, and how many times it is written.
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(controllers.ApplicationGVK)
-	entryStatus := func() (map[string]any, error) {
-		if err := hub.Get(ctx, client.ObjectKeyFromObject(app), live); err != nil {
-			return nil, err
-		}
-		policies, _, _ := unstructured.NestedSlice(live.Object, "status", "policy")
-		for _, p := range policies {
-			if m, ok := p.(map[string]any); ok && m["name"] == "team" && m["type"] == "kyverno-policy" {
-				status, _ := m["status"].(map[string]any)
-				return status, nil
-			}
-		}
-		return nil, fmt.Errorf("no kyverno-policy entry in status.policy: %v", policies)
-	}
+	entryStatus := func() (map[string]any, error) { return velaEntryStatus(ctx, hub, app, live, "team") }
 	eventually(t, 60*time.Second, 300*time.Millisecond, "the entry's status in the Application", func() error {
 		status, err := entryStatus()
 		if err != nil {

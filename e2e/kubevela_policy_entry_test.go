@@ -187,6 +187,22 @@ func TestKubeVelaApplicationServed(t *testing.T) {
 	}
 }
 
+// velaEntryStatus reads the Application and returns the status policyhub mirrored into its
+// status.policy for the kyverno-policy entry, or an error when there is none.
+func velaEntryStatus(ctx context.Context, hub client.Client, app, live *unstructured.Unstructured, entry string) (map[string]any, error) {
+	if err := hub.Get(ctx, client.ObjectKeyFromObject(app), live); err != nil {
+		return nil, err
+	}
+	policies, _, _ := unstructured.NestedSlice(live.Object, "status", "policy")
+	for _, p := range policies {
+		if m, ok := p.(map[string]any); ok && m["name"] == entry && m["type"] == policyhubv1.KubeVelaPolicyType {
+			status, _ := m["status"].(map[string]any)
+			return status, nil
+		}
+	}
+	return nil, fmt.Errorf("no kyverno-policy entry %s in status.policy: %v", entry, policies)
+}
+
 // applyKubeVelaDefinitions applies policyhub's KubeVela definitions (config/kubevela: the
 // kyverno-policy policy type, the kyverno-policy-ready step) to the hub, in vela-system.
 func applyKubeVelaDefinitions(ctx context.Context, t *testing.T, hub client.Client) {

@@ -80,19 +80,7 @@ func TestKubeVelaWorkflowRunsWithKyvernoPolicyEntry(t *testing.T) {
 	waitApplicationPolicy(t, ns, "webshop-team", 60*time.Second, "the entry's ApplicationPolicy synced in cluster-1",
 		apPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
 
-	entry := func() (map[string]any, error) {
-		if err := read(); err != nil {
-			return nil, err
-		}
-		policies, _, _ := unstructured.NestedSlice(live.Object, "status", "policy")
-		for _, p := range policies {
-			if m, ok := p.(map[string]any); ok && m["name"] == "team" && m["type"] == "kyverno-policy" {
-				status, _ := m["status"].(map[string]any)
-				return status, nil
-			}
-		}
-		return nil, fmt.Errorf("no kyverno-policy entry in status.policy: %v", policies)
-	}
+	entry := func() (map[string]any, error) { return velaEntryStatus(ctx, hub, app, live, "team") }
 	eventually(t, 60*time.Second, 200*time.Millisecond, "the entry's status in the Application", func() error {
 		_, err := entry()
 		return err
