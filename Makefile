@@ -12,7 +12,7 @@ export POLICYHUB_TESTBIN
 
 GO_TEST_FLAGS ?= -count=1 -timeout 60m
 
-.PHONY: all build generate manifests verify-generated testbin test unit lint fmt vet leftovers bench-sync bench-scale demo images push actionlint help
+.PHONY: all build generate manifests verify-generated testbin test unit lint fmt vet leftovers bench-sync bench-scale demo images push release actionlint help
 all: build
 
 help: ## Show the targets.
@@ -31,6 +31,9 @@ images: ## Build the policyhub-hub and policyhub-agent images (linux/amd64+arm64
 
 push: ## Build the images and push them to $(REGISTRY) (docker login's credentials); prints the digests.
 	go run ./hack/images -out $(IMAGES_DIR) -registry $(REGISTRY) -push
+
+release: images ## Package the charts into _output/charts with the images just built pinned by digest (push them with make push, the charts with helm push).
+	go run ./hack/release -images $(IMAGES_DIR) -registry $(REGISTRY) -out _output/charts
 
 generate: ## Generate deepcopy code for the APIs (controller-gen).
 	$(CONTROLLER_GEN) object paths=./apis/...

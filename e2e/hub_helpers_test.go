@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -124,12 +125,16 @@ func createFleetPolicy(t *testing.T, manifest string) *policyhubv1.FleetPolicy {
 func updateFleetPolicy(t *testing.T, name string, change func(*policyhubv1.FleetPolicy)) {
 	t.Helper()
 	hub := directClient(t, testFleet.Hub.Config)
-	live := &policyhubv1.FleetPolicy{}
-	if err := hub.Get(context.Background(), client.ObjectKey{Name: name}, live); err != nil {
-		t.Fatal(err)
-	}
-	change(live)
-	if err := hub.Update(context.Background(), live); err != nil {
+	// The hub writes the status meanwhile (a new resourceVersion): read again and retry.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live := &policyhubv1.FleetPolicy{}
+		if err := hub.Get(context.Background(), client.ObjectKey{Name: name}, live); err != nil {
+			return err
+		}
+		change(live)
+		return hub.Update(context.Background(), live)
+	})
+	if err != nil {
 		t.Fatalf("update FleetPolicy %s: %v", name, err)
 	}
 }

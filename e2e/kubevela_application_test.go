@@ -126,16 +126,12 @@ func TestKubeVelaApplicationPolicyLifecycle(t *testing.T) {
 	}
 
 	// Remove the entry: its ApplicationPolicy goes, and with it the Policies in both clusters.
-	if err := hub.Get(ctx, client.ObjectKeyFromObject(app), live); err != nil {
-		t.Fatal(err)
-	}
-	policies, _, _ := unstructured.NestedSlice(live.Object, "spec", "policies")
-	if err := unstructured.SetNestedSlice(live.Object, policies[1:], "spec", "policies"); err != nil {
-		t.Fatal(err)
-	}
-	if err := hub.Update(ctx, live); err != nil {
-		t.Fatal(err)
-	}
+	updateVelaApplication(t, hub, ns, app.GetName(), func(app *unstructured.Unstructured) {
+		policies, _, _ := unstructured.NestedSlice(app.Object, "spec", "policies")
+		if err := unstructured.SetNestedSlice(app.Object, policies[1:], "spec", "policies"); err != nil {
+			t.Fatal(err)
+		}
+	})
 	eventually(t, 90*time.Second, 500*time.Millisecond, "the Policies pruned from both clusters", func() error {
 		for _, c := range []string{"cluster-1", "cluster-2"} {
 			if got := ownedPolicies(t, c, "kyverno.io/v1", "Policy", ns); len(got) != 0 {
