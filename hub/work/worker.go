@@ -417,18 +417,21 @@ func (ws *Workers) pass(ctx context.Context, w *worker, decls []Declaration, tok
 	if ws.opts.Observe != nil {
 		ws.opts.Observe(res)
 	}
-	// Which synced declarations Kyverno has not confirmed yet (read before ws.mu: it reads the cache).
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if ctx.Err() != nil {
+		return 0 // stopped (Forget, Close): nothing to publish
+	}
+	// Which synced declarations Kyverno has not confirmed yet. Read under ws.mu: a readiness
+	// change the cache gets after this read waits in ownedChanged for the lock, and then finds
+	// what it confirms in w.awaiting. (The cache's store is updated before its handlers run, so
+	// reading it here does not wait for them.)
 	waiting := make([]map[plan.Key]bool, len(res.Declarations))
 	for i, r := range res.Declarations {
 		if r.Phase == policyhubv1.ClusterPhaseSynced {
 			waiting[i] = ws.syncer.unconfirmed(ctx, cluster.Name, decls[i])
 			r.InForce = ptr.To(len(waiting[i]) == 0)
 		}
-	}
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	if ctx.Err() != nil {
-		return 0 // stopped (Forget, Close): nothing to publish
 	}
 	w.seq++
 	var changed []string
