@@ -107,24 +107,21 @@ func repoRoot() (string, error) {
 
 // KubectlPath is the kubectl `make testbin` builds, of the fleet's Kubernetes version.
 func KubectlPath() (string, error) {
-	dir, err := TestbinDir()
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "kube-apiserver-"+KubernetesVersion, "kubectl")
-	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("%s is missing: run `make testbin`", path)
-	}
-	return path, nil
+	return testbinProgram("kube-apiserver-"+KubernetesVersion, "kubectl")
 }
 
 // VelaPath is KubeVela's CLI (vela) `make testbin` builds, of the fleet's vela-core version.
 func VelaPath() (string, error) {
-	dir, err := TestbinDir()
+	return testbinProgram("kubevela-"+KubeVelaVersion, "vela")
+}
+
+// testbinProgram is a program `make testbin` built into dir of the testbin directory.
+func testbinProgram(dir, name string) (string, error) {
+	root, err := TestbinDir()
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, "kubevela-"+KubeVelaVersion, "vela")
+	path := filepath.Join(root, dir, name)
 	if _, err := os.Stat(path); err != nil {
 		return "", fmt.Errorf("%s is missing: run `make testbin`", path)
 	}
