@@ -1,0 +1,204 @@
+package rollout
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// Phase is where a wave is.
+type Phase string
+
+const (
+	// Pending: not reached yet; its clusters get nothing.
+	Pending Phase = "Pending"
+	// Auditing: the policy runs in Audit; the wave waits for its clusters' reports on it.
+	Auditing Phase = "Auditing"
+	// Waiting: the reports are in; the gate does not hold yet, or the soak or an approval is due.
+	Waiting Phase = "Waiting"
+	// Enforcing: promoted; the policy is being synced in Enforce.
+	Enforcing Phase = "Enforcing"
+	// Done: in force in Enforce in every cluster of the wave.
+	Done Phase = "Done"
+)
+
+// Gate is what a wave must show, measured in Audit, before it is promoted to Enforce.
+type Gate struct {
+	// MaxFail and MaxBlocked bound the fail results and the would-be-blocked admissions of the
+	// declaration's policies, summed over the wave's clusters.
+	MaxFail, MaxBlocked int64
+	// Soak is how long the gate must hold without a break.
+	Soak time.Duration
+	// Approval asks for a person's approval as well.
+	Approval bool
+}
+
+// Wave is a set of clusters promoted together.
+type Wave struct {
+	Name     string
+	Clusters []string
+	Gate     Gate
+}
+
+// Measure is what one cluster says of the declaration's current version.
+type Measure struct {
+	// Fresh: the cluster's agent generated its summary after the cluster received the current
+	// version in the wave's current mode; a wave is never judged on older reports.
+	Fresh bool
+	// Fail and Blocked: the declaration's fail results and would-be-blocked admissions there.
+	Fail, Blocked int64
+	// Synced: the cluster holds the current version in the mode its wave wants, in force.
+	Synced bool
+}
+
+// WaveState is a wave's state, as status shows it.
+type WaveState struct {
+	Name  string
+	Phase Phase
+	// Since is when the wave entered its phase.
+	Since time.Time
+	// HoldingSince is when the gate started to hold without a break (nil while it does not).
+	HoldingSince *time.Time
+	// Reason says why a wave waits, with the measured values.
+	Reason string
+	// Fail and Blocked are the wave's last measured sums.
+	Fail, Blocked int64
+}
+
+// Input is everything a step depends on.
+type Input struct {
+	Waves []Wave
+	// Previous are the waves' states after the last step (by name; a wave not there is Pending).
+	Previous []WaveState
+	// Measures are by cluster.
+	Measures map[string]Measure
+	// Approved are the waves a person approved.
+	Approved map[string]bool
+	Paused   bool
+	Now      time.Time
+}
+
+// Output is the next state.
+type Output struct {
+	Waves []WaveState
+	// Modes are the modes of the clusters that get the policy; the clusters of Pending waves
+	// are absent.
+	Modes map[string]policyhubv1.Mode
+	// Done is true once every wave is.
+	Done bool
+}
+
+// Next makes one step of the rollout. Several waves may move in one step (a wave done lets the
+// next start). A wave entering Auditing or Enforcing stops there for the step: the measures given
+// are of what its clusters held before, so it is judged from the next step on.
+func Next(in Input) Output {
+	prev := map[string]WaveState{}
+	for _, s := range in.Previous {
+		prev[s.Name] = s
+	}
+	out := Output{Modes: map[string]policyhubv1.Mode{}, Done: true}
+	reached := true // every wave before this one is Done
+	for _, w := range in.Waves {
+		s, ok := prev[w.Name]
+		if !ok || s.Phase == "" {
+			s = WaveState{Name: w.Name, Phase: Pending}
+		}
+		if !in.Paused && reached {
+			s = step(w, s, in)
+		}
+		switch s.Phase {
+		case Auditing, Waiting:
+			setModes(out.Modes, w.Clusters, policyhubv1.ModeAudit)
+		case Enforcing, Done:
+			setModes(out.Modes, w.Clusters, policyhubv1.ModeEnforce)
+		}
+		reached = reached && s.Phase == Done
+		out.Done = out.Done && s.Phase == Done
+		out.Waves = append(out.Waves, s)
+	}
+	return out
+}
+
+// step moves the reached wave w from s as far as the input allows.
+func step(w Wave, s WaveState, in Input) WaveState {
+	enter := func(p Phase) {
+		s.Phase, s.Since, s.Reason = p, in.Now, ""
+	}
+	if s.Phase == Pending {
+		// Measures are of what the clusters held before: judged from the next step on.
+		enter(Auditing)
+		return s
+	}
+	if s.Phase == Auditing || s.Phase == Waiting {
+		if stale := unreported(w.Clusters, in.Measures); len(stale) > 0 {
+			s.Reason = "waiting for reports on the current version from " + strings.Join(stale, ", ")
+			return s
+		}
+		if s.Phase == Auditing {
+			enter(Waiting)
+		}
+		s.Fail, s.Blocked = 0, 0
+		for _, c := range w.Clusters {
+			s.Fail += in.Measures[c].Fail
+			s.Blocked += in.Measures[c].Blocked
+		}
+		switch {
+		case s.Fail > w.Gate.MaxFail:
+			s.HoldingSince = nil
+			s.Reason = fmt.Sprintf("%d fail results, at most %d allowed", s.Fail, w.Gate.MaxFail)
+			return s
+		case s.Blocked > w.Gate.MaxBlocked:
+			s.HoldingSince = nil
+			s.Reason = fmt.Sprintf("%d admissions would be blocked, at most %d allowed", s.Blocked, w.Gate.MaxBlocked)
+			return s
+		}
+		if s.HoldingSince == nil {
+			since := in.Now
+			s.HoldingSince = &since
+		}
+		if held := in.Now.Sub(*s.HoldingSince); held < w.Gate.Soak {
+			s.Reason = fmt.Sprintf("soaking: the gate has held for %s of %s", held.Round(time.Second), w.Gate.Soak)
+			return s
+		}
+		if w.Gate.Approval && !in.Approved[w.Name] {
+			s.Reason = "waiting for approval"
+			return s
+		}
+		// Synced says the clusters hold the mode of the last step (Audit): Done is judged from
+		// the next step on, once Enforce was applied.
+		enter(Enforcing)
+		s.HoldingSince = nil
+		return s
+	}
+	if s.Phase == Enforcing {
+		for _, c := range w.Clusters {
+			if !in.Measures[c].Synced {
+				s.Reason = "enforcing: waiting for " + c
+				return s
+			}
+		}
+		enter(Done)
+	}
+	return s
+}
+
+// unreported lists the clusters without a fresh measure, sorted.
+func unreported(clusters []string, measures map[string]Measure) []string {
+	var out []string
+	for _, c := range clusters {
+		if !measures[c].Fresh {
+			out = append(out, c)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func setModes(modes map[string]policyhubv1.Mode, clusters []string, mode policyhubv1.Mode) {
+	for _, c := range clusters {
+		modes[c] = mode
+	}
+}
