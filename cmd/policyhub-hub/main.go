@@ -61,7 +61,7 @@ func main() {
 func run() error {
 	var o options
 	fs := flag.CommandLine
-	fs.StringVar(&o.hubID, "hub-id", "policyhub", "This hub's id: the value of the policyhub.io/managed-by label on every object it writes in a managed cluster. Objects with another id are never touched.")
+	fs.StringVar(&o.hubID, "hub-id", policyhubv1.DefaultHubID, "This hub's id: the value of the policyhub.io/managed-by label on every object it writes in a managed cluster. Objects with another id are never touched.")
 	fs.StringVar(&o.identity, "identity", "", "This process's identity in the clusters' sync Leases (default: <hub-id>/<hostname>-<random>).")
 	fs.StringVar(&o.gatewayURL, "gateway-url", "", "Reach cluster-gateway directly at this URL (with this process's hub credentials) instead of through the hub's aggregation layer.")
 	fs.StringVar(&o.gatewayCAFile, "gateway-ca-file", "", "CA bundle that verifies --gateway-url (default: the hub's CA).")

@@ -34,6 +34,8 @@ const (
 // The hub publishes its id on the hub, so that the CLI need not be told it: a ConfigMap
 // HubInfoName in the hub's namespace, labelled LabelHubInfo, its id under HubInfoIDKey.
 const (
+	// DefaultHubID is policyhub-hub's --hub-id when none is given.
+	DefaultHubID = "policyhub"
 	HubInfoName  = "policyhub-hub-info"
 	LabelHubInfo = "policyhub.io/hub-info"
 	HubInfoIDKey = "hubID"

@@ -38,13 +38,10 @@ func readHubID(ctx context.Context, c client.Reader) (string, error) {
 	return "", fmt.Errorf("several hubs publish their id on this cluster: %v; choose one with --hub-id", where)
 }
 
-// defaultHubID is policyhub-hub's own default --hub-id.
-const defaultHubID = "policyhub"
-
 // resolveHubID sets the hub's id, unless --hub-id gave it: the id the hub published, else
 // policyhub-hub's default.
-func (o *options) resolveHubID(ctx context.Context, hub client.Reader, explicit bool) error {
-	if explicit {
+func (o *options) resolveHubID(ctx context.Context, hub client.Reader) error {
+	if o.hubID != "" {
 		return nil
 	}
 	id, err := readHubID(ctx, hub)
@@ -52,7 +49,7 @@ func (o *options) resolveHubID(ctx context.Context, hub client.Reader, explicit 
 		return err
 	}
 	if id == "" {
-		id = defaultHubID
+		id = policyhubv1.DefaultHubID
 	}
 	o.hubID = id
 	return nil

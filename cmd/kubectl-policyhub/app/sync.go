@@ -203,7 +203,7 @@ func (so *syncOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := so.resolveHubID(ctx, hub, so.hubID != ""); err != nil {
+	if err := so.resolveHubID(ctx, hub); err != nil {
 		return err
 	}
 	inv, err := placement.ReadInventory(ctx, hub, so.secretNamespace)
