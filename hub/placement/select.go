@@ -30,6 +30,15 @@ type Inventory struct {
 	Placements map[types.NamespacedName]bool
 }
 
+// placementKey is the OCM Placement a placementRef names; defaultNamespace is used without one.
+func placementKey(ref *policyhubv1.PlacementRef, defaultNamespace string) types.NamespacedName {
+	key := types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}
+	if key.Namespace == "" {
+		key.Namespace = defaultNamespace
+	}
+	return key
+}
+
 // MissingPlacement says why the placement's placementRef selects nothing when the Placement it
 // names does not exist (or OCM is not installed), naming the field what (e.g. spec.placement);
 // "" when it exists or there is no placementRef.
@@ -37,10 +46,7 @@ func MissingPlacement(p policyhubv1.Placement, inv Inventory, defaultNamespace, 
 	if p.PlacementRef == nil {
 		return ""
 	}
-	ref := types.NamespacedName{Namespace: p.PlacementRef.Namespace, Name: p.PlacementRef.Name}
-	if ref.Namespace == "" {
-		ref.Namespace = defaultNamespace
-	}
+	ref := placementKey(p.PlacementRef, defaultNamespace)
 	name := ref.Name
 	if ref.Namespace != "" {
 		name = ref.String()
@@ -96,11 +102,7 @@ func Select(p policyhubv1.Placement, inv Inventory, defaultNamespace string) ([]
 		}
 	}
 	if p.PlacementRef != nil {
-		ref := types.NamespacedName{Namespace: p.PlacementRef.Namespace, Name: p.PlacementRef.Name}
-		if ref.Namespace == "" {
-			ref.Namespace = defaultNamespace
-		}
-		for _, name := range inv.Decisions[ref] {
+		for _, name := range inv.Decisions[placementKey(p.PlacementRef, defaultNamespace)] {
 			picked[name] = true
 		}
 	}
