@@ -65,6 +65,9 @@ func addResult(d *Digest, res map[string]any) {
 		d.Policies = append(d.Policies, PolicyCounts{Policy: key, Severity: severity, Category: category})
 		pc = &d.Policies[len(d.Policies)-1]
 	}
+	if at := timestamp(res["timestamp"]); !at.IsZero() && (pc.Oldest.IsZero() || at.Before(pc.Oldest)) {
+		pc.Oldest = at
+	}
 	result := str(res, "result")
 	switch result {
 	case "pass":

@@ -18,7 +18,7 @@ kind: PolicyReport
 metadata: {name: 6a1b, namespace: shop}
 scope: {apiVersion: apps/v1, kind: Deployment, namespace: shop, name: web, uid: 6a1b}
 results:
-- {policy: require-labels, rule: check-team, result: fail, severity: medium, category: Best Practices, source: kyverno, message: "validation error: label team is required", timestamp: {seconds: 1795000000, nanos: 0}}
+- {policy: require-labels, rule: check-team, result: fail, severity: medium, category: Best Practices, source: kyverno, message: "validation error: label team is required", timestamp: {seconds: 1795000050, nanos: 0}}
 - {policy: require-labels, rule: check-owner, result: pass, source: kyverno, timestamp: {seconds: 1795000000, nanos: 0}}
 - {policy: shop/limits, rule: check-limits, result: error, source: kyverno, message: boom, timestamp: {seconds: 1795000100, nanos: 0}}
 - {policy: no-latest, result: warn, source: KyvernoValidatingPolicy, timestamp: {seconds: 1795000000, nanos: 0}}
@@ -53,9 +53,10 @@ func TestDigestReport(t *testing.T) {
 		t.Errorf("resource %+v", d.Resource)
 	}
 	want := []PolicyCounts{
-		{Policy: PolicyKey{Kind: "ClusterPolicy", Name: "require-labels"}, Severity: "medium", Category: "Best Practices", Counts: Counts{Pass: 1, Fail: 1}},
-		{Policy: PolicyKey{Kind: "Policy", Namespace: "shop", Name: "limits"}, Counts: Counts{Error: 1}},
-		{Policy: PolicyKey{Kind: "ValidatingPolicy", Name: "no-latest"}, Counts: Counts{Warn: 1, Skip: 1}},
+		// Oldest: the oldest of the policy's results, not the first.
+		{Policy: PolicyKey{Kind: "ClusterPolicy", Name: "require-labels"}, Severity: "medium", Category: "Best Practices", Counts: Counts{Pass: 1, Fail: 1}, Oldest: time.Unix(1795000000, 0).UTC()},
+		{Policy: PolicyKey{Kind: "Policy", Namespace: "shop", Name: "limits"}, Counts: Counts{Error: 1}, Oldest: time.Unix(1795000100, 0).UTC()},
+		{Policy: PolicyKey{Kind: "ValidatingPolicy", Name: "no-latest"}, Counts: Counts{Warn: 1, Skip: 1}, Oldest: time.Unix(1795000000, 0).UTC()},
 	}
 	if len(d.Policies) != len(want) {
 		t.Fatalf("policies %+v, want %+v", d.Policies, want)

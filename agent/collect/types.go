@@ -37,6 +37,8 @@ type PolicyCounts struct {
 	// Severity and Category as the results carry them (from the policy's annotations).
 	Severity, Category string
 	Counts             Counts
+	// Oldest is when the oldest of these results was made (zero when none says).
+	Oldest time.Time
 }
 
 // Violation is one fail or error result.

@@ -175,9 +175,11 @@ type nsName struct{ namespace, name string }
 
 // policy is one policy of the summary: every key that names it, merged.
 type policy struct {
-	key     collect.PolicyKey
-	ref     int32 // index of its policy string in fold.refs
-	counts  policyhubv1.ResultCounts
+	key    collect.PolicyKey
+	ref    int32 // index of its policy string in fold.refs
+	counts policyhubv1.ResultCounts
+	// oldest is when the oldest of its results was made.
+	oldest  time.Time
 	blocked int64
 	// lastBlock is the newest refused admission of the policy.
 	lastBlock *collect.Block
@@ -436,6 +438,9 @@ func (f *fold) count(apps *topK[appEntry]) {
 			p := f.rawPols[f.rawAt(i, pc.Policy)]
 			addCounts(&p.counts, pc.Counts)
 			addCounts(&f.totals, pc.Counts)
+			if !pc.Oldest.IsZero() && (p.oldest.IsZero() || pc.Oldest.Before(p.oldest)) {
+				p.oldest = pc.Oldest
+			}
 			p.severity.add(pc.Severity)
 			p.category.add(pc.Category)
 			if cur >= 0 {
@@ -505,18 +510,27 @@ func (f *fold) topPolicies(n int) ([]policyhubv1.PolicySummary, int) {
 	top := newTopK(n, comparePolicyPriority)
 	for _, p := range f.policies {
 		top.offer(policyhubv1.PolicySummary{
-			Name:        p.key.Name,
-			Namespace:   p.key.Namespace,
-			Kind:        p.key.Kind,
-			Title:       policyhubv1.CutUTF8(p.info.Title, maxTitle),
-			Category:    cmp.Or(p.info.Category, p.category.best()),
-			Severity:    p.resolvedSeverity(),
-			Results:     p.counts,
-			Blocked:     p.blocked,
-			LastBlocked: lastBlocked(p.lastBlock),
+			Name:         p.key.Name,
+			Namespace:    p.key.Namespace,
+			Kind:         p.key.Kind,
+			Title:        policyhubv1.CutUTF8(p.info.Title, maxTitle),
+			Category:     cmp.Or(p.info.Category, p.category.best()),
+			Severity:     p.resolvedSeverity(),
+			Results:      p.counts,
+			OldestResult: resultTime(p.oldest),
+			Blocked:      p.blocked,
+			LastBlocked:  lastBlocked(p.lastBlock),
 		})
 	}
 	return top.sorted(), len(f.policies)
+}
+
+// resultTime is the API form of a result's time (nil when unknown), in whole seconds as reports have it.
+func resultTime(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &metav1.Time{Time: t.UTC().Truncate(time.Second)}
 }
 
 // resolvedSeverity is the policy's severity: its annotation, else what its results say most often.

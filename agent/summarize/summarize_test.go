@@ -392,3 +392,26 @@ func TestHash(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A policy's oldest result is the oldest over every report: a rollout reads it to tell whether
+// Kyverno evaluated every resource again since the policy changed.
+func TestSummarizeOldestResult(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	pc := func(oldest time.Time) collect.PolicyCounts {
+		c := counts(disallowLatest, collect.Counts{Pass: 1})
+		c.Oldest = oldest
+		return c
+	}
+	got := Summarize(collect.Snapshot{Digests: []*collect.Digest{
+		{Report: "r1", Resource: pod("a", "pod-1"), Policies: []collect.PolicyCounts{pc(t0.Add(time.Minute))}},
+		{Report: "r2", Resource: pod("a", "pod-2"), Policies: []collect.PolicyCounts{pc(t0)}},
+		{Report: "r3", Resource: pod("b", "pod-1"), Policies: []collect.PolicyCounts{pc(time.Time{})}}, // a result without a time
+	}}, Options{Cluster: "east-1"})
+	if len(got.Policies) != 1 || got.Policies[0].OldestResult == nil || !got.Policies[0].OldestResult.Time.Equal(t0) {
+		t.Fatalf("policies %+v, want one whose oldest result is %v", got.Policies, t0)
+	}
+	none := Summarize(collect.Snapshot{Digests: []*collect.Digest{{Report: "r", Resource: pod("a", "p"), Policies: []collect.PolicyCounts{pc(time.Time{})}}}}, Options{Cluster: "east-1"})
+	if none.Policies[0].OldestResult != nil {
+		t.Errorf("no result has a time: oldest %v, want none", none.Policies[0].OldestResult)
+	}
+}

@@ -28,29 +28,51 @@ type Results struct {
 	// ReportTime is when the agent generated the summary.
 	ReportTime *metav1.Time
 	Stale      bool
+	// OldestResult is when the oldest result of the policies was made (zero when none says).
+	OldestResult time.Time
+	// Unlisted are how many of the policies the summary has no entry for: Kyverno reported
+	// nothing for them (yet), or the agent cut them.
+	Unlisted int
 }
 
 // ForPolicies sums the summary's results of the given policies. A summary entry without a kind
 // (a report that did not say) matches by namespace and name.
 func ForPolicies(s *policyhubv1.PolicyReportSummarySpec, policies []Policy, now time.Time) Results {
 	r := Results{ReportTime: s.GeneratedAt.DeepCopy(), Stale: Stale(s, now)}
+	// Called per cluster and declaration on every status: no allocation for the usual few policies.
+	var few [8]bool
+	listed := few[:min(len(policies), len(few))]
+	if len(policies) > len(few) {
+		listed = make([]bool, len(policies))
+	}
 	for _, p := range s.Policies {
-		if !matches(p, policies) {
+		i := match(p, policies)
+		if i < 0 {
 			continue
 		}
+		listed[i] = true
 		Add(&r.Counts, p.Results)
 		r.Blocked += p.Blocked
+		if p.OldestResult != nil && (r.OldestResult.IsZero() || p.OldestResult.Time.Before(r.OldestResult)) {
+			r.OldestResult = p.OldestResult.Time
+		}
+	}
+	for _, l := range listed {
+		if !l {
+			r.Unlisted++
+		}
 	}
 	return r
 }
 
-func matches(p policyhubv1.PolicySummary, policies []Policy) bool {
-	for _, want := range policies {
+// match is the index of the policy the summary entry is about, or -1.
+func match(p policyhubv1.PolicySummary, policies []Policy) int {
+	for i, want := range policies {
 		if p.Name == want.Name && p.Namespace == want.Namespace && (p.Kind == "" || p.Kind == want.Kind) {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // Add adds b's counts to a.

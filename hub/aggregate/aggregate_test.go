@@ -16,25 +16,27 @@ func TestForPolicies(t *testing.T) {
 		Cluster:     "cluster-1",
 		GeneratedAt: &metav1.Time{Time: generated},
 		Policies: []policyhubv1.PolicySummary{
-			{Name: "require-labels", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Pass: 3, Fail: 2}, Blocked: 1},
+			{Name: "require-labels", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Pass: 3, Fail: 2}, Blocked: 1, OldestResult: &metav1.Time{Time: generated.Add(-time.Minute)}},
 			{Name: "require-labels", Namespace: "shop", Kind: "Policy", Results: policyhubv1.ResultCounts{Fail: 7}},
-			{Name: "no-latest", Results: policyhubv1.ResultCounts{Warn: 4, Error: 1}}, // the report did not say the kind
+			{Name: "no-latest", Results: policyhubv1.ResultCounts{Warn: 4, Error: 1}, OldestResult: &metav1.Time{Time: generated.Add(-time.Hour)}}, // the report did not say the kind
 			{Name: "other", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: 100}},
 		},
 	}
 	for _, tc := range []struct {
-		name        string
-		policies    []Policy
-		now         time.Time
-		wantCounts  policyhubv1.ResultCounts
-		wantBlocked int64
-		wantStale   bool
+		name         string
+		policies     []Policy
+		now          time.Time
+		wantCounts   policyhubv1.ResultCounts
+		wantBlocked  int64
+		wantStale    bool
+		wantOldest   time.Time
+		wantUnlisted int
 	}{
 		{
 			name:       "cluster-scoped policy, not the same-named namespaced one",
 			policies:   []Policy{{Kind: "ClusterPolicy", Name: "require-labels"}},
 			now:        generated.Add(time.Minute),
-			wantCounts: policyhubv1.ResultCounts{Pass: 3, Fail: 2}, wantBlocked: 1,
+			wantCounts: policyhubv1.ResultCounts{Pass: 3, Fail: 2}, wantBlocked: 1, wantOldest: generated.Add(-time.Minute),
 		},
 		{
 			name:       "namespaced policy",
@@ -46,18 +48,18 @@ func TestForPolicies(t *testing.T) {
 			name:       "an entry without kind matches by name",
 			policies:   []Policy{{Kind: "ValidatingPolicy", Name: "no-latest"}},
 			now:        generated,
-			wantCounts: policyhubv1.ResultCounts{Warn: 4, Error: 1},
+			wantCounts: policyhubv1.ResultCounts{Warn: 4, Error: 1}, wantOldest: generated.Add(-time.Hour),
 		},
 		{
 			name:       "several policies add up",
 			policies:   []Policy{{Kind: "ClusterPolicy", Name: "require-labels"}, {Kind: "ValidatingPolicy", Name: "no-latest"}},
 			now:        generated,
-			wantCounts: policyhubv1.ResultCounts{Pass: 3, Fail: 2, Warn: 4, Error: 1}, wantBlocked: 1,
+			wantCounts: policyhubv1.ResultCounts{Pass: 3, Fail: 2, Warn: 4, Error: 1}, wantBlocked: 1, wantOldest: generated.Add(-time.Hour),
 		},
 		{
-			name:     "a kind mismatch does not match",
+			name:     "a kind mismatch does not match: the policy is unlisted",
 			policies: []Policy{{Kind: "ValidatingPolicy", Name: "other"}},
-			now:      generated,
+			now:      generated, wantUnlisted: 1,
 		},
 		{
 			name:       "three missed heartbeats (default 1m) make it stale",
@@ -70,6 +72,9 @@ func TestForPolicies(t *testing.T) {
 			got := ForPolicies(summary, tc.policies, tc.now)
 			if got.Counts != tc.wantCounts || got.Blocked != tc.wantBlocked || got.Stale != tc.wantStale {
 				t.Errorf("got counts %+v blocked %d stale %v, want %+v %d %v", got.Counts, got.Blocked, got.Stale, tc.wantCounts, tc.wantBlocked, tc.wantStale)
+			}
+			if !got.OldestResult.Equal(tc.wantOldest) || got.Unlisted != tc.wantUnlisted {
+				t.Errorf("oldest result %v, unlisted %d; want %v, %d", got.OldestResult, got.Unlisted, tc.wantOldest, tc.wantUnlisted)
 			}
 			if !got.ReportTime.Time.Equal(generated) {
 				t.Errorf("report time %v, want %v", got.ReportTime, generated)

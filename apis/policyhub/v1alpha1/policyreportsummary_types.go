@@ -42,6 +42,11 @@ type PolicySummary struct {
 	Severity string `json:"severity,omitempty"`
 	// Results counts the policy's results by kind of result.
 	Results ResultCounts `json:"results"`
+	// OldestResult is when Kyverno made the oldest of the policy's results: every result is at
+	// least this recent. Kyverno evaluates every resource again when a policy changes, so once
+	// it is later than the change, all the results are of the policy's current version.
+	// +optional
+	OldestResult *metav1.Time `json:"oldestResult,omitempty"`
 	// Blocked counts admissions the policy refused (Enforce denials write no report).
 	// +optional
 	Blocked int64 `json:"blocked,omitempty"`
