@@ -98,6 +98,21 @@ func TestAdmissionRefusesInvalidDeclarations(t *testing.T) {
 		return func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, path...) }
 	}
 
+	// rollout replaces spec.mode (a rollout decides it) by a rollout of these waves.
+	rollout := func(waves ...any) func(*unstructured.Unstructured) {
+		return func(u *unstructured.Unstructured) {
+			unstructured.RemoveNestedField(u.Object, "spec", "mode")
+			set(map[string]any{"waves": waves}, "spec", "rollout")(u)
+		}
+	}
+	wave := func(name string, clusters ...any) map[string]any {
+		w := map[string]any{"name": name}
+		if len(clusters) > 0 {
+			w["clusters"] = clusters
+		}
+		return w
+	}
+
 	tests := []struct {
 		name   string
 		base   string
@@ -156,6 +171,51 @@ func TestAdmissionRefusesInvalidDeclarations(t *testing.T) {
 			name: "FleetPolicy placementRef without namespace", base: validFleetPolicy,
 			change: set(map[string]any{"name": "prod"}, "spec", "placement", "placementRef"),
 			want:   []string{"placement.placementRef.namespace is required on a FleetPolicy"},
+		},
+		{
+			name: "valid FleetPolicy rollout, a last wave taking the rest", base: validFleetPolicy,
+			change: rollout(wave("staging", "cluster-1"), map[string]any{"name": "prod", "gate": map[string]any{"maxFail": int64(2), "soak": "10m", "approval": true}}),
+		},
+		{
+			name: "FleetPolicy rollout with spec.mode", base: validFleetPolicy,
+			change: func(u *unstructured.Unstructured) {
+				rollout(wave("staging", "cluster-1"))(u)
+				set("Enforce", "spec", "mode")(u)
+			},
+			want: []string{"spec.mode cannot be set with spec.rollout"},
+		},
+		{
+			name: "FleetPolicy rollout with a cluster override's mode", base: validFleetPolicy,
+			change: func(u *unstructured.Unstructured) {
+				rollout(wave("staging", "cluster-1"))(u)
+				set([]any{map[string]any{"clusters": []any{"cluster-1"}, "mode": "Audit"}}, "spec", "clusterOverrides")(u)
+			},
+			want: []string{"spec.clusterOverrides[].mode cannot be set with spec.rollout"},
+		},
+		{
+			name: "FleetPolicy rollout with two waves of one name", base: validFleetPolicy,
+			change: rollout(wave("staging", "cluster-1"), wave("staging", "cluster-2")),
+			want:   []string{"rollout.waves[].name must be unique"},
+		},
+		{
+			name: "FleetPolicy rollout whose first wave selects nothing", base: validFleetPolicy,
+			change: rollout(wave("rest"), wave("prod", "cluster-2")),
+			want:   []string{"only the last rollout wave may select no clusters"},
+		},
+		{
+			name: "FleetPolicy rollout without waves", base: validFleetPolicy,
+			change: rollout(),
+			want:   []string{"spec.rollout.waves"},
+		},
+		{
+			name: "FleetPolicy rollout wave with a bad name", base: validFleetPolicy,
+			change: rollout(wave("Prod_1", "cluster-1")),
+			want:   []string{"spec.rollout.waves[0].name"},
+		},
+		{
+			name: "FleetPolicy rollout gate with a negative maxFail", base: validFleetPolicy,
+			change: rollout(map[string]any{"name": "w", "clusters": []any{"cluster-1"}, "gate": map[string]any{"maxFail": int64(-1)}}),
+			want:   []string{"spec.rollout.waves[0].gate.maxFail"},
 		},
 		{
 			name: "FleetPolicy namespaced Kyverno kind without namespace", base: validFleetPolicy,

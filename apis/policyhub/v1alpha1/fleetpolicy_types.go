@@ -85,6 +85,8 @@ type ClusterOverride struct {
 }
 
 // FleetPolicySpec declares one Kyverno policy and the clusters it must run in.
+// +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.mode)",message="spec.mode cannot be set with spec.rollout: the rollout runs each wave in Audit, then Enforce"
+// +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.clusterOverrides) || self.clusterOverrides.all(o, !has(o.mode))",message="spec.clusterOverrides[].mode cannot be set with spec.rollout: the rollout decides each cluster's mode"
 // +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.placementRef) || (has(self.placement.placementRef.namespace) && size(self.placement.placementRef.namespace) > 0)",message="placement.placementRef.namespace is required on a FleetPolicy, which is cluster-scoped"
 type FleetPolicySpec struct {
 	// Template is the Kyverno policy to run in every selected cluster.
@@ -119,6 +121,12 @@ type FleetPolicySpec struct {
 	// +optional
 	// +kubebuilder:default=true
 	Prune *bool `json:"prune,omitempty"`
+
+	// Rollout rolls the policy out in waves of clusters, each in Audit first and promoted to
+	// Enforce when what Kyverno measured there passes the wave's gate. It decides the mode:
+	// spec.mode and clusterOverrides[].mode cannot be set with it.
+	// +optional
+	Rollout *Rollout `json:"rollout,omitempty"`
 }
 
 // FleetPolicyStatus is the observed state of a FleetPolicy across its clusters.
@@ -142,6 +150,10 @@ type FleetPolicyStatus struct {
 	// Summary totals the clusters' state.
 	// +optional
 	Summary StatusSummary `json:"summary,omitempty"`
+
+	// Rollout is the progressive rollout's state, when spec.rollout is set.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // FleetPolicy runs one Kyverno policy in every cluster its placement selects.
@@ -153,6 +165,7 @@ type FleetPolicyStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.summary.clusters`
 // +kubebuilder:printcolumn:name="Synced",type=integer,JSONPath=`.status.summary.synced`
+// +kubebuilder:printcolumn:name="Wave",type=string,JSONPath=`.status.rollout.currentWave`
 // +kubebuilder:printcolumn:name="Violations",type=integer,JSONPath=`.status.summary.violations`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`

@@ -1,0 +1,157 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// AnnotationRolloutApproved holds a FleetPolicy's manual rollout approvals: comma-separated
+// "wave@revision" entries, each approving one wave for one revision of the template (so an
+// approval never carries over to a later version). `kubectl policyhub rollout approve` writes it.
+const AnnotationRolloutApproved = "policyhub.io/rollout-approved"
+
+// MaxRolloutWaves bounds a rollout's waves, and so its status.
+const MaxRolloutWaves = 20
+
+// Rollout rolls a FleetPolicy out wave by wave: each wave first runs the policy in Audit, and
+// is promoted to Enforce only when its gate holds on fresh agent reports of the current
+// template in the wave's clusters; then the next wave starts. A placed cluster in no wave gets
+// nothing. A new template version rolls out the same way, from the first wave; until their
+// wave is reached, clusters keep the last version that completed the rollout.
+// +kubebuilder:validation:XValidation:rule="self.waves.all(w, self.waves.exists_one(v, v.name == w.name))",message="rollout.waves[].name must be unique"
+// +kubebuilder:validation:XValidation:rule="self.waves.all(w, w == self.waves[size(self.waves)-1] || (has(w.clusters) && size(w.clusters) > 0) || has(w.clusterSelector))",message="only the last rollout wave may select no clusters (it then takes every placed cluster no earlier wave took): give the others clusters or clusterSelector"
+type Rollout struct {
+	// Waves in order. A cluster belongs to the first wave that selects it.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=20
+	Waves []RolloutWave `json:"waves"`
+
+	// Paused holds every wave where it is.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// RolloutWave is a set of placed clusters promoted together.
+type RolloutWave struct {
+	// Name of the wave, e.g. staging.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Clusters of the wave, by name (only those the placement selects).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=1000
+	Clusters []string `json:"clusters,omitempty"`
+
+	// ClusterSelector selects the wave's clusters, among those the placement selects, by label.
+	// Neither clusters nor clusterSelector (last wave only) takes every placed cluster left.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+
+	// Gate is what the wave must show in Audit before it is promoted to Enforce.
+	// +optional
+	Gate RolloutGate `json:"gate,omitempty"`
+}
+
+// RolloutGate is measured from the agents' summaries of the wave's clusters, for this policy
+// only, on reports generated after the clusters received the current version.
+type RolloutGate struct {
+	// MaxFail is the most fail results (existing resources and admissions Kyverno recorded in
+	// Audit) summed over the wave's clusters. Default 0.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxFail int64 `json:"maxFail,omitempty"`
+
+	// MaxBlocked is the most admissions the policy would have blocked. Default 0.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxBlocked int64 `json:"maxBlocked,omitempty"`
+
+	// Soak is how long the gate must hold without a break before the wave is promoted.
+	// +optional
+	Soak *metav1.Duration `json:"soak,omitempty"`
+
+	// Approval asks a person to approve the wave as well (annotation
+	// policyhub.io/rollout-approved, or `kubectl policyhub rollout approve NAME WAVE`).
+	// +optional
+	Approval bool `json:"approval,omitempty"`
+}
+
+// WavePhase is where a wave is in the rollout of the current version.
+// +kubebuilder:validation:Enum=Pending;Auditing;Waiting;Enforcing;Done
+type WavePhase string
+
+const (
+	// WavePending: not reached yet; its clusters keep the last completed version, or get nothing.
+	WavePending WavePhase = "Pending"
+	// WaveAuditing: the current version runs in Audit; waiting for its clusters' fresh reports.
+	WaveAuditing WavePhase = "Auditing"
+	// WaveWaiting: reports are in; waiting for the gate, the soak or an approval.
+	WaveWaiting WavePhase = "Waiting"
+	// WaveEnforcing: promoted; Enforce is being synced.
+	WaveEnforcing WavePhase = "Enforcing"
+	// WaveDone: in force in Enforce in every cluster of the wave.
+	WaveDone WavePhase = "Done"
+)
+
+// RolloutStatus is the rollout of the current template version.
+type RolloutStatus struct {
+	// Revision names the template version being rolled out (a hash of spec.template).
+	// +optional
+	Revision string `json:"revision,omitempty"`
+
+	// CurrentWave is the first wave not Done ("" once every wave is).
+	// +optional
+	CurrentWave string `json:"currentWave,omitempty"`
+
+	// Waves, in the spec's order.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	Waves []WaveStatus `json:"waves,omitempty"`
+
+	// Stable is the last version that completed every wave: the clusters of waves the current
+	// version has not reached keep it.
+	// +optional
+	Stable *StableVersion `json:"stable,omitempty"`
+}
+
+// StableVersion is a template version that completed the rollout.
+type StableVersion struct {
+	// Revision names the version (a hash of its template).
+	Revision string `json:"revision"`
+	// Template is the version's spec.template.
+	Template PolicyTemplate `json:"template"`
+}
+
+// WaveStatus is one wave's state in the rollout of the current version.
+type WaveStatus struct {
+	// Name of the wave.
+	Name string `json:"name"`
+	// Phase is where the wave is: Pending, Auditing, Waiting, Enforcing or Done.
+	Phase WavePhase `json:"phase"`
+	// Since is when the wave entered its phase.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+	// Clusters is how many placed clusters the wave has.
+	// +optional
+	Clusters int32 `json:"clusters,omitempty"`
+	// SyncedAt is when every cluster of the wave first held the current version in Audit;
+	// only reports generated after it count.
+	// +optional
+	SyncedAt *metav1.Time `json:"syncedAt,omitempty"`
+	// HoldingSince is when the gate started to hold without a break.
+	// +optional
+	HoldingSince *metav1.Time `json:"holdingSince,omitempty"`
+	// Fail is the last measured sum of fail results over the wave's clusters.
+	// +optional
+	Fail int64 `json:"fail,omitempty"`
+	// Blocked is the last measured sum of would-be-blocked admissions over the wave's clusters.
+	// +optional
+	Blocked int64 `json:"blocked,omitempty"`
+	// Reason says why the wave waits, with the measured values.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason,omitempty"`
+}
