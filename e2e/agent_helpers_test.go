@@ -30,6 +30,13 @@ import (
 // whose RBAC is config/rbac/agent-hub-access, as an operator would set it up.
 func startAgent(t *testing.T, cluster string) {
 	t.Helper()
+	startAgentBeating(t, cluster, time.Minute)
+}
+
+// startAgentBeating runs the cluster's agent as startAgent does, pushing its unchanged summary
+// again every heartbeat: a rollout judges a wave only on summaries generated after it synced.
+func startAgentBeating(t *testing.T, cluster string, heartbeat time.Duration) {
+	t.Helper()
 	hubCfg := agentHubConfig(t, cluster)
 	ctx, cancel := context.WithCancel(context.Background())
 	ctx = log.IntoContext(ctx, ctrl.Log.WithName("agent"))
@@ -37,7 +44,7 @@ func startAgent(t *testing.T, cluster string) {
 	go func() {
 		done <- agent.Run(ctx, agent.Options{
 			Cluster: cluster, Managed: testFleet.Cluster(cluster).Config, Hub: hubCfg,
-			PushInterval: 500 * time.Millisecond, Heartbeat: time.Minute, DiscoveryInterval: 2 * time.Second,
+			PushInterval: 500 * time.Millisecond, Heartbeat: heartbeat, DiscoveryInterval: 2 * time.Second,
 		})
 	}()
 	t.Cleanup(func() {

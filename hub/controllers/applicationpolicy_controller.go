@@ -167,6 +167,11 @@ func (d *applicationPolicy) setResults(read summaryRead, owned map[string][]aggr
 }
 
 // afterStatus mirrors the status into the KubeVela Application's status.policy entry.
+// progress: an ApplicationPolicy has no rollout; it is in force where its application runs.
+func (d *applicationPolicy) progress([]clusterOutcome, summaryRead, map[string][]aggregate.Policy, time.Time) progress {
+	return progress{}
+}
+
 func (d *applicationPolicy) afterStatus(ctx context.Context) time.Duration {
 	return d.r.mirror(ctx, d.ApplicationPolicy, d.app)
 }

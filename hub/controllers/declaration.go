@@ -48,10 +48,21 @@ type declaration interface {
 	// setResults sets the agents' results in the status from the accepted summaries and says
 	// when the first fresh results turn stale.
 	setResults(read summaryRead, owned map[string][]aggregate.Policy, now time.Time) time.Time
+	// progress moves what the declaration rolls out, from the clusters' outcomes and summaries.
+	progress(outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress
 	// afterStatus runs once the status is written (e.g. mirroring it elsewhere) and may ask to
 	// be woken again.
 	afterStatus(ctx context.Context) time.Duration
 	deepCopy() declaration
+}
+
+// progress is what a declaration's rollout says after a step.
+type progress struct {
+	// holding says why the declaration is not Ready though its clusters hold what they should
+	// now ("" when nothing holds it); reason is the condition reason for it.
+	holding, reason string
+	// wake is when to reconcile again without an event (zero: no need).
+	wake time.Duration
 }
 
 // declarationStatus points into a declaration's status.
@@ -203,7 +214,9 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 	e.seen.fresh(key, kept)
 	*st.clusters = clusterStatuses(*st.clusters, kept, metav1.NewTime(now))
 	owned := ownedPolicies(targets.Objects)
-	firstStale := d.setResults(readSummaries(ctx, e.reader, *st.clusters), owned, now)
+	read := readSummaries(ctx, e.reader, *st.clusters)
+	firstStale := d.setResults(read, owned, now)
+	prog := d.progress(kept, read, owned, now)
 	*st.observedGeneration = obj.GetGeneration()
 	var reconciling *metav1.Condition
 	switch {
@@ -213,6 +226,13 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 		reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Progressing", Message: fmt.Sprintf("waiting for %d clusters", pending)}
 	}
 	ready := readyCondition(*st.clusters, targets.Unknown, targets.MissingPlacement, obj.GetGeneration())
+	if prog.holding != "" && ready.Status == metav1.ConditionTrue {
+		msg := policyhubv1.TruncateMessage(prog.holding, 1024)
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, prog.reason, msg
+		if reconciling == nil {
+			reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: prog.reason, Message: msg}
+		}
+	}
 	setConditions(st.conditions, ready, reconciling, nil)
 	if err := e.patchStatus(ctx, orig, d); err != nil {
 		return ctrl.Result{}, err
@@ -223,7 +243,7 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 	}
 	emitSyncEvents(e.recorder, obj, *orig.status().clusters, kept)
 	wake := d.afterStatus(ctx)
-	return ctrl.Result{RequeueAfter: minPositive(nextWake(firstStale, now), wake)}, nil
+	return ctrl.Result{RequeueAfter: minPositive(minPositive(nextWake(firstStale, now), wake), prog.wake)}, nil
 }
 
 // keepOutcomes drops the clusters a declaration left and was pruned from, and says whether a

@@ -66,7 +66,7 @@ func (d dispatcher) outcome(w wantedIn) clusterOutcome {
 			Source: w.decl.Source, Phase: policyhubv1.ClusterPhasePending, Message: "waiting for the cluster's worker"}}
 	}
 	result := r.DeclarationResult
-	return clusterOutcome{cluster: w.cluster, result: &result, wrote: r.Wrote, seq: r.Seq}
+	return clusterOutcome{cluster: w.cluster, result: &result, wrote: r.Wrote, wroteAt: r.WroteAt, seq: r.Seq}
 }
 
 // tokenPrune names the wanted state "none of the declaration's objects here".

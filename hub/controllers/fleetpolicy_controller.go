@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -12,6 +13,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
 )
@@ -26,6 +28,9 @@ type FleetPolicyReconciler struct {
 	// synced remembers, per FleetPolicy, the last sync that left every cluster in a final state,
 	// so a reconcile woken only by an agent's summary updates the results without syncing again.
 	seen seenResults
+
+	// Rollouts exports the rollouts' state as metrics.
+	Rollouts *metrics.Rollout
 }
 
 // SetupWithManager registers the reconciler: FleetPolicy spec changes, and changes of the
@@ -68,6 +73,9 @@ func (r *FleetPolicyReconciler) fleetPoliciesInCluster(ctx context.Context, summ
 func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	fp := &policyhubv1.FleetPolicy{}
 	if err := r.Client.Get(ctx, req.NamespacedName, fp); err != nil {
+		if apierrors.IsNotFound(err) && r.Rollouts != nil {
+			r.Rollouts.Delete(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return r.engine(&r.seen).reconcile(ctx, req.NamespacedName, &fleetPolicy{FleetPolicy: fp, r: r})
@@ -77,6 +85,8 @@ func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 type fleetPolicy struct {
 	*policyhubv1.FleetPolicy
 	r *FleetPolicyReconciler
+	// rollout is this reconcile's rollout, when spec.rollout is set (see targets).
+	rollout *rolloutPass
 }
 
 func (d *fleetPolicy) object() client.Object { return d.FleetPolicy }
@@ -84,7 +94,7 @@ func (d *fleetPolicy) statusValue() any      { return d.Status }
 func (d *fleetPolicy) suspended() bool       { return d.Spec.Suspend }
 func (d *fleetPolicy) prune() bool           { return d.Spec.Prune == nil || *d.Spec.Prune }
 func (d *fleetPolicy) deepCopy() declaration {
-	return &fleetPolicy{FleetPolicy: d.FleetPolicy.DeepCopy(), r: d.r}
+	return &fleetPolicy{FleetPolicy: d.FleetPolicy.DeepCopy(), r: d.r, rollout: d.rollout}
 }
 
 func (d *fleetPolicy) status() declarationStatus {
@@ -100,7 +110,14 @@ func (d *fleetPolicy) targets(ctx context.Context) (*render.Targets, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster inventory: %w", err)
 	}
-	return render.FleetPolicyTargets(d.r.HubID, d.FleetPolicy, inv)
+	if d.Spec.Rollout == nil {
+		return render.FleetPolicyTargets(d.r.HubID, d.FleetPolicy, inv)
+	}
+	return render.FleetPolicyRolloutTargets(d.r.HubID, d.FleetPolicy, inv, d.rolloutChooser(inv))
+}
+
+func (d *fleetPolicy) progress(outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress {
+	return d.progressRollout(outcomes, read, owned, now)
 }
 
 func (d *fleetPolicy) setResults(read summaryRead, owned map[string][]aggregate.Policy, now time.Time) time.Time {
@@ -110,4 +127,10 @@ func (d *fleetPolicy) setResults(read summaryRead, owned map[string][]aggregate.
 	return firstStale
 }
 
-func (d *fleetPolicy) afterStatus(context.Context) time.Duration { return 0 }
+func (d *fleetPolicy) afterStatus(context.Context) time.Duration {
+	d.announceRollout()
+	if d.r.Rollouts != nil {
+		d.r.Rollouts.Set(d.Name, d.Status.Rollout)
+	}
+	return 0
+}

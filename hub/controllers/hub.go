@@ -70,7 +70,7 @@ func SetupHub(mgr ctrl.Manager, o HubOptions) (*work.Workers, error) {
 		StatusCoalesce: o.StatusCoalesce, MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 	}
 	setup := func() error {
-		if err := (&FleetPolicyReconciler{DeclarationOptions: declarations}).SetupWithManager(mgr); err != nil {
+		if err := (&FleetPolicyReconciler{DeclarationOptions: declarations, Rollouts: metrics.NewRollout(o.Registry)}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("FleetPolicy controller: %w", err)
 		}
 		departures := &DepartureReconciler{Reader: mgr.GetClient(), SecretNamespace: o.SecretNamespace, Workers: workers, Metrics: syncMetrics, Recheck: o.DepartureRecheck}

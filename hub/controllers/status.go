@@ -20,6 +20,8 @@ type clusterOutcome struct {
 	result  *work.DeclarationResult
 	// wrote is true when the sync changed something in the cluster (and was not announced yet).
 	wrote bool
+	// wroteAt is when the worker last wrote the wanted state (zero: not since it started).
+	wroteAt time.Time
 	// pending is true while the cluster's worker has no result for the wanted state.
 	pending bool
 	// seq orders the worker's results (see work.Result).

@@ -165,6 +165,17 @@ func ContentHash(obj *unstructured.Unstructured) (string, error) {
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
+// TemplateRevision names a version of a policy template: the first 10 hex digits of the
+// sha256 of its JSON (map keys sorted, so equal templates name the same).
+func TemplateRevision(tmpl policyhubv1.PolicyTemplate) (string, error) {
+	data, err := json.Marshal(tmpl)
+	if err != nil {
+		return "", fmt.Errorf("template revision: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])[:10], nil
+}
+
 // Groups of Kyverno's two policy generations.
 const (
 	kyvernoGroup  = "kyverno.io"

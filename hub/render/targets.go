@@ -27,6 +27,8 @@ type Targets struct {
 	// MissingPlacement says why the placementRef selects nothing: the OCM Placement it names
 	// does not exist; "" otherwise.
 	MissingPlacement string
+	// Held are the placed clusters a rollout gives nothing yet, sorted.
+	Held []string
 }
 
 // Clusters are the selected clusters, sorted.
@@ -50,7 +52,7 @@ func (t *Targets) Fingerprint() string {
 		}
 		b.WriteString(";")
 	}
-	fmt.Fprint(&b, t.Unknown, t.MissingPlacement)
+	fmt.Fprint(&b, t.Unknown, t.MissingPlacement, t.Held)
 	return b.String()
 }
 
@@ -73,6 +75,25 @@ func AsInvalid(err error) (*InvalidError, bool) {
 
 // FleetPolicyTargets places and renders a FleetPolicy.
 func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, inv placement.Inventory) (*Targets, error) {
+	return FleetPolicyRolloutTargets(hubID, fp, inv, nil)
+}
+
+// Version is the version of a FleetPolicy one cluster gets during a rollout.
+type Version struct {
+	// Template is the version's template; nil is the spec's.
+	Template *policyhubv1.PolicyTemplate
+	// Revision names a Template given (it keys the renderings shared between clusters).
+	Revision string
+	Mode     policyhubv1.Mode
+}
+
+// Chooser decides the version each placed cluster gets (placed is sorted); a cluster it
+// leaves out gets nothing.
+type Chooser func(placed []string) (map[string]Version, error)
+
+// FleetPolicyRolloutTargets places and renders a FleetPolicy whose versions a rollout chooses
+// (choose nil: every placed cluster gets the spec's template, in the mode placed there).
+func FleetPolicyRolloutTargets(hubID string, fp *policyhubv1.FleetPolicy, inv placement.Inventory, choose Chooser) (*Targets, error) {
 	sel, err := placement.FleetPolicy(fp.Spec, inv)
 	if err != nil {
 		return nil, &InvalidError{Reason: "InvalidPlacement", Err: err}
@@ -85,19 +106,42 @@ func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, inv placement
 	if err := checkClusterCount(len(sel.Targets)); err != nil {
 		return nil, err
 	}
-	// The policy depends only on the mode: render it once per mode, and share it.
-	byMode := map[string]*unstructured.Unstructured{} // "" is the template's own mode
-	for _, target := range sel.Targets {
-		mode := ""
-		if target.Mode != nil {
-			mode = string(*target.Mode)
+	var versions map[string]Version
+	if choose != nil {
+		placed := make([]string, 0, len(sel.Targets))
+		for _, target := range sel.Targets {
+			placed = append(placed, target.Cluster)
 		}
-		obj, ok := byMode[mode]
-		if !ok {
-			if obj, err = FleetPolicy(hubID, fp, target.Mode); err != nil {
-				return nil, &InvalidError{Reason: "InvalidTemplate", Err: err}
+		if versions, err = choose(placed); err != nil {
+			return nil, &InvalidError{Reason: "InvalidRollout", Err: err}
+		}
+	}
+	// The policy depends only on the version and the mode: render it once per pair, and share it.
+	rendered := map[string]*unstructured.Unstructured{} // mode "" is the template's own
+	for _, target := range sel.Targets {
+		tmpl, revision, mode := &fp.Spec.Template, "", target.Mode
+		if choose != nil {
+			v, ok := versions[target.Cluster]
+			if !ok {
+				t.Held = append(t.Held, target.Cluster)
+				continue
 			}
-			byMode[mode] = obj
+			if v.Template != nil {
+				tmpl, revision = v.Template, v.Revision
+			}
+			mode = &v.Mode
+		}
+		key := revision + "/"
+		if mode != nil {
+			key += string(*mode)
+		}
+		obj, ok := rendered[key]
+		if !ok {
+			owner := Owner{HubID: hubID, Kind: "FleetPolicy", Name: fp.Name}
+			if obj, err = Template(owner, *tmpl, fp.Name, mode); err != nil {
+				return nil, &InvalidError{Reason: "InvalidTemplate", Err: fmt.Errorf("render FleetPolicy %s: %w", fp.Name, err)}
+			}
+			rendered[key] = obj
 		}
 		t.Objects[target.Cluster] = []*unstructured.Unstructured{obj}
 		t.DryRun[target.Cluster] = target.DryRun

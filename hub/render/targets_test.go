@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/placement"
@@ -46,5 +47,49 @@ func TestFleetPolicyTargetsClusterCount(t *testing.T) {
 	invalid, ok := AsInvalid(err)
 	if !ok || invalid.Reason != "InvalidPlacement" || !strings.Contains(err.Error(), "spec.placement selects 1001 clusters") {
 		t.Fatalf("error = %v, want InvalidPlacement naming spec.placement and the count", err)
+	}
+}
+
+// Under a rollout each placed cluster gets the version and mode the rollout chooses: the
+// current template in Audit or Enforce, an older template kept until its wave is reached, or
+// nothing (held).
+func TestFleetPolicyRolloutTargets(t *testing.T) {
+	fp := fleetPolicy(t, "staged", clusterPolicy)
+	fp.Spec.Placement.Clusters = []string{"a", "b", "c", "d"}
+	inv := placement.Inventory{Clusters: []placement.Cluster{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}}}
+	old := fp.Spec.Template.DeepCopy()
+	old.Metadata.Annotations = map[string]string{"version": "old"}
+	var placedSeen []string
+	got, err := FleetPolicyRolloutTargets("hub-a", fp, inv, func(placed []string) (map[string]Version, error) {
+		placedSeen = placed
+		return map[string]Version{
+			"a": {Mode: policyhubv1.ModeEnforce},
+			"b": {Mode: policyhubv1.ModeAudit},
+			"c": {Template: old, Revision: "r0", Mode: policyhubv1.ModeEnforce},
+		}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(placedSeen, ",") != "a,b,c,d" || strings.Join(got.Held, ",") != "d" || got.Objects["d"] != nil {
+		t.Fatalf("placed %v, held %v, d got %v; want every placed cluster offered and d held", placedSeen, got.Held, got.Objects["d"])
+	}
+	if got.Objects["c"][0].GetAnnotations()["version"] != "old" || got.Objects["a"][0].GetAnnotations()["version"] != "" {
+		t.Error("c must keep the old template and a get the current one")
+	}
+	action := func(cluster string) string {
+		rules, _, _ := unstructured.NestedSlice(got.Objects[cluster][0].Object, "spec", "rules")
+		a, _, _ := unstructured.NestedString(rules[1].(map[string]any), "validate", "failureAction") // rules[0] mutates
+		return a
+	}
+	if action("a") != "Enforce" || action("b") != "Audit" || action("c") != "Enforce" {
+		t.Errorf("failure actions a=%s b=%s c=%s, want Enforce, Audit, Enforce", action("a"), action("b"), action("c"))
+	}
+	if !strings.Contains(got.Fingerprint(), "[d]") {
+		t.Errorf("fingerprint %q does not change with the held clusters", got.Fingerprint())
+	}
+	_, err = FleetPolicyRolloutTargets("hub-a", fp, inv, func([]string) (map[string]Version, error) { return nil, fmt.Errorf("spec.rollout.waves[0]: bad") })
+	if invalid, ok := AsInvalid(err); !ok || invalid.Reason != "InvalidRollout" {
+		t.Errorf("a chooser's error: %v, want InvalidRollout", err)
 	}
 }

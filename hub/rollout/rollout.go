@@ -9,20 +9,18 @@ import (
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
-// Phase is where a wave is.
-type Phase string
+// Phase is where a wave is: the API's phases (Pending: its clusters get nothing of the
+// current version; Auditing: it runs in Audit and waits for its clusters' reports on it;
+// Waiting: reports are in, the gate, the soak or an approval is due; Enforcing: promoted,
+// Enforce is being synced; Done: in force in Enforce in every cluster of the wave).
+type Phase = policyhubv1.WavePhase
 
 const (
-	// Pending: not reached yet; its clusters get nothing.
-	Pending Phase = "Pending"
-	// Auditing: the policy runs in Audit; the wave waits for its clusters' reports on it.
-	Auditing Phase = "Auditing"
-	// Waiting: the reports are in; the gate does not hold yet, or the soak or an approval is due.
-	Waiting Phase = "Waiting"
-	// Enforcing: promoted; the policy is being synced in Enforce.
-	Enforcing Phase = "Enforcing"
-	// Done: in force in Enforce in every cluster of the wave.
-	Done Phase = "Done"
+	Pending   = policyhubv1.WavePending
+	Auditing  = policyhubv1.WaveAuditing
+	Waiting   = policyhubv1.WaveWaiting
+	Enforcing = policyhubv1.WaveEnforcing
+	Done      = policyhubv1.WaveDone
 )
 
 // Gate is what a wave must show, measured in Audit, before it is promoted to Enforce.
@@ -45,13 +43,14 @@ type Wave struct {
 
 // Measure is what one cluster says of the declaration's current version.
 type Measure struct {
-	// Fresh: the cluster's agent generated its summary after the cluster received the current
-	// version in the wave's current mode; a wave is never judged on older reports.
+	// Synced: the cluster holds the current version in the mode its wave wants, in force.
+	Synced bool
+	// Fresh: what the cluster's agent says of the declaration is of the current version (the
+	// caller decides from the summary and when the version arrived); a wave is never judged on
+	// older reports.
 	Fresh bool
 	// Fail and Blocked: the declaration's fail results and would-be-blocked admissions there.
 	Fail, Blocked int64
-	// Synced: the cluster holds the current version in the mode its wave wants, in force.
-	Synced bool
 }
 
 // WaveState is a wave's state, as status shows it.
@@ -60,6 +59,9 @@ type WaveState struct {
 	Phase Phase
 	// Since is when the wave entered its phase.
 	Since time.Time
+	// SyncedAt is when every cluster of the wave was first seen holding the current version in
+	// Audit (nil before); the wave is judged from then on, on fresh measures.
+	SyncedAt *time.Time
 	// HoldingSince is when the gate started to hold without a break (nil while it does not).
 	HoldingSince *time.Time
 	// Reason says why a wave waits, with the measured values.
@@ -89,6 +91,12 @@ type Output struct {
 	Modes map[string]policyhubv1.Mode
 	// Done is true once every wave is.
 	Done bool
+}
+
+// Modes are the modes the waves' states give their clusters, without a step: what the
+// clusters are synced to before the step's measures are read.
+func Modes(waves []Wave, states []WaveState) map[string]policyhubv1.Mode {
+	return Next(Input{Waves: waves, Previous: states, Paused: true}).Modes
 }
 
 // Next makes one step of the rollout. Several waves may move in one step (a wave done lets the
@@ -130,6 +138,18 @@ func step(w Wave, s WaveState, in Input) WaveState {
 	if s.Phase == Pending {
 		// Measures are of what the clusters held before: judged from the next step on.
 		enter(Auditing)
+		s.SyncedAt, s.HoldingSince, s.Fail, s.Blocked = nil, nil, 0, 0
+		return s
+	}
+	if s.Phase == Auditing && s.SyncedAt == nil {
+		if syncing := unsynced(w.Clusters, in.Measures); len(syncing) > 0 {
+			s.Reason = "syncing the current version in Audit: waiting for " + strings.Join(syncing, ", ")
+			return s
+		}
+		// Judged from the next step on, on reports of what the clusters hold now.
+		synced := in.Now
+		s.SyncedAt = &synced
+		s.Reason = "waiting for reports on the current version"
 		return s
 	}
 	if s.Phase == Auditing || s.Phase == Waiting {
@@ -174,11 +194,9 @@ func step(w Wave, s WaveState, in Input) WaveState {
 		return s
 	}
 	if s.Phase == Enforcing {
-		for _, c := range w.Clusters {
-			if !in.Measures[c].Synced {
-				s.Reason = "enforcing: waiting for " + c
-				return s
-			}
+		if syncing := unsynced(w.Clusters, in.Measures); len(syncing) > 0 {
+			s.Reason = "syncing Enforce: waiting for " + strings.Join(syncing, ", ")
+			return s
 		}
 		enter(Done)
 	}
@@ -187,15 +205,31 @@ func step(w Wave, s WaveState, in Input) WaveState {
 
 // unreported lists the clusters without a fresh measure, sorted.
 func unreported(clusters []string, measures map[string]Measure) []string {
+	return clustersWhere(clusters, measures, func(m Measure) bool { return !m.Fresh })
+}
+
+// unsynced lists the clusters that do not hold what their wave wants yet, sorted.
+func unsynced(clusters []string, measures map[string]Measure) []string {
+	return clustersWhere(clusters, measures, func(m Measure) bool { return !m.Synced })
+}
+
+// clustersWhere lists the clusters whose measure matches, sorted; at most a few are named.
+func clustersWhere(clusters []string, measures map[string]Measure, match func(Measure) bool) []string {
 	var out []string
 	for _, c := range clusters {
-		if !measures[c].Fresh {
+		if match(measures[c]) {
 			out = append(out, c)
 		}
 	}
 	sort.Strings(out)
+	if len(out) > maxNamed {
+		out = append(out[:maxNamed], fmt.Sprintf("%d more", len(out)-maxNamed))
+	}
 	return out
 }
+
+// maxNamed bounds the clusters a reason names: a wave may have a thousand.
+const maxNamed = 5
 
 func setModes(modes map[string]policyhubv1.Mode, clusters []string, mode policyhubv1.Mode) {
 	for _, c := range clusters {

@@ -59,6 +59,9 @@ type Result struct {
 	Token string
 	// Wrote is true when the pass created, updated or deleted one of its objects (not a dry-run).
 	Wrote bool
+	// WroteAt is when a pass last wrote the token's objects (zero when none did since the worker
+	// started): anything Kyverno reports of them from then on is of this version.
+	WroteAt time.Time
 	// Seq numbers the cluster's passes: a larger Seq is a newer result.
 	Seq uint64
 }
@@ -412,6 +415,8 @@ func (ws *Workers) pass(ctx context.Context, w *worker, decls []Declaration, tok
 	ws.mu.Lock()
 	cluster := w.cluster
 	ws.mu.Unlock()
+	// Taken before the pass writes: what Kyverno evaluates after a write is later than this.
+	wroteAt := time.Now()
 	// The probe runs before a pass slot is taken: a dark cluster never holds one.
 	res := ws.syncer.SyncWith(ctx, cluster, decls, true, ws.passes)
 	if ws.opts.Observe != nil {
@@ -444,6 +449,11 @@ func (ws *Workers) pass(ctx context.Context, w *worker, decls []Declaration, tok
 		a := r.Actions
 		next := Result{DeclarationResult: *r, Token: tokens[i], Seq: w.seq,
 			Wrote: a.Created+a.Updated+a.Deleted > 0 && r.Phase != policyhubv1.ClusterPhaseDryRun}
+		if next.Wrote {
+			next.WroteAt = wroteAt
+		} else if prev, ok := w.results[r.Source]; ok && prev.Token == next.Token {
+			next.WroteAt = prev.WroteAt
+		}
 		if retried(r.Phase) {
 			failed = true
 		}
