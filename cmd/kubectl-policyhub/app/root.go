@@ -74,7 +74,7 @@ func Run(ctx context.Context, args []string, streams Streams) int {
 func newRootCommand(o *options) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-policyhub",
-		Short: "Kyverno policies across a fleet of clusters: status, results, dry-runs and pre-deploy checks",
+		Short: "Kyverno policies across a fleet of clusters: status, results, dry-runs, pre-deploy checks and rollouts",
 		Long: `kubectl policyhub talks to the policyhub hub (your current kubeconfig context) and, through
 cluster-gateway, to the managed clusters.
 
