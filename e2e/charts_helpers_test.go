@@ -257,7 +257,7 @@ type chartQuery struct {
 // $cluster by .* (all clusters) and $__rate_interval by rateInterval — and the expr of every
 // alert of the PrometheusRule, rendered with the chart's default alert values. The e2e test with
 // a real Prometheus runs them all.
-func chartPromQL(t *testing.T, rateInterval string) []chartQuery {
+func chartPromQL(t *testing.T, rateInterval, ruleValues string) []chartQuery {
 	t.Helper()
 	var out []chartQuery
 	for _, p := range dashboardPanels(t) {
@@ -266,7 +266,7 @@ func chartPromQL(t *testing.T, rateInterval string) []chartQuery {
 			out = append(out, chartQuery{Source: fmt.Sprintf("dashboard: %s (%s)", p.Title, target.RefID), Expr: expr})
 		}
 	}
-	for _, a := range alertRules(t) {
+	for _, a := range alertRules(t, ruleValues) {
 		out = append(out, chartQuery{Source: "alert: " + a.Alert, Expr: a.Expr})
 	}
 	return out
@@ -318,9 +318,9 @@ type alertRule struct {
 
 // alertRules renders the hub chart's PrometheusRule with the default alert values and returns
 // its rules.
-func alertRules(t *testing.T) []alertRule {
+func alertRules(t *testing.T, values string) []alertRule {
 	t.Helper()
-	r := mustRender(t, hubChartDir, "policyhub-hub", "policyhub-system", chartValues(t, `prometheusRule: {enabled: true}`))
+	r := mustRender(t, hubChartDir, "policyhub-hub", "policyhub-system", chartValues(t, values))
 	return decodeAlertRules(t, r.one(t, "PrometheusRule"))
 }
 

@@ -308,9 +308,9 @@ kubevela: {enabled: true}
 						t.Errorf("alert %s lacks an expr, a severity or annotations: %+v", rule.Alert, rule)
 					}
 				}
-				want := []string{"PolicyhubClusterUnreachable", "PolicyhubSyncFailing", "PolicyhubSummaryStale", "PolicyhubNewFailResults"}
+				want := []string{"PolicyhubClusterUnreachable", "PolicyhubSyncFailing", "PolicyhubSummaryStale", "PolicyhubNewFailResults", "PolicyhubRolloutHeld"}
 				if c.name == "everything set" {
-					want = want[:3]
+					want = slices.Delete(want, 3, 4)
 				}
 				if !slices.Equal(names, want) {
 					t.Errorf("alerts %v, want %v", names, want)
@@ -594,7 +594,7 @@ func TestChartPromQLUsesTheHubsMetrics(t *testing.T) {
 			labelsOf[f.GetName()+"_sum"] = ls
 		}
 	}
-	queries := chartPromQL(t, "5m")
+	queries := chartPromQL(t, "5m", `prometheusRule: {enabled: true}`)
 	used := map[string]bool{}
 	for _, q := range queries {
 		names := metricNameRE.FindAllString(q.Expr, -1)
@@ -657,6 +657,9 @@ func chartHubMetricFamilies(t *testing.T) []*dto.MetricFamily {
 		Policies:     []policyhubv1.PolicySummary{{Name: "p", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: 1}, Blocked: 1}},
 		Applications: []policyhubv1.ApplicationSummary{{Namespace: "shop", Name: "shop", Policy: "p", Results: policyhubv1.ResultCounts{Fail: 1}}},
 	})
+	metrics.NewRollout(reg).Set("p", &policyhubv1.RolloutStatus{Revision: "r", Waves: []policyhubv1.WaveStatus{
+		{Name: "w", Phase: policyhubv1.WaveWaiting, Since: &metav1.Time{Time: now}, Fail: 1, Blocked: 1},
+	}})
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

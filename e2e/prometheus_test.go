@@ -117,6 +117,12 @@ spec:
     kind: ClusterPolicy
     spec: `+indentedSpec("prometheus-conflict"))
 
+	// A rollout held for an approval nobody gives: its wave waits, with gate measurements.
+	createFleetPolicy(t, rolloutPolicy("prometheus-e2e-rollout", ns, `
+    - name: prod
+      clusters: [cluster-2]
+      gate: {approval: true}`, "tier"))
+
 	createFleetPolicy(t, teamLabelPolicy(name, ns, "Audit", "cluster-1", "cluster-2"))
 	waitFleetPolicy(t, name, "synced in both clusters", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Synced"}))
 	// A compliant Deployment: the policy has results in cluster-1, fail 0.
@@ -168,6 +174,7 @@ spec:
 			// Pending, or firing once its `for` (1m) has passed.
 			`ALERTS{alertname="PolicyhubClusterUnreachable", cluster="` + ghost + `"}`,
 			`ALERTS{alertname="PolicyhubSummaryStale", cluster="` + silent + `"}`,
+			`ALERTS{alertname="PolicyhubRolloutHeld", alertstate="firing", policy="prometheus-e2e-rollout", wave="prod"}`,
 		} {
 			if err := prom.wantData(ctx, q); err != nil {
 				return err
@@ -178,7 +185,7 @@ spec:
 	t.Logf("alerts fired after %s", time.Since(start).Round(time.Millisecond))
 
 	// Every expression of the dashboard and the alert rules. The rate interval covers 15 scrapes.
-	queries := chartPromQL(t, "15s")
+	queries := chartPromQL(t, "15s", prometheusTestRules)
 	eventually(t, 30*time.Second, time.Second, "every dashboard and alert expression returns data", func() error {
 		var failed []string
 		for _, q := range queries {
@@ -203,11 +210,15 @@ func joinLines(lines []string) string {
 	return out
 }
 
+// prometheusTestRules are the chart values of the alert rules this test runs: the defaults, but
+// a rollout held a second is held long enough here, so that the test sees that alert fire.
+const prometheusTestRules = `prometheusRule: {enabled: true, alerts: {rolloutHeld: {thresholdSeconds: 1}}}`
+
 // prometheusRulesFile renders the hub chart's PrometheusRule (default alert values) into a
 // Prometheus rules file — its spec.groups — and checks it with promtool.
 func prometheusRulesFile(t *testing.T) string {
 	t.Helper()
-	r := mustRender(t, hubChartDir, "policyhub-hub", "policyhub-system", chartValues(t, `prometheusRule: {enabled: true}`))
+	r := mustRender(t, hubChartDir, "policyhub-hub", "policyhub-system", chartValues(t, prometheusTestRules))
 	rule := r.one(t, "PrometheusRule")
 	groups, ok := rule.Object["spec"].(map[string]any)["groups"]
 	if !ok {
