@@ -71,6 +71,21 @@ func TestSyncWritesAreConditionalOnWhatWasRead(t *testing.T) {
 	if msg := ruleMessage(liveCopy(t, obj)); msg != "configmaps need an owner label" {
 		t.Errorf("message after the update: %q, want the template's", msg)
 	}
+
+	// Deleted after the read: the apiserver creates it anew from the update (an apply may always
+	// create, and a create takes no resourceVersion). The answer's UID tells, so the hub counts
+	// a create, not an update of an object that no longer exists.
+	stale := liveCopy(t, obj)
+	if err := direct.Delete(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	recreated, err := work.Apply(ctx, cluster1, obj, stale, false)
+	if err != nil {
+		t.Fatalf("update of an object deleted since the read: %v", err)
+	}
+	if recreated.GetUID() == "" || recreated.GetUID() == stale.GetUID() || liveCopy(t, obj).GetUID() != recreated.GetUID() {
+		t.Errorf("update of a deleted object: UID %q (read %q, live %q), want a new object's", recreated.GetUID(), stale.GetUID(), liveCopy(t, obj).GetUID())
+	}
 }
 
 // withRuleMessage is a copy of a ClusterPolicy whose first rule has message msg.

@@ -51,6 +51,10 @@ func (s *Syncer) writeOne(ctx context.Context, cc *clusterClients, c *change, dr
 	}
 	applied, err := Apply(ctx, cc.client, c.desired, c.live, dryRun)
 	c.err = err
+	if err == nil && !dryRun && c.action == ActionUpdate && applied.GetUID() != "" && applied.GetUID() != c.live.GetUID() {
+		// Deleted since the read (the cache lagged): the update created it anew. Say so.
+		c.action = ActionCreate
+	}
 	if dryRun && c.err == nil {
 		c.diff = diff(c.live, applied)
 	}
@@ -67,7 +71,9 @@ func (s *Syncer) writeOne(ctx context.Context, cc *clusterClients, c *change, dr
 //     no create-only apply: one that appeared holding exactly the same values would be merged.)
 //
 // Dry-run applies are unconditional, as previews of the write. The object returned is the
-// cluster's answer: the object as applied (or as it would be, for a dry-run).
+// cluster's answer: the object as applied (or as it would be, for a dry-run). An update of an
+// object deleted since the read creates it anew (an apply always may create, and a create takes
+// no resourceVersion): the object returned then has another UID than live.
 func Apply(ctx context.Context, c client.Client, desired, live *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
 	applied := desired.DeepCopy()
 	opts := []client.ApplyOption{client.FieldOwner(FieldManager)}
