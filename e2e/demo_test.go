@@ -25,6 +25,7 @@ func TestDemoOneShot(t *testing.T) {
 	}
 	for _, want := range []string{
 		"$ kubectl policyhub clusters", "$ kubectl policyhub status", "$ kubectl policyhub info shop -n shop",
+		"$ kubectl policyhub rollout status", "require-owner-label",
 		"FleetPolicy/disallow-latest-tag", "Deployment/shop/web",
 		"Kyverno refused it", "The image tag latest is not allowed: pin a version.",
 		"KUBECONFIG=", "/metrics",

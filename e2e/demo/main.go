@@ -111,7 +111,7 @@ func run(ctx context.Context, out io.Writer, oneShot bool) (err error) {
 	if err := d.waitConverged(ctx); err != nil {
 		return err
 	}
-	for _, args := range [][]string{{"clusters"}, {"status"}, {"info", "shop", "-n", "shop"}} {
+	for _, args := range [][]string{{"clusters"}, {"status"}, {"rollout", "status"}, {"info", "shop", "-n", "shop"}} {
 		d.kubectlPolicyhub(ctx, args...)
 	}
 	d.showDenial(ctx)
@@ -241,7 +241,9 @@ func (d *demo) applySamples(ctx context.Context) error {
 	return applyManifests(ctx, staging, string(data))
 }
 
-// declarationsReady says how many FleetPolicies and ApplicationPolicies are Ready.
+// declarationsReady says how many FleetPolicies and ApplicationPolicies are Ready; a FleetPolicy
+// rolled out in waves counts once its rollout is under way (its later waves wait for a soak or
+// a person's approval, which the demo does not give).
 func (d *demo) declarationsReady(ctx context.Context, hub client.Client) (string, bool, error) {
 	fps := &policyhubv1.FleetPolicyList{}
 	aps := &policyhubv1.ApplicationPolicyList{}
@@ -255,9 +257,13 @@ func (d *demo) declarationsReady(ctx context.Context, hub client.Client) (string
 		c := meta.FindStatusCondition(conds, policyhubv1.ConditionReady)
 		return c != nil && c.Status == metav1.ConditionTrue
 	}
+	rollingOut := func(fp *policyhubv1.FleetPolicy) bool {
+		c := meta.FindStatusCondition(fp.Status.Conditions, policyhubv1.ConditionReady)
+		return fp.Spec.Rollout != nil && c != nil && (c.Reason == "RolloutProgressing" || c.Reason == "RolloutPaused")
+	}
 	fpReady, apReady := 0, 0
-	for _, fp := range fps.Items {
-		if ready(fp.Status.Conditions) {
+	for i := range fps.Items {
+		if ready(fps.Items[i].Status.Conditions) || rollingOut(&fps.Items[i]) {
 			fpReady++
 		}
 	}
@@ -266,7 +272,7 @@ func (d *demo) declarationsReady(ctx context.Context, hub client.Client) (string
 			apReady++
 		}
 	}
-	progress := fmt.Sprintf("FleetPolicies ready %d/%d, ApplicationPolicies ready %d/%d", fpReady, len(fps.Items), apReady, len(aps.Items))
+	progress := fmt.Sprintf("FleetPolicies ready or rolling out %d/%d, ApplicationPolicies ready %d/%d", fpReady, len(fps.Items), apReady, len(aps.Items))
 	return progress, fpReady == len(fps.Items) && apReady == len(aps.Items) && len(fps.Items)+len(aps.Items) > 0, nil
 }
 
