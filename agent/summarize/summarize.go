@@ -374,10 +374,7 @@ func (f *fold) ref(s string) int32 {
 // policyRef is how applications and violations name a policy: "name" when cluster-scoped,
 // "namespace/name" when namespaced. Policies of two kinds with one name share it.
 func policyRef(k collect.PolicyKey) string {
-	if k.Namespace == "" {
-		return k.Name
-	}
-	return k.Namespace + "/" + k.Name
+	return policyhubv1.PolicyRef(k.Namespace, k.Name)
 }
 
 // count sums every digest and block into the totals and the policies, and offers each
@@ -594,7 +591,7 @@ func (f *fold) topViolations(n int) ([]policyhubv1.Violation, int64) {
 			eligible++
 			p := f.rawPols[f.rawIndex[v.Policy]]
 			c := candidate{d: d, v: v, ref: f.refs[p.ref], sev: cmp.Or(v.Severity, p.resolvedSeverity()), result: result}
-			c.rank = severityRank(c.sev)
+			c.rank = policyhubv1.SeverityRank(c.sev)
 			top.offer(c)
 		}
 	}
@@ -635,21 +632,11 @@ func resultOf(r string) string {
 	return ""
 }
 
-// severityRank orders Kyverno's severities; unknown ones rank with none.
-func severityRank(s string) int {
-	for i, name := range [...]string{"info", "low", "medium", "high", "critical"} {
-		if strings.EqualFold(s, name) {
-			return i + 1
-		}
-	}
-	return 0
-}
-
 // compareCandidates is the order of spec.violations: most severe, newest, then every field that
 // reaches the output, so that equal candidates convert to equal violations and ties cannot make
 // the result depend on the input's order.
 func compareCandidates(a, b candidate) int {
-	if c := cmp.Compare(b.rank, a.rank); c != 0 {
+	if c := cmp.Compare(a.rank, b.rank); c != 0 { // most severe first
 		return c
 	}
 	if c := b.v.Time.Compare(a.v.Time); c != 0 {

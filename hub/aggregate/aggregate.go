@@ -1,8 +1,6 @@
 package aggregate
 
 import (
-	"fmt"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -112,32 +110,4 @@ func Age(s *policyhubv1.PolicyReportSummarySpec, now time.Time) time.Duration {
 		return 0
 	}
 	return now.Sub(s.GeneratedAt.Time)
-}
-
-// Validate refuses a summary that claims another cluster than the hub namespace it was written
-// to: an agent may write only its own namespace, so a mismatch is a misconfigured or a forged
-// summary, and aggregating it would report one cluster's compliance as another's.
-func Validate(namespace string, s *policyhubv1.PolicyReportSummarySpec) error {
-	if s.Cluster != namespace {
-		return fmt.Errorf("spec.cluster %q does not match the namespace %q the summary was written to: each cluster's agent writes only its own namespace, so this summary is not aggregated", s.Cluster, namespace)
-	}
-	return nil
-}
-
-// SeverityRank orders Kyverno's severities (policies.kyverno.io/severity), most severe first;
-// unknown ones last.
-func SeverityRank(s string) int {
-	switch strings.ToLower(s) {
-	case "critical":
-		return 0
-	case "high":
-		return 1
-	case "medium":
-		return 2
-	case "low":
-		return 3
-	case "info":
-		return 4
-	}
-	return 5
 }

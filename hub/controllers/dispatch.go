@@ -201,7 +201,7 @@ func readSummaries(ctx context.Context, reader client.Reader, clusters []policyh
 	}
 	for i := range list.Items {
 		s := &list.Items[i]
-		if wanted[s.Namespace] && acceptedSummary(s) == nil {
+		if wanted[s.Namespace] && s.Accepted() == nil {
 			summaries[s.Namespace] = &s.Spec
 		}
 	}

@@ -208,10 +208,7 @@ func applicationResults(app string, clusters []policyhubv1.ClusterStatus, summar
 		var blocked int64
 		refs := map[string]bool{}
 		for _, p := range owned[c.Name] {
-			ref := p.Name
-			if p.Namespace != "" {
-				ref = p.Namespace + "/" + p.Name
-			}
+			ref := policyhubv1.PolicyRef(p.Namespace, p.Name)
 			refs[ref] = true
 			r := policyhubv1.ApplicationPolicyResult{Cluster: c.Name, Policy: p.Name}
 			for _, a := range s.Applications {
@@ -250,7 +247,7 @@ func applicationResults(app string, clusters []policyhubv1.ClusterStatus, summar
 	}
 	// The summaries' violations come most severe and newest first; across clusters, keep that.
 	sort.SliceStable(violations, func(i, j int) bool {
-		if a, b := aggregate.SeverityRank(violations[i].Severity), aggregate.SeverityRank(violations[j].Severity); a != b {
+		if a, b := policyhubv1.SeverityRank(violations[i].Severity), policyhubv1.SeverityRank(violations[j].Severity); a != b {
 			return a < b
 		}
 		ti, tj := violations[i].Timestamp, violations[j].Timestamp

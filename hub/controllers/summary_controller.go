@@ -42,15 +42,6 @@ func (r *SummaryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// acceptedSummary is the cluster's summary if the hub may aggregate it: named SummaryName and
-// written for the cluster whose namespace holds it.
-func acceptedSummary(s *policyhubv1.PolicyReportSummary) error {
-	if s.Name != policyhubv1.SummaryName {
-		return fmt.Errorf("the hub reads only the summary named %q in each cluster's namespace; %q is not aggregated", policyhubv1.SummaryName, s.Name)
-	}
-	return aggregate.Validate(s.Namespace, &s.Spec)
-}
-
 // Reconcile checks one summary.
 func (r *SummaryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	now := time.Now
@@ -69,7 +60,7 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	var result ctrl.Result
 	ready := metav1.Condition{Type: policyhubv1.ConditionReady, ObservedGeneration: s.Generation}
 	var stalled *metav1.Condition
-	if err := acceptedSummary(s); err != nil {
+	if err := s.Accepted(); err != nil {
 		if s.Name == policyhubv1.SummaryName {
 			r.Compliance.Forget(s.Namespace)
 		}

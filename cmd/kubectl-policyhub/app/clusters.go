@@ -223,7 +223,7 @@ func clusterSummaries(ctx context.Context, c client.Client) (map[string]*policyh
 	out := map[string]*policyhubv1.PolicyReportSummarySpec{}
 	for i := range list.Items {
 		s := &list.Items[i]
-		if s.Name != policyhubv1.SummaryName || aggregate.Validate(s.Namespace, &s.Spec) != nil {
+		if s.Accepted() != nil {
 			continue
 		}
 		out[s.Namespace] = &s.Spec

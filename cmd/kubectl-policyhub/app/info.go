@@ -293,13 +293,13 @@ func generatedPolicyRef(s *policyhubv1.PolicyReportSummarySpec, apNamespace, nam
 			}
 		}
 	}
-	return cmp.Or(namespace, apNamespace) + "/" + name
+	return policyhubv1.PolicyRef(cmp.Or(namespace, apNamespace), name)
 }
 
 // compareViolations orders violations most severe first, then newest first, then by cluster,
 // policy, resource and rule, so that the order never depends on the sources' order.
 func compareViolations(a, b appViolation) int {
-	if c := cmp.Compare(aggregate.SeverityRank(a.Severity), aggregate.SeverityRank(b.Severity)); c != 0 {
+	if c := cmp.Compare(policyhubv1.SeverityRank(a.Severity), policyhubv1.SeverityRank(b.Severity)); c != 0 {
 		return c
 	}
 	var at, bt time.Time
