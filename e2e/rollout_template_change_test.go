@@ -74,6 +74,14 @@ func TestRolloutTemplateChangeHaltsBeforeProd(t *testing.T) {
 	if p := rolledOutPolicy(t, "cluster-1", name); p == nil || failureAction(p) != "Audit" || !strings.Contains(fmt.Sprint(p.Object["spec"]), "tier") {
 		t.Errorf("staging holds the new version, in Audit: %v", p)
 	}
+	// The CLI's dry-run plans what the hub holds each cluster to: nothing to change anywhere
+	// (a dry-run that rendered the spec's template for every cluster would update both).
+	report, _ := syncCLIDryRunJSON(t, "--policy", name)
+	for _, c := range report.Clusters {
+		if len(c.Declarations) != 1 || c.Declarations[0].Actions.Unchanged != 1 || c.Declarations[0].Actions.Updated != 0 {
+			t.Errorf("sync --dry-run in %s: %+v, want the rollout's version there, unchanged", c.Name, c.Declarations)
+		}
+	}
 	holds(t, 5*time.Second, "prod keeps the previous version while staging halts", func() error {
 		fp := readFleetPolicy(t, name)
 		if w := wave(fp, "prod"); w.Phase != policyhubv1.WavePending {

@@ -16,6 +16,7 @@ import (
 	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
+	"github.com/policyhub/policyhub/hub/rollout"
 )
 
 // Finalizer keeps a FleetPolicy until its policies are pruned from every cluster.
@@ -85,8 +86,10 @@ func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 type fleetPolicy struct {
 	*policyhubv1.FleetPolicy
 	r *FleetPolicyReconciler
-	// rollout is this reconcile's rollout, when spec.rollout is set (see targets).
-	rollout *rolloutPass
+	// rollout is this reconcile's rollout plan, when spec.rollout is set (see targets), and
+	// transitions the Events of its step, recorded once the status is written.
+	rollout     *rollout.Plan
+	transitions []rolloutEvent
 }
 
 func (d *fleetPolicy) object() client.Object { return d.FleetPolicy }
@@ -94,7 +97,7 @@ func (d *fleetPolicy) statusValue() any      { return d.Status }
 func (d *fleetPolicy) suspended() bool       { return d.Spec.Suspend }
 func (d *fleetPolicy) prune() bool           { return d.Spec.Prune == nil || *d.Spec.Prune }
 func (d *fleetPolicy) deepCopy() declaration {
-	return &fleetPolicy{FleetPolicy: d.FleetPolicy.DeepCopy(), r: d.r, rollout: d.rollout}
+	return &fleetPolicy{FleetPolicy: d.FleetPolicy.DeepCopy(), r: d.r, rollout: d.rollout, transitions: d.transitions}
 }
 
 func (d *fleetPolicy) status() declarationStatus {
@@ -110,10 +113,9 @@ func (d *fleetPolicy) targets(ctx context.Context) (*render.Targets, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster inventory: %w", err)
 	}
-	if d.Spec.Rollout == nil {
-		return render.FleetPolicyTargets(d.r.HubID, d.FleetPolicy, inv)
-	}
-	return render.FleetPolicyRolloutTargets(d.r.HubID, d.FleetPolicy, inv, d.rolloutChooser(inv))
+	t, plan, err := rollout.Targets(d.r.HubID, d.FleetPolicy, inv)
+	d.rollout = plan
+	return t, err
 }
 
 func (d *fleetPolicy) progress(outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress {

@@ -5,92 +5,29 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
-	"github.com/policyhub/policyhub/hub/placement"
-	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/rollout"
 )
-
-// rolloutPass is one reconcile's view of a FleetPolicy's rollout: the waves of the placed
-// clusters, their states before this reconcile (reset for a new template version) and the
-// modes those states gave the clusters it syncs.
-type rolloutPass struct {
-	revision string
-	waves    []rollout.Wave
-	states   []rollout.WaveState
-	modes    map[string]policyhubv1.Mode
-	// transitions are the Events to record once the status is written.
-	transitions []rolloutEvent
-}
 
 type rolloutEvent struct {
 	eventType, reason, message string
 }
 
-// rolloutChooser returns the chooser that gives each placed cluster its version: the current
-// template in the mode of its wave's state, else (its wave not reached) the last version that
-// completed the rollout, in Enforce, else nothing. It records what it decided in d.rollout.
-func (d *fleetPolicy) rolloutChooser(inv placement.Inventory) render.Chooser {
-	return func(placed []string) (map[string]render.Version, error) {
-		spec := d.Spec.Rollout
-		revision, err := render.TemplateRevision(d.Spec.Template)
-		if err != nil {
-			return nil, err
-		}
-		labels := map[string]map[string]string{}
-		for _, c := range inv.Clusters {
-			labels[c.Name] = c.Labels
-		}
-		clusters := make([]rollout.Cluster, 0, len(placed))
-		for _, name := range placed {
-			clusters = append(clusters, rollout.Cluster{Name: name, Labels: labels[name]})
-		}
-		waves, err := rollout.Waves(spec.Waves, clusters)
-		if err != nil {
-			return nil, err
-		}
-		pass := &rolloutPass{revision: revision, waves: waves}
-		if st := d.Status.Rollout; st != nil && st.Revision == revision {
-			pass.states = waveStates(st.Waves)
-		}
-		pass.modes = rollout.Modes(waves, pass.states)
-		d.rollout = pass
-
-		versions := make(map[string]render.Version, len(placed))
-		var stable *policyhubv1.StableVersion
-		if st := d.Status.Rollout; st != nil && st.Stable != nil && st.Stable.Revision != revision {
-			stable = st.Stable
-		}
-		for _, w := range waves {
-			for _, c := range w.Clusters {
-				switch mode, ok := pass.modes[c]; {
-				case ok:
-					versions[c] = render.Version{Mode: mode}
-				case stable != nil:
-					versions[c] = render.Version{Template: &stable.Template, Revision: stable.Revision, Mode: policyhubv1.ModeEnforce}
-				}
-			}
-		}
-		return versions, nil
-	}
-}
-
 // progressRollout makes one step of the rollout from the clusters' outcomes and summaries,
 // and records the new state in the status.
 func (d *fleetPolicy) progressRollout(outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress {
-	pass := d.rollout
-	if pass == nil {
+	plan := d.rollout
+	if plan == nil {
 		d.Status.Rollout = nil
 		return progress{}
 	}
 	syncedAt := map[string]time.Time{} // by cluster: when its wave was seen synced
-	for i, w := range pass.waves {
-		for _, s := range pass.states {
+	for _, w := range plan.Waves {
+		for _, s := range plan.States {
 			if s.Name == w.Name && s.SyncedAt != nil {
-				for _, c := range pass.waves[i].Clusters {
+				for _, c := range w.Clusters {
 					syncedAt[c] = *s.SyncedAt
 				}
 			}
@@ -98,7 +35,7 @@ func (d *fleetPolicy) progressRollout(outcomes []clusterOutcome, read summaryRea
 	}
 	measures := map[string]rollout.Measure{}
 	for _, o := range outcomes {
-		if _, rolling := pass.modes[o.cluster]; !rolling {
+		if _, rolling := plan.Modes[o.cluster]; !rolling {
 			continue // held at the stable version: not judged
 		}
 		m := rollout.Measure{Synced: !o.pending && o.result.Phase == policyhubv1.ClusterPhaseSynced && o.result.InForce != nil && *o.result.InForce}
@@ -116,31 +53,31 @@ func (d *fleetPolicy) progressRollout(outcomes []clusterOutcome, read summaryRea
 		measures[o.cluster] = m
 	}
 	approved := map[string]bool{}
-	for _, w := range pass.waves {
-		approved[w.Name] = policyhubv1.RolloutApproved(d.GetAnnotations(), w.Name, pass.revision)
+	for _, w := range plan.Waves {
+		approved[w.Name] = policyhubv1.RolloutApproved(d.GetAnnotations(), w.Name, plan.Revision)
 	}
-	out := rollout.Next(rollout.Input{Waves: pass.waves, Previous: pass.states, Measures: measures, Approved: approved, Paused: d.Spec.Rollout.Paused, Now: now})
+	out := rollout.Next(rollout.Input{Waves: plan.Waves, Previous: plan.States, Measures: measures, Approved: approved, Paused: d.Spec.Rollout.Paused, Now: now})
 
 	prev := d.Status.Rollout
-	next := &policyhubv1.RolloutStatus{Revision: pass.revision, Waves: waveStatuses(out.Waves, pass.waves)}
+	next := &policyhubv1.RolloutStatus{Revision: plan.Revision, Waves: rollout.Statuses(out.Waves, plan.Waves)}
 	if prev != nil {
 		next.Stable = prev.Stable
 	}
 	if out.Done {
-		next.Stable = &policyhubv1.StableVersion{Revision: pass.revision, Template: *d.Spec.Template.DeepCopy()}
+		next.Stable = &policyhubv1.StableVersion{Revision: plan.Revision, Template: *d.Spec.Template.DeepCopy()}
 	}
 	var holding string
 	for _, s := range out.Waves {
 		if s.Phase != rollout.Done {
 			next.CurrentWave = s.Name
-			holding = fmt.Sprintf("rollout of revision %s: wave %s %s", pass.revision, s.Name, s.Phase)
+			holding = fmt.Sprintf("rollout of revision %s: wave %s %s", plan.Revision, s.Name, s.Phase)
 			if s.Reason != "" {
 				holding += ": " + s.Reason
 			}
 			break
 		}
 	}
-	pass.transitions = rolloutTransitions(prev, next, pass.waves)
+	d.transitions = rolloutTransitions(prev, next, plan.Waves)
 	d.Status.Rollout = next
 
 	p := progress{}
@@ -150,9 +87,9 @@ func (d *fleetPolicy) progressRollout(outcomes []clusterOutcome, read summaryRea
 			p.reason, p.holding = "RolloutPaused", "paused: "+holding
 		}
 	}
-	if !sameModes(pass.modes, out.Modes) {
+	if !sameModes(plan.Modes, out.Modes) {
 		p.wake = rolloutRestep // render the new modes at once
-	} else if due := rollout.NextWake(pass.waves, out.Waves); !due.IsZero() {
+	} else if due := rollout.NextWake(plan.Waves, out.Waves); !due.IsZero() {
 		p.wake = max(due.Sub(now)+time.Second, time.Millisecond)
 	}
 	return p
@@ -184,10 +121,7 @@ const rolloutRestep = 100 * time.Millisecond
 
 // announceRollout records an Event per wave transition, once the status that holds it is written.
 func (d *fleetPolicy) announceRollout() {
-	if d.rollout == nil {
-		return
-	}
-	for _, e := range d.rollout.transitions {
+	for _, e := range d.transitions {
 		d.r.Recorder.Eventf(d.FleetPolicy, nil, e.eventType, e.reason, "Rollout", "%s", e.message)
 	}
 }
@@ -243,50 +177,4 @@ func sameModes(a, b map[string]policyhubv1.Mode) bool {
 		}
 	}
 	return true
-}
-
-// waveStates reads the waves' states from the status.
-func waveStates(in []policyhubv1.WaveStatus) []rollout.WaveState {
-	out := make([]rollout.WaveState, 0, len(in))
-	for _, w := range in {
-		s := rollout.WaveState{Name: w.Name, Phase: w.Phase, Reason: w.Reason, Fail: w.Fail, Blocked: w.Blocked}
-		if w.Since != nil {
-			s.Since = w.Since.Time
-		}
-		if w.SyncedAt != nil {
-			t := w.SyncedAt.Time
-			s.SyncedAt = &t
-		}
-		if w.HoldingSince != nil {
-			t := w.HoldingSince.Time
-			s.HoldingSince = &t
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// waveStatuses writes the waves' states for the status. Times there have whole seconds:
-// SyncedAt is rounded up, so a report generated in the same second as the sync, maybe before
-// it, never counts as fresh.
-func waveStatuses(states []rollout.WaveState, waves []rollout.Wave) []policyhubv1.WaveStatus {
-	out := make([]policyhubv1.WaveStatus, 0, len(states))
-	for i, s := range states {
-		w := policyhubv1.WaveStatus{Name: s.Name, Phase: s.Phase, Reason: policyhubv1.TruncateMessage(s.Reason, 1024), Fail: s.Fail, Blocked: s.Blocked, Clusters: int32(len(waves[i].Clusters))}
-		if !s.Since.IsZero() {
-			w.Since = &metav1.Time{Time: s.Since.Truncate(time.Second)}
-		}
-		if s.SyncedAt != nil {
-			t := s.SyncedAt.Truncate(time.Second)
-			if !t.Equal(*s.SyncedAt) {
-				t = t.Add(time.Second)
-			}
-			w.SyncedAt = &metav1.Time{Time: t}
-		}
-		if s.HoldingSince != nil {
-			w.HoldingSince = &metav1.Time{Time: s.HoldingSince.Truncate(time.Second)}
-		}
-		out = append(out, w)
-	}
-	return out
 }

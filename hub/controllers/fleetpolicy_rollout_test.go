@@ -59,20 +59,3 @@ func TestRolloutTransitions(t *testing.T) {
 		t.Errorf("a new revision: events %+v", started)
 	}
 }
-
-// Status times have whole seconds: SyncedAt is rounded up so that a report made in the same
-// second, maybe before the sync, is never taken for fresh.
-func TestWaveStatusesRoundSyncedAtUp(t *testing.T) {
-	synced := time.Date(2026, 11, 24, 10, 0, 0, 200_000_000, time.UTC)
-	out := waveStatuses([]rollout.WaveState{{Name: "w", Phase: rollout.Auditing, Since: synced, SyncedAt: &synced}}, []rollout.Wave{{Name: "w", Clusters: []string{"a", "b"}}})
-	if got := out[0].SyncedAt.Time; !got.Equal(synced.Truncate(time.Second).Add(time.Second)) {
-		t.Errorf("syncedAt %v, want rounded up", got)
-	}
-	if out[0].Clusters != 2 || !out[0].Since.Time.Equal(synced.Truncate(time.Second)) {
-		t.Errorf("%+v", out[0])
-	}
-	back := waveStates(out)
-	if back[0].Phase != rollout.Auditing || back[0].SyncedAt == nil {
-		t.Errorf("read back %+v", back[0])
-	}
-}

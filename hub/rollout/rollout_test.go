@@ -257,3 +257,20 @@ func TestEmptyWavePassesThrough(t *testing.T) {
 		t.Errorf("after the empty wave is done: %s, want the next one Auditing", got)
 	}
 }
+
+// Status times have whole seconds: SyncedAt is rounded up so that a report made in the same
+// second, maybe before the sync, is never taken for fresh; states read back as written.
+func TestStatusesRoundSyncedAtUp(t *testing.T) {
+	synced := time.Date(2026, 11, 24, 10, 0, 0, 200_000_000, time.UTC)
+	out := Statuses([]WaveState{{Name: "w", Phase: Auditing, Since: synced, SyncedAt: &synced}}, []Wave{{Name: "w", Clusters: []string{"a", "b"}}})
+	if got := out[0].SyncedAt.Time; !got.Equal(synced.Truncate(time.Second).Add(time.Second)) {
+		t.Errorf("syncedAt %v, want rounded up", got)
+	}
+	if out[0].Clusters != 2 || !out[0].Since.Time.Equal(synced.Truncate(time.Second)) {
+		t.Errorf("%+v", out[0])
+	}
+	back := StatesOf(out)
+	if back[0].Phase != Auditing || back[0].SyncedAt == nil || !back[0].SyncedAt.Equal(out[0].SyncedAt.Time) {
+		t.Errorf("read back %+v", back[0])
+	}
+}

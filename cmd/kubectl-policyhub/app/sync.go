@@ -25,6 +25,7 @@ import (
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
+	"github.com/policyhub/policyhub/hub/rollout"
 	"github.com/policyhub/policyhub/hub/work"
 )
 
@@ -268,7 +269,11 @@ func (so *syncOptions) declarations(ctx context.Context, hub client.Client, inv 
 		}
 		source := render.Owner{HubID: so.hubID, Kind: "FleetPolicy", Name: fp.Name}.Source()
 		d, ok, err := syncDeclarationOf(source, fp.DeletionTimestamp != nil, fp.Spec.Suspend, fp.Spec.Prune, fp.Status.Clusters, note,
-			func() (*render.Targets, error) { return render.FleetPolicyTargets(so.hubID, fp, inv) })
+			func() (*render.Targets, error) {
+				// As the hub syncs it: a rollout gives each cluster its wave's version and mode.
+				t, _, err := rollout.Targets(so.hubID, fp, inv)
+				return t, err
+			})
 		if err != nil {
 			return nil, nil, err
 		}
