@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -9,10 +10,21 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
+
+// applySummary server-side applies a summary as fieldOwner, as an agent does.
+func applySummary(ctx context.Context, c client.Client, s *policyhubv1.PolicyReportSummary, fieldOwner string) error {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
+	if err != nil {
+		return err
+	}
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: obj}), client.FieldOwner(fieldOwner), client.ForceOwnership)
+}
 
 func summaryFor(namespace, cluster string) *policyhubv1.PolicyReportSummary {
 	return &policyhubv1.PolicyReportSummary{
@@ -37,13 +49,13 @@ func TestAgentIdentityWritesOnlyItsOwnSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	own := summaryFor("cluster-1", "cluster-1")
-	if err := agent1.Patch(ctx, own, client.Apply, client.FieldOwner("isolation-test"), client.ForceOwnership); err != nil {
+	if err := applySummary(ctx, agent1, own, "isolation-test"); err != nil {
 		t.Fatalf("cluster-1's agent cannot write its own summary: %v", err)
 	}
 	t.Cleanup(func() { _ = directClient(t, testFleet.Hub.Config).Delete(ctx, own) })
 
 	other := summaryFor("cluster-2", "cluster-1")
-	if err := agent1.Patch(ctx, other, client.Apply, client.FieldOwner("isolation-test"), client.ForceOwnership); !apierrors.IsForbidden(err) {
+	if err := applySummary(ctx, agent1, other, "isolation-test"); !apierrors.IsForbidden(err) {
 		t.Errorf("cluster-1's agent writing cluster-2's summary: got %v, want Forbidden", err)
 	}
 	if err := agent1.List(ctx, &corev1.SecretList{}, client.InNamespace("cluster-1")); !apierrors.IsForbidden(err) {
@@ -65,7 +77,7 @@ func TestHubRefusesSummaryOfAnotherCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	forged := summaryFor(impostor, "cluster-1")
-	if err := admin.Patch(ctx, forged, client.Apply, client.FieldOwner("isolation-test"), client.ForceOwnership); err != nil {
+	if err := applySummary(ctx, admin, forged, "isolation-test"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = admin.Delete(ctx, forged) })

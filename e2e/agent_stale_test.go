@@ -33,7 +33,7 @@ spec:
 	last := summaryFor("cluster-1", "cluster-1")
 	last.Spec.HeartbeatInterval = &metav1.Duration{Duration: 2 * time.Second}
 	last.Spec.Policies = []policyhubv1.PolicySummary{{Name: name, Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Pass: 1, Fail: 2}}}
-	if err := admin.Patch(ctx, last, client.Apply, client.FieldOwner("stale-test"), client.ForceOwnership); err != nil {
+	if err := applySummary(ctx, admin, last, "stale-test"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { deleteSummary(t, "cluster-1") })

@@ -544,14 +544,14 @@ func TestChartAgentHubAccessIsolation(t *testing.T) {
 	}
 
 	own := summaryFor(cluster, cluster)
-	if err := agent.Patch(ctx, own, client.Apply, client.FieldOwner("policyhub-agent"), client.ForceOwnership); err != nil {
+	if err := applySummary(ctx, agent, own, "policyhub-agent"); err != nil {
 		t.Fatalf("the agent cannot apply its own cluster's summary: %v", err)
 	}
 	if err := agent.Get(ctx, client.ObjectKeyFromObject(own), &policyhubv1.PolicyReportSummary{}); err != nil {
 		t.Errorf("the agent cannot read back its own summary: %v", err)
 	}
 	forbidden := map[string]error{
-		"apply another cluster's summary": agent.Patch(ctx, summaryFor(other, cluster), client.Apply, client.FieldOwner("policyhub-agent"), client.ForceOwnership),
+		"apply another cluster's summary": applySummary(ctx, agent, summaryFor(other, cluster), "policyhub-agent"),
 		"read another cluster's summary":  agent.Get(ctx, client.ObjectKey{Namespace: other, Name: policyhubv1.SummaryName}, &policyhubv1.PolicyReportSummary{}),
 		"delete its own summary":          agent.Delete(ctx, own.DeepCopy()),
 		"list Secrets in its namespace":   agent.List(ctx, &corev1.SecretList{}, client.InNamespace(cluster)),

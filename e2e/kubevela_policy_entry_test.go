@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -303,40 +301,4 @@ func waitVelaPolicyDeleted(t *testing.T, namespace, name string) {
 		}
 		return errorf("still there, not being deleted")
 	})
-}
-
-// waitVelaEvent polls the hub's events.k8s.io Events until one of type and reason regards the
-// Application and its note contains mention, and returns it.
-func waitVelaEvent(t *testing.T, namespace, app, eventType, reason, mention string) eventsv1.Event {
-	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
-	var found eventsv1.Event
-	eventually(t, 30*time.Second, 200*time.Millisecond, fmt.Sprintf("a %s %s Event on Application %s mentioning %s", eventType, reason, app, mention), func() error {
-		list := &eventsv1.EventList{}
-		if err := hub.List(testContext(t), list, client.InNamespace(namespace)); err != nil {
-			return err
-		}
-		var seen []string
-		for _, e := range list.Items {
-			if e.Regarding.Kind != "Application" || e.Regarding.APIVersion != "core.oam.dev/v1beta1" || e.Regarding.Name != app {
-				continue
-			}
-			if e.Type == eventType && e.Reason == reason && strings.Contains(e.Note, mention) {
-				found = e
-				return nil
-			}
-			seen = append(seen, e.Type+"/"+e.Reason+": "+e.Note)
-		}
-		return errorf("none among the Application's Events %q", seen)
-	})
-	return found
-}
-
-func hasFieldManager(fields []metav1.ManagedFieldsEntry, manager string) bool {
-	for _, f := range fields {
-		if f.Manager == manager {
-			return true
-		}
-	}
-	return false
 }

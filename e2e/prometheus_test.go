@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -89,7 +88,7 @@ spec:
 	}
 	old := summaryFor(silent, silent)
 	old.Spec.GeneratedAt = &metav1.Time{Time: time.Now().Add(-10 * time.Minute)}
-	if err := admin.Patch(ctx, old, client.Apply, client.FieldOwner("prometheus-test"), client.ForceOwnership); err != nil {
+	if err := applySummary(ctx, admin, old, "prometheus-test"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { deleteSummary(t, silent) })

@@ -11,22 +11,6 @@ import (
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
-// rolloutPolicy is a FleetPolicy rolled out in waves staging then prod (prod asks for approval),
-// at revision; revision "" means the hub has not started the rollout.
-func rolloutPolicy(name, revision string, annotations map[string]string) *policyhubv1.FleetPolicy {
-	fp := &policyhubv1.FleetPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations, Labels: map[string]string{"team": "platform"}},
-		Spec: policyhubv1.FleetPolicySpec{Rollout: &policyhubv1.Rollout{Waves: []policyhubv1.RolloutWave{
-			{Name: "staging", Clusters: []string{"staging-1"}},
-			{Name: "prod", Gate: policyhubv1.RolloutGate{Approval: true}},
-		}}},
-	}
-	if revision != "" {
-		fp.Status.Rollout = &policyhubv1.RolloutStatus{Revision: revision, CurrentWave: "prod"}
-	}
-	return fp
-}
-
 func TestRolloutStatusRowsAndTable(t *testing.T) {
 	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	ago := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: now.Add(-d)} }

@@ -354,8 +354,6 @@ func cpuBetween(before, after map[string]procstat.Totals) map[string]float64 {
 
 func mib(bytes float64) string { return fmt.Sprintf("%.0f MiB", bytes/(1<<20)) }
 
-func since(start time.Time) string { return time.Since(start).Round(time.Second).String() }
-
 // fmtDur prints a measured duration, or "not reached in X" when the wait timed out.
 func fmtDur(d time.Duration, ok bool, timeout time.Duration) string {
 	if !ok {
