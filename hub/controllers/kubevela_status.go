@@ -1,5 +1,8 @@
 package controllers
 
+// The KubeVela side of an ApplicationPolicy: its status mirrored into the KubeVela
+// Application's status.policy (kubevela.go finds whether the hub serves Applications).
+
 import (
 	"context"
 	"encoding/json"
