@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/controllers"
 )
 
 const velaShop = `
@@ -76,7 +75,7 @@ func TestKubeVelaApplicationPolicyLifecycle(t *testing.T) {
 
 	// The entry's status in the Application, and how many times it is written.
 	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(controllers.ApplicationGVK)
+	live.SetGroupVersionKind(policyhubv1.KubeVelaApplicationGVK)
 	entryStatus := func() (map[string]any, error) { return velaEntryStatus(ctx, hub, app, live, "team") }
 	eventually(t, 60*time.Second, 300*time.Millisecond, "the entry's status in the Application", func() error {
 		status, err := entryStatus()

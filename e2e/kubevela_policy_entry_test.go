@@ -11,7 +11,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,8 +21,6 @@ import (
 	"github.com/policyhub/policyhub/e2e/fleet"
 	"github.com/policyhub/policyhub/hub/controllers"
 )
-
-var velaApplicationGVK = schema.GroupVersionKind{Group: "core.oam.dev", Version: "v1beta1", Kind: "Application"}
 
 // KubeVela's own controller turns a kyverno-policy entry into the entry's ApplicationPolicy (the
 // PolicyDefinition's output) before the workflow runs: named <application>-<entry>, its
@@ -141,7 +138,7 @@ spec:
   - {name: %s, type: kyverno-policy, properties: %s}
 `, name, c.entry, c.properties))
 			live := &unstructured.Unstructured{}
-			live.SetGroupVersionKind(velaApplicationGVK)
+			live.SetGroupVersionKind(policyhubv1.KubeVelaApplicationGVK)
 			eventually(t, 60*time.Second, 200*time.Millisecond, "the Application says why the entry was refused", func() error {
 				if err := hub.Get(ctx, client.ObjectKey{Namespace: "kv-invalid", Name: name}, live); err != nil {
 					return err
@@ -257,7 +254,7 @@ func updateVelaApplication(t *testing.T, hub client.Client, namespace, name stri
 	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		app := &unstructured.Unstructured{}
-		app.SetGroupVersionKind(velaApplicationGVK)
+		app.SetGroupVersionKind(policyhubv1.KubeVelaApplicationGVK)
 		if err := hub.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, app); err != nil {
 			return err
 		}

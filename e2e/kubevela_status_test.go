@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/controllers"
 )
 
 // Audit through a KubeVela Application: shop's violation in cluster-1 shows in the Application's
@@ -46,7 +45,7 @@ func TestKubeVelaApplicationStatusShowsViolations(t *testing.T) {
 		}
 	}
 	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(controllers.ApplicationGVK)
+	live.SetGroupVersionKind(policyhubv1.KubeVelaApplicationGVK)
 	eventually(t, 3*time.Minute, time.Second, "shop's violation in the Application's status.policy entry", func() error {
 		if err := hub.Get(ctx, client.ObjectKeyFromObject(app), live); err != nil {
 			return err

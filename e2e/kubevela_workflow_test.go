@@ -62,7 +62,7 @@ func TestKubeVelaWorkflowRunsWithKyvernoPolicyEntry(t *testing.T) {
 	app := createVelaApplication(ctx, t, hub, fmt.Sprintf(velaWebShop, ns))
 
 	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(velaApplicationGVK)
+	live.SetGroupVersionKind(policyhubv1.KubeVelaApplicationGVK)
 	read := func() error { return hub.Get(ctx, client.ObjectKeyFromObject(app), live) }
 	eventually(t, 90*time.Second, 200*time.Millisecond, "vela-core runs the workflow to the end", func() error {
 		if err := read(); err != nil {
@@ -93,7 +93,7 @@ func TestKubeVelaWorkflowRunsWithKyvernoPolicyEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	apps := &unstructured.UnstructuredList{}
-	apps.SetGroupVersionKind(velaApplicationGVK)
+	apps.SetGroupVersionKind(policyhubv1.KubeVelaApplicationGVK)
 	w, err := watcher.Watch(ctx, apps, client.InNamespace(ns), client.MatchingFields{"metadata.name": app.GetName()},
 		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: live.GetResourceVersion()}})
 	if err != nil {
@@ -196,7 +196,7 @@ func TestKubeVelaEnforceEntryRefusesTheFirstDeploy(t *testing.T) {
 	app := createVelaApplication(ctx, t, hub, fmt.Sprintf(velaGate, ns))
 
 	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(velaApplicationGVK)
+	live.SetGroupVersionKind(policyhubv1.KubeVelaApplicationGVK)
 	var message string
 	eventually(t, 120*time.Second, 200*time.Millisecond, "Kyverno's denial in the deploy step's message", func() error {
 		if err := hub.Get(ctx, client.ObjectKeyFromObject(app), live); err != nil {

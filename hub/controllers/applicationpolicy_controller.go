@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -17,6 +16,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/declare"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
 )
@@ -45,7 +45,7 @@ func (r *ApplicationPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := declarationController(mgr, "applicationpolicy", "ApplicationPolicy", &policyhubv1.ApplicationPolicy{}, &r.DeclarationOptions, r.every, r.inCluster)
 	if r.KubeVela {
 		app := &unstructured.Unstructured{}
-		app.SetGroupVersionKind(ApplicationGVK)
+		app.SetGroupVersionKind(policyhubv1.KubeVelaApplicationGVK)
 		b = b.Watches(app, handler.EnqueueRequestsFromMapFunc(r.ofApplication), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	}
 	return b.Complete(r)
@@ -99,23 +99,6 @@ func (r *ApplicationPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	return r.engine(&r.seen).reconcile(ctx, req.NamespacedName, &applicationPolicy{ApplicationPolicy: ap, r: r})
 }
 
-// application is the KubeVela Application the ApplicationPolicy is about, when KubeVela is
-// served and the Application exists; nil otherwise.
-func (r *ApplicationPolicyReconciler) application(ctx context.Context, ap *policyhubv1.ApplicationPolicy) (*unstructured.Unstructured, error) {
-	if !r.KubeVela || ap.Spec.Application == "" {
-		return nil, nil
-	}
-	app := &unstructured.Unstructured{}
-	app.SetGroupVersionKind(ApplicationGVK)
-	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: ap.Namespace, Name: ap.Spec.Application}, app); err != nil {
-		if client.IgnoreNotFound(err) == nil || meta.IsNoMatchError(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("read application %s/%s: %w", ap.Namespace, ap.Spec.Application, err)
-	}
-	return app, nil
-}
-
 // applicationPolicy is an ApplicationPolicy as the engine's declaration.
 type applicationPolicy struct {
 	*policyhubv1.ApplicationPolicy
@@ -127,7 +110,7 @@ type applicationPolicy struct {
 func (d *applicationPolicy) object() client.Object { return d.ApplicationPolicy }
 func (d *applicationPolicy) statusValue() any      { return d.Status }
 func (d *applicationPolicy) suspended() bool       { return d.Spec.Suspend }
-func (d *applicationPolicy) prune() bool           { return d.Spec.Prune == nil || *d.Spec.Prune }
+func (d *applicationPolicy) prune() bool           { return declare.Prune(d.Spec.Prune) }
 func (d *applicationPolicy) deepCopy() declaration {
 	return &applicationPolicy{ApplicationPolicy: d.ApplicationPolicy.DeepCopy(), r: d.r, app: d.app}
 }
@@ -145,16 +128,13 @@ func (d *applicationPolicy) targets(ctx context.Context) (*render.Targets, error
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster inventory: %w", err)
 	}
-	if d.app, err = d.r.application(ctx, d.ApplicationPolicy); err != nil {
-		return nil, err
-	}
-	var topologies []placement.Topology
-	if d.app != nil && d.Spec.Placement == nil {
-		if topologies, err = placement.Topologies(d.app); err != nil {
-			return nil, &render.InvalidError{Reason: "InvalidPlacement", Err: err}
+	d.app = nil
+	if d.r.KubeVela {
+		if d.app, err = declare.KubeVelaApplication(ctx, d.r.Reader, d.ApplicationPolicy); err != nil {
+			return nil, err
 		}
 	}
-	return render.ApplicationPolicyTargets(d.r.HubID, d.ApplicationPolicy, topologies, inv)
+	return declare.ApplicationPolicyTargets(d.r.HubID, d.ApplicationPolicy, d.app, inv)
 }
 
 // setResults fills the status with this application's results from the clusters' summaries.
@@ -166,11 +146,12 @@ func (d *applicationPolicy) setResults(read summaryRead, owned map[string][]aggr
 	return firstStale
 }
 
-// afterStatus mirrors the status into the KubeVela Application's status.policy entry.
 // progress: an ApplicationPolicy has no rollout; it is in force where its application runs.
 func (d *applicationPolicy) progress([]clusterOutcome, summaryRead, map[string][]aggregate.Policy, time.Time) progress {
 	return progress{}
 }
+
+// afterStatus mirrors the status into the KubeVela Application's status.policy entry.
 
 func (d *applicationPolicy) afterStatus(ctx context.Context) time.Duration {
 	return d.r.mirror(ctx, d.ApplicationPolicy, d.app)

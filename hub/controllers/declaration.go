@@ -26,6 +26,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/declare"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/work"
@@ -146,8 +147,9 @@ type engine struct {
 func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d declaration) (ctrl.Result, error) {
 	source := d.source(e.hubID)
 	obj := d.object()
+	lifecycle, why := declare.LifecycleOf(!obj.GetDeletionTimestamp().IsZero(), d.suspended(), d.prune())
 	if !obj.GetDeletionTimestamp().IsZero() {
-		return e.finalize(ctx, key, d, source)
+		return e.finalize(ctx, key, d, source) // prunes, or keeps, as lifecycle says
 	}
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		patch := client.MergeFrom(d.deepCopy().object())
@@ -158,7 +160,7 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 	}
 	orig := d.deepCopy()
 	st := d.status()
-	if d.suspended() {
+	if lifecycle == declare.Keep {
 		// Nothing is synced or pruned; the status says so, keeping the clusters' last state.
 		ready := metav1.ConditionTrue
 		if c := meta.FindStatusCondition(*st.conditions, policyhubv1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
@@ -167,7 +169,7 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 		*st.observedGeneration = obj.GetGeneration()
 		setConditions(st.conditions, metav1.Condition{
 			Type: policyhubv1.ConditionReady, Status: ready, Reason: "Suspended", ObservedGeneration: obj.GetGeneration(),
-			Message: "suspended: not syncing; the policies in the clusters are left as they are",
+			Message: why,
 		}, nil, nil)
 		return ctrl.Result{}, e.patchStatus(ctx, orig, d)
 	}
@@ -187,15 +189,12 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 	wants := targetWants(targets, prune, token)
 	// Clusters that were synced before and are no longer selected: prune there, then forget them.
 	// With prune off the policies stay there and the cluster just leaves the status.
-	var leaving []string
-	for _, s := range *st.clusters {
-		if _, still := targets.Objects[s.Name]; !still {
-			if prune {
-				leaving = append(leaving, s.Name)
-			} else {
-				e.dispatch.workers.Drop(s.Name, source)
-			}
+	leaving := declare.Leaving(*st.clusters, targets.Objects)
+	if !prune {
+		for _, c := range leaving {
+			e.dispatch.workers.Drop(c, source)
 		}
+		leaving = nil
 	}
 	wants = append(wants, pruneWants(source, leaving)...)
 	outcomes := e.dispatch.want(wants)

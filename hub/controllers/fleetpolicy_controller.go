@@ -13,6 +13,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/declare"
 	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
@@ -95,7 +96,7 @@ type fleetPolicy struct {
 func (d *fleetPolicy) object() client.Object { return d.FleetPolicy }
 func (d *fleetPolicy) statusValue() any      { return d.Status }
 func (d *fleetPolicy) suspended() bool       { return d.Spec.Suspend }
-func (d *fleetPolicy) prune() bool           { return d.Spec.Prune == nil || *d.Spec.Prune }
+func (d *fleetPolicy) prune() bool           { return declare.Prune(d.Spec.Prune) }
 func (d *fleetPolicy) deepCopy() declaration {
 	return &fleetPolicy{FleetPolicy: d.FleetPolicy.DeepCopy(), r: d.r, rollout: d.rollout, transitions: d.transitions}
 }
@@ -113,7 +114,7 @@ func (d *fleetPolicy) targets(ctx context.Context) (*render.Targets, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster inventory: %w", err)
 	}
-	t, plan, err := rollout.Targets(d.r.HubID, d.FleetPolicy, inv)
+	t, plan, err := declare.FleetPolicyTargets(d.r.HubID, d.FleetPolicy, inv)
 	d.rollout = plan
 	return t, err
 }

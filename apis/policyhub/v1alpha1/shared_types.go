@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Condition types, kstatus-compatible: tools such as kstatus, Flux and Argo CD read these.
@@ -40,6 +41,10 @@ const (
 	LabelHubInfo = "policyhub.io/hub-info"
 	HubInfoIDKey = "hubID"
 )
+
+// KubeVelaApplicationGVK is KubeVela's Application: its topology policies place an
+// ApplicationPolicy without a placement of its own, and the hub mirrors results into its status.
+var KubeVelaApplicationGVK = schema.GroupVersionKind{Group: "core.oam.dev", Version: "v1beta1", Kind: "Application"}
 
 // KubeVela's side of an ApplicationPolicy made for a KubeVela Application's policy entry.
 const (

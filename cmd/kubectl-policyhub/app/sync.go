@@ -16,16 +16,15 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/declare"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
-	"github.com/policyhub/policyhub/hub/rollout"
 	"github.com/policyhub/policyhub/hub/work"
 )
 
@@ -37,10 +36,6 @@ const (
 	// syncProgressAbove: more clusters than this get a progress line on stderr.
 	syncProgressAbove = 3
 )
-
-// syncApplicationGVK is KubeVela's Application, whose topology policies place an
-// ApplicationPolicy without a placement of its own.
-var syncApplicationGVK = schema.GroupVersionKind{Group: "core.oam.dev", Version: "v1beta1", Kind: "Application"}
 
 type syncOptions struct {
 	*options
@@ -183,13 +178,13 @@ type syncNote struct {
 	Message     string `json:"message"`
 }
 
-// syncDeclaration is one declaration to plan: what it wants per cluster, and the clusters it was
-// synced to before (where the hub prunes it when they are no longer selected).
+// syncDeclaration is one declaration to plan: what it wants per cluster, and the clusters it is
+// leaving (synced to before, no longer selected: the hub prunes it there, with prune on).
 type syncDeclaration struct {
-	source   string
-	objects  map[string][]*unstructured.Unstructured
-	previous []string
-	prune    bool
+	source  string
+	objects map[string][]*unstructured.Unstructured
+	leaving []string
+	prune   bool
 }
 
 func (so *syncOptions) run(ctx context.Context) error {
@@ -271,7 +266,7 @@ func (so *syncOptions) declarations(ctx context.Context, hub client.Client, inv 
 		d, ok, err := syncDeclarationOf(source, fp.DeletionTimestamp != nil, fp.Spec.Suspend, fp.Spec.Prune, fp.Status.Clusters, note,
 			func() (*render.Targets, error) {
 				// As the hub syncs it: a rollout gives each cluster its wave's version and mode.
-				t, _, err := rollout.Targets(so.hubID, fp, inv)
+				t, _, err := declare.FleetPolicyTargets(so.hubID, fp, inv)
 				return t, err
 			})
 		if err != nil {
@@ -291,16 +286,6 @@ func (so *syncOptions) declarations(ctx context.Context, hub client.Client, inv 
 	if err := hub.List(ctx, apps, opts...); err != nil && !meta.IsNoMatchError(err) && !isMissingCRD(err) {
 		return nil, nil, fmt.Errorf("list ApplicationPolicies: %w", err)
 	}
-	kubeVela := false
-	if len(apps.Items) > 0 {
-		_, err := hub.RESTMapper().RESTMapping(syncApplicationGVK.GroupKind(), syncApplicationGVK.Version)
-		switch {
-		case err == nil:
-			kubeVela = true
-		case !meta.IsNoMatchError(err):
-			return nil, nil, fmt.Errorf("discover KubeVela's Application on the hub: %w", err)
-		}
-	}
 	for i := range apps.Items {
 		ap := &apps.Items[i]
 		if !pick(ap.Name) {
@@ -309,21 +294,14 @@ func (so *syncOptions) declarations(ctx context.Context, hub client.Client, inv 
 		source := render.Owner{HubID: so.hubID, Kind: "ApplicationPolicy", Namespace: ap.Namespace, Name: ap.Name}.Source()
 		d, ok, err := syncDeclarationOf(source, ap.DeletionTimestamp != nil, ap.Spec.Suspend, ap.Spec.Prune, ap.Status.Clusters, note,
 			func() (*render.Targets, error) {
-				var topologies []placement.Topology
-				if kubeVela && ap.Spec.Placement == nil && ap.Spec.Application != "" {
-					app := &unstructured.Unstructured{}
-					app.SetGroupVersionKind(syncApplicationGVK)
-					err := hub.Get(ctx, client.ObjectKey{Namespace: ap.Namespace, Name: ap.Spec.Application}, app)
-					switch {
-					case err == nil:
-						if topologies, err = placement.Topologies(app); err != nil {
-							return nil, &render.InvalidError{Reason: "InvalidPlacement", Err: err}
-						}
-					case client.IgnoreNotFound(err) != nil:
-						return nil, fmt.Errorf("read application %s/%s: %w", ap.Namespace, ap.Spec.Application, err)
+				var app *unstructured.Unstructured
+				if ap.Spec.Placement == nil {
+					var err error
+					if app, err = declare.KubeVelaApplication(ctx, hub, ap); err != nil {
+						return nil, err
 					}
 				}
-				return render.ApplicationPolicyTargets(so.hubID, ap, topologies, inv)
+				return declare.ApplicationPolicyTargets(so.hubID, ap, app, inv)
 			})
 		if err != nil {
 			return nil, nil, err
@@ -352,27 +330,22 @@ func (so *syncOptions) declarations(ctx context.Context, hub client.Client, inv 
 	return decls, notes, nil
 }
 
-// syncDeclarationOf decides, as the hub's reconcilers do, what a declaration wants: nothing for a
+// syncDeclarationOf decides, with the hub's own hub/declare, what a declaration wants: nothing for a
 // suspended one (a note), a prune everywhere it was for one being deleted, else its targets.
 // A declaration the hub cannot dispatch is a note. ok is false when there is nothing to plan; an
 // error is one reading what the declaration needs (its KubeVela Application).
 func syncDeclarationOf(source string, deleting, suspended bool, prunePtr *bool, status []policyhubv1.ClusterStatus,
 	note func(source, format string, args ...any), targets func() (*render.Targets, error)) (d syncDeclaration, ok bool, err error) {
-	prune := prunePtr == nil || *prunePtr
+	prune := declare.Prune(prunePtr)
 	d = syncDeclaration{source: source, prune: prune, objects: map[string][]*unstructured.Unstructured{}}
-	for _, c := range status {
-		d.previous = append(d.previous, c.Name)
-	}
-	switch {
-	case deleting && !prune:
-		note(source, "being deleted with prune off: its policies stay in the clusters; nothing to plan")
+	switch lifecycle, why := declare.LifecycleOf(deleting, suspended, prune); lifecycle {
+	case declare.Keep:
+		note(source, "%s; nothing planned", why)
 		return d, false, nil
-	case deleting:
-		note(source, "being deleted: the hub prunes its policies from the clusters it was synced to")
+	case declare.PruneAll:
+		note(source, "%s", why)
+		d.leaving = declare.Leaving(status, nil)
 		return d, true, nil
-	case suspended:
-		note(source, "suspended: the hub does not sync it; nothing planned")
-		return d, false, nil
 	}
 	t, err := targets()
 	if ie, isInvalid := render.AsInvalid(err); isInvalid {
@@ -383,6 +356,7 @@ func syncDeclarationOf(source string, deleting, suspended bool, prunePtr *bool, 
 		return d, false, fmt.Errorf("%s: %w", source, err)
 	}
 	d.objects = t.Objects
+	d.leaving = declare.Leaving(status, t.Objects)
 	if len(t.Unknown) > 0 {
 		note(source, "its placement names clusters that are not in the inventory: %s", strings.Join(t.Unknown, ", "))
 	}
@@ -401,10 +375,8 @@ func syncJobs(decls []syncDeclaration, only []string) ([]string, map[string][]wo
 		if !d.prune {
 			continue
 		}
-		for _, cluster := range d.previous {
-			if _, placed := d.objects[cluster]; !placed {
-				jobs[cluster] = append(jobs[cluster], work.Declaration{Source: d.source, DryRun: true, Prune: true})
-			}
+		for _, cluster := range d.leaving {
+			jobs[cluster] = append(jobs[cluster], work.Declaration{Source: d.source, DryRun: true, Prune: true})
 		}
 	}
 	var clusters []string

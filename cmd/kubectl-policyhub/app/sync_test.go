@@ -26,9 +26,9 @@ func syncTestObject(name string) *unstructured.Unstructured {
 
 func TestSyncJobsGroupsByClusterAndPrunesWhereNoLongerPlaced(t *testing.T) {
 	decls := []syncDeclaration{
-		{source: "FleetPolicy/b", prune: true, previous: []string{"c1", "c3"},
+		{source: "FleetPolicy/b", prune: true, leaving: []string{"c3"},
 			objects: map[string][]*unstructured.Unstructured{"c1": {syncTestObject("b")}, "c2": {syncTestObject("b")}}},
-		{source: "FleetPolicy/a", prune: false, previous: []string{"c3"},
+		{source: "FleetPolicy/a", prune: false, leaving: []string{"c3"},
 			objects: map[string][]*unstructured.Unstructured{"c2": {syncTestObject("a")}}},
 	}
 	clusters, jobs := syncJobs(decls, nil)
@@ -86,15 +86,15 @@ func TestSyncDeclarationOfFollowsTheHub(t *testing.T) {
 		t.Errorf("an invalid declaration is planned (%v)", err)
 	}
 	d, ok, err := syncDeclarationOf("FP/deleting", true, false, nil, status, note, placed)
-	if !ok || err != nil || len(d.objects) != 0 || !d.prune || fmt.Sprint(d.previous) != "[c1]" {
+	if !ok || err != nil || len(d.objects) != 0 || !d.prune || fmt.Sprint(d.leaving) != "[c1]" {
 		t.Errorf("a deleting declaration: %+v %v %v, want a prune where it was", d, ok, err)
 	}
 	if _, ok, _ := syncDeclarationOf("FP/deleting-keep", true, false, &off, status, note, placed); ok {
 		t.Error("a deleting declaration with prune off is planned")
 	}
 	d, ok, err = syncDeclarationOf("FP/placed", false, false, nil, status, note, placed)
-	if !ok || err != nil || len(d.objects["c2"]) != 1 || !d.prune {
-		t.Errorf("a placed declaration: %+v %v %v", d, ok, err)
+	if !ok || err != nil || len(d.objects["c2"]) != 1 || !d.prune || fmt.Sprint(d.leaving) != "[c1]" {
+		t.Errorf("a placed declaration: %+v %v %v, want it placed on c2 and leaving c1", d, ok, err)
 	}
 	if _, _, err := syncDeclarationOf("AP/ns/broken", false, false, nil, status, note, broken); err == nil || err.Error() != "AP/ns/broken: read application ns/shop: timeout" {
 		t.Errorf("a declaration whose application cannot be read: %v", err)

@@ -1,0 +1,90 @@
+package declare
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/placement"
+	"github.com/policyhub/policyhub/hub/render"
+	"github.com/policyhub/policyhub/hub/rollout"
+)
+
+// Lifecycle is what a declaration's lifecycle lets it want.
+type Lifecycle int
+
+const (
+	// Sync: its targets, and a prune where it was and no longer is placed (with prune on).
+	Sync Lifecycle = iota
+	// PruneAll: being deleted with prune on: nothing anywhere it was synced.
+	PruneAll
+	// Keep: suspended, or deleted with prune off: the clusters keep what they have.
+	Keep
+)
+
+// LifecycleOf decides a declaration's lifecycle, and says why in words for a user.
+func LifecycleOf(deleting, suspended, prune bool) (Lifecycle, string) {
+	switch {
+	case deleting && !prune:
+		return Keep, "being deleted with prune off: its policies stay in the clusters"
+	case deleting:
+		return PruneAll, "being deleted: its policies are pruned from the clusters it was synced to"
+	case suspended:
+		return Keep, "suspended: not synced; the policies in the clusters are left as they are"
+	}
+	return Sync, ""
+}
+
+// Prune is a declaration's spec.prune: on unless set off.
+func Prune(prune *bool) bool { return prune == nil || *prune }
+
+// FleetPolicyTargets places and renders a FleetPolicy, with its rollout plan (nil without one).
+func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, inv placement.Inventory) (*render.Targets, *rollout.Plan, error) {
+	return rollout.Targets(hubID, fp, inv)
+}
+
+// KubeVelaApplication reads the KubeVela Application an ApplicationPolicy is about: nil when
+// it names none, the hub does not serve KubeVela's Application, or it does not exist.
+func KubeVelaApplication(ctx context.Context, reader client.Reader, ap *policyhubv1.ApplicationPolicy) (*unstructured.Unstructured, error) {
+	if ap.Spec.Application == "" {
+		return nil, nil
+	}
+	app := &unstructured.Unstructured{}
+	app.SetGroupVersionKind(policyhubv1.KubeVelaApplicationGVK)
+	if err := reader.Get(ctx, client.ObjectKey{Namespace: ap.Namespace, Name: ap.Spec.Application}, app); err != nil {
+		if client.IgnoreNotFound(err) == nil || meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read application %s/%s: %w", ap.Namespace, ap.Spec.Application, err)
+	}
+	return app, nil
+}
+
+// ApplicationPolicyTargets places and renders an ApplicationPolicy: by its placement, else by
+// its KubeVela Application's topology policies (app, nil when there is none).
+func ApplicationPolicyTargets(hubID string, ap *policyhubv1.ApplicationPolicy, app *unstructured.Unstructured, inv placement.Inventory) (*render.Targets, error) {
+	var topologies []placement.Topology
+	if app != nil && ap.Spec.Placement == nil {
+		var err error
+		if topologies, err = placement.Topologies(app); err != nil {
+			return nil, &render.InvalidError{Reason: "InvalidPlacement", Err: err}
+		}
+	}
+	return render.ApplicationPolicyTargets(hubID, ap, topologies, inv)
+}
+
+// Leaving are the clusters a declaration's status lists that its targets (placed objects by
+// cluster; nil for none) no longer place it on: with prune on, it is pruned there.
+func Leaving(status []policyhubv1.ClusterStatus, placed map[string][]*unstructured.Unstructured) []string {
+	var out []string
+	for _, c := range status {
+		if _, still := placed[c.Name]; !still {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
