@@ -7,4 +7,8 @@
 // etcd's request limit; what is cut is counted in spec.truncated, and the totals always cover
 // everything. It is deterministic: the same snapshot, whatever the order of its slices and maps,
 // gives the same bytes and the same content hash, so an unchanged cluster pushes nothing.
+//
+// Files: summarize.go (Summarize, the options, the size bound, Hash), fold.go (interning and
+// counting a snapshot), keep.go (the top policies, applications and violations in the API's
+// form), topk.go (the top-k heap, the orders it keeps by, a tally of values).
 package summarize

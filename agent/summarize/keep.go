@@ -1,0 +1,171 @@
+package summarize
+
+import (
+	"cmp"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/policyhub/policyhub/agent/collect"
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// What a bounded summary keeps: the most important policies, applications and violations, in
+// the API's form.
+
+// topPolicies is the n policies to keep, most failing first, and how many policies there are.
+func (f *fold) topPolicies(n int) ([]policyhubv1.PolicySummary, int) {
+	top := newTopK(n, comparePolicyPriority)
+	for _, p := range f.policies {
+		top.offer(policyhubv1.PolicySummary{
+			Name:         p.key.Name,
+			Namespace:    p.key.Namespace,
+			Kind:         p.key.Kind,
+			Title:        policyhubv1.CutUTF8(p.info.Title, maxTitle),
+			Category:     cmp.Or(p.info.Category, p.category.best()),
+			Severity:     p.resolvedSeverity(),
+			Results:      p.counts,
+			OldestResult: resultTime(p.oldest),
+			Blocked:      p.blocked,
+			LastBlocked:  lastBlocked(p.lastBlock),
+		})
+	}
+	return top.sorted(), len(f.policies)
+}
+
+// resultTime is the API form of a result's time (nil when unknown), in whole seconds as reports have it.
+func resultTime(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &metav1.Time{Time: t.UTC().Truncate(time.Second)}
+}
+
+// resolvedSeverity is the policy's severity: its annotation, else what its results say most often.
+func (p *policy) resolvedSeverity() string {
+	return cmp.Or(p.info.Severity, p.severity.best())
+}
+
+func (f *fold) applicationSummaries(kept []appEntry) []policyhubv1.ApplicationSummary {
+	out := make([]policyhubv1.ApplicationSummary, len(kept))
+	for i, e := range kept {
+		a := f.apps[e.app]
+		out[i] = policyhubv1.ApplicationSummary{Namespace: a.namespace, Name: a.name, Policy: f.refs[e.ref], Results: e.counts, Blocked: e.blocked}
+	}
+	return out
+}
+
+// compareAppEntryPriority ranks application entries for keeping: most fail+error, most results,
+// most blocked, then by key.
+func (f *fold) compareAppEntryPriority(a, b appEntry) int {
+	if c := cmp.Or(
+		cmp.Compare(violations(b.counts), violations(a.counts)),
+		cmp.Compare(total(b.counts), total(a.counts)),
+		cmp.Compare(b.blocked, a.blocked),
+	); c != 0 {
+		return c
+	}
+	aa, ba := f.apps[a.app], f.apps[b.app]
+	return cmp.Or(
+		strings.Compare(aa.namespace, ba.namespace),
+		strings.Compare(aa.name, ba.name),
+		strings.Compare(f.refs[a.ref], f.refs[b.ref]),
+	)
+}
+
+// candidate is a violation before conversion: most are compared once against the worst kept one
+// and dropped, so they are not converted.
+type candidate struct {
+	d      *collect.Digest
+	v      *collect.Violation
+	ref    string
+	sev    string
+	rank   int
+	result string
+}
+
+// topViolations keeps the n most important fail and error results, in order, and says how many
+// there were in all.
+func (f *fold) topViolations(n int) ([]policyhubv1.Violation, int64) {
+	top := newTopK(n, compareCandidates)
+	var eligible int64
+	for _, d := range f.s.Digests {
+		if d == nil {
+			continue
+		}
+		for i := range d.Violations {
+			v := &d.Violations[i]
+			result := resultOf(v.Result)
+			if result == "" {
+				continue
+			}
+			eligible++
+			p := f.rawPols[f.rawIndex[v.Policy]]
+			c := candidate{d: d, v: v, ref: f.refs[p.ref], sev: cmp.Or(v.Severity, p.resolvedSeverity()), result: result}
+			c.rank = policyhubv1.SeverityRank(c.sev)
+			top.offer(c)
+		}
+	}
+	kept := top.sorted()
+	out := make([]policyhubv1.Violation, len(kept))
+	for i, c := range kept {
+		out[i] = c.violation()
+	}
+	return out, eligible
+}
+
+func (c candidate) violation() policyhubv1.Violation {
+	r := c.d.Resource
+	v := policyhubv1.Violation{
+		Policy:   c.ref,
+		Rule:     c.v.Rule,
+		Result:   c.result,
+		Severity: c.sev,
+		Resource: policyhubv1.ResourceRef{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name},
+		Message:  policyhubv1.CutUTF8(c.v.Message, collect.MaxMessage),
+	}
+	if !c.v.Time.IsZero() {
+		// As the JSON will carry it (UTC, seconds), so the value equals its round trip.
+		t := metav1.NewTime(c.v.Time.UTC().Truncate(time.Second))
+		v.Timestamp = &t
+	}
+	return v
+}
+
+// resultOf is the API's spelling of a fail or error result, "" for any other result.
+func resultOf(r string) string {
+	switch {
+	case strings.EqualFold(r, "fail"):
+		return "fail"
+	case strings.EqualFold(r, "error"):
+		return "error"
+	}
+	return ""
+}
+
+// compareCandidates is the order of spec.violations: most severe, newest, then every field that
+// reaches the output, so that equal candidates convert to equal violations and ties cannot make
+// the result depend on the input's order.
+func compareCandidates(a, b candidate) int {
+	if c := cmp.Compare(a.rank, b.rank); c != 0 { // most severe first
+		return c
+	}
+	if c := b.v.Time.Compare(a.v.Time); c != 0 {
+		return c
+	}
+	ar, br := a.d.Resource, b.d.Resource
+	if c := cmp.Or(
+		strings.Compare(ar.Namespace, br.Namespace),
+		strings.Compare(ar.Name, br.Name),
+		strings.Compare(a.ref, b.ref),
+		strings.Compare(a.v.Rule, b.v.Rule),
+		strings.Compare(ar.Kind, br.Kind),
+		strings.Compare(ar.APIVersion, br.APIVersion),
+		strings.Compare(a.result, b.result),
+		strings.Compare(a.sev, b.sev),
+	); c != 0 {
+		return c
+	}
+	return strings.Compare(a.v.Message, b.v.Message)
+}
