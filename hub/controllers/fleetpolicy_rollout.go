@@ -39,16 +39,18 @@ func (d *fleetPolicy) progressRollout(outcomes []clusterOutcome, read summaryRea
 			continue // held at the stable version: not judged
 		}
 		m := rollout.Measure{Synced: !o.pending && o.result.Phase == policyhubv1.ClusterPhaseSynced && o.result.InForce != nil && *o.result.InForce}
-		// The version arrived when the worker wrote it; a worker that did not (it found it
-		// there when it started) leaves the moment the wave was seen synced.
-		arrived := o.wroteAt
-		if arrived.IsZero() {
+		// The version arrived when the worker wrote it. A worker that did not (it found it there
+		// when the hub started) cannot say when it arrived: its summary counts from the moment
+		// the wave was seen synced, on whatever results it holds (Kyverno evaluated them when
+		// the version arrived, before the hub restarted).
+		arrived, known := o.wroteAt, !o.wroteAt.IsZero()
+		if !known {
 			arrived = syncedAt[o.cluster]
 		}
 		if s, ok := read.summaries[o.cluster]; ok {
 			res := aggregate.ForPolicies(s, owned[o.cluster], now)
 			m.Fail, m.Blocked = res.Counts.Fail, res.Blocked
-			m.Fresh = !arrived.IsZero() && freshReport(res, arrived)
+			m.Fresh = !arrived.IsZero() && freshReport(res, arrived, known)
 		}
 		measures[o.cluster] = m
 	}
@@ -103,13 +105,14 @@ const reportGrace = 30 * time.Second
 
 // freshReport tells whether a summary's results of a declaration's policies are of the version
 // that arrived at arrived: generated after it, every result made after it (Kyverno evaluates
-// every resource again when a policy changes; report times have whole seconds), and a policy
-// without results only once Kyverno has had reportGrace to report it.
-func freshReport(res aggregate.Results, arrived time.Time) bool {
+// every resource again when a policy changes; report times have whole seconds) when the
+// arrival is known (written), and a policy without results only once Kyverno has had
+// reportGrace to report it.
+func freshReport(res aggregate.Results, arrived time.Time, written bool) bool {
 	if res.ReportTime == nil || !res.ReportTime.After(arrived) {
 		return false
 	}
-	if !res.OldestResult.IsZero() && res.OldestResult.Before(arrived.Truncate(time.Second)) {
+	if written && !res.OldestResult.IsZero() && res.OldestResult.Before(arrived.Truncate(time.Second)) {
 		return false
 	}
 	return res.Unlisted == 0 || !res.ReportTime.Time.Before(arrived.Add(reportGrace))

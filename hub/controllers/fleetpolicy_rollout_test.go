@@ -32,9 +32,15 @@ func TestFreshReport(t *testing.T) {
 		{"a policy without results, too soon", aggregate.Results{ReportTime: at(5 * time.Second), Unlisted: 1}, false},
 		{"a policy without results, after the grace", aggregate.Results{ReportTime: at(reportGrace + time.Second), Unlisted: 1}, true},
 	} {
-		if got := freshReport(tc.res, arrived); got != tc.want {
+		if got := freshReport(tc.res, arrived, true); got != tc.want {
 			t.Errorf("%s: fresh %v, want %v", tc.name, got, tc.want)
 		}
+	}
+	// After a hub restart the arrival is the moment the wave was seen synced, and the results
+	// Kyverno made before it are of what the cluster held all along.
+	older := aggregate.Results{ReportTime: at(5 * time.Second), OldestResult: at(-time.Hour).Time}
+	if !freshReport(older, arrived, false) || freshReport(older, arrived, true) {
+		t.Error("older results count only when the arrival is not known to be a write")
 	}
 }
 

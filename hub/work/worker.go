@@ -59,8 +59,10 @@ type Result struct {
 	Token string
 	// Wrote is true when the pass created, updated or deleted one of its objects (not a dry-run).
 	Wrote bool
-	// WroteAt is when a pass last wrote the token's objects (zero when none did since the worker
-	// started): anything Kyverno reports of them from then on is of this version.
+	// WroteAt is when a pass last wrote the declaration's objects (zero when none did since the
+	// worker started). A pass that writes nothing finds them as last written, whatever the token
+	// (tokens change with other clusters' content too): anything Kyverno reports of them from
+	// then on is of what the cluster holds now.
 	WroteAt time.Time
 	// Seq numbers the cluster's passes: a larger Seq is a newer result.
 	Seq uint64
@@ -451,7 +453,7 @@ func (ws *Workers) pass(ctx context.Context, w *worker, decls []Declaration, tok
 			Wrote: a.Created+a.Updated+a.Deleted > 0 && r.Phase != policyhubv1.ClusterPhaseDryRun}
 		if next.Wrote {
 			next.WroteAt = wroteAt
-		} else if prev, ok := w.results[r.Source]; ok && prev.Token == next.Token {
+		} else if prev, ok := w.results[r.Source]; ok {
 			next.WroteAt = prev.WroteAt
 		}
 		if retried(r.Phase) {
