@@ -38,8 +38,8 @@ func TestRolloutApprovalAndPause(t *testing.T) {
 	}
 	waitResults(t, name, "prod waits for approval", waitingForApproval)
 	holds(t, 4*time.Second, "an unapproved wave holds", func() error { return waitingForApproval(readFleetPolicy(t, name)) })
-	if p := rolledOutPolicy(t, "cluster-2", name); p == nil || failureAction(p) != "Audit" {
-		t.Fatalf("a wave waiting for approval runs the policy in Audit: %v", p)
+	if got := ruleField(t, "cluster-2", name, "validate", "failureAction"); got != "Audit" {
+		t.Fatalf("a wave waiting for approval runs the policy in Audit: failureAction %q", got)
 	}
 
 	code, out, errOut := cliReadRun(t, "rollout", "status", name)
@@ -81,7 +81,7 @@ func TestRolloutApprovalAndPause(t *testing.T) {
 		}
 		return nil
 	})
-	if p := rolledOutPolicy(t, "cluster-2", name); p == nil || failureAction(p) != "Enforce" {
-		t.Errorf("an approved wave is promoted to Enforce: %v", p)
+	if got := ruleField(t, "cluster-2", name, "validate", "failureAction"); got != "Enforce" {
+		t.Errorf("an approved wave is promoted to Enforce: failureAction %q", got)
 	}
 }

@@ -90,27 +90,17 @@ func readFleetPolicy(t *testing.T, name string) *policyhubv1.FleetPolicy {
 // rolledOutPolicy reads the FleetPolicy's ClusterPolicy in the cluster; nil when there is none.
 func rolledOutPolicy(t *testing.T, cluster, name string) *unstructured.Unstructured {
 	t.Helper()
-	obj := &unstructured.Unstructured{}
-	obj.SetAPIVersion("kyverno.io/v1")
-	obj.SetKind("ClusterPolicy")
-	err := directClient(t, testFleet.Cluster(cluster).Config).Get(testContext(t), client.ObjectKey{Name: name}, obj)
+	want := &unstructured.Unstructured{}
+	want.SetGroupVersionKind(clusterPolicyGVK)
+	want.SetName(name)
+	live, err := liveObject(t, cluster, want)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		t.Fatalf("read ClusterPolicy %s in %s: %v", name, cluster, err)
 	}
-	return obj
-}
-
-// failureAction is the ClusterPolicy's first rule's failure action.
-func failureAction(obj *unstructured.Unstructured) string {
-	rules, _, _ := unstructured.NestedSlice(obj.Object, "spec", "rules")
-	if len(rules) == 0 {
-		return ""
-	}
-	action, _, _ := unstructured.NestedString(rules[0].(map[string]any), "validate", "failureAction")
-	return action
+	return live
 }
 
 // holds checks, every 200ms for d, that check keeps accepting what it sees: a state that must

@@ -48,8 +48,8 @@ func TestRolloutTemplateChangeHaltsBeforeProd(t *testing.T) {
 	})
 	stable := first.Status.Rollout.Revision
 	prodBefore := rolledOutPolicy(t, "cluster-2", name)
-	if prodBefore == nil || failureAction(prodBefore) != "Enforce" {
-		t.Fatalf("prod after the first rollout: %v, want the policy in Enforce", prodBefore)
+	if got := ruleField(t, "cluster-2", name, "validate", "failureAction"); prodBefore == nil || got != "Enforce" {
+		t.Fatalf("prod after the first rollout: failureAction %q, want the policy in Enforce", got)
 	}
 
 	// The new version also asks for a tier label, which staging's Deployment lacks.
@@ -71,7 +71,7 @@ func TestRolloutTemplateChangeHaltsBeforeProd(t *testing.T) {
 	if st := halted.Status.Rollout; st.CurrentWave != "staging" || st.Stable == nil || st.Stable.Revision != stable {
 		t.Errorf("rollout %+v: want it halted at staging, revision %s kept as stable", st, stable)
 	}
-	if p := rolledOutPolicy(t, "cluster-1", name); p == nil || failureAction(p) != "Audit" || !strings.Contains(fmt.Sprint(p.Object["spec"]), "tier") {
+	if p := rolledOutPolicy(t, "cluster-1", name); p == nil || ruleField(t, "cluster-1", name, "validate", "failureAction") != "Audit" || !strings.Contains(fmt.Sprint(p.Object["spec"]), "tier") {
 		t.Errorf("staging holds the new version, in Audit: %v", p)
 	}
 	// The CLI's dry-run plans what the hub holds each cluster to: nothing to change anywhere
