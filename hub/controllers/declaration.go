@@ -147,8 +147,9 @@ type engine struct {
 func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d declaration) (ctrl.Result, error) {
 	source := d.source(e.hubID)
 	obj := d.object()
-	lifecycle, why := declare.LifecycleOf(!obj.GetDeletionTimestamp().IsZero(), d.suspended(), d.prune())
-	if !obj.GetDeletionTimestamp().IsZero() {
+	deleting := !obj.GetDeletionTimestamp().IsZero()
+	lifecycle, why := declare.LifecycleOf(deleting, d.suspended(), d.prune())
+	if deleting {
 		return e.finalize(ctx, key, d, source) // prunes, or keeps, as lifecycle says
 	}
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {

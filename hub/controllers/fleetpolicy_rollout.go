@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	"github.com/policyhub/policyhub/hub/rollout"
 )
 
+// rolloutEvent is an Event of a rollout step, recorded once the status holding it is written.
 type rolloutEvent struct {
 	eventType, reason, message string
 }
@@ -23,13 +25,15 @@ func (d *fleetPolicy) progressRollout(outcomes []clusterOutcome, read summaryRea
 		d.Status.Rollout = nil
 		return progress{}
 	}
+	waveSynced := map[string]*time.Time{}
+	for _, s := range plan.States {
+		waveSynced[s.Name] = s.SyncedAt
+	}
 	syncedAt := map[string]time.Time{} // by cluster: when its wave was seen synced
 	for _, w := range plan.Waves {
-		for _, s := range plan.States {
-			if s.Name == w.Name && s.SyncedAt != nil {
-				for _, c := range w.Clusters {
-					syncedAt[c] = *s.SyncedAt
-				}
+		if at := waveSynced[w.Name]; at != nil {
+			for _, c := range w.Clusters {
+				syncedAt[c] = *at
 			}
 		}
 	}
@@ -89,7 +93,7 @@ func (d *fleetPolicy) progressRollout(outcomes []clusterOutcome, read summaryRea
 			p.reason, p.holding = "RolloutPaused", "paused: "+holding
 		}
 	}
-	if !sameModes(plan.Modes, out.Modes) {
+	if !maps.Equal(plan.Modes, out.Modes) {
 		p.wake = rolloutRestep // render the new modes at once
 	} else if due := rollout.NextWake(plan.Waves, out.Waves); !due.IsZero() {
 		p.wake = max(due.Sub(now)+time.Second, time.Millisecond)
@@ -168,16 +172,4 @@ func rolloutTransitions(prev, next *policyhubv1.RolloutStatus, waves []rollout.W
 		events = append(events, rolloutEvent{eventType, "Wave" + string(w.Phase), policyhubv1.TruncateMessage(msg, 1024)})
 	}
 	return events
-}
-
-func sameModes(a, b map[string]policyhubv1.Mode) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for c, m := range a {
-		if b[c] != m {
-			return false
-		}
-	}
-	return true
 }

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,11 +39,7 @@ func Waves(spec []policyhubv1.RolloutWave, placed []Cluster) ([]Wave, error) {
 	for _, c := range placed {
 		for i, w := range spec {
 			rest := len(w.Clusters) == 0 && w.ClusterSelector == nil
-			named := false
-			for _, n := range w.Clusters {
-				named = named || n == c.Name
-			}
-			if rest || named || (selectors[i] != nil && selectors[i].Matches(labels.Set(c.Labels))) {
+			if rest || slices.Contains(w.Clusters, c.Name) || (selectors[i] != nil && selectors[i].Matches(labels.Set(c.Labels))) {
 				waves[i].Clusters = append(waves[i].Clusters, c.Name)
 				break
 			}
