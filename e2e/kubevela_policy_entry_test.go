@@ -111,6 +111,43 @@ spec:
 	waitVelaPolicyDeleted(t, "kv-shop", "shop-limits")
 }
 
+// KubeVela names an entry's ApplicationPolicy by the definition's CUE, which must give what
+// policyhubv1.GeneratedName gives: an Application whose name has a dot and whose pair with the
+// entry is longer than a DNS label gets the cleaned, cut and hashed name.
+func TestKubeVelaEntryNameIsGeneratedName(t *testing.T) {
+	ctx := testContext(t)
+	hub := directClient(t, testFleet.Hub.Config)
+	applyKubeVelaDefinitions(ctx, t, hub)
+	createNamespace(ctx, t, hub, "kv-names")
+	const app, entry = "storefront.checkout-service-with-a-rather-long-name", "require-limits"
+	createVelaApplication(ctx, t, hub, fmt.Sprintf(`
+apiVersion: core.oam.dev/v1beta1
+kind: Application
+metadata: {name: %s, namespace: kv-names}
+spec:
+  components: []
+  policies:
+  - {name: %s, type: kyverno-policy, properties: {scope: {kinds: [Deployment]}, validations: [{expression: "true"}]}}
+`, app, entry))
+	want := policyhubv1.GeneratedName(app + "-" + entry)
+	if len(app+"-"+entry) <= 63 || strings.Contains(want, ".") {
+		t.Fatalf("GeneratedName gave %q: the test needs a cleaned, cut name", want)
+	}
+	eventually(t, 30*time.Second, 100*time.Millisecond, "the entry's ApplicationPolicy", func() error {
+		list := &policyhubv1.ApplicationPolicyList{}
+		if err := hub.List(ctx, list, client.InNamespace("kv-names")); err != nil {
+			return err
+		}
+		if len(list.Items) != 1 {
+			return errorf("%d ApplicationPolicies in kv-names, want the entry's", len(list.Items))
+		}
+		if got := list.Items[0].Name; got != want {
+			t.Fatalf("KubeVela named the entry's ApplicationPolicy %q; policyhubv1.GeneratedName gives %q", got, want)
+		}
+		return nil
+	})
+}
+
 // An entry KubeVela or the hub's API refuses gets no ApplicationPolicy, and the Application says
 // why, naming the field: a property the definition does not know (a typo), a value out of its
 // enum, and a spec the ApplicationPolicy CRD's own CEL rules refuse.

@@ -1,8 +1,6 @@
 package render
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -20,10 +18,6 @@ const (
 	kindPolicy                     = "Policy"
 	kindNamespacedValidatingPolicy = "NamespacedValidatingPolicy"
 )
-
-// maxNameLength is the longest name a generated policy gets: a DNS-1123 label, so the name is
-// also a valid label value wherever it is referenced (reports, the source-name label).
-const maxNameLength = 63
 
 // ApplicationPolicy renders an ApplicationPolicy into the Kyverno policies for one target namespace
 // in a cluster (the hub calls it once per (cluster, namespace) target).
@@ -133,9 +127,6 @@ func scopeTargets(apName string, scope *policyhubv1.Scope) ([]target, error) {
 	var targets []target
 	seen := map[string]string{} // generated name → what it was generated for
 	add := func(t target, what string) error {
-		if t.name == "" {
-			return fmt.Errorf("%s: no valid policy name can be made from it", what)
-		}
 		if prev, ok := seen[t.name]; ok {
 			return fmt.Errorf("%s and %s both render to the policy name %q: keep one of them", prev, what, t.name)
 		}
@@ -144,7 +135,7 @@ func scopeTargets(apName string, scope *policyhubv1.Scope) ([]target, error) {
 		return nil
 	}
 	if len(scope.Kinds) > 0 {
-		if err := add(target{name: policyName(apName), kinds: scope.Kinds}, "spec.scope.kinds"); err != nil {
+		if err := add(target{name: policyhubv1.GeneratedName(apName), kinds: scope.Kinds}, "spec.scope.kinds"); err != nil {
 			return nil, err
 		}
 	}
@@ -156,7 +147,7 @@ func scopeTargets(apName string, scope *policyhubv1.Scope) ([]target, error) {
 		if strings.ContainsAny(r.Name, "*?") {
 			return nil, fmt.Errorf("%s: the name has a wildcard; name one resource, or list its kind in spec.scope.kinds", what)
 		}
-		name := policyName(apName + "-" + strings.ToLower(kindName(r.Kind)) + "-" + r.Name)
+		name := policyhubv1.GeneratedName(apName + "-" + strings.ToLower(kindName(r.Kind)) + "-" + r.Name)
 		if err := add(target{name: name, kinds: []string{r.Kind}, resource: r.Name}, what); err != nil {
 			return nil, err
 		}
@@ -167,26 +158,6 @@ func scopeTargets(apName string, scope *policyhubv1.Scope) ([]target, error) {
 // kindName is the kind without the group/version a scope may give (apps/v1/Deployment → Deployment).
 func kindName(kind string) string {
 	return kind[strings.LastIndex(kind, "/")+1:]
-}
-
-// policyName makes a generated policy's name from full: lowercase, every character outside
-// [a-z0-9-] replaced by '-', no leading or trailing '-', and at most 63 characters: a longer name
-// is cut and ends with '-' and the first 8 hex digits of the sha256 of full, so cut names stay
-// distinct. The result is a DNS-1123 label (hence also a subdomain), or "" if nothing is left.
-func policyName(full string) string {
-	name := []byte(strings.ToLower(full))
-	for i, c := range name {
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
-			name[i] = '-'
-		}
-	}
-	s := strings.Trim(string(name), "-")
-	if len(s) <= maxNameLength {
-		return s
-	}
-	sum := sha256.Sum256([]byte(full))
-	suffix := "-" + hex.EncodeToString(sum[:])[:8]
-	return strings.TrimRight(s[:maxNameLength-len(suffix)], "-") + suffix
 }
 
 // applicationRules decodes the rules and says whether any validates. A validate rule's
@@ -303,7 +274,7 @@ func applicationValidatingPolicy(t target, validations []policyhubv1.Validation,
 	}
 	if t.resource != "" {
 		spec["matchConditions"] = []any{map[string]any{
-			"name":       policyName("is-" + t.resource),
+			"name":       policyhubv1.GeneratedName("is-" + t.resource),
 			"expression": "object.metadata.name == " + celString(t.resource),
 		}}
 	}

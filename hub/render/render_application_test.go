@@ -128,8 +128,8 @@ scope:
 			}
 			for _, obj := range got {
 				name := obj.GetName()
-				if len(name) > maxNameLength || len(validation.IsDNS1123Subdomain(name)) > 0 || len(validation.IsDNS1123Label(name)) > 0 {
-					t.Errorf("generated name %q is not a DNS-1123 label of at most %d characters", name, maxNameLength)
+				if len(validation.IsDNS1123Label(name)) > 0 {
+					t.Errorf("generated name %q is not a DNS-1123 label", name)
 				}
 				if obj.GetNamespace() != tt.namespace {
 					t.Errorf("%s is in namespace %q, want the target %q", name, obj.GetNamespace(), tt.namespace)
@@ -356,9 +356,9 @@ rules:
 `, wantErr: []string{`spec.rules[0] and spec.rules[1] are both named "r": rule names must be unique`}},
 		{name: "resources with the same policy name", spec: `
 application: shop
-scope: {resources: [{kind: Deployment, name: web.a}, {kind: Deployment, name: web-a}]}
+scope: {resources: [{kind: Deployment, name: web}, {kind: apps/v1/Deployment, name: web}]}
 rules: [{name: r, validate: {pattern: {spec: {}}}}]
-`, wantErr: []string{`spec.scope.resources[0] (Deployment web.a) and spec.scope.resources[1] (Deployment web-a) both render to the policy name "p-deployment-web-a"`}},
+`, wantErr: []string{`spec.scope.resources[0] (Deployment web) and spec.scope.resources[1] (apps/v1/Deployment web) both render to the policy name "p-deployment-web"`}},
 		{name: "wildcard resource name", spec: `
 application: shop
 scope: {resources: [{kind: Deployment, name: web-*}]}
@@ -406,33 +406,6 @@ rules: [{name: r, validate: {pattern: {spec: {}}}}]
 				}
 			}
 		})
-	}
-}
-
-func TestPolicyName(t *testing.T) {
-	long := strings.Repeat("a", 60) + "-deployment-web"
-	tests := []struct{ full, want string }{
-		{"shop-limits", "shop-limits"},
-		{"Shop.Limits-deployment-Web_Front", "shop-limits-deployment-web-front"},
-		{"shop-limits-deployment-web.", "shop-limits-deployment-web"},
-		{strings.Repeat("a", 63), strings.Repeat("a", 63)},
-		// Cut to 54 characters, then "-" and the first 8 hex of sha256(full).
-		{long, strings.Repeat("a", 54) + "-59b56066"},
-		{"***", ""},
-	}
-	for _, tt := range tests {
-		if got := policyName(tt.full); got != tt.want {
-			t.Errorf("policyName(%q) = %q, want %q", tt.full, got, tt.want)
-		}
-	}
-	if a, b := policyName(long), policyName(strings.Repeat("a", 60)+"-deployment-api"); a == b {
-		t.Errorf("two long names cut to the same prefix render the same name %q", a)
-	}
-	for _, n := range []string{long, strings.Repeat("x.", 200), "a-" + strings.Repeat("-", 70) + "b"} {
-		got := policyName(n)
-		if len(got) > maxNameLength || len(validation.IsDNS1123Label(got)) > 0 {
-			t.Errorf("policyName(%q) = %q: not a DNS-1123 label of at most %d characters", n, got, maxNameLength)
-		}
 	}
 }
 

@@ -1,8 +1,12 @@
 package v1alpha1
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Conventions the agent, the hub and the CLI share: each is defined here once, so that what an
@@ -42,4 +46,44 @@ func (s *PolicyReportSummary) Accepted() error {
 		return fmt.Errorf("spec.cluster %q does not match the namespace %q the summary was written to: each cluster's agent writes only its own namespace, so this summary is not aggregated", s.Spec.Cluster, s.Namespace)
 	}
 	return nil
+}
+
+// generatedNameCut and generatedNameHash make a shortened generated name: the cleaned name cut
+// to 52 characters, '-', then 10 hex digits of a hash: 63 characters, a DNS-1123 label's limit.
+const (
+	generatedNameCut  = 52
+	generatedNameHash = 10
+)
+
+// GeneratedName is the name policyhub gives an object it makes from other names: the
+// ApplicationPolicy of a KubeVela entry (full = "<application>-<entry>") and the Kyverno policies
+// an ApplicationPolicy renders (e.g. "<applicationpolicy>-deployment-<resource>"). A full that is
+// already a DNS-1123 label (lowercase alphanumerics and '-', at most 63 characters) is kept as it
+// is. Any other is cleaned (lowercased, every other character replaced by '-', no leading or
+// trailing '-'), cut to 52 characters, and ends with '-' and the first 10 hex digits of the
+// sha256 of full, so that two fulls never share a name because one was cleaned or cut.
+//
+// config/kubevela/kyverno-policy.yaml computes the same name in CUE (KubeVela applies the
+// ApplicationPolicy under it); an e2e test compares the two under the real vela-core.
+func GeneratedName(full string) string {
+	if len(validation.IsDNS1123Label(full)) == 0 {
+		return full
+	}
+	cleaned := strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(full))
+	cleaned = strings.Trim(cleaned, "-")
+	if len(cleaned) > generatedNameCut {
+		cleaned = cleaned[:generatedNameCut]
+	}
+	cleaned = strings.TrimRight(cleaned, "-")
+	sum := sha256.Sum256([]byte(full))
+	hash := hex.EncodeToString(sum[:])[:generatedNameHash]
+	if cleaned == "" {
+		return hash
+	}
+	return cleaned + "-" + hash
 }

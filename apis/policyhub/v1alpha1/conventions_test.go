@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 func TestPolicyRef(t *testing.T) {
@@ -41,5 +42,39 @@ func TestSummaryAccepted(t *testing.T) {
 	err := summary("cluster-1", SummaryName, "cluster-2").Accepted()
 	if err == nil || !strings.Contains(err.Error(), `"cluster-2"`) || !strings.Contains(err.Error(), `"cluster-1"`) {
 		t.Errorf("another cluster not refused with both names: %v", err)
+	}
+}
+
+// A DNS-1123 label is kept; anything else is cleaned, cut and marked with a hash of the whole, so
+// names that clean or cut alike stay apart. The same table is what the KubeVela definition's CUE
+// must give (e2e TestKubeVelaEntryNameIsGeneratedName checks it under vela-core).
+func TestGeneratedName(t *testing.T) {
+	long := strings.Repeat("a", 60) + "-deployment-web"
+	tests := []struct{ full, want string }{
+		{"shop-limits", "shop-limits"},
+		{strings.Repeat("a", 63), strings.Repeat("a", 63)},
+		// Cleaned: lowercased, other characters '-', trimmed; then '-' and 10 hex of sha256(full).
+		{"Shop.Limits-deployment-Web_Front", "shop-limits-deployment-web-front-f3c1fa5d5b"},
+		{"shop-limits-deployment-web.", "shop-limits-deployment-web-bd6d3d21e2"},
+		{"-shop", "shop-77c19d9e3f"},
+		// Cut to 52 characters.
+		{long, strings.Repeat("a", 52) + "-59b5606660"},
+		{"***", "596f4162a5"},
+	}
+	for _, tt := range tests {
+		if got := GeneratedName(tt.full); got != tt.want {
+			t.Errorf("GeneratedName(%q) = %q, want %q", tt.full, got, tt.want)
+		}
+	}
+	if a, b := GeneratedName(long), GeneratedName(strings.Repeat("a", 60)+"-deployment-api"); a == b {
+		t.Errorf("two long names cut to the same prefix get the same name %q", a)
+	}
+	if a, b := GeneratedName("shop.web"), GeneratedName("shop-web"); a == b {
+		t.Errorf("a name and its cleaned form get the same name %q", a)
+	}
+	for _, n := range []string{long, strings.Repeat("x.", 200), "a-" + strings.Repeat("-", 70) + "b", "ünïcode-Näme"} {
+		if got := GeneratedName(n); len(validation.IsDNS1123Label(got)) > 0 {
+			t.Errorf("GeneratedName(%q) = %q: not a DNS-1123 label", n, got)
+		}
 	}
 }
