@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
@@ -161,7 +162,7 @@ func runVersion(t *testing.T, img v1.Image, bin string, b Build) {
 		t.Fatalf("%s --version: %v\n%s", bin, err, out)
 	}
 	t.Logf("%s --version: %s", bin, strings.TrimSpace(string(out)))
-	for _, want := range []string{bin, b.Version, "commit " + b.Commit, "go1."} {
+	for _, want := range []string{bin, b.Version, "commit " + b.Commit, "built " + b.Date.UTC().Format(time.RFC3339), "go1."} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("%s --version says %q; want it to contain %q", bin, out, want)
 		}
