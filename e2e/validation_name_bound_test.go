@@ -62,6 +62,14 @@ spec:
 			t.Errorf("%s: %v; want refused at admission, naming %s and the bound", c.what, err, c.want)
 		}
 	}
+	// Characters the clusters refuse in a name are refused too, naming the field.
+	err := hub.Create(ctx, fleetPolicy("e2e-name-chars", "Require_Labels"), client.DryRunAll)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "template.metadata.name must be lowercase") {
+		t.Errorf("a template name with '_' and capitals: %v; want refused at admission, naming template.metadata.name", err)
+	}
+	if err := hub.Create(ctx, fleetPolicy("e2e-name-chars", "require.labels-v2"), client.DryRunAll); err != nil {
+		t.Errorf("a template name with '.' and '-': %v", err)
+	}
 	// A long FleetPolicy name is fine when the template names the policy.
 	if err := hub.Create(ctx, fleetPolicy(tooLong, "short"), client.DryRunAll); err != nil {
 		t.Errorf("a long name with a template name: %v", err)

@@ -14,6 +14,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.apiVersion) || self.apiVersion.startsWith('kyverno.io/') || self.apiVersion.startsWith('policies.kyverno.io/')",message="template must be a Kyverno policy: the group of its apiVersion must be kyverno.io or policies.kyverno.io"
 // +kubebuilder:validation:XValidation:rule="!has(self.kind) || !(self.kind == 'Policy' || self.kind == 'PolicyException' || self.kind.startsWith('Namespaced')) || (has(self.metadata) && has(self.metadata.namespace) && size(self.metadata.namespace) > 0)",message="template.metadata.namespace is required for a namespaced Kyverno kind (Policy, PolicyException, Namespaced*)"
 // +kubebuilder:validation:XValidation:rule="!has(self.metadata) || !has(self.metadata.name) || size(self.metadata.name) <= 63",message="template.metadata.name is longer than 63 characters: Kyverno refuses policy names longer than that"
+// +kubebuilder:validation:XValidation:rule="!has(self.metadata) || !has(self.metadata.name) || size(self.metadata.name) > 63 || self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="template.metadata.name must be lowercase letters, digits, '-' and '.', starting and ending with a letter or digit (a DNS-1123 subdomain): the clusters refuse any other policy name"
 type PolicyTemplate struct {
 	// APIVersion of the Kyverno policy, e.g. kyverno.io/v1 or policies.kyverno.io/v1.
 	// +optional
