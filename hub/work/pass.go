@@ -3,13 +3,7 @@ package work
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
-
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
@@ -76,14 +70,13 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 	// Capability: a declaration with a kind the cluster does not serve is Unsupported; nothing of it is sent.
 	active := make([]int, 0, len(decls))
 	for i, d := range decls {
-		if missing, err := s.unserved(cc, d.Objects); err != nil {
+		if message, err := s.unsupported(cc, cluster.Name, d.Objects); err != nil {
 			res.Err = fmt.Errorf("cluster %s: discovery: %w", cluster.Name, err)
 			res.fail([]int{i}, res.Err)
-		} else if len(missing) > 0 {
+		} else if message != "" {
 			r := res.Declarations[i]
 			r.Phase = policyhubv1.ClusterPhaseUnsupported
-			r.Message = fmt.Sprintf("cluster %s does not serve %s: install or upgrade Kyverno to a version that serves it; nothing was sent",
-				cluster.Name, strings.Join(missing, ", "))
+			r.Message = message
 		} else {
 			active = append(active, i)
 		}
@@ -177,26 +170,4 @@ func (s *Syncer) replan(ctx context.Context, cc *clusterClients, decls []Declara
 	}
 	work.replace(which, fresh)
 	return nil
-}
-
-// unserved lists the kinds of objs the cluster does not serve.
-func (s *Syncer) unserved(cc *clusterClients, objs []*unstructured.Unstructured) ([]string, error) {
-	var missing []string
-	seen := map[schema.GroupVersionKind]bool{}
-	for _, obj := range objs {
-		gvk := obj.GroupVersionKind()
-		if seen[gvk] {
-			continue
-		}
-		seen[gvk] = true
-		if _, err := cc.client.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-			if meta.IsNoMatchError(err) {
-				missing = append(missing, gvk.GroupVersion().String()+" "+gvk.Kind)
-				continue
-			}
-			return nil, err
-		}
-	}
-	sort.Strings(missing)
-	return missing, nil
 }

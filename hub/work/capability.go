@@ -1,0 +1,76 @@
+package work
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// celGeneration is Kyverno's CEL policy kind that takes over from the kyverno.io/v1 kinds.
+var celGeneration = schema.GroupVersionKind{Group: "policies.kyverno.io", Version: "v1", Kind: "ValidatingPolicy"}
+
+// unsupported says why the cluster cannot take objs ("" when it serves every kind of them), from
+// the cluster's discovery: the kinds it does not serve, and what to do about it.
+func (s *Syncer) unsupported(cc *clusterClients, cluster string, objs []*unstructured.Unstructured) (string, error) {
+	mapper := cc.client.RESTMapper()
+	serves := func(gvk schema.GroupVersionKind) (bool, error) {
+		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if meta.IsNoMatchError(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	var missing []schema.GroupVersionKind
+	for _, obj := range objs {
+		gvk := obj.GroupVersionKind()
+		if slices.Contains(missing, gvk) {
+			continue
+		}
+		ok, err := serves(gvk)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			missing = append(missing, gvk)
+		}
+	}
+	if len(missing) == 0 {
+		return "", nil
+	}
+	celServed := false
+	if slices.ContainsFunc(missing, deprecatedGeneration) {
+		var err error
+		if celServed, err = serves(celGeneration); err != nil {
+			return "", err
+		}
+	}
+	return unsupportedMessage(cluster, missing, celServed), nil
+}
+
+// deprecatedGeneration says whether gvk is one of Kyverno's kyverno.io kinds that Kyverno 1.17
+// deprecated in favour of the policies.kyverno.io CEL kinds (and plans to remove in 1.20).
+func deprecatedGeneration(gvk schema.GroupVersionKind) bool {
+	return gvk.Group == "kyverno.io" && (gvk.Kind == "ClusterPolicy" || gvk.Kind == "Policy")
+}
+
+// unsupportedMessage names the kinds the cluster does not serve and what to do. A cluster that
+// serves Kyverno's CEL kinds but not the deprecated kyverno.io ones runs a Kyverno without them:
+// upgrading it would not help, rewriting the policy in the CEL kinds does.
+func unsupportedMessage(cluster string, missing []schema.GroupVersionKind, celServed bool) string {
+	names := make([]string, len(missing))
+	for i, gvk := range missing {
+		names[i] = gvk.GroupVersion().String() + " " + gvk.Kind
+	}
+	slices.Sort(names)
+	what := strings.Join(names, ", ")
+	if celServed && slices.ContainsFunc(missing, deprecatedGeneration) {
+		return fmt.Sprintf("cluster %s does not serve %s: its Kyverno serves only the CEL policy kinds (kyverno.io/v1 ClusterPolicy and Policy are deprecated since Kyverno 1.17); "+
+			"write the policy as a %s %s (in an ApplicationPolicy: spec.validations instead of spec.rules); nothing was sent",
+			cluster, what, celGeneration.GroupVersion(), celGeneration.Kind)
+	}
+	return fmt.Sprintf("cluster %s does not serve %s: install or upgrade Kyverno to a version that serves it; nothing was sent", cluster, what)
+}
