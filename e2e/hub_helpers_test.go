@@ -233,3 +233,17 @@ func marshalJSON(v any) []byte {
 	}
 	return out
 }
+
+// allInForce is a waitFleetPolicy check: every cluster of the status is Synced with the policy in
+// force (Kyverno says it is ready), and there is at least one.
+func allInForce(fp *policyhubv1.FleetPolicy) error {
+	for _, c := range fp.Status.Clusters {
+		if c.Phase != policyhubv1.ClusterPhaseSynced || c.InForce == nil || !*c.InForce {
+			return fmt.Errorf("%s: phase %s, inForce %v", c.Name, c.Phase, c.InForce)
+		}
+	}
+	if len(fp.Status.Clusters) == 0 {
+		return fmt.Errorf("no clusters in status")
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// Kyverno's CEL generation end to end: a FleetPolicy of a ValidatingPolicy that says Deny, with
+// spec.mode Audit, lets a violating Deployment in (the mode override rewrote its
+// validationActions), and Kyverno's results for it (report source KyvernoValidatingPolicy) reach
+// the FleetPolicy's status and the hub's /metrics under the ValidatingPolicy kind.
+func TestAgentValidatingPolicyAuditResultsInStatusAndMetrics(t *testing.T) {
+	hub := startHub(t, time.Hour)
+	startAgent(t, "cluster-1")
+	ctx := testContext(t)
+	const ns, name = "agent-audit-cel", "agent-audit-cel-team"
+	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	createNamespace(ctx, t, c1, ns)
+	createFleetPolicy(t, fmt.Sprintf(`
+metadata: {name: %s}
+spec:
+  mode: Audit
+  placement: {clusters: [cluster-1]}
+  template:
+    apiVersion: policies.kyverno.io/v1
+    kind: ValidatingPolicy
+    spec:
+      validationActions: [Deny]
+      matchConstraints:
+        resourceRules:
+        - apiGroups: [apps]
+          apiVersions: [v1]
+          operations: [CREATE, UPDATE]
+          resources: [deployments]
+        namespaceSelector:
+          matchLabels: {kubernetes.io/metadata.name: %s}
+      validations:
+      - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
+        message: Deployments need a team label
+`, name, ns))
+	waitFleetPolicy(t, name, "in force in cluster-1", allInForce)
+
+	if err := c1.Create(ctx, shopDeployment(ns, "web", "")); err != nil {
+		t.Fatalf("spec.mode Audit must let the Deployment in, whatever the template's validationActions: %v", err)
+	}
+	waitResults(t, name, "fail ≥ 1 in cluster-1", func(fp *policyhubv1.FleetPolicy) error {
+		s1 := clusterStatus(fp, "cluster-1")
+		if s1 == nil || s1.Results == nil || s1.Results.Fail < 1 {
+			return fmt.Errorf("cluster-1: %+v", s1)
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, 500*time.Millisecond, "the ValidatingPolicy's fail series on the hub's /metrics", func() error {
+		series := map[string]string{"cluster": "cluster-1", "policy": name, "kind": "ValidatingPolicy", "result": "fail"}
+		if v, ok := hub.scrape(t, "policyhub_policy_results", series); !ok || v < 1 {
+			return fmt.Errorf("fail series %v (present %v)", v, ok)
+		}
+		return nil
+	})
+}
