@@ -12,7 +12,7 @@ export POLICYHUB_TESTBIN
 
 GO_TEST_FLAGS ?= -count=1 -timeout 60m
 
-.PHONY: all build generate manifests verify-generated testbin test unit lint fmt vet staticcheck leftovers bench-sync bench-scale demo images push release actionlint help
+.PHONY: all build generate manifests verify-generated testbin test unit lint fmt vet staticcheck leftovers bench-sync bench-agent bench-scale demo images push release actionlint help
 all: build
 
 help: ## Show the targets.
@@ -91,6 +91,9 @@ demo: testbin ## Run policyhub on a local fleet (hub + 2 clusters, real gateway 
 
 bench-sync: testbin ## Benchmark: policyhub vs a kubectl loop vs a bare SSA loop on a local fleet (prints a table).
 	go run ./e2e/bench/syncbench $(BENCH_SYNC_FLAGS)
+
+bench-agent: testbin ## Benchmark: policyhub-agent on a cluster of 100,000 report results: memory, CPU, summary latency, metric series (prints a table).
+	go run ./e2e/bench/agentbench $(BENCH_AGENT_FLAGS)
 
 bench-scale: testbin ## Benchmark: the hub binary at fleet scale (real, virtual and dark clusters) on a local fleet (prints a table).
 	go run ./e2e/bench/scalebench $(BENCH_SCALE_FLAGS)

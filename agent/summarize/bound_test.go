@@ -63,10 +63,8 @@ func randomSnapshot(seed uint64, resources int) collect.Snapshot {
 			if r.IntN(3) == 0 {
 				continue
 			}
-			d.Policies = append(d.Policies, collect.PolicyCounts{
-				Policy: k, Severity: pick(severities), Category: pick(categories),
-				Counts: collect.Counts{Pass: r.Int32N(3), Fail: r.Int32N(2), Warn: r.Int32N(2), Error: r.Int32N(2), Skip: r.Int32N(2)},
-			})
+			d.Policies = append(d.Policies, collect.NewPolicyCounts(k, pick(severities), pick(categories),
+				collect.Counts{Pass: r.Int32N(3), Fail: r.Int32N(2), Warn: r.Int32N(2), Error: r.Int32N(2), Skip: r.Int32N(2)}))
 		}
 		for range r.IntN(4) {
 			d.Violations = append(d.Violations, collect.Violation{
@@ -271,7 +269,7 @@ func bigSnapshot() collect.Snapshot {
 					Policy: k, Rule: "check", Result: "fail", Message: message, Time: t0.Add(time.Duration(pat) * time.Minute),
 				})
 			}
-			results[pat][p] = collect.PolicyCounts{Policy: k, Counts: c}
+			results[pat][p] = collect.NewPolicyCounts(k, "", "", c)
 		}
 	}
 	digests := make([]collect.Digest, bigResources)

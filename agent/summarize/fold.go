@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"time"
+	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -61,6 +62,7 @@ type fold struct {
 	raws     []collect.PolicyKey
 	rawPols  []*policy // by raw key, once resolved
 	hint     []int32   // raw key by position in the previous digest's Policies
+	hintKey  []unique.Handle[collect.PolicyKey]
 
 	appIndex   map[app]int32
 	apps       []app
@@ -97,16 +99,18 @@ func (f *fold) raw(k collect.PolicyKey) int32 {
 }
 
 // rawAt is raw for the i-th entry of a digest's Policies. Reports list their policies in much the
-// same order: the key found at this position last time is compared before this one is hashed.
-func (f *fold) rawAt(i int, k collect.PolicyKey) int32 {
-	if i < len(f.hint) && f.raws[f.hint[i]] == k {
+// same order: the policy found at this position last time is compared (a pointer) before this
+// one is hashed.
+func (f *fold) rawAt(i int, pc *collect.PolicyCounts) int32 {
+	h := pc.PolicyHandle()
+	if i < len(f.hint) && f.hintKey[i] == h {
 		return f.hint[i]
 	}
-	ri := f.raw(k)
+	ri := f.raw(h.Value())
 	if i < len(f.hint) {
-		f.hint[i] = ri
+		f.hint[i], f.hintKey[i] = ri, h
 	} else {
-		f.hint = append(f.hint, ri)
+		f.hint, f.hintKey = append(f.hint, ri), append(f.hintKey, h)
 	}
 	return ri
 }
@@ -139,7 +143,7 @@ func (f *fold) register() {
 		}
 		f.digests = append(f.digests, digest{Digest: d, app: f.appOf(d.Resource)})
 		for i := range d.Policies {
-			f.rawAt(i, d.Policies[i].Policy)
+			f.rawAt(i, &d.Policies[i])
 		}
 		// A violation names its policy too; it may be the only place a policy shows up.
 		for i := range d.Violations {
@@ -278,14 +282,14 @@ func (f *fold) count(apps *topK[appEntry]) {
 		}
 		for i := range d.Policies {
 			pc := &d.Policies[i]
-			p := f.rawPols[f.rawAt(i, pc.Policy)]
+			p := f.rawPols[f.rawAt(i, pc)]
 			addCounts(&p.counts, pc.Counts)
 			addCounts(&f.totals, pc.Counts)
-			if !pc.Oldest.IsZero() && (p.oldest.IsZero() || pc.Oldest.Before(p.oldest)) {
-				p.oldest = pc.Oldest
+			if oldest := pc.Oldest(); !oldest.IsZero() && (p.oldest.IsZero() || oldest.Before(p.oldest)) {
+				p.oldest = oldest
 			}
-			p.severity.add(pc.Severity)
-			p.category.add(pc.Category)
+			p.severity.add(pc.Severity())
+			p.category.add(pc.Category())
 			if cur >= 0 {
 				addCounts(&entry(p.ref).counts, pc.Counts)
 			}

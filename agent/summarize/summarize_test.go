@@ -29,7 +29,7 @@ func ref(r collect.Resource) policyhubv1.ResourceRef {
 }
 
 func counts(k collect.PolicyKey, c collect.Counts) collect.PolicyCounts {
-	return collect.PolicyCounts{Policy: k, Counts: c}
+	return collect.NewPolicyCounts(k, "", "", c)
 }
 
 func at(t time.Time) *metav1.Time {
@@ -102,15 +102,15 @@ func TestSummarize(t *testing.T) {
 			in: collect.Snapshot{
 				Digests: []*collect.Digest{
 					{Resource: podB1, Policies: []collect.PolicyCounts{
-						{Policy: requireLabels, Severity: "medium", Category: "Other", Counts: collect.Counts{Pass: 1}},
-						{Policy: disallowLatest, Severity: "low", Counts: collect.Counts{Pass: 1}},
+						collect.NewPolicyCounts(requireLabels, "medium", "Other", collect.Counts{Pass: 1}),
+						collect.NewPolicyCounts(disallowLatest, "low", "", collect.Counts{Pass: 1}),
 					}},
 					{Resource: podA1, Policies: []collect.PolicyCounts{
-						{Policy: requireLabels, Severity: "medium", Category: "Best Practices", Counts: collect.Counts{Pass: 1}},
-						{Policy: disallowLatest, Severity: "high", Counts: collect.Counts{Pass: 1}},
+						collect.NewPolicyCounts(requireLabels, "medium", "Best Practices", collect.Counts{Pass: 1}),
+						collect.NewPolicyCounts(disallowLatest, "high", "", collect.Counts{Pass: 1}),
 					}},
 					{Resource: podA2, Policies: []collect.PolicyCounts{
-						{Policy: requireLabels, Category: "Best Practices", Counts: collect.Counts{Pass: 1}},
+						collect.NewPolicyCounts(requireLabels, "", "Best Practices", collect.Counts{Pass: 1}),
 					}},
 				},
 				Policies: map[collect.PolicyKey]collect.PolicyInfo{
@@ -399,7 +399,7 @@ func TestSummarizeOldestResult(t *testing.T) {
 	t0 := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 	pc := func(oldest time.Time) collect.PolicyCounts {
 		c := counts(disallowLatest, collect.Counts{Pass: 1})
-		c.Oldest = oldest
+		c.Saw(oldest)
 		return c
 	}
 	got := Summarize(collect.Snapshot{Digests: []*collect.Digest{

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -35,6 +36,7 @@ func run() error {
 		o             agent.Options
 		hubKubeconfig string
 		probeAddr     string
+		pprofAddr     string
 	)
 	fs := flag.CommandLine
 	fs.StringVar(&o.Cluster, "cluster-name", "", "This managed cluster's name, as the hub knows it (its cluster-gateway name); the summary goes to the hub namespace of that name. Required.")
@@ -44,6 +46,7 @@ func run() error {
 	fs.StringVar(&o.ApplicationLabel, "application-label", "app.oam.dev/name", "Label whose value names a resource's application (KubeVela's by default; e.g. app.kubernetes.io/instance).")
 	fs.IntVar(&o.MaxViolations, "max-violations", 50, "Violations (fail and error results, most severe and newest first) kept in the summary; at most 200.")
 	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", 30*time.Second, "How often the agent looks for report APIs installed after it started (e.g. openreports.io).")
+	fs.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints (heap, CPU and goroutine profiles); empty or 0 disables them.")
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	version := fs.Bool("version", false, "Print the version, commit, build date and Go version, and exit.")
 	zapOpts := zap.Options{}
@@ -89,22 +92,43 @@ func run() error {
 			return err
 		}
 	}
+	if pprofAddr != "" && pprofAddr != "0" {
+		if err := servePprof(ctx, pprofAddr); err != nil {
+			return err
+		}
+	}
 	log.FromContext(ctx).Info("starting policyhub-agent", "hub", o.Hub.Host, "pushInterval", o.PushInterval, "heartbeat", o.Heartbeat)
 	return agent.Run(ctx, o)
+}
+
+// servePprof serves Go's profiles, as the hub's --pprof-bind-address does (controller-runtime's).
+func servePprof(ctx context.Context, addr string) error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return serve(ctx, addr, "--pprof-bind-address", mux)
 }
 
 // serveProbes answers /healthz and /readyz while the process runs: the agent survives a hub
 // outage by retrying, so it is alive and ready whenever it runs.
 func serveProbes(ctx context.Context, addr string) error {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("--health-probe-bind-address: %w", err)
-	}
 	mux := http.NewServeMux()
 	ok := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }
 	mux.HandleFunc("/healthz", ok)
 	mux.HandleFunc("/readyz", ok)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	return serve(ctx, addr, "--health-probe-bind-address", mux)
+}
+
+// serve serves handler on addr until ctx ends; flag names the flag addr came from.
+func serve(ctx context.Context, addr, flag string, handler http.Handler) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(l) }()
 	go func() {
 		<-ctx.Done()
