@@ -18,6 +18,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/gateway"
+	"github.com/policyhub/policyhub/hub/placement"
 )
 
 // directClient reaches a cluster of the fleet directly, not through the gateway.
@@ -99,6 +100,7 @@ var testScheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(policyhubv1.AddToScheme(s))
+	utilruntime.Must(placement.AddToScheme(s))
 	return s
 }()
 

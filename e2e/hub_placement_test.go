@@ -91,4 +91,9 @@ spec:
     spec: `+indentedSpec("by-ocm"))
 	waitFleetPolicy(t, "e2e-by-ocm", "synced where OCM decided", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-2": "Synced"}))
 	waitPresence(t, "e2e-by-ocm", map[string]bool{"cluster-2": true})
+
+	// OCM decides again: the FleetPolicy follows at once (the hub's resync is 10 minutes away).
+	setPlacementDecision(ctx, t, "ocm-hub", "prod-only", "cluster-1")
+	waitFleetPolicy(t, "e2e-by-ocm", "moved where OCM decided next", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
+	waitPresence(t, "e2e-by-ocm", map[string]bool{"cluster-1": true, "cluster-2": false})
 }

@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/policyhub/policyhub/hub/placement"
 )
@@ -87,14 +89,29 @@ func createPlacementDecision(ctx context.Context, t *testing.T, namespace, place
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = hub.Delete(context.Background(), decision) })
-	var decisions []any
-	for _, c := range clusters {
-		decisions = append(decisions, map[string]any{"clusterName": c, "reason": "e2e"})
-	}
-	if err := unstructured.SetNestedSlice(decision.Object, decisions, "status", "decisions"); err != nil {
-		t.Fatal(err)
-	}
-	if err := hub.Status().Update(ctx, decision); err != nil {
+	setPlacementDecision(ctx, t, namespace, placement, clusters...)
+}
+
+// setPlacementDecision sets the clusters of the PlacementDecision createPlacementDecision made,
+// as OCM's placement controller writes them: in its status.
+func setPlacementDecision(ctx context.Context, t *testing.T, namespace, placement string, clusters ...string) {
+	t.Helper()
+	hub := directClient(t, testFleet.Hub.Config)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		decision := object(t, `{"apiVersion":"cluster.open-cluster-management.io/v1beta1","kind":"PlacementDecision"}`)
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: namespace, Name: placement + "-decision-1"}, decision); err != nil {
+			return err
+		}
+		decisions := []any{}
+		for _, c := range clusters {
+			decisions = append(decisions, map[string]any{"clusterName": c, "reason": "e2e"})
+		}
+		if err := unstructured.SetNestedSlice(decision.Object, decisions, "status", "decisions"); err != nil {
+			return err
+		}
+		return hub.Status().Update(ctx, decision)
+	})
+	if err != nil {
 		t.Fatalf("set the PlacementDecision's status: %v", err)
 	}
 }

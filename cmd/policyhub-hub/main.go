@@ -27,6 +27,7 @@ import (
 	"github.com/policyhub/policyhub/hub/controllers"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/metrics"
+	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/work"
 	"github.com/policyhub/policyhub/internal/buildinfo"
 )
@@ -121,6 +122,10 @@ func run() error {
 		return err
 	}
 	if err := policyhubv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	// The OCM kinds the inventory reads typed.
+	if err := placement.AddToScheme(scheme); err != nil {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{

@@ -42,7 +42,7 @@ type ApplicationPolicyReconciler struct {
 // SetupWithManager registers the reconciler: ApplicationPolicy changes, inventory changes,
 // summaries of the clusters it is in, and (with KubeVela) its Application's changes trigger it.
 func (r *ApplicationPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := declarationController(mgr, "applicationpolicy", "ApplicationPolicy", &policyhubv1.ApplicationPolicy{}, &r.DeclarationOptions, r.every, r.inCluster)
+	b := declarationController(mgr, "applicationpolicy", "ApplicationPolicy", &policyhubv1.ApplicationPolicy{}, &r.DeclarationOptions, r.every, r.inCluster, r.ofPlacement)
 	if r.KubeVela {
 		app := &unstructured.Unstructured{}
 		app.SetGroupVersionKind(policyhubv1.KubeVelaApplicationGVK)
@@ -66,6 +66,19 @@ func (r *ApplicationPolicyReconciler) every(ctx context.Context, _ client.Object
 	var reqs []reconcile.Request
 	for _, ap := range r.list(ctx) {
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ap)})
+	}
+	return reqs
+}
+
+// ofPlacement maps an OCM Placement or PlacementDecision to the ApplicationPolicies whose
+// placementRef names the Placement (a ref without a namespace names one in the policy's own).
+func (r *ApplicationPolicyReconciler) ofPlacement(ctx context.Context, obj client.Object) []reconcile.Request {
+	key := placement.PlacementOf(obj)
+	var reqs []reconcile.Request
+	for _, ap := range r.list(ctx) {
+		if placement.Names(ap.Spec.Placement, ap.Namespace, key) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ap)})
+		}
 	}
 	return reqs
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,6 +102,9 @@ type DeclarationOptions struct {
 	StatusCoalesce time.Duration
 	// MaxConcurrentReconciles bounds the declarations of the kind reconciled at once.
 	MaxConcurrentReconciles int
+	// OCMPlacements is true when the hub serves OCM's Placement API: declarations with a
+	// placementRef then follow its Placement and PlacementDecisions as they change.
+	OCMPlacements bool
 }
 
 // statusQuiet is how many StatusCoalesce a status waits for its first cluster's answer.
@@ -370,12 +374,19 @@ func minPositive(a, b time.Duration) time.Duration {
 // joining, leaving or changing labels: cluster-gateway's credential Secrets, metadata only), the
 // agents' summaries of the clusters it is in, and the results the clusters' workers publish for
 // it. Nothing is retried here: the workers retry their clusters and publish what they find.
-func declarationController(mgr ctrl.Manager, name, kind string, obj client.Object, o *DeclarationOptions, every, inCluster handler.MapFunc) *builder.TypedBuilder[reconcile.Request] {
+func declarationController(mgr ctrl.Manager, name, kind string, obj client.Object, o *DeclarationOptions, every, inCluster, ofPlacement handler.MapFunc) *builder.TypedBuilder[reconcile.Request] {
 	credentials := predicate.NewPredicateFuncs(func(c client.Object) bool {
 		_, ok := c.GetLabels()[gateway.CredentialTypeLabel]
 		return ok && c.GetNamespace() == o.SecretNamespace
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if o.OCMPlacements {
+		// Where a placementRef places follows its PlacementDecisions, and a Placement created or
+		// deleted ends or starts PlacementNotFound.
+		b = b.Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(ofPlacement)).
+			Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(ofPlacement), builder.OnlyMetadata, builder.WithPredicates(createOrDelete()))
+	}
+	return b.
 		For(obj, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(every),
 			builder.OnlyMetadata, builder.WithPredicates(credentials, predicate.Or(predicate.LabelChangedPredicate{}, createOrDelete()))).

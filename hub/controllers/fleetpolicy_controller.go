@@ -38,7 +38,7 @@ type FleetPolicyReconciler struct {
 // SetupWithManager registers the reconciler: FleetPolicy spec changes, and changes of the
 // inventory (gateway credential Secrets, metadata only), trigger it.
 func (r *FleetPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return declarationController(mgr, "fleetpolicy", "FleetPolicy", &policyhubv1.FleetPolicy{}, &r.DeclarationOptions, r.everyFleetPolicy, r.fleetPoliciesInCluster).Complete(r)
+	return declarationController(mgr, "fleetpolicy", "FleetPolicy", &policyhubv1.FleetPolicy{}, &r.DeclarationOptions, r.everyFleetPolicy, r.fleetPoliciesInCluster, r.fleetPoliciesOfPlacement).Complete(r)
 }
 
 func (r *FleetPolicyReconciler) everyFleetPolicy(ctx context.Context, _ client.Object) []reconcile.Request {
@@ -50,6 +50,24 @@ func (r *FleetPolicyReconciler) everyFleetPolicy(ctx context.Context, _ client.O
 	reqs := make([]reconcile.Request, 0, len(list.Items))
 	for _, fp := range list.Items {
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fp)})
+	}
+	return reqs
+}
+
+// fleetPoliciesOfPlacement maps an OCM Placement or PlacementDecision to the FleetPolicies whose
+// placementRef names the Placement.
+func (r *FleetPolicyReconciler) fleetPoliciesOfPlacement(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &policyhubv1.FleetPolicyList{}
+	if err := r.Client.List(ctx, list, readOnlyList); err != nil {
+		log.FromContext(ctx).Error(err, "list FleetPolicies after an OCM placement change")
+		return nil
+	}
+	key := placement.PlacementOf(obj)
+	var reqs []reconcile.Request
+	for _, fp := range list.Items {
+		if placement.Names(&fp.Spec.Placement, "", key) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fp)})
+		}
 	}
 	return reqs
 }

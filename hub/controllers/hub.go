@@ -64,10 +64,15 @@ func SetupHub(mgr ctrl.Manager, o HubOptions) (*work.Workers, error) {
 	if err != nil {
 		return nil, err
 	}
+	ocm, err := OCMPlacementsServed(mgr)
+	if err != nil {
+		workers.Close()
+		return nil, fmt.Errorf("discover OCM on the hub: %w", err)
+	}
 	declarations := DeclarationOptions{
 		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: o.Gateway, SecretNamespace: o.SecretNamespace,
 		HubID: o.HubID, Workers: workers, Results: results, Recorder: mgr.GetEventRecorder("policyhub-hub"),
-		StatusCoalesce: o.StatusCoalesce, MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		StatusCoalesce: o.StatusCoalesce, MaxConcurrentReconciles: o.MaxConcurrentReconciles, OCMPlacements: ocm,
 	}
 	setup := func() error {
 		if err := (&FleetPolicyReconciler{DeclarationOptions: declarations, Rollouts: metrics.NewRollout(o.Registry)}).SetupWithManager(mgr); err != nil {

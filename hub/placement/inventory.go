@@ -8,23 +8,27 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	clusterv1 "open-cluster-management.io/api/cluster/v1"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/policyhub/policyhub/hub/gateway"
 )
 
-// OCM kinds the inventory reads where OCM is installed.
-var (
-	ManagedClusterGVK    = schema.GroupVersionKind{Group: "cluster.open-cluster-management.io", Version: "v1", Kind: "ManagedCluster"}
-	PlacementDecisionGVK = schema.GroupVersionKind{Group: "cluster.open-cluster-management.io", Version: "v1beta1", Kind: "PlacementDecision"}
-	PlacementGVK         = schema.GroupVersionKind{Group: "cluster.open-cluster-management.io", Version: "v1beta1", Kind: "Placement"}
-)
+// AddToScheme registers the OCM kinds ReadInventory reads typed (PlacementDecision, from OCM's
+// own API module); every client that reads the inventory needs them in its scheme.
+func AddToScheme(s *runtime.Scheme) error {
+	return clusterv1beta1.Install(s)
+}
 
-// placementLabel ties a PlacementDecision to its Placement (OCM's contract).
-const placementLabel = "cluster.open-cluster-management.io/placement"
+// ManagedCluster and Placement are read as metadata only (labels and existence).
+var (
+	managedClusterList = clusterv1.GroupVersion.WithKind("ManagedClusterList")
+	placementList      = clusterv1beta1.GroupVersion.WithKind("PlacementList")
+)
 
 // ReadInventory reads the fleet from the hub: every cluster-gateway credential Secret in
 // secretNamespace (only metadata: the hub never holds the credentials), and, when the hub serves
@@ -35,7 +39,7 @@ func ReadInventory(ctx context.Context, c client.Reader, secretNamespace string)
 
 	// Only labels are needed: metadata, which a cached reader keeps without the objects.
 	clusters := &metav1.PartialObjectMetadataList{}
-	clusters.SetGroupVersionKind(ManagedClusterGVK.GroupVersion().WithKind(ManagedClusterGVK.Kind + "List"))
+	clusters.SetGroupVersionKind(managedClusterList)
 	ocm := true
 	if err := c.List(ctx, clusters); err != nil {
 		if !meta.IsNoMatchError(err) {
@@ -75,7 +79,7 @@ func ReadInventory(ctx context.Context, c client.Reader, secretNamespace string)
 		return inv, nil
 	}
 	placements := &metav1.PartialObjectMetadataList{}
-	placements.SetGroupVersionKind(PlacementGVK.GroupVersion().WithKind(PlacementGVK.Kind + "List"))
+	placements.SetGroupVersionKind(placementList)
 	if err := c.List(ctx, placements); err != nil {
 		if !meta.IsNoMatchError(err) {
 			return Inventory{}, fmt.Errorf("list OCM Placements: %w", err)
@@ -85,22 +89,18 @@ func ReadInventory(ctx context.Context, c client.Reader, secretNamespace string)
 	for _, p := range placements.Items {
 		inv.Placements[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = true
 	}
-	decisions := &unstructured.UnstructuredList{}
-	decisions.SetGroupVersionKind(PlacementDecisionGVK.GroupVersion().WithKind(PlacementDecisionGVK.Kind + "List"))
-	if err := c.List(ctx, decisions, client.HasLabels{placementLabel}); err != nil {
+	decisions := &clusterv1beta1.PlacementDecisionList{}
+	if err := c.List(ctx, decisions, client.HasLabels{clusterv1beta1.PlacementLabel}); err != nil {
 		if meta.IsNoMatchError(err) {
 			return inv, nil
 		}
 		return Inventory{}, fmt.Errorf("list OCM PlacementDecisions: %w", err)
 	}
 	for _, d := range decisions.Items {
-		ref := types.NamespacedName{Namespace: d.GetNamespace(), Name: d.GetLabels()[placementLabel]}
-		list, _, _ := unstructured.NestedSlice(d.Object, "status", "decisions")
-		for _, item := range list {
-			if m, ok := item.(map[string]any); ok {
-				if name, ok := m["clusterName"].(string); ok && name != "" {
-					inv.Decisions[ref] = append(inv.Decisions[ref], name)
-				}
+		ref := types.NamespacedName{Namespace: d.Namespace, Name: d.Labels[clusterv1beta1.PlacementLabel]}
+		for _, decision := range d.Status.Decisions {
+			if decision.ClusterName != "" {
+				inv.Decisions[ref] = append(inv.Decisions[ref], decision.ClusterName)
 			}
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
@@ -37,6 +39,21 @@ func placementKey(ref *policyhubv1.PlacementRef, defaultNamespace string) types.
 		key.Namespace = defaultNamespace
 	}
 	return key
+}
+
+// Names says whether p's placementRef names the OCM Placement key (defaultNamespace is used when
+// the ref gives none): a change of that Placement or its decisions changes where p places.
+func Names(p *policyhubv1.Placement, defaultNamespace string, key types.NamespacedName) bool {
+	return p != nil && p.PlacementRef != nil && placementKey(p.PlacementRef, defaultNamespace) == key
+}
+
+// PlacementOf is the OCM Placement obj belongs to: a Placement itself, or the Placement a
+// PlacementDecision is labelled with (OCM's contract).
+func PlacementOf(obj client.Object) types.NamespacedName {
+	if name, ok := obj.GetLabels()[clusterv1beta1.PlacementLabel]; ok {
+		return types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}
+	}
+	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
 // MissingPlacement says why the placement's placementRef selects nothing when the Placement it

@@ -18,6 +18,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/gateway"
+	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/internal/buildinfo"
 )
 
@@ -130,6 +131,10 @@ func (o *options) hubClient() (client.Client, error) {
 		return nil, err
 	}
 	if err := policyhubv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	// The OCM kinds the inventory reads typed.
+	if err := placement.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	return client.New(cfg, client.Options{Scheme: scheme})

@@ -23,6 +23,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/controllers"
+	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/work"
 )
 
@@ -32,6 +33,7 @@ func (b *bench) policyhub(ctx context.Context, prefix string) (cost, cost, error
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(policyhubv1.AddToScheme(scheme))
+	utilruntime.Must(placement.AddToScheme(scheme))
 	hubCfg := rest.CopyConfig(b.f.Hub.Config)
 	hubCfg.QPS, hubCfg.Burst = -1, 0
 	mgr, err := ctrl.NewManager(hubCfg, ctrl.Options{

@@ -4,10 +4,13 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
+
+// What the hub serves decides what the controllers watch: KubeVela's Application, OCM's placements.
 
 // ApplicationServed reports whether the hub serves KubeVela's core.oam.dev/v1beta1 Application
 // (the manager's RESTMapper). Only then does the ApplicationPolicy controller read Applications
@@ -19,6 +22,20 @@ func ApplicationServed(mgr ctrl.Manager) (bool, error) {
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("look up %s in the hub's API: %w", policyhubv1.KubeVelaApplicationGVK, err)
+	}
+	return true, nil
+}
+
+// OCMPlacementsServed reports whether the hub serves OCM's PlacementDecision API; only then do
+// the declarations' controllers watch Placements and their decisions.
+func OCMPlacementsServed(mgr ctrl.Manager) (bool, error) {
+	gvk := clusterv1beta1.GroupVersion.WithKind("PlacementDecision")
+	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case meta.IsNoMatchError(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("look up %s in the hub's API: %w", gvk, err)
 	}
 	return true, nil
 }
