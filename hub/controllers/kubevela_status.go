@@ -1,7 +1,7 @@
 package controllers
 
 // The KubeVela side of an ApplicationPolicy: its status mirrored into the KubeVela
-// Application's status.policy (kubevela.go finds whether the hub serves Applications).
+// Application's status.policy (served.go finds whether the hub serves Applications).
 
 import (
 	"context"
@@ -48,17 +48,21 @@ func applicationPolicyStatus(ap *policyhubv1.ApplicationPolicy) map[string]any {
 	if len(byCluster) > 0 {
 		out["violationsByCluster"] = byCluster
 	}
+	// The most recent refusal over every policy and cluster.
 	var blocked int64
-	lastBlocked := ""
+	var last *policyhubv1.BlockedAdmission
 	for _, p := range ap.Status.Policies {
 		blocked += p.Blocked
-		if p.LastBlocked != nil && p.LastBlocked.Message != "" {
-			lastBlocked = policyhubv1.TruncateMessage(p.LastBlocked.Message, 256)
+		if b := p.LastBlocked; b != nil && b.Message != "" && (last == nil || last.Time == nil || (b.Time != nil && b.Time.After(last.Time.Time))) {
+			last = b
 		}
 	}
 	if blocked > 0 {
 		out["blocked"] = blocked
-		out["lastBlocked"] = lastBlocked
+		out["lastBlocked"] = ""
+		if last != nil {
+			out["lastBlocked"] = policyhubv1.TruncateMessage(last.Message, 256)
+		}
 	}
 	return out
 }
