@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -79,12 +77,13 @@ type Options struct {
 // Collector keeps digests of a cluster's reports, blocked admissions, policies and application
 // labels, each from an informer whose transform drops everything else before it is stored.
 type Collector struct {
-	opts      Options
-	dynamic   dynamic.Interface
-	metadata  metadata.Interface
-	clientset kubernetes.Interface
-	discovery discovery.CachedDiscoveryInterface
-	mapper    meta.ResettableRESTMapper
+	opts Options
+	// reportClients read the reports, typed.
+	reportClients *reportClients
+	metadata      metadata.Interface
+	clientset     kubernetes.Interface
+	discovery     discovery.CachedDiscoveryInterface
+	mapper        meta.ResettableRESTMapper
 
 	changed chan struct{}
 
@@ -123,7 +122,7 @@ func New(cfg *rest.Config, opts Options) (*Collector, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.WarningHandlerWithContext = log.NewKubeAPIWarningLogger(log.KubeAPIWarningLoggerOptions{Deduplicate: true})
 	var err error
-	if c.dynamic, err = dynamic.NewForConfig(cfg); err != nil {
+	if c.reportClients, err = newReportClients(cfg); err != nil {
 		return nil, err
 	}
 	if c.metadata, err = metadata.NewForConfig(cfg); err != nil {
@@ -217,16 +216,16 @@ func (c *Collector) discover(ctx context.Context) error {
 		}
 		c.mu.Lock()
 		if _, started := c.reports[gvr]; !started {
-			c.reports[gvr] = c.newInformer(ctx, c.dynamicListWatch(gvr), &unstructured.Unstructured{}, func(obj any) (any, error) {
-				u, ok := obj.(*unstructured.Unstructured)
+			c.reports[gvr] = c.newInformer(ctx, c.reportClients.listWatch(gvr), exampleReport(gvr), func(obj any) (any, error) {
+				report, meta, ok := reportOf(gvr, obj)
 				if !ok {
 					return obj, nil
 				}
-				digests := DigestReport(u)
+				digests := DigestReport(report)
 				for _, d := range digests {
 					c.watchApplications(d.Resource)
 				}
-				return &item{ObjectMeta: slimUnstructured(u), digests: digests}, nil
+				return &item{ObjectMeta: slim(meta), digests: digests}, nil
 			})
 		}
 		c.mu.Unlock()
@@ -299,17 +298,6 @@ func (c *Collector) watchApplications(r Resource) {
 		}
 		return &item{ObjectMeta: slim(m.ObjectMeta), app: m.Labels[label]}, nil
 	})
-}
-
-func (c *Collector) dynamicListWatch(gvr schema.GroupVersionResource) *cache.ListWatch {
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return c.dynamic.Resource(gvr).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return c.dynamic.Resource(gvr).Watch(ctx, o)
-		},
-	}
 }
 
 // metadataListWatch lists and watches metadata only, and only objects with labelKey when set.
@@ -426,8 +414,4 @@ func (i *item) DeepCopyObject() runtime.Object {
 // slim keeps the identity an informer needs to key and update an object.
 func slim(m metav1.ObjectMeta) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion}
-}
-
-func slimUnstructured(u *unstructured.Unstructured) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion()}
 }

@@ -7,39 +7,58 @@ import (
 	"unicode/utf8"
 	"unique"
 
+	openreportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
+// Report is one policy report as the collector reads it: its id ("<api> <kind> <namespace>/<name>"),
+// its scope and its results, in openreports' types (see reports.go: every report API decodes
+// into them).
+type Report struct {
+	ID      string
+	Scope   *corev1.ObjectReference
+	Results []openreportsv1alpha1.ReportResult
+}
+
+// reportOf reads a typed report the informers hold; gvr is the API it was read from.
+func reportOf(gvr schema.GroupVersionResource, obj any) (Report, metav1.ObjectMeta, bool) {
+	id := func(m metav1.ObjectMeta) string {
+		return gvr.GroupVersion().String() + " " + reportKinds[gvr] + " " + m.Namespace + "/" + m.Name
+	}
+	switch r := obj.(type) {
+	case *openreportsv1alpha1.Report:
+		return Report{ID: id(r.ObjectMeta), Scope: r.Scope, Results: r.Results}, r.ObjectMeta, true
+	case *openreportsv1alpha1.ClusterReport:
+		return Report{ID: id(r.ObjectMeta), Scope: r.Scope, Results: r.Results}, r.ObjectMeta, true
+	}
+	return Report{}, metav1.ObjectMeta{}, false
+}
+
 // DigestReport reduces a PolicyReport, ClusterPolicyReport, openreports Report or ClusterReport
-// (their results have the same shape) to Digests: one for the report's scope, or one per
-// resource when the results name their resources instead (older report producers).
-func DigestReport(report *unstructured.Unstructured) []*Digest {
-	name := report.GetAPIVersion() + " " + report.GetKind() + " " + report.GetNamespace() + "/" + report.GetName()
-	scope := resourceFrom(report.Object["scope"])
-	results, _, _ := unstructured.NestedSlice(report.Object, "results")
+// to Digests: one for the report's scope, or one per resource when the results name their
+// resources instead (older report producers).
+func DigestReport(report Report) []*Digest {
+	scope := resourceFrom(report.Scope)
 	byResource := map[Resource]*Digest{}
 	var order []Resource
 	digestFor := func(r Resource) *Digest {
 		d, ok := byResource[r]
 		if !ok {
-			d = &Digest{Report: name, Resource: r}
+			d = &Digest{Report: report.ID, Resource: r}
 			byResource[r] = d
 			order = append(order, r)
 		}
 		return d
 	}
-	for _, item := range results {
-		res, ok := item.(map[string]any)
-		if !ok {
-			continue
-		}
+	for i := range report.Results {
+		res := &report.Results[i]
 		resources := []Resource{scope}
-		if list, ok := res["resources"].([]any); ok && len(list) > 0 && scope == (Resource{}) {
+		if len(res.Subjects) > 0 && scope == (Resource{}) {
 			resources = resources[:0]
-			for _, r := range list {
-				resources = append(resources, resourceFrom(r))
+			for j := range res.Subjects {
+				resources = append(resources, resourceFrom(&res.Subjects[j]))
 			}
 		}
 		for _, r := range resources {
@@ -64,9 +83,9 @@ func shared(s string) string {
 	return unique.Make(s).Value()
 }
 
-func addResult(d *Digest, res map[string]any) {
-	key := policyKey(str(res, "policy"), str(res, "source"))
-	severity, category := shared(str(res, "severity")), shared(str(res, "category"))
+func addResult(d *Digest, res *openreportsv1alpha1.ReportResult) {
+	key := policyKey(res.Policy, res.Source)
+	severity, category := shared(string(res.Severity)), shared(res.Category)
 	handle := unique.Make(key)
 	var pc *PolicyCounts
 	for i := range d.Policies {
@@ -79,8 +98,8 @@ func addResult(d *Digest, res map[string]any) {
 		d.Policies = append(d.Policies, NewPolicyCounts(key, severity, category, Counts{}))
 		pc = &d.Policies[len(d.Policies)-1]
 	}
-	pc.Saw(timestamp(res["timestamp"]))
-	result := str(res, "result")
+	pc.Saw(timestamp(res.Timestamp))
+	result := string(res.Result)
 	switch result {
 	case "pass":
 		pc.Counts.Pass++
@@ -95,8 +114,8 @@ func addResult(d *Digest, res map[string]any) {
 	}
 	if result == "fail" || result == "error" {
 		d.Violations = append(d.Violations, Violation{
-			Policy: key, Rule: shared(str(res, "rule")), Result: shared(result), Severity: severity, Category: category,
-			Message: Cut(str(res, "message"), MaxMessage), Time: timestamp(res["timestamp"]),
+			Policy: key, Rule: shared(res.Rule), Result: shared(result), Severity: severity, Category: category,
+			Message: Cut(res.Description, MaxMessage), Time: timestamp(res.Timestamp),
 		})
 	}
 }
@@ -165,35 +184,22 @@ func DigestEvent(ev *corev1.Event) *Block {
 	return b
 }
 
-func resourceFrom(v any) Resource {
-	m, ok := v.(map[string]any)
-	if !ok {
+func resourceFrom(ref *corev1.ObjectReference) Resource {
+	if ref == nil {
 		return Resource{}
 	}
 	return Resource{
-		APIVersion: shared(str(m, "apiVersion")), Kind: shared(str(m, "kind")), Namespace: shared(str(m, "namespace")),
-		Name: str(m, "name"), UID: types.UID(str(m, "uid")),
+		APIVersion: shared(ref.APIVersion), Kind: shared(ref.Kind), Namespace: shared(ref.Namespace),
+		Name: ref.Name, UID: ref.UID,
 	}
 }
 
-func timestamp(v any) time.Time {
-	m, ok := v.(map[string]any)
-	if !ok {
+// timestamp is a result's time, in seconds as reports give it (zero when none).
+func timestamp(t metav1.Timestamp) time.Time {
+	if t.Seconds == 0 {
 		return time.Time{}
 	}
-	seconds, _ := m["seconds"].(int64)
-	if f, ok := m["seconds"].(float64); ok {
-		seconds = int64(f)
-	}
-	if seconds == 0 {
-		return time.Time{}
-	}
-	return time.Unix(seconds, 0).UTC()
-}
-
-func str(m map[string]any, key string) string {
-	s, _ := m[key].(string)
-	return s
+	return time.Unix(t.Seconds, 0).UTC()
 }
 
 // Cut shortens s to at most n bytes without splitting a UTF-8 character, marking the cut.

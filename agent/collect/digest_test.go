@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	openreportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 )
 
@@ -39,12 +41,21 @@ results:
   - {apiVersion: v1, kind: Namespace, name: b, uid: ub}
 `
 
-func TestDigestReport(t *testing.T) {
-	obj := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(kyvernoReport), &obj.Object); err != nil {
+// typedReport decodes a report's YAML into obj, openreports' type, as the collector's clients do.
+func typedReport(t *testing.T, gvr schema.GroupVersionResource, manifest string, obj runtime.Object) Report {
+	t.Helper()
+	if err := yaml.Unmarshal([]byte(manifest), obj); err != nil {
 		t.Fatal(err)
 	}
-	digests := DigestReport(obj)
+	report, _, ok := reportOf(gvr, obj)
+	if !ok {
+		t.Fatalf("%T is not a report", obj)
+	}
+	return report
+}
+
+func TestDigestReport(t *testing.T) {
+	digests := DigestReport(typedReport(t, ReportKinds[0], kyvernoReport, &openreportsv1alpha1.Report{}))
 	if len(digests) != 1 {
 		t.Fatalf("%d digests, want 1", len(digests))
 	}
@@ -80,11 +91,7 @@ func TestDigestReport(t *testing.T) {
 		t.Errorf("violation time %v", got)
 	}
 
-	obj = &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(aggregatedReport), &obj.Object); err != nil {
-		t.Fatal(err)
-	}
-	digests = DigestReport(obj)
+	digests = DigestReport(typedReport(t, ReportKinds[1], aggregatedReport, &openreportsv1alpha1.ClusterReport{}))
 	if len(digests) != 2 || digests[0].Resource.UID != "ua" || digests[1].Resource.UID != "ub" || digests[1].Policies[0].Counts.Fail != 1 {
 		t.Errorf("aggregated report not split per resource: %+v", digests)
 	}
