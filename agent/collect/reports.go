@@ -70,15 +70,12 @@ func newReportClients(cfg *rest.Config) (*reportClients, error) {
 // listWatch lists and watches gvr's reports, typed.
 func (rc *reportClients) listWatch(gvr schema.GroupVersionResource) *cache.ListWatch {
 	client := rc.clients[gvr.GroupVersion()]
-	list := func() runtime.Object {
-		if reportKinds[gvr] == "PolicyReport" || reportKinds[gvr] == "Report" {
-			return &openreportsv1alpha1.ReportList{}
-		}
-		return &openreportsv1alpha1.ClusterReportList{}
-	}
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			out := list()
+			var out runtime.Object = &openreportsv1alpha1.ClusterReportList{}
+			if namespacedReports(gvr) {
+				out = &openreportsv1alpha1.ReportList{}
+			}
 			err := client.Get().Resource(gvr.Resource).VersionedParams(&o, rc.params).Do(ctx).Into(out)
 			return out, err
 		},
@@ -91,8 +88,13 @@ func (rc *reportClients) listWatch(gvr schema.GroupVersionResource) *cache.ListW
 
 // exampleReport is the typed object gvr's informer holds.
 func exampleReport(gvr schema.GroupVersionResource) runtime.Object {
-	if reportKinds[gvr] == "PolicyReport" || reportKinds[gvr] == "Report" {
+	if namespacedReports(gvr) {
 		return &openreportsv1alpha1.Report{}
 	}
 	return &openreportsv1alpha1.ClusterReport{}
+}
+
+// namespacedReports says whether gvr's reports are namespaced (PolicyReport, Report).
+func namespacedReports(gvr schema.GroupVersionResource) bool {
+	return reportKinds[gvr] == "PolicyReport" || reportKinds[gvr] == "Report"
 }
