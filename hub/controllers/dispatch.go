@@ -46,10 +46,13 @@ type wantedIn struct {
 func (d dispatcher) want(wants []wantedIn) []clusterOutcome {
 	outcomes := make([]clusterOutcome, 0, len(wants))
 	for _, w := range wants {
-		cfg, err := gateway.ClusterConfig(d.gateway, w.cluster)
-		if err != nil {
-			outcomes = append(outcomes, clusterOutcome{cluster: w.cluster, result: &work.DeclarationResult{Source: w.decl.Source, Phase: policyhubv1.ClusterPhaseFailed, Message: err.Error()}})
-			continue
+		cfg, ok := d.workers.Config(w.cluster)
+		if !ok {
+			var err error
+			if cfg, err = gateway.ClusterConfig(d.gateway, w.cluster); err != nil {
+				outcomes = append(outcomes, clusterOutcome{cluster: w.cluster, result: &work.DeclarationResult{Source: w.decl.Source, Phase: policyhubv1.ClusterPhaseFailed, Message: err.Error()}})
+				continue
+			}
 		}
 		d.workers.Want(work.Cluster{Name: w.cluster, Config: cfg}, w.decl, w.token)
 		outcomes = append(outcomes, d.outcome(w))

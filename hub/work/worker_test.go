@@ -2,8 +2,10 @@ package work
 
 import (
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
@@ -68,5 +70,28 @@ func TestConfirms(t *testing.T) {
 				t.Errorf("confirms = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// A cluster's config is built once and kept with its worker: callers get the same one back on
+// every reconcile, and nothing once the cluster is forgotten (it left the fleet).
+func TestWorkersKeepEachClustersConfig(t *testing.T) {
+	ws, err := NewWorkers(WorkersOptions{Sync: Options{HubID: "hub", Lock: LockOptions{Identity: "test"}}, RetryMin: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ws.Close)
+	if _, ok := ws.Config("c1"); ok {
+		t.Fatal("a config for a cluster without a worker")
+	}
+	// Nothing listens there: the worker finds the cluster unreachable and waits an hour.
+	cfg := &rest.Config{Host: "https://127.0.0.1:1"}
+	ws.Want(Cluster{Name: "c1", Config: cfg}, Declaration{Source: "FleetPolicy/p"}, "t1")
+	if got, ok := ws.Config("c1"); !ok || got != cfg {
+		t.Fatalf("Config(c1) = %p, %v; want the worker's %p", got, ok, cfg)
+	}
+	ws.Forget("c1")
+	if _, ok := ws.Config("c1"); ok {
+		t.Error("the config outlived the cluster's worker")
 	}
 }
