@@ -217,7 +217,7 @@ func (c *Collector) discover(ctx context.Context) error {
 		c.mu.Lock()
 		if _, started := c.reports[gvr]; !started {
 			c.reports[gvr] = c.newInformer(ctx, c.reportClients.listWatch(gvr), exampleReport(gvr), func(obj any) (any, error) {
-				report, meta, ok := reportOf(gvr, obj)
+				report, objMeta, ok := reportOf(gvr, obj)
 				if !ok {
 					return obj, nil
 				}
@@ -225,7 +225,7 @@ func (c *Collector) discover(ctx context.Context) error {
 				for _, d := range digests {
 					c.watchApplications(d.Resource)
 				}
-				return &item{ObjectMeta: slim(meta), digests: digests}, nil
+				return &item{ObjectMeta: slim(objMeta), digests: digests}, nil
 			})
 		}
 		c.mu.Unlock()

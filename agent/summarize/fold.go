@@ -89,12 +89,17 @@ func newFold(s collect.Snapshot) *fold {
 }
 
 func (f *fold) raw(k collect.PolicyKey) int32 {
-	if i, ok := f.rawIndex[k]; ok {
+	return indexOf(f.rawIndex, &f.raws, k)
+}
+
+// indexOf interns k to a small integer: its position in list, appended when new.
+func indexOf[K comparable](index map[K]int32, list *[]K, k K) int32 {
+	if i, ok := index[k]; ok {
 		return i
 	}
-	i := int32(len(f.raws))
-	f.rawIndex[k] = i
-	f.raws = append(f.raws, k)
+	i := int32(len(*list))
+	index[k] = i
+	*list = append(*list, k)
 	return i
 }
 
@@ -124,14 +129,7 @@ func (f *fold) appOf(r collect.Resource) int32 {
 	if name == "" {
 		return -1
 	}
-	a := app{namespace: r.Namespace, name: name}
-	if i, ok := f.appIndex[a]; ok {
-		return i
-	}
-	i := int32(len(f.apps))
-	f.appIndex[a] = i
-	f.apps = append(f.apps, a)
-	return i
+	return indexOf(f.appIndex, &f.apps, app{namespace: r.Namespace, name: name})
 }
 
 // register interns every policy key and application, and groups the digests by application.
@@ -212,13 +210,7 @@ func (f *fold) info(k collect.PolicyKey) collect.PolicyInfo {
 }
 
 func (f *fold) ref(s string) int32 {
-	if i, ok := f.refIndex[s]; ok {
-		return i
-	}
-	i := int32(len(f.refs))
-	f.refIndex[s] = i
-	f.refs = append(f.refs, s)
-	return i
+	return indexOf(f.refIndex, &f.refs, s)
 }
 
 // policyRef is how applications and violations name a policy: "name" when cluster-scoped,

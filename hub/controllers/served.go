@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -16,20 +17,17 @@ import (
 // (the manager's RESTMapper). Only then does the ApplicationPolicy controller read Applications
 // (placement from their topology, the status mirror); the hub works without KubeVela.
 func ApplicationServed(mgr ctrl.Manager) (bool, error) {
-	_, err := mgr.GetRESTMapper().RESTMapping(policyhubv1.KubeVelaApplicationGVK.GroupKind(), policyhubv1.KubeVelaApplicationGVK.Version)
-	switch {
-	case meta.IsNoMatchError(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("look up %s in the hub's API: %w", policyhubv1.KubeVelaApplicationGVK, err)
-	}
-	return true, nil
+	return served(mgr, policyhubv1.KubeVelaApplicationGVK)
 }
 
 // OCMPlacementsServed reports whether the hub serves OCM's PlacementDecision API; only then do
 // the declarations' controllers watch Placements and their decisions.
 func OCMPlacementsServed(mgr ctrl.Manager) (bool, error) {
-	gvk := clusterv1beta1.GroupVersion.WithKind("PlacementDecision")
+	return served(mgr, clusterv1beta1.GroupVersion.WithKind("PlacementDecision"))
+}
+
+// served reports whether the hub serves gvk, by the manager's RESTMapper.
+func served(mgr ctrl.Manager, gvk schema.GroupVersionKind) (bool, error) {
 	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	switch {
 	case meta.IsNoMatchError(err):
