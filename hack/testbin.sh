@@ -57,6 +57,7 @@ k8s_version=v1.36.3
 build kube-apiserver "$k8s_version" kube-apiserver \
 	"-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36" \
 	k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver \
+	k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager \
 	k8s.io/kubernetes/cmd/kubectl kubectl
 build cluster-gateway v1.9.1 cluster-gateway "-s -w" \
 	github.com/oam-dev/cluster-gateway/cmd/apiserver cluster-gateway
