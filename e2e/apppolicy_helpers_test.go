@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -90,4 +91,28 @@ func ownedPolicies(t *testing.T, cluster, apiVersion, kind, namespace string) []
 		names = append(names, item.GetName())
 	}
 	return names
+}
+
+// grantTenant grants the hub namespace tenant (its ApplicationPolicies and KubeVela entries) both
+// managed clusters, in its own namespace and the given ones, as a hub admin would with a
+// TenantGrant; the grant goes when the test ends. Without it a tenant reaches nothing.
+func grantTenant(ctx context.Context, t *testing.T, tenant string, namespaces ...string) {
+	t.Helper()
+	hub := directClient(t, testFleet.Hub.Config)
+	grant := &policyhubv1.TenantGrant{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + tenant},
+		Spec: policyhubv1.TenantGrantSpec{
+			Tenants:    []string{tenant},
+			Clusters:   policyhubv1.Placement{Clusters: []string{"cluster-1", "cluster-2"}},
+			Namespaces: append([]string{tenant}, namespaces...),
+		},
+	}
+	if err := hub.Create(ctx, grant); err != nil {
+		t.Fatalf("grant tenant %s: %v", tenant, err)
+	}
+	t.Cleanup(func() {
+		if err := hub.Delete(context.Background(), grant); client.IgnoreNotFound(err) != nil {
+			t.Errorf("delete TenantGrant %s: %v", grant.Name, err)
+		}
+	})
 }

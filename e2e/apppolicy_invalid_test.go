@@ -21,6 +21,7 @@ func TestApplicationPolicyInvalidIsNotDispatched(t *testing.T) {
 	const ns = "ap-invalid"
 	hub := directClient(t, testFleet.Hub.Config)
 	createNamespace(ctx, t, hub, ns)
+	grantTenant(ctx, t, ns)
 	createNamespace(ctx, t, directClient(t, testFleet.Cluster("cluster-1").Config), ns)
 
 	for _, tc := range []struct {

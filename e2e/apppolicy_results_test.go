@@ -38,6 +38,7 @@ func TestApplicationPolicyAuditResults(t *testing.T) {
 	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
 	createNamespace(ctx, t, c1, ns)
 	createNamespace(ctx, t, directClient(t, testFleet.Hub.Config), ns)
+	grantTenant(ctx, t, ns)
 	createApplicationPolicy(t, teamApplicationPolicy("shop-team", ns, "Audit", "cluster-1"))
 	waitApplicationPolicy(t, ns, "shop-team", 90*time.Second, "synced", apPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
 
@@ -81,6 +82,7 @@ func TestApplicationPolicyEnforceBlocked(t *testing.T) {
 	c2 := directClient(t, testFleet.Cluster("cluster-2").Config)
 	createNamespace(ctx, t, c2, ns)
 	createNamespace(ctx, t, directClient(t, testFleet.Hub.Config), ns)
+	grantTenant(ctx, t, ns)
 	createApplicationPolicy(t, teamApplicationPolicy("shop-team", ns, "Enforce", "cluster-2"))
 	waitApplicationPolicy(t, ns, "shop-team", 90*time.Second, "synced", apPhases(map[string]policyhubv1.ClusterPhase{"cluster-2": "Synced"}))
 

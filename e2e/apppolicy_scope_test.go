@@ -22,6 +22,7 @@ func TestApplicationPolicyScope(t *testing.T) {
 	createNamespace(ctx, t, c1, ns)
 	// Both policies are created in the hub namespace of the same name as the cluster's.
 	createNamespace(ctx, t, directClient(t, testFleet.Hub.Config), ns)
+	grantTenant(ctx, t, ns)
 	createApplicationPolicy(t, fmt.Sprintf(`
 apiVersion: policyhub.io/v1alpha1
 kind: ApplicationPolicy

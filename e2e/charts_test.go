@@ -116,6 +116,7 @@ hubAccess: {enabled: true}`))
 		compared string
 	}{
 		{"the hub's ClusterRole", rendered(hub, "ClusterRole", "", "policyhub-hub"), configObject("../config/rbac/hub/cluster_role.yaml", "ClusterRole"), "rules"},
+		{"the tenants' ClusterRole", rendered(hub, "ClusterRole", "", "-tenant"), configObject("../config/rbac/tenant/cluster_role.yaml", "ClusterRole"), "rules"},
 		{"the hub's gateway Secrets Role", rendered(hub, "Role", "vela-system", "-cluster-inventory"), configObject("../config/rbac/hub/gateway_secrets_role.yaml", "Role"), "rules"},
 		{"the hub's leader election Role", rendered(hub, "Role", "policyhub-system", "-leader-election"), configObject("../config/rbac/hub/leader_election_role.yaml", "Role"), "rules"},
 		{"the agent's ClusterRole", rendered(agent, "ClusterRole", "", "policyhub-agent"), configObject("../config/rbac/agent/cluster_role.yaml", "ClusterRole"), "rules"},

@@ -73,6 +73,7 @@ func TestCLIRead(t *testing.T) {
 	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
 	c2 := directClient(t, testFleet.Cluster("cluster-2").Config)
 	createNamespace(ctx, t, hub, ns)
+	grantTenant(ctx, t, ns)
 	createNamespace(ctx, t, c1, ns)
 	createNamespace(ctx, t, c2, ns)
 

@@ -435,6 +435,7 @@ func TestCLISyncDryRunPlansApplicationPolicies(t *testing.T) {
 	const ns = "cli-sync-app"
 	hub := directClient(t, testFleet.Hub.Config)
 	createNamespace(ctx, t, hub, ns)
+	grantTenant(ctx, t, ns)
 	createNamespace(ctx, t, directClient(t, testFleet.Cluster("cluster-2").Config), ns)
 	vela := object(t, fmt.Sprintf(`
 apiVersion: core.oam.dev/v1beta1

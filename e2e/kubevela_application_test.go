@@ -43,6 +43,7 @@ func TestKubeVelaApplicationPolicyLifecycle(t *testing.T) {
 	const ns = "kv-lifecycle"
 	hub := directClient(t, testFleet.Hub.Config)
 	createNamespace(ctx, t, hub, ns)
+	grantTenant(ctx, t, ns)
 	applyKubeVelaDefinitions(ctx, t, hub)
 	for _, c := range []string{"cluster-1", "cluster-2"} {
 		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)

@@ -28,6 +28,7 @@ func TestKubeVelaAuditEntryReportsTheDeployedViolation(t *testing.T) {
 	hub := directClient(t, testFleet.Hub.Config)
 	cluster1 := directClient(t, testFleet.Cluster("cluster-1").Config)
 	createNamespace(ctx, t, hub, ns)
+	grantTenant(ctx, t, ns)
 	createNamespace(ctx, t, cluster1, ns)
 	applyKubeVelaDefinitions(ctx, t, hub)
 	manifest := strings.Replace(fmt.Sprintf(velaGate, ns), "mode: Enforce", "mode: Audit", 1)

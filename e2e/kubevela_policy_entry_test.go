@@ -32,6 +32,7 @@ func TestKubeVelaEntryBecomesApplicationPolicy(t *testing.T) {
 	hub := directClient(t, testFleet.Hub.Config)
 	applyKubeVelaDefinitions(ctx, t, hub)
 	createNamespace(ctx, t, hub, "kv-shop")
+	grantTenant(ctx, t, "kv-shop")
 	createVelaApplication(ctx, t, hub, `
 apiVersion: core.oam.dev/v1beta1
 kind: Application
@@ -64,7 +65,7 @@ spec:
 	if ap.Spec.Scope == nil || fmt.Sprint(ap.Spec.Scope.Kinds) != "[Deployment]" {
 		t.Errorf("spec.scope %+v, want kinds [Deployment]", ap.Spec.Scope)
 	}
-	if len(ap.Spec.Rules) != 1 || !strings.Contains(string(ap.Spec.Rules[0].Raw), `"name":"need-team"`) || !strings.Contains(string(ap.Spec.Rules[0].Raw), `"team":"?*"`) {
+	if rules := string(marshalJSON(ap.Spec.Rules)); len(ap.Spec.Rules) != 1 || !strings.Contains(rules, `"name":"need-team"`) || !strings.Contains(rules, `"team":"?*"`) {
 		t.Errorf("spec.rules %s, want the entry's need-team rule", marshalJSON(ap.Spec.Rules))
 	}
 	if got := ap.Labels["app.oam.dev/name"]; got != "shop" {
@@ -119,6 +120,7 @@ func TestKubeVelaEntryNameIsGeneratedName(t *testing.T) {
 	hub := directClient(t, testFleet.Hub.Config)
 	applyKubeVelaDefinitions(ctx, t, hub)
 	createNamespace(ctx, t, hub, "kv-names")
+	grantTenant(ctx, t, "kv-names")
 	const app, entry = "storefront.checkout-service-with-a-rather-long-name", "require-limits"
 	createVelaApplication(ctx, t, hub, fmt.Sprintf(`
 apiVersion: core.oam.dev/v1beta1
@@ -157,6 +159,7 @@ func TestKubeVelaInvalidEntryIsRefused(t *testing.T) {
 	hub := directClient(t, testFleet.Hub.Config)
 	applyKubeVelaDefinitions(ctx, t, hub)
 	createNamespace(ctx, t, hub, "kv-invalid")
+	grantTenant(ctx, t, "kv-invalid")
 	rules := `[{name: need-team, validate: {message: team label, pattern: {metadata: {labels: {team: "?*"}}}}}]`
 	for _, c := range []struct{ entry, properties, want string }{
 		{"sometimes", `{mode: Sometimes, scope: {kinds: [Deployment]}, rules: ` + rules + `}`, "mode"},

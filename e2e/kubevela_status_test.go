@@ -22,6 +22,7 @@ func TestKubeVelaApplicationStatusShowsViolations(t *testing.T) {
 	hub := directClient(t, testFleet.Hub.Config)
 	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
 	createNamespace(ctx, t, hub, ns)
+	grantTenant(ctx, t, ns)
 	createNamespace(ctx, t, c1, ns)
 	applyKubeVelaDefinitions(ctx, t, hub)
 	app := object(t, fmt.Sprintf(velaShop, ns))

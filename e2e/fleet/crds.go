@@ -34,6 +34,7 @@ var hubCRDs = []crdSource{
 	{module: ocmAPIModule, dir: "cluster/v1", match: "*managedclusters.crd.yaml"},
 	{module: ocmAPIModule, dir: "cluster/v1beta1", match: "*placements.crd.yaml"},
 	{module: ocmAPIModule, dir: "cluster/v1beta1", match: "*placementdecisions.crd.yaml"},
+	{module: ocmAPIModule, dir: "cluster/v1beta2", match: "*managedclustersetbindings.crd.yaml"},
 	{module: kubeVelaModule, dir: "charts/vela-core/crds", match: "core.oam.dev_applications.yaml"},
 	{module: kubeVelaModule, dir: "charts/vela-core/crds", match: "core.oam.dev_policydefinitions.yaml"},
 }

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +33,9 @@ type ApplicationPolicyReconciler struct {
 	// KubeVela is true when the hub serves KubeVela's Application: placement then defaults to the
 	// application's topology, and results are mirrored into its status.policy.
 	KubeVela bool
+	// ClusterSetBindings is true when the hub serves OCM's ManagedClusterSetBinding: a binding in
+	// a tenant's namespace grants it the set's clusters.
+	ClusterSetBindings bool
 	// ApplicationStatusInterval is the least time between two writes of one Application's
 	// status (each write makes KubeVela reconcile the Application); zero means 10s.
 	ApplicationStatusInterval time.Duration
@@ -43,6 +48,13 @@ type ApplicationPolicyReconciler struct {
 // summaries of the clusters it is in, and (with KubeVela) its Application's changes trigger it.
 func (r *ApplicationPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := declarationController(mgr, "applicationpolicy", "ApplicationPolicy", &policyhubv1.ApplicationPolicy{}, &r.DeclarationOptions, r.every, r.inCluster, r.ofPlacement)
+	// A grant given, changed or taken back changes where its tenants' policies may go.
+	b = b.Watches(&policyhubv1.TenantGrant{}, handler.EnqueueRequestsFromMapFunc(r.ofGrant), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	if r.ClusterSetBindings {
+		binding := &metav1.PartialObjectMetadata{}
+		binding.SetGroupVersionKind(clusterv1beta2.GroupVersion.WithKind("ManagedClusterSetBinding"))
+		b = b.Watches(binding, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.OnlyMetadata, builder.WithPredicates(createOrDelete()))
+	}
 	if r.KubeVela {
 		app := &unstructured.Unstructured{}
 		app.SetGroupVersionKind(policyhubv1.KubeVelaApplicationGVK)
@@ -79,6 +91,21 @@ func (r *ApplicationPolicyReconciler) ofPlacement(ctx context.Context, obj clien
 		if placement.Names(ap.Spec.Placement, ap.Namespace, key) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ap)})
 		}
+	}
+	return reqs
+}
+
+// ofGrant maps a TenantGrant to the ApplicationPolicies of its tenants (before and after a change:
+// a tenant removed from a grant loses reach, so every tenant's policies are looked at again).
+func (r *ApplicationPolicyReconciler) ofGrant(ctx context.Context, _ client.Object) []reconcile.Request {
+	return r.every(ctx, nil)
+}
+
+// inNamespace maps an OCM ManagedClusterSetBinding to the ApplicationPolicies of its namespace.
+func (r *ApplicationPolicyReconciler) inNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	for _, ap := range r.list(ctx, client.InNamespace(obj.GetNamespace())) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ap)})
 	}
 	return reqs
 }
@@ -147,7 +174,11 @@ func (d *applicationPolicy) targets(ctx context.Context) (*render.Targets, error
 			return nil, err
 		}
 	}
-	return declare.ApplicationPolicyTargets(d.r.HubID, d.ApplicationPolicy, d.app, inv)
+	grants, err := placement.ReadGrants(ctx, d.r.Reader, d.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	return declare.ApplicationPolicyTargets(d.r.HubID, d.ApplicationPolicy, d.app, inv, grants)
 }
 
 // setResults fills the status with this application's results from the clusters' summaries.

@@ -237,13 +237,14 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 			reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: prog.reason, Message: msg}
 		}
 	}
-	setConditions(st.conditions, ready, reconciling, nil)
+	stalled := notGranted(&ready, obj.GetNamespace(), targets.NotGranted)
+	setConditions(st.conditions, ready, reconciling, stalled)
 	if err := e.patchStatus(ctx, orig, d); err != nil {
 		return ctrl.Result{}, err
 	}
-	if was := meta.FindStatusCondition(*orig.status().conditions, policyhubv1.ConditionReady); ready.Reason == ReasonPlacementNotFound &&
-		(was == nil || was.Reason != ReasonPlacementNotFound || was.Message != ready.Message) {
-		e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ReasonPlacementNotFound, "Place", "%s", ready.Message)
+	if was := meta.FindStatusCondition(*orig.status().conditions, policyhubv1.ConditionReady); (ready.Reason == ReasonPlacementNotFound || ready.Reason == ReasonNotGranted) &&
+		(was == nil || was.Reason != ready.Reason || was.Message != ready.Message) {
+		e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ready.Reason, "Place", "%s", ready.Message)
 	}
 	emitSyncEvents(e.recorder, obj, *orig.status().clusters, kept)
 	wake := d.afterStatus(ctx)

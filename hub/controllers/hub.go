@@ -86,7 +86,11 @@ func SetupHub(mgr ctrl.Manager, o HubOptions) (*work.Workers, error) {
 		if err != nil {
 			return fmt.Errorf("discover KubeVela on the hub: %w", err)
 		}
-		appPolicies := &ApplicationPolicyReconciler{DeclarationOptions: declarations, KubeVela: kubeVela, ApplicationStatusInterval: o.ApplicationStatusInterval}
+		bindings, err := ClusterSetBindingsServed(mgr)
+		if err != nil {
+			return fmt.Errorf("discover OCM's cluster set bindings on the hub: %w", err)
+		}
+		appPolicies := &ApplicationPolicyReconciler{DeclarationOptions: declarations, KubeVela: kubeVela, ClusterSetBindings: bindings, ApplicationStatusInterval: o.ApplicationStatusInterval}
 		if err := appPolicies.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("ApplicationPolicy controller: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1beta1 "open-cluster-management.io/api/cluster/v1beta1"
+	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -24,6 +25,12 @@ func ApplicationServed(mgr ctrl.Manager) (bool, error) {
 // the declarations' controllers watch Placements and their decisions.
 func OCMPlacementsServed(mgr ctrl.Manager) (bool, error) {
 	return served(mgr, clusterv1beta1.GroupVersion.WithKind("PlacementDecision"))
+}
+
+// ClusterSetBindingsServed reports whether the hub serves OCM's ManagedClusterSetBinding API;
+// only then do bindings grant tenants clusters (and the ApplicationPolicy controller watch them).
+func ClusterSetBindingsServed(mgr ctrl.Manager) (bool, error) {
+	return served(mgr, clusterv1beta2.GroupVersion.WithKind("ManagedClusterSetBinding"))
 }
 
 // served reports whether the hub serves gvk, by the manager's RESTMapper.

@@ -164,6 +164,36 @@ func readyCondition(clusters []policyhubv1.ClusterStatus, unknown []string, miss
 	return cond
 }
 
+// ReasonNotGranted is the Ready and Stalled conditions' reason (and the Warning Event's) when an
+// ApplicationPolicy asks for clusters or namespaces no grant gives its namespace.
+const ReasonNotGranted = "NotGranted"
+
+// maxNotGrantedListed bounds how many refused places a message names.
+const maxNotGrantedListed = 10
+
+// notGranted makes ready say which places (cluster/namespace) were refused for want of a grant,
+// and returns the Stalled condition that goes with it (nil when nothing was refused). The granted
+// places are synced all the same; the refused ones never are, until a hub admin grants them or
+// the declaration stops asking.
+func notGranted(ready *metav1.Condition, tenant string, refused []string) *metav1.Condition {
+	if len(refused) == 0 {
+		return nil
+	}
+	listed := refused
+	more := ""
+	if len(listed) > maxNotGrantedListed {
+		listed, more = listed[:maxNotGrantedListed], fmt.Sprintf(" and %d more", len(refused)-maxNotGrantedListed)
+	}
+	msg := fmt.Sprintf("not granted to namespace %s, so never synced there: %s%s (a hub admin grants clusters and namespaces with a TenantGrant, or an OCM ManagedClusterSetBinding)",
+		tenant, strings.Join(listed, ", "), more)
+	stalled := &metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonNotGranted, Message: policyhubv1.TruncateMessage(msg, 1024)}
+	if ready.Status == metav1.ConditionFalse && ready.Message != "" {
+		msg += "; " + ready.Message
+	}
+	ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, ReasonNotGranted, policyhubv1.TruncateMessage(msg, 1024)
+	return stalled
+}
+
 // ReasonPlacementNotFound is the Ready condition's reason (and the Warning Event's) when a
 // placementRef names an OCM Placement that does not exist.
 const ReasonPlacementNotFound = "PlacementNotFound"

@@ -65,16 +65,20 @@ func KubeVelaApplication(ctx context.Context, reader client.Reader, ap *policyhu
 }
 
 // ApplicationPolicyTargets places and renders an ApplicationPolicy: by its placement, else by
-// its KubeVela Application's topology policies (app, nil when there is none).
-func ApplicationPolicyTargets(hubID string, ap *policyhubv1.ApplicationPolicy, app *unstructured.Unstructured, inv placement.Inventory) (*render.Targets, error) {
+// its KubeVela Application's topology policies (app, nil when there is none), within what the
+// hub admin granted its namespace.
+func ApplicationPolicyTargets(hubID string, ap *policyhubv1.ApplicationPolicy, app *unstructured.Unstructured, inv placement.Inventory, grants placement.Grants) (*render.Targets, error) {
+	reach, err := placement.ReachOf(grants, inv)
+	if err != nil {
+		return nil, &render.InvalidError{Reason: "InvalidGrant", Err: err}
+	}
 	var topologies []placement.Topology
 	if app != nil && ap.Spec.Placement == nil {
-		var err error
 		if topologies, err = placement.Topologies(app); err != nil {
 			return nil, &render.InvalidError{Reason: "InvalidPlacement", Err: err}
 		}
 	}
-	return render.ApplicationPolicyTargets(hubID, ap, topologies, inv)
+	return render.ApplicationPolicyTargets(hubID, ap, topologies, inv, reach)
 }
 
 // Leaving are the clusters a declaration's status lists that its targets (placed objects by

@@ -66,14 +66,30 @@ type AppTarget struct {
 	DryRun             bool
 }
 
+// AppSelection is where an ApplicationPolicy goes, and what it asked for that it may not reach.
+type AppSelection struct {
+	// Targets, sorted by cluster, then namespace: granted to the tenant.
+	Targets []AppTarget
+	// Unknown are clusters named that the inventory lacks.
+	Unknown []string
+	// NotGranted are the targets the placement (or the application's topology) selects that no
+	// grant gives the tenant: never dispatched. Sorted like Targets.
+	NotGranted []AppTarget
+}
+
 // ApplicationPolicy selects where an ApplicationPolicy goes: its own placement, in its own
 // namespace; without one, the application's topologies (each in its namespace, default the
-// ApplicationPolicy's). Neither selects nothing. Targets are sorted by cluster, then namespace.
-func ApplicationPolicy(ap *policyhubv1.ApplicationPolicy, topologies []Topology, inv Inventory) ([]AppTarget, []string, error) {
+// ApplicationPolicy's). Neither selects nothing. Only what reach allows is a target: the rest is
+// NotGranted. The tenant's own spec never widens its reach: a placementRef may name only an OCM
+// Placement of the ApplicationPolicy's own namespace.
+func ApplicationPolicy(ap *policyhubv1.ApplicationPolicy, topologies []Topology, inv Inventory, reach Reach) (AppSelection, error) {
 	type key struct{ cluster, namespace string }
 	picked := map[key]bool{}
 	unknownSet := map[string]bool{}
 	add := func(p policyhubv1.Placement, namespace, what string) error {
+		if p.PlacementRef != nil && p.PlacementRef.Namespace != "" && p.PlacementRef.Namespace != ap.Namespace {
+			return fmt.Errorf("%s.placementRef names a Placement in namespace %s: an ApplicationPolicy may use only Placements of its own namespace %s", what, p.PlacementRef.Namespace, ap.Namespace)
+		}
 		selected, unknown, err := Select(p, inv, ap.Namespace)
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
@@ -91,29 +107,35 @@ func ApplicationPolicy(ap *policyhubv1.ApplicationPolicy, topologies []Topology,
 	}
 	if ap.Spec.Placement != nil {
 		if err := add(*ap.Spec.Placement, "", "spec.placement"); err != nil {
-			return nil, nil, err
+			return AppSelection{}, err
 		}
 	} else {
 		for i, t := range topologies {
 			if err := add(t.Placement, t.Namespace, fmt.Sprintf("the application's topology %d", i)); err != nil {
-				return nil, nil, err
+				return AppSelection{}, err
 			}
 		}
 	}
-	targets := make([]AppTarget, 0, len(picked))
+	var sel AppSelection
 	for k := range picked {
-		targets = append(targets, AppTarget{Cluster: k.cluster, Namespace: k.namespace, DryRun: ap.Spec.DryRun})
-	}
-	sort.Slice(targets, func(i, j int) bool {
-		if targets[i].Cluster != targets[j].Cluster {
-			return targets[i].Cluster < targets[j].Cluster
+		t := AppTarget{Cluster: k.cluster, Namespace: k.namespace, DryRun: ap.Spec.DryRun}
+		if reach.Allows(k.cluster, k.namespace) {
+			sel.Targets = append(sel.Targets, t)
+		} else {
+			sel.NotGranted = append(sel.NotGranted, t)
 		}
-		return targets[i].Namespace < targets[j].Namespace
-	})
-	unknown := make([]string, 0, len(unknownSet))
-	for c := range unknownSet {
-		unknown = append(unknown, c)
 	}
-	sort.Strings(unknown)
-	return targets, unknown, nil
+	for _, targets := range [][]AppTarget{sel.Targets, sel.NotGranted} {
+		sort.Slice(targets, func(i, j int) bool {
+			if targets[i].Cluster != targets[j].Cluster {
+				return targets[i].Cluster < targets[j].Cluster
+			}
+			return targets[i].Namespace < targets[j].Namespace
+		})
+	}
+	for c := range unknownSet {
+		sel.Unknown = append(sel.Unknown, c)
+	}
+	sort.Strings(sel.Unknown)
+	return sel, nil
 }

@@ -53,10 +53,11 @@ func TestApplicationPolicyPlacement(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ap.Spec.Placement = tc.placement
-			got, unknown, err := ApplicationPolicy(ap, tc.topologies, inv)
+			sel, err := ApplicationPolicy(ap, tc.topologies, inv, everywhere(inv, "shop", "shop", "shop-prod"))
 			if err != nil {
 				t.Fatal(err)
 			}
+			got, unknown := sel.Targets, sel.Unknown
 			if fmt.Sprint(got) != tc.want || fmt.Sprint(unknown) != tc.wantUnknown {
 				t.Errorf("got %v unknown %v, want %s %s", got, unknown, tc.want, tc.wantUnknown)
 			}

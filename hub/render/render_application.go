@@ -1,6 +1,7 @@
 package render
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -28,7 +29,7 @@ const (
 // rules take effect together), then one per spec.scope.resources entry, in spec order (named
 // <name>-<kind>-<resource>; each takes effect independently). The mode (default Audit) becomes
 // every validate rule's failureAction (its failureActionOverrides dropped), or the
-// validationActions (Deny for Enforce, Audit for Audit); rules that only mutate or generate keep none.
+// validationActions (Deny for Enforce, Audit for Audit).
 func ApplicationPolicy(hubID string, ap *policyhubv1.ApplicationPolicy, namespace string) ([]*unstructured.Unstructured, error) {
 	objs, err := applicationPolicy(hubID, ap, namespace)
 	if err != nil {
@@ -75,14 +76,11 @@ func applicationPolicy(hubID string, ap *policyhubv1.ApplicationPolicy, namespac
 	}
 
 	var build func(target) (*unstructured.Unstructured, error)
-	// The mode is for validate rules and validations; rules that only mutate or generate have none.
-	setMode := true
 	if len(spec.Rules) > 0 {
-		rules, validating, err := applicationRules(spec.Rules)
+		rules, err := applicationRules(spec.Rules)
 		if err != nil {
 			return nil, err
 		}
-		setMode = validating
 		build = func(t target) (*unstructured.Unstructured, error) {
 			return applicationKyvernoPolicy(t, rules, label, spec.Application), nil
 		}
@@ -100,10 +98,8 @@ func applicationPolicy(hubID string, ap *policyhubv1.ApplicationPolicy, namespac
 		}
 		obj.SetName(t.name)
 		obj.SetNamespace(namespace)
-		if setMode {
-			if err := SetMode(obj, mode); err != nil {
-				return nil, err
-			}
+		if err := SetMode(obj, mode); err != nil {
+			return nil, err
 		}
 		if err := stamp(owner, obj, nil, nil); err != nil {
 			return nil, err
@@ -160,40 +156,86 @@ func kindName(kind string) string {
 	return kind[strings.LastIndex(kind, "/")+1:]
 }
 
-// applicationRules decodes the rules and says whether any validates. A validate rule's
-// failureActionOverrides are dropped, so the mode (SetMode, on the rendered policy) alone decides.
-// A rule must have a name (unique) and no match: the scope decides what the rules apply to.
-func applicationRules(raw []runtime.RawExtension) (rules []map[string]any, validating bool, err error) {
-	rules = make([]map[string]any, 0, len(raw))
+// applicationRules decodes the rules. A validate rule's failureActionOverrides are dropped, so
+// the mode (SetMode, on the rendered policy) alone decides. A rule must have a name (unique), no
+// match (the scope decides what the rules apply to), and validate only: admission refuses the
+// rest, and this refuses it again for objects stored before that (or written around it).
+func applicationRules(typed []policyhubv1.ApplicationRule) ([]map[string]any, error) {
+	rules := make([]map[string]any, 0, len(typed))
 	names := map[string]int{}
-	for i, r := range raw {
-		rule := map[string]any{}
-		if len(r.Raw) == 0 {
-			return nil, false, fmt.Errorf("spec.rules[%d] is empty: give a Kyverno rule with a name and e.g. a validate block", i)
+	for i := range typed {
+		raw, err := json.Marshal(&typed[i])
+		if err != nil {
+			return nil, fmt.Errorf("spec.rules[%d]: %w", i, err)
 		}
+		rule := map[string]any{}
 		// apimachinery's decoder keeps integers int64, as objects read from the API have them.
-		if err := utiljson.Unmarshal(r.Raw, &rule); err != nil {
-			return nil, false, fmt.Errorf("spec.rules[%d] is not a Kyverno rule object: %w", i, err)
+		if err := utiljson.Unmarshal(raw, &rule); err != nil {
+			return nil, fmt.Errorf("spec.rules[%d] is not a Kyverno rule object: %w", i, err)
 		}
 		name, _ := rule["name"].(string)
 		if name == "" {
-			return nil, false, fmt.Errorf("spec.rules[%d] has no name: give every rule a name (Kyverno reports results per rule)", i)
+			return nil, fmt.Errorf("spec.rules[%d] has no name: give every rule a name (Kyverno reports results per rule)", i)
 		}
 		if j, ok := names[name]; ok {
-			return nil, false, fmt.Errorf("spec.rules[%d] and spec.rules[%d] are both named %q: rule names must be unique", j, i, name)
+			return nil, fmt.Errorf("spec.rules[%d] and spec.rules[%d] are both named %q: rule names must be unique", j, i, name)
 		}
 		names[name] = i
 		if rule["match"] != nil {
-			return nil, false, fmt.Errorf("rule %q sets match: an ApplicationPolicy's scope decides what its rules apply to; remove match", name)
+			return nil, fmt.Errorf("rule %q sets match: an ApplicationPolicy's scope decides what its rules apply to; remove match", name)
 		}
-		delete(rule, "match")
-		if validate, ok := rule["validate"].(map[string]any); ok {
-			delete(validate, "failureActionOverrides")
-			validating = true
+		if err := ValidationOnly(rule); err != nil {
+			return nil, fmt.Errorf("spec.rules[%d] (%s): %w", i, name, err)
 		}
+		validate := rule["validate"].(map[string]any)
+		delete(validate, "failureActionOverrides")
 		rules = append(rules, rule)
 	}
-	return rules, validating, nil
+	return rules, nil
+}
+
+// tenantForbidden are the keys a tenant's rule may not hold anywhere (foreach blocks carry their
+// own context): they mutate, generate, or read and call outside the application's namespace.
+var tenantForbidden = map[string]string{
+	"mutate":          "mutates",
+	"generate":        "generates",
+	"verifyImages":    "verifies images (mutating their references, calling registries)",
+	"apiCall":         "calls the API server or a service",
+	"configMap":       "reads a ConfigMap, possibly of another namespace",
+	"globalReference": "reads a global context entry",
+	"imageRegistry":   "calls an image registry",
+	"paramRef":        "reads CEL parameters, possibly of another namespace",
+	"paramKind":       "reads CEL parameters, possibly of another namespace",
+}
+
+// ValidationOnly refuses a Kyverno rule that does anything but validate the resources it is
+// given: it must hold a validate block, and no key of tenantForbidden at any depth.
+func ValidationOnly(rule map[string]any) error {
+	if _, ok := rule["validate"].(map[string]any); !ok {
+		return fmt.Errorf("no validate block: an ApplicationPolicy's rules validate only")
+	}
+	var walk func(path string, v any) error
+	walk = func(path string, v any) error {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, child := range t {
+				if why, bad := tenantForbidden[k]; bad {
+					return fmt.Errorf("%s.%s is not allowed: it %s; an ApplicationPolicy validates only (ask a hub admin for a FleetPolicy)", path, k, why)
+				}
+				if err := walk(path+"."+k, child); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for i, child := range t {
+				if err := walk(fmt.Sprintf("%s[%d]", path, i), child); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk("rule", rule)
 }
 
 // applicationSelector is the label selector of the application's resources.

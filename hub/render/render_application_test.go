@@ -24,7 +24,7 @@ func newApplicationPolicy(t *testing.T, namespace, name, specYAML string) *polic
 }
 
 // The rules of the rule-based cases: a validate rule whose own failure actions the mode replaces,
-// with an exclude kept as given, and a mutate rule the mode leaves alone.
+// with an exclude kept as given, and a second validate rule with a variable.
 const limitRules = `
 rules:
 - name: require-limits
@@ -46,12 +46,16 @@ rules:
             - resources:
                 limits:
                   memory: "?*"
-- name: add-team
-  mutate:
-    patchStrategicMerge:
-      metadata:
-        labels:
-          +(team): shop
+- name: need-team
+  context:
+  - name: team
+    variable: {jmesPath: "request.object.metadata.labels.team || ''"}
+  validate:
+    message: label team
+    deny:
+      conditions:
+        any:
+        - {key: "{{ team }}", operator: Equals, value: ""}
 `
 
 const replicaValidations = `
@@ -423,22 +427,26 @@ func TestCELString(t *testing.T) {
 	}
 }
 
-// The mode is for validate rules: rules that only mutate render without a failure action, and
-// without an error about it.
-func TestApplicationPolicyMutateOnly(t *testing.T) {
-	ap := newApplicationPolicy(t, "shop", "team-label", `
-application: shop
-mode: Enforce
-scope: {kinds: [Deployment]}
-rules:
-- name: add-team
-  mutate: {patchStrategicMerge: {metadata: {labels: {+(team): shop}}}}
-`)
-	got, err := ApplicationPolicy("hub-a", ap, "shop")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out := mustYAML(t, got); strings.Contains(out, "failureAction") || !strings.Contains(out, "+(team): shop") {
-		t.Errorf("mutate-only render:\n%s", out)
+// A tenant's rules validate only: a rule that mutates, generates, verifies images or reads outside
+// its namespace (at any depth, foreach included) is refused at render, whatever admission let
+// through, so it is never dispatched.
+func TestApplicationPolicyRulesValidateOnly(t *testing.T) {
+	for _, tt := range []struct{ name, rule, want string }{
+		{"mutate", `{name: r, mutate: {patchStrategicMerge: {metadata: {labels: {+(team): x}}}}}`, "no validate block"},
+		{"mutate beside validate", `{name: r, validate: {deny: {}}, mutate: {patchStrategicMerge: {}}}`, "rule.mutate is not allowed"},
+		{"generate", `{name: r, validate: {deny: {}}, generate: {kind: NetworkPolicy}}`, "rule.generate is not allowed"},
+		{"verifyImages", `{name: r, validate: {deny: {}}, verifyImages: [{imageReferences: ["*"]}]}`, "rule.verifyImages is not allowed"},
+		{"apiCall context", `{name: r, context: [{name: x, apiCall: {urlPath: /api/v1/secrets}}], validate: {deny: {}}}`, "rule.context[0].apiCall is not allowed"},
+		{"configMap context", `{name: r, context: [{name: x, configMap: {name: c, namespace: kube-system}}], validate: {deny: {}}}`, "rule.context[0].configMap is not allowed"},
+		{"apiCall inside foreach", `{name: r, validate: {foreach: [{list: "a", context: [{name: x, apiCall: {urlPath: /api}}], deny: {}}]}}`, "rule.validate.foreach[0].context[0].apiCall is not allowed"},
+		{"cel params", `{name: r, validate: {cel: {paramKind: {kind: ConfigMap}, expressions: []}}}`, "rule.validate.cel.paramKind is not allowed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ap := newApplicationPolicy(t, "shop", "p", "application: shop\nscope: {kinds: [Deployment]}\nrules:\n- "+tt.rule+"\n")
+			got, err := ApplicationPolicy("hub-a", ap, "shop")
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("render = %d objects, error %v; want an error containing %q", len(got), err, tt.want)
+			}
+		})
 	}
 }

@@ -24,6 +24,9 @@ type Targets struct {
 	DryRun  map[string]bool
 	// Unknown are clusters the placement names that the inventory lacks.
 	Unknown []string
+	// NotGranted are the places (cluster/namespace) an ApplicationPolicy asked for that no
+	// grant gives its namespace: never dispatched. Sorted.
+	NotGranted []string
 	// MissingPlacement says why the placementRef selects nothing: the OCM Placement it names
 	// does not exist; "" otherwise.
 	MissingPlacement string
@@ -52,7 +55,7 @@ func (t *Targets) Fingerprint() string {
 		}
 		b.WriteString(";")
 	}
-	fmt.Fprint(&b, t.Unknown, t.MissingPlacement, t.Held)
+	fmt.Fprint(&b, t.Unknown, t.MissingPlacement, t.Held, t.NotGranted)
 	return b.String()
 }
 
@@ -158,13 +161,15 @@ func checkClusterCount(n int) error {
 		"spec.placement selects %d clusters; one declaration may be placed on at most %d (its status lists each): split it, e.g. by a cluster label", n, policyhubv1.MaxClusters)}
 }
 
-// ApplicationPolicyTargets places (by its placement, else the application's topologies) and
-// renders an ApplicationPolicy: per cluster, the policies of every target namespace there.
-func ApplicationPolicyTargets(hubID string, ap *policyhubv1.ApplicationPolicy, topologies []placement.Topology, inv placement.Inventory) (*Targets, error) {
-	targets, unknown, err := placement.ApplicationPolicy(ap, topologies, inv)
+// ApplicationPolicyTargets places (by its placement, else the application's topologies, within
+// what reach grants) and renders an ApplicationPolicy: per cluster, the policies of every target
+// namespace there.
+func ApplicationPolicyTargets(hubID string, ap *policyhubv1.ApplicationPolicy, topologies []placement.Topology, inv placement.Inventory, reach placement.Reach) (*Targets, error) {
+	sel, err := placement.ApplicationPolicy(ap, topologies, inv, reach)
 	if err != nil {
 		return nil, &InvalidError{Reason: "InvalidPlacement", Err: err}
 	}
+	targets, unknown := sel.Targets, sel.Unknown
 	clusters := map[string]bool{}
 	for _, target := range targets {
 		clusters[target.Cluster] = true
@@ -175,6 +180,9 @@ func ApplicationPolicyTargets(hubID string, ap *policyhubv1.ApplicationPolicy, t
 	t := &Targets{
 		Source:  Owner{HubID: hubID, Kind: "ApplicationPolicy", Namespace: ap.Namespace, Name: ap.Name}.Source(),
 		Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}, Unknown: unknown,
+	}
+	for _, ng := range sel.NotGranted {
+		t.NotGranted = append(t.NotGranted, ng.Cluster+"/"+ng.Namespace)
 	}
 	if ap.Spec.Placement != nil {
 		t.MissingPlacement = placement.MissingPlacement(*ap.Spec.Placement, inv, ap.Namespace, "spec.placement")

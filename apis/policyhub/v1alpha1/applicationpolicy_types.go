@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -54,11 +55,91 @@ type Validation struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// ApplicationRule is one Kyverno rule of an ApplicationPolicy: the kyverno.io/v1 rule schema,
+// restricted to validation. The fields a tenant may not use are declared only so that admission
+// refuses them with a message (an undeclared field would be dropped silently).
+// +kubebuilder:validation:XValidation:rule="has(self.validate)",message="spec.rules[].validate is required: an ApplicationPolicy's rules validate only"
+// +kubebuilder:validation:XValidation:rule="!has(self.mutate) && !has(self.generate) && !has(self.verifyImages)",message="spec.rules[] may not mutate, generate or verifyImages: an ApplicationPolicy validates only; ask a hub admin for a FleetPolicy"
+// +kubebuilder:validation:XValidation:rule="!has(self.match)",message="spec.rules[].match is not allowed: spec.scope decides what the rules apply to; remove match"
+type ApplicationRule struct {
+	// Name of the rule, unique in the policy (Kyverno reports results per rule).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// Context are variables for the rule; only variable entries (no API calls, ConfigMaps,
+	// global context or image registries: they read outside the application's namespace).
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	Context []RuleContextEntry `json:"context,omitempty"`
+	// Preconditions, as Kyverno's (any/all conditions).
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Preconditions *apiextensionsv1.JSON `json:"preconditions,omitempty"`
+	// CELPreconditions, as Kyverno's (CEL match conditions).
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	CELPreconditions []runtime.RawExtension `json:"celPreconditions,omitempty"`
+	// Exclude, as Kyverno's: resources of the application the rule leaves alone.
+	// +optional
+	Exclude *runtime.RawExtension `json:"exclude,omitempty"`
+	// Validate is the rule's validation (pattern, anyPattern, deny, foreach, podSecurity, cel,
+	// message); its failureAction and failureActionOverrides are set from spec.mode.
+	// +optional
+	Validate *runtime.RawExtension `json:"validate,omitempty"`
+	// SkipBackgroundRequests, as Kyverno's.
+	// +optional
+	SkipBackgroundRequests *bool `json:"skipBackgroundRequests,omitempty"`
+	// ReportProperties are added to the rule's report results.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=20
+	ReportProperties map[string]string `json:"reportProperties,omitempty"`
+
+	// Match is refused: spec.scope decides what the rules apply to.
+	// +optional
+	Match *runtime.RawExtension `json:"match,omitempty"`
+	// Mutate is refused: an ApplicationPolicy validates only.
+	// +optional
+	Mutate *runtime.RawExtension `json:"mutate,omitempty"`
+	// Generate is refused: an ApplicationPolicy validates only.
+	// +optional
+	Generate *runtime.RawExtension `json:"generate,omitempty"`
+	// VerifyImages is refused: it mutates image references and calls registries.
+	// +optional
+	VerifyImages *runtime.RawExtension `json:"verifyImages,omitempty"`
+}
+
+// RuleContextEntry is one context entry of an ApplicationRule: a variable. The other Kyverno
+// context sources are declared only so that admission refuses them with a message.
+// +kubebuilder:validation:XValidation:rule="!has(self.apiCall) && !has(self.configMap) && !has(self.globalReference) && !has(self.imageRegistry)",message="spec.rules[].context[] may hold only variables: apiCall, configMap, globalReference and imageRegistry read outside the application's namespace"
+type RuleContextEntry struct {
+	// Name of the entry.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// Variable, as Kyverno's (value, jmesPath, default).
+	// +optional
+	Variable *runtime.RawExtension `json:"variable,omitempty"`
+	// APICall is refused.
+	// +optional
+	APICall *runtime.RawExtension `json:"apiCall,omitempty"`
+	// ConfigMap is refused.
+	// +optional
+	ConfigMap *runtime.RawExtension `json:"configMap,omitempty"`
+	// GlobalReference is refused.
+	// +optional
+	GlobalReference *runtime.RawExtension `json:"globalReference,omitempty"`
+	// ImageRegistry is refused.
+	// +optional
+	ImageRegistry *runtime.RawExtension `json:"imageRegistry,omitempty"`
+}
+
 // ApplicationPolicySpec declares policies for one application's resources.
 // +kubebuilder:validation:XValidation:rule="has(self.application) && size(self.application) > 0",message="spec.application is required: the name of the application whose resources this policy governs"
 // +kubebuilder:validation:XValidation:rule="(has(self.rules) && size(self.rules) > 0) || (has(self.validations) && size(self.validations) > 0)",message="give spec.rules (Kyverno rules) or spec.validations (CEL validations): a policy needs at least one"
 // +kubebuilder:validation:XValidation:rule="!(has(self.rules) && size(self.rules) > 0 && has(self.validations) && size(self.validations) > 0)",message="give spec.rules or spec.validations, not both: they render to different Kyverno kinds"
 // +kubebuilder:validation:XValidation:rule="has(self.scope)",message="spec.scope is required: list the kinds and/or the resources of the application this policy applies to"
+// +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.placementRef) || !has(self.placement.placementRef.namespace) || size(self.placement.placementRef.namespace) == 0",message="spec.placement.placementRef.namespace is not allowed: an ApplicationPolicy uses OCM Placements of its own namespace only"
 type ApplicationPolicySpec struct {
 	// Application is the name of the application. Its resources are those labelled
 	// applicationLabel=application.
@@ -81,11 +162,12 @@ type ApplicationPolicySpec struct {
 	// +optional
 	Scope *Scope `json:"scope,omitempty"`
 
-	// Rules are Kyverno rules (kyverno.io/v1 rule schema), rendered into a namespaced kyverno.io/v1 Policy.
+	// Rules are Kyverno validate rules (kyverno.io/v1 rule schema), rendered into a namespaced
+	// kyverno.io/v1 Policy. Validation only: a tenant's rules may not mutate, generate, verify
+	// images or call out of their namespace (FleetPolicies, which only hub admins create, can).
 	// +optional
 	// +kubebuilder:validation:MaxItems=50
-	// +kubebuilder:validation:items:XPreserveUnknownFields
-	Rules []runtime.RawExtension `json:"rules,omitempty"`
+	Rules []ApplicationRule `json:"rules,omitempty"`
 
 	// Validations are CEL validations, rendered into a policies.kyverno.io/v1 NamespacedValidatingPolicy.
 	// +optional
@@ -93,7 +175,9 @@ type ApplicationPolicySpec struct {
 	Validations []Validation `json:"validations,omitempty"`
 
 	// Placement selects the clusters. Defaults to the KubeVela Application's topology policies
-	// when the application is a KubeVela Application.
+	// when the application is a KubeVela Application. Either way only clusters and namespaces a
+	// TenantGrant gives this namespace are reached; the policies go to the namespace named like
+	// this one (or, from a topology, its namespace, when granted).
 	// +optional
 	Placement *Placement `json:"placement,omitempty"`
 

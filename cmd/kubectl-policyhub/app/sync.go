@@ -301,7 +301,11 @@ func (so *syncOptions) declarations(ctx context.Context, hub client.Client, inv 
 						return nil, err
 					}
 				}
-				return declare.ApplicationPolicyTargets(so.hubID, ap, app, inv)
+				grants, err := placement.ReadGrants(ctx, hub, ap.Namespace)
+				if err != nil {
+					return nil, err
+				}
+				return declare.ApplicationPolicyTargets(so.hubID, ap, app, inv, grants)
 			})
 		if err != nil {
 			return nil, nil, err
