@@ -67,7 +67,7 @@ func createNamespace(ctx context.Context, t *testing.T, c client.Client, name st
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		// No controller-manager runs: the namespace only gets Terminating; good enough to not reuse it.
+		// The fleet's namespace controller finishes the deletion; tests do not wait for it.
 		_ = c.Delete(context.Background(), ns)
 	})
 }

@@ -32,8 +32,10 @@ func TestMain(m *testing.M) {
 		// cluster-2's reports controller writes openreports.io Reports instead of wgpolicyk8s.io
 		// PolicyReports: the agent must give the same summary from either.
 		{Name: "cluster-2", Labels: map[string]string{"env": "prod"}, Kyverno: true, KyvernoReportsArgs: []string{"--openreportsEnabled"}},
-		// KubeVela's own controller runs on the hub: the KubeVela tests are against the real thing.
-	}, KubeVela: true})
+		// KubeVela's own controller runs on the hub: the KubeVela tests are against the real thing;
+		// kube-controller-manager's garbage collector and namespace controller run everywhere, so
+		// ownerReferences cascade and deleted namespaces finish deleting.
+	}, KubeVela: true, ControllerManager: true})
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: start the local fleet: %v\n", err)

@@ -84,7 +84,7 @@ func run(ctx context.Context, out io.Writer, oneShot bool) (err error) {
 	d.f, err = fleet.Start(ctx, fleet.Options{Managed: []fleet.ManagedCluster{
 		{Name: "cluster-1", Labels: map[string]string{"env": "staging"}, Kyverno: true},
 		{Name: "cluster-2", Labels: map[string]string{"env": "prod"}, Kyverno: true},
-	}})
+	}, ControllerManager: true})
 	if err != nil {
 		return err
 	}

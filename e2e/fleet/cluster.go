@@ -36,7 +36,9 @@ type Cluster struct {
 	token     string
 	apiserver *process
 	kyverno   []*process
-	launch    *launcher
+	// controllerManager runs with Options.ControllerManager.
+	controllerManager *process
+	launch            *launcher
 }
 
 // newAdminToken makes a random bearer token for a static token file.

@@ -34,6 +34,10 @@ type Options struct {
 	// KubeVela runs KubeVela's controller (vela-core) on the hub, with all its CRDs and the
 	// webservice, topology, deploy and annotations definitions; it deploys through the gateway.
 	KubeVela bool
+	// ControllerManager runs kube-controller-manager in every cluster (the hub and each managed
+	// cluster) with its garbage collector and namespace controller, so ownerReferences cascade
+	// and deleted namespaces finish deleting, as in a real cluster.
+	ControllerManager bool
 
 	// pickPort, in this package's tests, replaces freePort for the apiservers.
 	pickPort func() (int, error)
@@ -98,7 +102,7 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	if opts.SecretNamespace == "" {
 		opts.SecretNamespace = gateway.DefaultSecretNamespace
 	}
-	b, err := findBinaries(slices.ContainsFunc(opts.Managed, func(m ManagedCluster) bool { return m.Kyverno }), opts.KubeVela)
+	b, err := findBinaries(slices.ContainsFunc(opts.Managed, func(m ManagedCluster) bool { return m.Kyverno }), opts.KubeVela, opts.ControllerManager)
 	if err != nil {
 		return nil, err
 	}
@@ -165,6 +169,13 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	}
 	if err := g.Wait(); err != nil {
 		return f, err
+	}
+	if opts.ControllerManager {
+		for _, c := range f.all() {
+			if err := f.startControllerManager(b.kubeControllerManager, c); err != nil {
+				return f, err
+			}
+		}
 	}
 
 	hubSources, managedSources := hubCRDs, managedCRDs
@@ -327,6 +338,9 @@ func (f *Fleet) stop() error {
 	var first []*process
 	for _, c := range f.Managed {
 		first = append(first, c.kyverno...)
+	}
+	for _, c := range f.all() {
+		first = append(first, c.controllerManager)
 	}
 	// Programs started with Run (policyhub's own) go first: they talk to everything else.
 	f.extraMu.Lock()

@@ -27,7 +27,7 @@ const (
 
 // binaries are the paths of the programs a fleet runs.
 type binaries struct {
-	etcd, kubeAPIServer, clusterGateway, kyverno, reportsController, velaCore string
+	etcd, kubeAPIServer, kubeControllerManager, clusterGateway, kyverno, reportsController, velaCore string
 }
 
 // TestbinDir is where `make testbin` puts the binaries: $POLICYHUB_TESTBIN, or
@@ -46,18 +46,19 @@ func TestbinDir() (string, error) {
 // findBinaries locates the programs, all in the testbin directory at the versions above (never
 // one on PATH, such as Debian's older etcd, so every run sees the same parts); Kyverno's only when
 // withKyverno (it is the slowest to build), vela-core only when withKubeVela.
-func findBinaries(withKyverno, withKubeVela bool) (binaries, error) {
+func findBinaries(withKyverno, withKubeVela, withControllerManager bool) (binaries, error) {
 	dir, err := TestbinDir()
 	if err != nil {
 		return binaries{}, err
 	}
 	b := binaries{
-		etcd:              filepath.Join(dir, "etcd-"+EtcdVersion, "etcd"),
-		kubeAPIServer:     filepath.Join(dir, "kube-apiserver-"+KubernetesVersion, "kube-apiserver"),
-		clusterGateway:    filepath.Join(dir, "cluster-gateway-"+ClusterGatewayVersion, "cluster-gateway"),
-		kyverno:           filepath.Join(dir, "kyverno-"+KyvernoVersion, "kyverno"),
-		reportsController: filepath.Join(dir, "kyverno-"+KyvernoVersion, "reports-controller"),
-		velaCore:          filepath.Join(dir, "kubevela-"+KubeVelaVersion, "vela-core"),
+		etcd:                  filepath.Join(dir, "etcd-"+EtcdVersion, "etcd"),
+		kubeAPIServer:         filepath.Join(dir, "kube-apiserver-"+KubernetesVersion, "kube-apiserver"),
+		kubeControllerManager: filepath.Join(dir, "kube-apiserver-"+KubernetesVersion, "kube-controller-manager"),
+		clusterGateway:        filepath.Join(dir, "cluster-gateway-"+ClusterGatewayVersion, "cluster-gateway"),
+		kyverno:               filepath.Join(dir, "kyverno-"+KyvernoVersion, "kyverno"),
+		reportsController:     filepath.Join(dir, "kyverno-"+KyvernoVersion, "reports-controller"),
+		velaCore:              filepath.Join(dir, "kubevela-"+KubeVelaVersion, "vela-core"),
 	}
 	need := []string{b.etcd, b.kubeAPIServer, b.clusterGateway}
 	if withKyverno {
@@ -65,6 +66,9 @@ func findBinaries(withKyverno, withKubeVela bool) (binaries, error) {
 	}
 	if withKubeVela {
 		need = append(need, b.velaCore)
+	}
+	if withControllerManager {
+		need = append(need, b.kubeControllerManager)
 	}
 	for _, path := range need {
 		if _, err := os.Stat(path); err != nil {
