@@ -15,11 +15,15 @@ import (
 const maxDiff = 4096
 
 // inSync reports whether the live object already holds the desired content: the same content
-// hash, and every field the desired object sets has the same value live. Fields only the live
-// object has (defaults, Kyverno's own additions, status) do not count; a field someone changed in
-// the cluster does: that is drift, corrected by applying again.
+// hash, every field the desired object sets has the same value live, and no other manager owns a
+// field policyhub does not set (foreignPaths). Fields only the live object has that nobody set
+// (defaults) or that live in status do not count; a field someone changed or added in the
+// cluster does: that is drift, corrected by applying again and removing what was added.
 func inSync(desired, live *unstructured.Unstructured) bool {
 	if desired.GetAnnotations()[policyhubv1.AnnotationContentHash] != live.GetAnnotations()[policyhubv1.AnnotationContentHash] {
+		return false
+	}
+	if paths, err := foreignPaths(live); err != nil || len(paths) > 0 {
 		return false
 	}
 	return contains(live.Object, desired.Object)

@@ -2,9 +2,11 @@ package work
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -50,6 +52,9 @@ func (s *Syncer) writeOne(ctx context.Context, cc *clusterClients, c *change, dr
 		return
 	}
 	applied, err := Apply(ctx, cc.client, c.desired, c.live, dryRun)
+	if err == nil {
+		applied, err = restoreForeign(ctx, cc.client, c.desired, applied, dryRun)
+	}
 	c.err = err
 	if err == nil && !dryRun && c.action == ActionUpdate && applied.GetUID() != "" && applied.GetUID() != c.live.GetUID() {
 		// Deleted since the read (the cache lagged): the update created it anew. Say so.
@@ -58,6 +63,32 @@ func (s *Syncer) writeOne(ctx context.Context, cc *clusterClients, c *change, dr
 	if dryRun && c.err == nil {
 		c.diff = diff(c.live, applied)
 	}
+}
+
+// restoreFieldManager writes the restore of foreign fields (a JSON patch: an update, not an
+// apply). What it sets is what policyhub's apply sets, so it never counts as foreign itself.
+const restoreFieldManager = FieldManager + "-restore"
+
+// restoreForeign takes out of applied (the apply's answer) the fields other managers own and
+// policyhub's apply does not (see foreignPaths), on condition that the object is still as
+// applied. A dry-run only shows it.
+func restoreForeign(ctx context.Context, c client.Client, desired, applied *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
+	paths, err := foreignPaths(applied)
+	if err != nil || len(paths) == 0 {
+		return applied, err
+	}
+	if dryRun {
+		return withoutForeign(desired, applied, paths), nil
+	}
+	patch, err := restorePatch(desired, applied, paths)
+	if err != nil || patch == nil {
+		return applied, err
+	}
+	restored := applied.DeepCopy()
+	if err := c.Patch(ctx, restored, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(restoreFieldManager)); err != nil {
+		return applied, fmt.Errorf("remove the fields other managers added to %s %s: %w", applied.GetKind(), applied.GetName(), err)
+	}
+	return restored, nil
 }
 
 // Apply server-side applies desired as policyhub, on condition that the object is still as it was
