@@ -8,13 +8,15 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 // Invalid ApplicationPolicies dispatch nothing: what admission can check is refused with a clear
-// message; what only rendering finds (a rule that sets its own match) is Stalled with the reason.
+// message (a rule that sets its own match, or mutates); what only rendering finds (an API call
+// deep inside a validate block, which the CRD keeps schemaless) is Stalled with the reason.
 func TestApplicationPolicyInvalidIsNotDispatched(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
@@ -31,6 +33,15 @@ func TestApplicationPolicyInvalidIsNotDispatched(t *testing.T) {
 		{"bad mode", "Audit", func(ap *policyhubv1.ApplicationPolicy) { ap.Spec.Mode = "Sometimes" }},
 		{"no rules", "give spec.rules", func(ap *policyhubv1.ApplicationPolicy) { ap.Spec.Rules = nil }},
 		{"empty scope", "scope needs kinds or resources", func(ap *policyhubv1.ApplicationPolicy) { ap.Spec.Scope.Kinds = nil }},
+		{"a rule with its own match", "match is not allowed", func(ap *policyhubv1.ApplicationPolicy) {
+			ap.Spec.Rules[0].Match = &runtime.RawExtension{Raw: []byte(`{"any":[{"resources":{"kinds":["Pod"]}}]}`)}
+		}},
+		{"a mutating rule", "may not mutate", func(ap *policyhubv1.ApplicationPolicy) {
+			ap.Spec.Rules[0].Mutate = &runtime.RawExtension{Raw: []byte(`{"patchStrategicMerge":{"metadata":{"labels":{"x":"y"}}}}`)}
+		}},
+		{"an API call in context", "may hold only variables", func(ap *policyhubv1.ApplicationPolicy) {
+			ap.Spec.Rules[0].Context = []policyhubv1.RuleContextEntry{{Name: "s", APICall: &runtime.RawExtension{Raw: []byte(`{"urlPath":"/api/v1/secrets"}`)}}}
+		}},
 	} {
 		ap := &policyhubv1.ApplicationPolicy{}
 		if err := yaml.Unmarshal([]byte(teamApplicationPolicy("refused", ns, "Audit", "cluster-1")), ap); err != nil {
@@ -46,11 +57,13 @@ func TestApplicationPolicyInvalidIsNotDispatched(t *testing.T) {
 		}
 	}
 
-	withMatch := strings.Replace(teamApplicationPolicy("sets-match", ns, "Enforce", "cluster-1"), "  - name: need-team\n", "  - name: need-team\n    match: {any: [{resources: {kinds: [Pod]}}]}\n", 1)
-	createApplicationPolicy(t, withMatch)
-	ap := waitApplicationPolicy(t, ns, "sets-match", 60*time.Second, "Stalled with the reason", func(ap *policyhubv1.ApplicationPolicy) error {
+	deepCall := strings.Replace(teamApplicationPolicy("deep-call", ns, "Enforce", "cluster-1"),
+		`validate: {message: "shop Deployments need a team label", pattern: {metadata: {labels: {team: "?*"}}}}`,
+		`validate: {foreach: [{list: "request.object.spec.template.spec.containers", context: [{name: s, apiCall: {urlPath: /api/v1/secrets}}], deny: {conditions: {any: [{key: "{{ s }}", operator: Equals, value: ""}]}}}]}`, 1)
+	createApplicationPolicy(t, deepCall)
+	ap := waitApplicationPolicy(t, ns, "deep-call", 60*time.Second, "Stalled with the reason", func(ap *policyhubv1.ApplicationPolicy) error {
 		for _, c := range ap.Status.Conditions {
-			if c.Type == policyhubv1.ConditionStalled && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "sets match") {
+			if c.Type == policyhubv1.ConditionStalled && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "apiCall is not allowed") {
 				return nil
 			}
 		}

@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// A tenant reaches only what the hub admin granted its namespace. Alice, bound in hub namespace
+// team-a to the tenant role config/rbac/tenant ships (as Kubernetes' edit role aggregates it), is
+// granted cluster-1 only. Whatever her ApplicationPolicy asks, it never lands in cluster-2 (it is
+// Stalled, NotGranted, naming the place), she cannot grant herself more, nor name another
+// namespace's OCM Placement or write a mutating rule: those are refused at admission.
+func TestTenantReachesOnlyWhatIsGranted(t *testing.T) {
+	startHub(t, time.Hour)
+	ctx := testContext(t)
+	const tenant = "team-a"
+	hub := directClient(t, testFleet.Hub.Config)
+	createNamespace(ctx, t, hub, tenant)
+	for _, c := range []string{"cluster-1", "cluster-2"} {
+		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), tenant)
+	}
+	alice := tenantClient(t, tenant, "alice")
+
+	// The hub admin's grant: cluster-1, namespace team-a.
+	grant := &policyhubv1.TenantGrant{ObjectMeta: metav1.ObjectMeta{Name: "e2e-team-a"}, Spec: policyhubv1.TenantGrantSpec{
+		Tenants: []string{tenant}, Clusters: policyhubv1.Placement{Clusters: []string{"cluster-1"}}}}
+	if err := hub.Create(ctx, grant); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(ctx, grant) })
+
+	// She cannot widen her own reach.
+	mine := &policyhubv1.TenantGrant{ObjectMeta: metav1.ObjectMeta{Name: "alice-everything"}, Spec: policyhubv1.TenantGrantSpec{
+		Tenants: []string{tenant}, Clusters: policyhubv1.Placement{Clusters: []string{"cluster-2"}}, Namespaces: []string{"kube-system"}}}
+	if err := alice.Create(ctx, mine); !apierrors.IsForbidden(err) {
+		t.Errorf("a tenant creating a TenantGrant: %v, want Forbidden", err)
+		_ = hub.Delete(ctx, mine)
+	}
+
+	// Refused at admission, with the field named: nothing is stored, so nothing can be dispatched.
+	for _, tc := range []struct{ what, edit, want string }{
+		{"a mutating rule", "    mutate: {patchStrategicMerge: {metadata: {labels: {team: a}}}}\n", "may not mutate"},
+		{"another namespace's Placement", "", "placementRef.namespace is not allowed"},
+	} {
+		manifest := teamApplicationPolicy("refused", tenant, "Enforce", "cluster-1")
+		if tc.edit != "" {
+			manifest = strings.Replace(manifest, "  - name: need-team\n", "  - name: need-team\n"+tc.edit, 1)
+		} else {
+			manifest = strings.Replace(manifest, "placement: {clusters: [cluster-1]}", "placement: {placementRef: {name: theirs, namespace: team-b}}", 1)
+		}
+		ap := &policyhubv1.ApplicationPolicy{}
+		if err := yaml.Unmarshal([]byte(manifest), ap); err != nil {
+			t.Fatal(err)
+		}
+		if err := alice.Create(ctx, ap); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want Invalid mentioning %q", tc.what, err, tc.want)
+			_ = hub.Delete(ctx, ap)
+		}
+	}
+
+	// Asking for both clusters: cluster-1 gets the policy; cluster-2 never does.
+	ap := &policyhubv1.ApplicationPolicy{}
+	if err := yaml.Unmarshal([]byte(teamApplicationPolicy("both", tenant, "Enforce", "cluster-1", "cluster-2")), ap); err != nil {
+		t.Fatal(err)
+	}
+	if err := alice.Create(ctx, ap); err != nil {
+		t.Fatalf("alice creates an ApplicationPolicy in her namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(ctx, ap) })
+	got := waitApplicationPolicy(t, tenant, "both", 60*time.Second, "synced where granted, NotGranted elsewhere", func(ap *policyhubv1.ApplicationPolicy) error {
+		if err := apPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"})(ap); err != nil {
+			return err
+		}
+		for _, c := range ap.Status.Conditions {
+			if c.Type == policyhubv1.ConditionStalled && c.Status == metav1.ConditionTrue && c.Reason == "NotGranted" && strings.Contains(c.Message, "cluster-2/team-a") {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %+v", ap.Status.Conditions)
+	})
+	t.Logf("Stalled: %s", stalledMessage(got))
+	if names := ownedPolicies(t, "cluster-1", "kyverno.io/v1", "Policy", tenant); len(names) != 1 {
+		t.Errorf("cluster-1/%s holds %v, want the one policy", tenant, names)
+	}
+	// Held for a while: no pass of the hub ever writes to cluster-2.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if names := ownedPolicies(t, "cluster-2", "kyverno.io/v1", "Policy", ""); len(names) != 0 {
+			t.Fatalf("cluster-2 holds %v: a place the tenant was never granted", names)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	// Taking the grant back prunes what it allowed.
+	if err := hub.Delete(ctx, grant); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, 300*time.Millisecond, "the policy pruned from cluster-1 once the grant is gone", func() error {
+		if names := ownedPolicies(t, "cluster-1", "kyverno.io/v1", "Policy", tenant); len(names) != 0 {
+			return fmt.Errorf("cluster-1 still holds %v", names)
+		}
+		return nil
+	})
+}
+
+func stalledMessage(ap *policyhubv1.ApplicationPolicy) string {
+	for _, c := range ap.Status.Conditions {
+		if c.Type == policyhubv1.ConditionStalled {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+// tenantClient is a client acting as user (impersonated by the fleet's admin) with the tenant
+// role of config/rbac/tenant bound in namespace, as a hub admin binds a team.
+func tenantClient(t *testing.T, namespace, user string) client.Client {
+	t.Helper()
+	ctx := testContext(t)
+	hub := directClient(t, testFleet.Hub.Config)
+	data, err := os.ReadFile("../config/rbac/tenant/cluster_role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &role.Object); err != nil {
+		t.Fatal(err)
+	}
+	apply(ctx, t, hub, role)
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + user, Namespace: namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.GetName()},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
+	}
+	if err := hub.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(testFleet.Hub.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	return directClient(t, cfg)
+}
