@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -119,6 +120,7 @@ func (o *DeclarationOptions) engine(seen *seenResults) engine {
 	}
 	return engine{
 		client: o.Client, reader: o.Reader, recorder: o.Recorder, hubID: o.HubID, coalesce: coalesce, quiet: statusQuiet * coalesce, seen: seen,
+		secretNamespace: o.SecretNamespace,
 		dispatch: dispatcher{gateway: o.Gateway, workers: o.Workers},
 	}
 }
@@ -142,7 +144,9 @@ type engine struct {
 	recorder events.EventRecorder
 	dispatch dispatcher
 	hubID    string
-	coalesce time.Duration
+	// secretNamespace holds cluster-gateway's credential Secrets: a cluster without one has left.
+	secretNamespace string
+	coalesce        time.Duration
 	// quiet bounds how long a status waits for the first cluster to answer (see statusWait).
 	quiet time.Duration
 	seen  *seenResults
@@ -288,6 +292,21 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 		clusters = append(clusters, c.Name)
 	}
 	if d.prune() {
+		// A cluster that left the fleet (its credential Secret is gone) cannot be reached to prune:
+		// waiting for it would hold the finalizer (and the namespace of an ApplicationPolicy) forever.
+		left, err := e.leftFleet(ctx, clusters)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if len(left) > 0 {
+			clusters = slices.DeleteFunc(clusters, func(c string) bool { return slices.Contains(left, c) })
+			e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "NotPruned", "Delete",
+				"not pruned from %s: left the fleet (no cluster-gateway credential Secret in %s), so its policies there could not be removed and are no longer managed by this hub",
+				strings.Join(left, ", "), e.secretNamespace)
+			for _, c := range left {
+				e.dispatch.workers.Drop(c, source)
+			}
+		}
 		var stuck []clusterOutcome
 		pending := 0
 		for _, o := range e.dispatch.want(pruneWants(source, clusters)) {
@@ -327,6 +346,29 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 	}
 	e.seen.forget(key)
 	return ctrl.Result{}, nil
+}
+
+// leftFleet are the clusters that no longer have a cluster-gateway credential Secret.
+func (e engine) leftFleet(ctx context.Context, clusters []string) ([]string, error) {
+	if len(clusters) == 0 {
+		return nil, nil
+	}
+	secrets := &metav1.PartialObjectMetadataList{}
+	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	if err := e.reader.List(ctx, secrets, client.InNamespace(e.secretNamespace), client.HasLabels{gateway.CredentialTypeLabel}); err != nil {
+		return nil, fmt.Errorf("list cluster-gateway credential Secrets in %s: %w", e.secretNamespace, err)
+	}
+	known := map[string]bool{}
+	for _, s := range secrets.Items {
+		known[s.Name] = true
+	}
+	var left []string
+	for _, c := range clusters {
+		if !known[c] {
+			left = append(left, c)
+		}
+	}
+	return left, nil
 }
 
 // stalled records a declaration that cannot be dispatched until the user changes it; nothing
