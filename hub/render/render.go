@@ -116,6 +116,9 @@ func Template(owner Owner, tmpl policyhubv1.PolicyTemplate, defaultName string, 
 			return nil, err
 		}
 	}
+	if err := ExemptHub(obj); err != nil {
+		return nil, err
+	}
 	if err := stamp(owner, obj, tmpl.Metadata.Labels, tmpl.Metadata.Annotations); err != nil {
 		return nil, err
 	}

@@ -13,12 +13,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 // The Lease every writer of a managed cluster takes, in that cluster.
 const (
-	LeaseNamespace = "policyhub-system"
-	LeaseName      = "policyhub-sync"
+	LeaseNamespace = policyhubv1.SyncLeaseNamespace
+	LeaseName      = policyhubv1.SyncLeaseName
 )
 
 // LockOptions tune the cluster sync Lease.

@@ -32,6 +32,14 @@ const (
 	AnnotationContentHash = "policyhub.io/content-hash"
 )
 
+// The Lease every writer of a managed cluster (hub replicas, other hubs, the CLI) takes in that
+// cluster before writing: SyncLeaseNamespace/SyncLeaseName. The policies the hub ships exempt
+// both (render), so that no policy can lock the hub out of the cluster it would have to fix.
+const (
+	SyncLeaseNamespace = "policyhub-system"
+	SyncLeaseName      = "policyhub-sync"
+)
+
 // The hub publishes its id on the hub, so that the CLI need not be told it: a ConfigMap
 // HubInfoName in the hub's namespace, labelled LabelHubInfo, its id under HubInfoIDKey.
 const (
