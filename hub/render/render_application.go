@@ -160,8 +160,9 @@ func kindName(kind string) string {
 	return kind[strings.LastIndex(kind, "/")+1:]
 }
 
-// applicationRules decodes the rules and says whether any validates. A validate rule's
-// failureActionOverrides are dropped, so the mode (SetMode, on the rendered policy) alone decides.
+// applicationRules decodes the rules and says whether any validates (validate or verifyImages,
+// the rules with a failure action). A validate rule's failureActionOverrides are dropped, so the
+// mode (SetMode, on the rendered policy) alone decides.
 // A rule must have a name (unique) and no match: the scope decides what the rules apply to.
 func applicationRules(raw []runtime.RawExtension) (rules []map[string]any, validating bool, err error) {
 	rules = make([]map[string]any, 0, len(raw))
@@ -189,6 +190,11 @@ func applicationRules(raw []runtime.RawExtension) (rules []map[string]any, valid
 		delete(rule, "match")
 		if validate, ok := rule["validate"].(map[string]any); ok {
 			delete(validate, "failureActionOverrides")
+			validating = true
+		}
+		// verifyImages entries carry a failure action of their own: the mode must set it too, or
+		// an Audit ApplicationPolicy would keep a rule's Enforce.
+		if images, ok := rule["verifyImages"].([]any); ok && len(images) > 0 {
 			validating = true
 		}
 		rules = append(rules, rule)

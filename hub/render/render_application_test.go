@@ -442,3 +442,26 @@ rules:
 		t.Errorf("mutate-only render:\n%s", out)
 	}
 }
+
+// A verifyImages rule has a failure action of its own: an Audit ApplicationPolicy (the default)
+// made only of one must not keep the rule's Enforce.
+func TestApplicationPolicyAuditVerifyImages(t *testing.T) {
+	ap := newApplicationPolicy(t, "shop", "signed", `
+application: shop
+scope: {kinds: [Pod]}
+rules:
+- name: signed-images
+  verifyImages:
+  - imageReferences: ["*"]
+    failureAction: Enforce
+`)
+	got, err := ApplicationPolicy("hub-a", ap, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range got {
+		if found := enforcingActions(obj.Object, ""); len(found) > 0 {
+			t.Errorf("%s enforces in Audit: %v", obj.GetName(), found)
+		}
+	}
+}

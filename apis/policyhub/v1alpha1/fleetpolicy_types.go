@@ -98,8 +98,12 @@ type FleetPolicySpec struct {
 	Placement Placement `json:"placement,omitempty"`
 
 	// Mode overrides the policy's own failure action: Enforce refuses violating resources,
-	// Audit only reports them. Rewrites each rule's validate.failureAction (kyverno.io kinds) or
-	// the validationActions (policies.kyverno.io kinds). Unset keeps the template's.
+	// Audit only reports them. Rewrites each rule's validate.failureAction and verifyImages
+	// failureAction (kyverno.io kinds) or the validationActions (policies.kyverno.io kinds).
+	// Audit also removes every per-namespace override that is not Audit
+	// (failureActionOverrides, validationFailureActionOverrides), so it enforces nowhere;
+	// Enforce keeps the template's Audit overrides, the exemptions its author chose. Unset keeps
+	// the template's.
 	// +optional
 	Mode *Mode `json:"mode,omitempty"`
 
