@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -24,7 +23,7 @@ func TestFleetPolicyTargetsClusterCount(t *testing.T) {
 		return inv
 	}
 	fp := fleetPolicy(t, "many", clusterPolicy)
-	fp.Spec.Placement.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}
+	fp.Spec.Placement.ClusterSelector = &policyhubv1.ClusterSelector{MatchLabels: map[string]string{"env": "prod"}}
 	audit := policyhubv1.ModeAudit
 	fp.Spec.ClusterOverrides = []policyhubv1.ClusterOverride{{Clusters: []string{"c-0001"}, Mode: &audit}}
 
