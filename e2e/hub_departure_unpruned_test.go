@@ -83,6 +83,12 @@ spec:
 		policy.SetGroupVersionKind(clusterPolicyGVK)
 		policy.SetName(fp.Name)
 		_ = cluster2.Delete(context.Background(), policy)
+		namespaced := &unstructured.Unstructured{}
+		namespaced.SetAPIVersion("kyverno.io/v1")
+		namespaced.SetKind("Policy")
+		namespaced.SetNamespace(tenant)
+		namespaced.SetName(ap.Name)
+		_ = cluster2.Delete(context.Background(), namespaced)
 	})
 	waitFleetPolicy(t, fp.Name, "synced in the cluster", wantPhases(map[string]policyhubv1.ClusterPhase{left: "Synced"}))
 	waitApplicationPolicy(t, tenant, ap.Name, 60*time.Second, "synced in the cluster", apPhases(map[string]policyhubv1.ClusterPhase{left: "Synced"}))

@@ -66,11 +66,11 @@ func TestKubeVelaApplicationPolicyLifecycle(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = hub.Delete(ctx, app) })
 
-	waitApplicationPolicy(t, ns, "shop-team", 90*time.Second, "the entry's ApplicationPolicy synced in both clusters",
+	waitApplicationPolicy(t, ns, policyhubv1.KubeVelaEntryName("shop", "team"), 90*time.Second, "the entry's ApplicationPolicy synced in both clusters",
 		apPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Synced"}))
 	for _, c := range []string{"cluster-1", "cluster-2"} {
-		if got := ownedPolicies(t, c, "kyverno.io/v1", "Policy", ns); fmt.Sprint(got) != "[shop-team]" {
-			t.Errorf("%s holds %v, want [shop-team]", c, got)
+		if got := ownedPolicies(t, c, "kyverno.io/v1", "Policy", ns); fmt.Sprint(got) != "["+policyhubv1.KubeVelaEntryName("shop", "team")+"]" {
+			t.Errorf("%s holds %v, want the entry's policy", c, got)
 		}
 	}
 
@@ -103,7 +103,7 @@ func TestKubeVelaApplicationPolicyLifecycle(t *testing.T) {
 	// Reconciles with nothing new (requested through an annotation, as a resync would): no write.
 	for i := range 3 {
 		ap := &policyhubv1.ApplicationPolicy{}
-		if err := hub.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop-team"}, ap); err != nil {
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: ns, Name: policyhubv1.KubeVelaEntryName("shop", "team")}, ap); err != nil {
 			t.Fatal(err)
 		}
 		patch := client.MergeFrom(ap.DeepCopy())
@@ -111,7 +111,7 @@ func TestKubeVelaApplicationPolicyLifecycle(t *testing.T) {
 		if err := hub.Patch(ctx, ap, patch); err != nil {
 			t.Fatal(err)
 		}
-		waitApplicationPolicy(t, ns, "shop-team", 30*time.Second, "reconciled", func(ap *policyhubv1.ApplicationPolicy) error {
+		waitApplicationPolicy(t, ns, policyhubv1.KubeVelaEntryName("shop", "team"), 30*time.Second, "reconciled", func(ap *policyhubv1.ApplicationPolicy) error {
 			if ap.Status.Summary.Synced != 2 {
 				return fmt.Errorf("summary %+v", ap.Status.Summary)
 			}

@@ -85,9 +85,9 @@ func TestKubeVelaAuditEntryReportsTheDeployedViolation(t *testing.T) {
 		t.Fatalf("info -o json: %v\n%s", err, out)
 	}
 	found := slices.ContainsFunc(info.Results, func(r result) bool {
-		return r.Cluster == "cluster-1" && r.Policy == ns+"/gate-no-latest" && r.Results.Fail == 1
+		return r.Cluster == "cluster-1" && r.Policy == ns+"/"+policyhubv1.KubeVelaEntryName("gate", "no-latest") && r.Results.Fail == 1
 	})
-	if !slices.Contains(info.ApplicationPolicies, "gate-no-latest") || !found {
+	if !slices.Contains(info.ApplicationPolicies, policyhubv1.KubeVelaEntryName("gate", "no-latest")) || !found {
 		t.Errorf("kubectl policyhub info gate -n %s does not show the entry's failure in cluster-1:\n%s", ns, out)
 	}
 

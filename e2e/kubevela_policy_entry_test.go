@@ -23,7 +23,7 @@ import (
 )
 
 // KubeVela's own controller turns a kyverno-policy entry into the entry's ApplicationPolicy (the
-// PolicyDefinition's output) before the workflow runs: named <application>-<entry>, its
+// PolicyDefinition's output) before the workflow runs: named <application>-<entry>-<hash>, its
 // application defaulted, labelled with the Application and annotated with the entry. A change of
 // the entry reaches it, and removing the entry deletes it.
 func TestKubeVelaEntryBecomesApplicationPolicy(t *testing.T) {
@@ -53,7 +53,7 @@ spec:
   - {name: where, type: topology, properties: {clusters: [cluster-1, cluster-2]}}
 `)
 
-	ap := waitVelaPolicy(t, "kv-shop", "shop-limits", "the entry's ApplicationPolicy", func(ap *policyhubv1.ApplicationPolicy) error {
+	ap := waitVelaPolicy(t, "kv-shop", policyhubv1.KubeVelaEntryName("shop", "limits"), "the entry's ApplicationPolicy", func(ap *policyhubv1.ApplicationPolicy) error {
 		if ap.Spec.Mode != policyhubv1.ModeAudit {
 			return errorf("mode %q, want Audit", ap.Spec.Mode)
 		}
@@ -92,7 +92,7 @@ spec:
 			t.Fatal(err)
 		}
 	})
-	updated := waitVelaPolicy(t, "kv-shop", "shop-limits", "the entry's mode change", func(ap *policyhubv1.ApplicationPolicy) error {
+	updated := waitVelaPolicy(t, "kv-shop", policyhubv1.KubeVelaEntryName("shop", "limits"), "the entry's mode change", func(ap *policyhubv1.ApplicationPolicy) error {
 		if ap.Spec.Mode != policyhubv1.ModeEnforce {
 			return errorf("mode %q, want Enforce", ap.Spec.Mode)
 		}
@@ -109,20 +109,30 @@ spec:
 			t.Fatal(err)
 		}
 	})
-	waitVelaPolicyDeleted(t, "kv-shop", "shop-limits")
+	waitVelaPolicyDeleted(t, "kv-shop", policyhubv1.KubeVelaEntryName("shop", "limits"))
 }
 
 // KubeVela names an entry's ApplicationPolicy by the definition's CUE, which must give what
-// policyhubv1.GeneratedName gives: an Application whose name has a dot and whose pair with the
-// entry is longer than a DNS label gets the cleaned, cut and hashed name.
+// policyhubv1.KubeVelaEntryName gives: an Application whose name has a dot and whose pair with
+// the entry is longer than a DNS label gets the cleaned, cut and hashed name; and two
+// Applications whose pairs join alike with '-' (a-b's entry c, a's entry b-c) get one each.
 func TestKubeVelaEntryNameIsGeneratedName(t *testing.T) {
 	ctx := testContext(t)
 	hub := directClient(t, testFleet.Hub.Config)
 	applyKubeVelaDefinitions(ctx, t, hub)
 	createNamespace(ctx, t, hub, "kv-names")
 	grantTenant(ctx, t, "kv-names")
-	const app, entry = "storefront.checkout-service-with-a-rather-long-name", "require-limits"
-	createVelaApplication(ctx, t, hub, fmt.Sprintf(`
+	pairs := [][2]string{
+		{"storefront.checkout-service-with-a-rather-long-name", "require-limits"},
+		{"names-a-b", "c"},
+		{"names-a", "b-c"},
+	}
+	if long := pairs[0][0] + "-" + pairs[0][1]; len(long) <= 63 || strings.Contains(policyhubv1.KubeVelaEntryName(pairs[0][0], pairs[0][1]), ".") {
+		t.Fatalf("%q: the test needs a pair that is cleaned and cut", long)
+	}
+	want := map[string]bool{}
+	for _, p := range pairs {
+		createVelaApplication(ctx, t, hub, fmt.Sprintf(`
 apiVersion: core.oam.dev/v1beta1
 kind: Application
 metadata: {name: %s, namespace: kv-names}
@@ -130,21 +140,24 @@ spec:
   components: []
   policies:
   - {name: %s, type: kyverno-policy, properties: {scope: {kinds: [Deployment]}, validations: [{expression: "true"}]}}
-`, app, entry))
-	want := policyhubv1.GeneratedName(app + "-" + entry)
-	if len(app+"-"+entry) <= 63 || strings.Contains(want, ".") {
-		t.Fatalf("GeneratedName gave %q: the test needs a cleaned, cut name", want)
+`, p[0], p[1]))
+		want[policyhubv1.KubeVelaEntryName(p[0], p[1])] = true
 	}
-	eventually(t, 30*time.Second, 100*time.Millisecond, "the entry's ApplicationPolicy", func() error {
+	if len(want) != len(pairs) {
+		t.Fatalf("KubeVelaEntryName gives %d names for %d pairs", len(want), len(pairs))
+	}
+	eventually(t, 30*time.Second, 100*time.Millisecond, "the entries' ApplicationPolicies", func() error {
 		list := &policyhubv1.ApplicationPolicyList{}
 		if err := hub.List(ctx, list, client.InNamespace("kv-names")); err != nil {
 			return err
 		}
-		if len(list.Items) != 1 {
-			return errorf("%d ApplicationPolicies in kv-names, want the entry's", len(list.Items))
+		if len(list.Items) != len(pairs) {
+			return errorf("%d ApplicationPolicies in kv-names, want the %d entries'", len(list.Items), len(pairs))
 		}
-		if got := list.Items[0].Name; got != want {
-			t.Fatalf("KubeVela named the entry's ApplicationPolicy %q; policyhubv1.GeneratedName gives %q", got, want)
+		for _, ap := range list.Items {
+			if !want[ap.Name] {
+				t.Fatalf("KubeVela named an entry's ApplicationPolicy %q; policyhubv1.KubeVelaEntryName gives %v", ap.Name, want)
+			}
 		}
 		return nil
 	})

@@ -36,7 +36,7 @@ func TestKubeVelaApplicationStatusShowsViolations(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = hub.Delete(ctx, app) })
-	waitApplicationPolicy(t, ns, "shop-team", 90*time.Second, "synced in cluster-1", apPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
+	waitApplicationPolicy(t, ns, policyhubv1.KubeVelaEntryName("shop", "team"), 90*time.Second, "synced in cluster-1", apPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
 
 	blog := shopDeployment(ns, "blog", "")
 	blog.Labels["app.oam.dev/name"] = "blog"

@@ -78,7 +78,7 @@ func TestKubeVelaWorkflowRunsWithKyvernoPolicyEntry(t *testing.T) {
 	if err := cluster1.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, &appsv1.Deployment{}); err != nil {
 		t.Errorf("the workflow finished but the component's Deployment is not in cluster-1: %v", err)
 	}
-	waitApplicationPolicy(t, ns, "webshop-team", 60*time.Second, "the entry's ApplicationPolicy synced in cluster-1",
+	waitApplicationPolicy(t, ns, policyhubv1.KubeVelaEntryName("webshop", "team"), 60*time.Second, "the entry's ApplicationPolicy synced in cluster-1",
 		apPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
 
 	entry := func() (map[string]any, error) { return velaEntryStatus(ctx, hub, app, live, "team") }
@@ -140,9 +140,9 @@ func TestKubeVelaWorkflowRunsWithKyvernoPolicyEntry(t *testing.T) {
 		if got := ownedPolicies(t, "cluster-1", "kyverno.io/v1", "Policy", ns); len(got) != 0 {
 			return fmt.Errorf("cluster-1 still holds %v", got)
 		}
-		err := hub.Get(ctx, types.NamespacedName{Namespace: ns, Name: "webshop-team"}, &policyhubv1.ApplicationPolicy{})
+		err := hub.Get(ctx, types.NamespacedName{Namespace: ns, Name: policyhubv1.KubeVelaEntryName("webshop", "team")}, &policyhubv1.ApplicationPolicy{})
 		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("ApplicationPolicy webshop-team: %v", err)
+			return fmt.Errorf("the entry's ApplicationPolicy: %v", err)
 		}
 		return nil
 	})
@@ -216,7 +216,7 @@ func TestKubeVelaEnforceEntryRefusesTheFirstDeploy(t *testing.T) {
 		return fmt.Errorf("steps %v", steps)
 	})
 	t.Logf("deploy step message: %s", message)
-	for _, want := range []string{"the image tag latest is not allowed: pin a version", "gate-no-latest"} {
+	for _, want := range []string{"the image tag latest is not allowed: pin a version", policyhubv1.KubeVelaEntryName("gate", "no-latest")} {
 		if !strings.Contains(message, want) {
 			t.Errorf("the deploy step's message %q does not contain %q", message, want)
 		}

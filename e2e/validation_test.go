@@ -113,6 +113,11 @@ func TestAdmissionRefusesInvalidDeclarations(t *testing.T) {
 		return w
 	}
 
+	// doesNotExist is a cluster selector of one DoesNotExist requirement: it requires no label.
+	doesNotExist := func(key string) map[string]any {
+		return map[string]any{"matchExpressions": []any{map[string]any{"key": key, "operator": "DoesNotExist"}}}
+	}
+
 	tests := []struct {
 		name   string
 		base   string
@@ -168,6 +173,52 @@ func TestAdmissionRefusesInvalidDeclarations(t *testing.T) {
 			want:   []string{"placement.clusterSelector is empty and would select every cluster"},
 		},
 		{
+			name: "FleetPolicy cluster selector of DoesNotExist alone", base: validFleetPolicy,
+			change: set(doesNotExist("decommissioned"), "spec", "placement", "clusterSelector"),
+			want:   []string{"spec.placement.clusterSelector", "placement.clusterSelector has only NotIn or DoesNotExist requirements and would select every cluster without those labels"},
+		},
+		{
+			name: "FleetPolicy cluster selector of NotIn and DoesNotExist", base: validFleetPolicy,
+			change: set(map[string]any{"matchExpressions": []any{
+				map[string]any{"key": "env", "operator": "NotIn", "values": []any{"dev"}},
+				map[string]any{"key": "decommissioned", "operator": "DoesNotExist"},
+			}}, "spec", "placement", "clusterSelector"),
+			want: []string{"placement.clusterSelector has only NotIn or DoesNotExist requirements"},
+		},
+		{
+			name: "valid FleetPolicy cluster selector of DoesNotExist with In", base: validFleetPolicy,
+			change: set(map[string]any{"matchExpressions": []any{
+				map[string]any{"key": "env", "operator": "In", "values": []any{"prod"}},
+				map[string]any{"key": "decommissioned", "operator": "DoesNotExist"},
+			}}, "spec", "placement", "clusterSelector"),
+		},
+		{
+			name: "FleetPolicy cluster selector with too many expressions", base: validFleetPolicy,
+			change: func(u *unstructured.Unstructured) {
+				var exprs []any
+				for range 33 {
+					exprs = append(exprs, map[string]any{"key": "env", "operator": "Exists"})
+				}
+				set(map[string]any{"matchExpressions": exprs}, "spec", "placement", "clusterSelector")(u)
+			},
+			want: []string{"spec.placement.clusterSelector.matchExpressions", "must have at most 32 items"},
+		},
+		{
+			name: "FleetPolicy cluster override with an empty selector", base: validFleetPolicy,
+			change: set([]any{map[string]any{"clusterSelector": map[string]any{}, "dryRun": true}}, "spec", "clusterOverrides"),
+			want:   []string{"spec.clusterOverrides[0].clusterSelector", "clusterOverrides[].clusterSelector is empty and would select every cluster"},
+		},
+		{
+			name: "FleetPolicy cluster override selecting by DoesNotExist alone", base: validFleetPolicy,
+			change: set([]any{map[string]any{"clusterSelector": doesNotExist("canary"), "exclude": true}}, "spec", "clusterOverrides"),
+			want:   []string{"spec.clusterOverrides[0].clusterSelector", "clusterOverrides[].clusterSelector has only NotIn or DoesNotExist requirements"},
+		},
+		{
+			name: "ApplicationPolicy cluster selector of DoesNotExist alone", base: validApplicationPolicy,
+			change: set(map[string]any{"clusterSelector": doesNotExist("decommissioned")}, "spec", "placement"),
+			want:   []string{"spec.placement.clusterSelector", "placement.clusterSelector has only NotIn or DoesNotExist requirements"},
+		},
+		{
 			name: "FleetPolicy placementRef without namespace", base: validFleetPolicy,
 			change: set(map[string]any{"name": "prod"}, "spec", "placement", "placementRef"),
 			want:   []string{"placement.placementRef.namespace is required on a FleetPolicy"},
@@ -201,6 +252,21 @@ func TestAdmissionRefusesInvalidDeclarations(t *testing.T) {
 			name: "FleetPolicy rollout whose first wave selects nothing", base: validFleetPolicy,
 			change: rollout(wave("rest"), wave("prod", "cluster-2")),
 			want:   []string{"only the last rollout wave may select no clusters"},
+		},
+		{
+			name: "FleetPolicy rollout wave with an empty selector", base: validFleetPolicy,
+			change: rollout(map[string]any{"name": "staging", "clusterSelector": map[string]any{}}, wave("prod")),
+			want:   []string{"spec.rollout.waves[0].clusterSelector", "rollout.waves[].clusterSelector is empty"},
+		},
+		{
+			name: "FleetPolicy last rollout wave with an empty selector", base: validFleetPolicy,
+			change: rollout(wave("staging", "cluster-1"), map[string]any{"name": "prod", "clusterSelector": map[string]any{}}),
+			want:   []string{"spec.rollout.waves[1].clusterSelector", "leave clusterSelector out of the last wave"},
+		},
+		{
+			name: "FleetPolicy rollout wave selecting by DoesNotExist alone", base: validFleetPolicy,
+			change: rollout(map[string]any{"name": "staging", "clusterSelector": doesNotExist("canary")}, wave("prod")),
+			want:   []string{"spec.rollout.waves[0].clusterSelector", "rollout.waves[].clusterSelector has only NotIn or DoesNotExist requirements"},
 		},
 		{
 			name: "FleetPolicy rollout without waves", base: validFleetPolicy,

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sort"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -43,7 +42,7 @@ func Topologies(app *unstructured.Unstructured) ([]Topology, error) {
 		}
 		for _, key := range []string{"clusterLabelSelector", "clusterSelector"} {
 			if sel, ok := props[key].(map[string]any); ok && len(sel) > 0 {
-				t.Placement.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{}}
+				t.Placement.ClusterSelector = &policyhubv1.ClusterSelector{MatchLabels: map[string]string{}}
 				for k, v := range sel {
 					s, ok := v.(string)
 					if !ok {

@@ -42,7 +42,7 @@ func TestApplicationPolicyReachesOnlyWhatIsGranted(t *testing.T) {
 	grant := func(tenants []string, clusters policyhubv1.Placement, namespaces ...string) policyhubv1.TenantGrant {
 		return policyhubv1.TenantGrant{ObjectMeta: metav1.ObjectMeta{Name: "g"}, Spec: policyhubv1.TenantGrantSpec{Tenants: tenants, Clusters: clusters, Namespaces: namespaces}}
 	}
-	devOnly := grant([]string{"team-a"}, policyhubv1.Placement{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"env": "dev"}}})
+	devOnly := grant([]string{"team-a"}, policyhubv1.Placement{ClusterSelector: &policyhubv1.ClusterSelector{MatchLabels: map[string]string{"env": "dev"}}})
 	for _, tt := range []struct {
 		name       string
 		grants     Grants
@@ -56,7 +56,7 @@ func TestApplicationPolicyReachesOnlyWhatIsGranted(t *testing.T) {
 			placement: &policyhubv1.Placement{Clusters: []string{"dev-1", "prod-1"}},
 			want:      "[]", refused: "[{dev-1 team-a false} {prod-1 team-a false}]"},
 		{name: "a grant's clusters only", grants: Grants{Tenant: "team-a", TenantGrants: []policyhubv1.TenantGrant{devOnly}},
-			placement: &policyhubv1.Placement{ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpExists}}}},
+			placement: &policyhubv1.Placement{ClusterSelector: &policyhubv1.ClusterSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpExists}}}},
 			want:      "[{dev-1 team-a false}]", refused: "[{prod-1 team-a false} {prod-2 team-a false}]"},
 		{name: "a topology's other namespace needs granting", grants: Grants{Tenant: "team-a", TenantGrants: []policyhubv1.TenantGrant{devOnly}},
 			topologies: []Topology{{Placement: policyhubv1.Placement{Clusters: []string{"dev-1"}}, Namespace: "ingress-nginx"}},

@@ -108,7 +108,7 @@ func Select(p policyhubv1.Placement, inv Inventory, defaultNamespace string) ([]
 		picked[name] = true
 	}
 	if p.ClusterSelector != nil {
-		sel, err := selector(p.ClusterSelector)
+		sel, err := Selector(p.ClusterSelector)
 		if err != nil {
 			return nil, nil, fmt.Errorf("placement.clusterSelector: %w", err)
 		}
@@ -151,7 +151,7 @@ func FleetPolicy(spec policyhubv1.FleetPolicySpec, inv Inventory) (Selection, er
 	overrideSelectors := make([]labels.Selector, len(spec.ClusterOverrides))
 	for i, o := range spec.ClusterOverrides {
 		if o.ClusterSelector != nil {
-			if overrideSelectors[i], err = selector(o.ClusterSelector); err != nil {
+			if overrideSelectors[i], err = Selector(o.ClusterSelector); err != nil {
 				return Selection{}, fmt.Errorf("clusterOverrides[%d].clusterSelector: %w", i, err)
 			}
 		}
@@ -179,11 +179,16 @@ func FleetPolicy(spec policyhubv1.FleetPolicySpec, inv Inventory) (Selection, er
 	return sel, nil
 }
 
-// selector converts a label selector; an empty one is refused, because it would select every
-// cluster (admission refuses it too, this guards objects stored before that rule).
-func selector(ls *metav1.LabelSelector) (labels.Selector, error) {
+// Selector converts a cluster selector. One that requires no label is refused (admission
+// refuses it too; this guards objects stored before that rule): empty, it would select every
+// cluster, and with only NotIn and DoesNotExist every cluster without some label, the whole
+// fleet by accident.
+func Selector(ls *policyhubv1.ClusterSelector) (labels.Selector, error) {
 	if len(ls.MatchLabels) == 0 && len(ls.MatchExpressions) == 0 {
-		return nil, fmt.Errorf("empty selector would select every cluster")
+		return nil, fmt.Errorf("empty selector would select every cluster: give matchLabels or matchExpressions")
 	}
-	return metav1.LabelSelectorAsSelector(ls)
+	if !ls.RequiresLabel() {
+		return nil, fmt.Errorf("selector has only NotIn or DoesNotExist requirements and would select every cluster without those labels: add a matchLabels entry or a matchExpressions entry with operator In or Exists")
+	}
+	return metav1.LabelSelectorAsSelector(ls.LabelSelector())
 }

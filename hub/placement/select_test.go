@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -23,12 +24,26 @@ var fleet = Inventory{
 	},
 }
 
-func matchLabels(kv ...string) *metav1.LabelSelector {
+func matchLabels(kv ...string) *policyhubv1.ClusterSelector {
 	m := map[string]string{}
 	for i := 0; i < len(kv); i += 2 {
 		m[kv[i]] = kv[i+1]
 	}
-	return &metav1.LabelSelector{MatchLabels: m}
+	return &policyhubv1.ClusterSelector{MatchLabels: m}
+}
+
+// matchExpressions is a selector of requirements given as key, operator, values... triples
+// (values comma-separated, "" for none).
+func matchExpressions(kov ...string) *policyhubv1.ClusterSelector {
+	sel := &policyhubv1.ClusterSelector{}
+	for i := 0; i < len(kov); i += 3 {
+		r := metav1.LabelSelectorRequirement{Key: kov[i], Operator: metav1.LabelSelectorOperator(kov[i+1])}
+		if kov[i+2] != "" {
+			r.Values = strings.Split(kov[i+2], ",")
+		}
+		sel.MatchExpressions = append(sel.MatchExpressions, r)
+	}
+	return sel
 }
 
 func TestSelect(t *testing.T) {
@@ -43,9 +58,8 @@ func TestSelect(t *testing.T) {
 		{name: "by name", placement: policyhubv1.Placement{Clusters: []string{"us-prod", "eu-prod"}}, wantCluster: []string{"eu-prod", "us-prod"}},
 		{name: "unknown name is reported, not selected", placement: policyhubv1.Placement{Clusters: []string{"eu-prod", "nope"}}, wantCluster: []string{"eu-prod"}, wantUnknown: []string{"nope"}},
 		{name: "by labels", placement: policyhubv1.Placement{ClusterSelector: matchLabels("env", "prod")}, wantCluster: []string{"eu-prod", "us-prod"}},
-		{name: "by expression", placement: policyhubv1.Placement{ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: "region", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"us"}},
-		}}}, wantCluster: []string{"eu-prod", "eu-staging"}},
+		{name: "by expression", placement: policyhubv1.Placement{ClusterSelector: matchExpressions("region", "Exists", "", "region", "NotIn", "us")},
+			wantCluster: []string{"eu-prod", "eu-staging"}},
 		{name: "selector matching nothing", placement: policyhubv1.Placement{ClusterSelector: matchLabels("env", "dev")}},
 		{name: "by OCM placement", placement: policyhubv1.Placement{PlacementRef: &policyhubv1.PlacementRef{Namespace: "ocm", Name: "us-only"}}, wantCluster: []string{"us-prod"}},
 		{name: "OCM decision for a cluster the gateway lacks", placement: policyhubv1.Placement{PlacementRef: &policyhubv1.PlacementRef{Namespace: "ocm", Name: "has-ghosts"}}, wantCluster: []string{"eu-prod"}, wantUnknown: []string{"ghost"}},
@@ -55,10 +69,10 @@ func TestSelect(t *testing.T) {
 			ClusterSelector: matchLabels("region", "eu"),
 			PlacementRef:    &policyhubv1.PlacementRef{Namespace: "ocm", Name: "us-only"},
 		}, wantCluster: []string{"eu-prod", "eu-staging", "us-prod"}},
-		{name: "empty selector is refused", placement: policyhubv1.Placement{ClusterSelector: &metav1.LabelSelector{}}, wantErr: "would select every cluster"},
-		{name: "invalid selector is refused", placement: policyhubv1.Placement{ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-			{Key: "env", Operator: "Near", Values: []string{"prod"}},
-		}}}, wantErr: "placement.clusterSelector"},
+		{name: "empty selector is refused", placement: policyhubv1.Placement{ClusterSelector: &policyhubv1.ClusterSelector{}}, wantErr: "placement.clusterSelector: empty selector would select every cluster"},
+		{name: "selector of DoesNotExist alone is refused", placement: policyhubv1.Placement{ClusterSelector: matchExpressions("decommissioned", "DoesNotExist", "")},
+			wantErr: "placement.clusterSelector: selector has only NotIn or DoesNotExist requirements"},
+		{name: "invalid selector is refused", placement: policyhubv1.Placement{ClusterSelector: matchExpressions("env", "Near", "prod")}, wantErr: "placement.clusterSelector"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,6 +158,74 @@ func TestFleetPolicyOverrides(t *testing.T) {
 				t.Errorf("targets %s, want %s", describe(got.Targets), describe(tt.want))
 			}
 		})
+	}
+}
+
+// A selector must require a label: one that does not selects every cluster (without some
+// label), the whole fleet by accident. Objects stored before admission refused such selectors
+// reach the hub's code, which refuses them too.
+func TestSelector(t *testing.T) {
+	tests := []struct {
+		name     string
+		selector *policyhubv1.ClusterSelector
+		want     []string // the fleet's clusters it selects
+		wantErr  string
+	}{
+		{name: "matchLabels", selector: matchLabels("env", "prod"), want: []string{"eu-prod", "us-prod"}},
+		{name: "In", selector: matchExpressions("region", "In", "eu"), want: []string{"eu-prod", "eu-staging"}},
+		{name: "Exists", selector: matchExpressions("env", "Exists", ""), want: []string{"eu-prod", "eu-staging", "us-prod"}},
+		{name: "NotIn with a positive requirement", selector: matchExpressions("env", "NotIn", "staging", "region", "In", "eu"), want: []string{"eu-prod"}},
+		{name: "DoesNotExist with matchLabels", selector: &policyhubv1.ClusterSelector{
+			MatchLabels:      map[string]string{"env": "prod"},
+			MatchExpressions: matchExpressions("canary", "DoesNotExist", "").MatchExpressions,
+		}, want: []string{"eu-prod", "us-prod"}},
+		{name: "empty", selector: &policyhubv1.ClusterSelector{}, wantErr: "empty selector would select every cluster"},
+		{name: "empty lists", selector: &policyhubv1.ClusterSelector{MatchLabels: map[string]string{}, MatchExpressions: []metav1.LabelSelectorRequirement{}},
+			wantErr: "empty selector would select every cluster"},
+		{name: "DoesNotExist alone", selector: matchExpressions("x", "DoesNotExist", ""), wantErr: "only NotIn or DoesNotExist requirements"},
+		{name: "NotIn alone", selector: matchExpressions("env", "NotIn", "staging"), wantErr: "only NotIn or DoesNotExist requirements"},
+		{name: "NotIn and DoesNotExist", selector: matchExpressions("env", "NotIn", "dev", "x", "DoesNotExist", ""), wantErr: "only NotIn or DoesNotExist requirements"},
+		{name: "operators are case-sensitive", selector: matchExpressions("env", "in", "prod"), wantErr: "only NotIn or DoesNotExist requirements"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sel, err := Selector(tt.selector)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range fleet.Clusters {
+				if sel.Matches(labels.Set(c.Labels)) {
+					got = append(got, c.Name)
+				}
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("selected %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// A cluster override's selector is held to the placement's rule, its error naming the override.
+func TestFleetPolicyOverrideSelectorRequiresLabel(t *testing.T) {
+	audit := policyhubv1.ModeAudit
+	spec := policyhubv1.FleetPolicySpec{Placement: policyhubv1.Placement{ClusterSelector: matchLabels("region", "eu")}, ClusterOverrides: []policyhubv1.ClusterOverride{
+		{Clusters: []string{"eu-prod"}, Mode: &audit},
+		{ClusterSelector: matchExpressions("canary", "DoesNotExist", ""), Exclude: true},
+	}}
+	_, err := FleetPolicy(spec, fleet)
+	if err == nil || !strings.Contains(err.Error(), "clusterOverrides[1].clusterSelector: selector has only NotIn or DoesNotExist requirements") {
+		t.Fatalf("error = %v, want one naming clusterOverrides[1].clusterSelector", err)
+	}
+	spec.ClusterOverrides[1].ClusterSelector = &policyhubv1.ClusterSelector{}
+	if _, err := FleetPolicy(spec, fleet); err == nil || !strings.Contains(err.Error(), "clusterOverrides[1].clusterSelector: empty selector") {
+		t.Fatalf("error = %v, want one naming clusterOverrides[1].clusterSelector", err)
 	}
 }
 

@@ -185,11 +185,19 @@ const (
 	policiesGroup = "policies.kyverno.io"
 )
 
-// SetMode rewrites the object's failure actions to mode, in the fields its kind uses:
-//   - kyverno.io ClusterPolicy and Policy: every validate rule's validate.failureAction (and the
-//     deprecated policy-wide spec.validationFailureAction when the template sets it);
+// SetMode rewrites the object's failure actions to mode, in every field its kind decides them by:
+//   - kyverno.io ClusterPolicy and Policy: every validate rule's validate.failureAction, every
+//     verifyImages entry's failureAction, and the deprecated policy-wide
+//     spec.validationFailureAction when the template sets it. Kyverno lets per-namespace
+//     overrides (a rule's validate.failureActionOverrides, the deprecated policy-wide
+//     spec.validationFailureActionOverrides) win over those, so in Audit mode every override that
+//     is not Audit is removed (the field too when none is left): an Audit policy enforces in no
+//     namespace. In Enforce mode the overrides are kept: an Enforce one repeats the mode, and an
+//     Audit one is an exemption the template's author wrote (e.g. for kube-system), which only
+//     relaxes; enforcing there too would override a choice made for those namespaces.
 //   - policies.kyverno.io ValidatingPolicy, ImageValidatingPolicy and their Namespaced forms:
-//     spec.validationActions, Deny for Enforce and Audit for Audit (a Warn the template asks for is kept).
+//     spec.validationActions, Deny for Enforce and Audit for Audit (a Warn the template asks for
+//     is kept). Kyverno 1.19 gives these kinds no per-namespace or per-validation override.
 //
 // Kinds that validate nothing (mutating, generating, deleting policies, exceptions) have no mode:
 // setting one is an error, not a silent no-op.
@@ -215,31 +223,83 @@ func setRuleFailureActions(obj *unstructured.Unstructured, mode policyhubv1.Mode
 	if err != nil {
 		return fmt.Errorf("spec.rules: %w", err)
 	}
-	validating := 0
+	withAction := 0
 	for i, r := range rules {
 		rule, ok := r.(map[string]any)
 		if !ok {
 			return fmt.Errorf("spec.rules[%d] is not an object", i)
 		}
-		validate, ok := rule["validate"].(map[string]any)
-		if !ok {
-			continue
+		if validate, ok := rule["validate"].(map[string]any); ok {
+			validate["failureAction"] = string(mode)
+			if mode == policyhubv1.ModeAudit {
+				if err := dropEnforcingOverrides(validate, "failureActionOverrides"); err != nil {
+					return fmt.Errorf("spec.rules[%d].validate.failureActionOverrides: %w", i, err)
+				}
+			}
+			withAction++
 		}
-		validate["failureAction"] = string(mode)
-		validating++
+		if v, found := rule["verifyImages"]; found {
+			entries, ok := v.([]any)
+			if !ok {
+				return fmt.Errorf("spec.rules[%d].verifyImages is not a list", i)
+			}
+			for j, e := range entries {
+				entry, ok := e.(map[string]any)
+				if !ok {
+					return fmt.Errorf("spec.rules[%d].verifyImages[%d] is not an object", i, j)
+				}
+				entry["failureAction"] = string(mode)
+			}
+			if len(entries) > 0 {
+				withAction++
+			}
+		}
 	}
-	if validating == 0 {
-		return fmt.Errorf("mode %s: %s %s has no validate rule to apply it to", mode, obj.GetKind(), obj.GetName())
+	if withAction == 0 {
+		return fmt.Errorf("mode %s: %s %s has no validate or verifyImages rule to apply it to", mode, obj.GetKind(), obj.GetName())
 	}
 	if err := unstructured.SetNestedSlice(obj.Object, rules, "spec", "rules"); err != nil {
 		return err
 	}
-	if _, found, _ := unstructured.NestedString(obj.Object, "spec", "validationFailureAction"); found {
-		return unstructured.SetNestedField(obj.Object, string(mode), "spec", "validationFailureAction")
+	spec, _ := obj.Object["spec"].(map[string]any)
+	if _, found := spec["validationFailureAction"]; found {
+		spec["validationFailureAction"] = string(mode)
+	}
+	if mode == policyhubv1.ModeAudit {
+		if err := dropEnforcingOverrides(spec, "validationFailureActionOverrides"); err != nil {
+			return fmt.Errorf("spec.validationFailureActionOverrides: %w", err)
+		}
 	}
 	return nil
 }
 
+// dropEnforcingOverrides removes from the override list parent[field] every entry whose action
+// is not Audit (Kyverno reads actions case-insensitively, and anything else it may come to
+// accept is not known to only report), and the field when no entry is left.
+func dropEnforcingOverrides(parent map[string]any, field string) error {
+	v, found := parent[field]
+	if !found {
+		return nil
+	}
+	overrides, ok := v.([]any)
+	if !ok && v != nil {
+		return fmt.Errorf("not a list")
+	}
+	kept := make([]any, 0, len(overrides))
+	for _, o := range overrides {
+		if override, ok := o.(map[string]any); ok {
+			if action, _ := override["action"].(string); strings.EqualFold(action, string(policyhubv1.ModeAudit)) {
+				kept = append(kept, o)
+			}
+		}
+	}
+	if len(kept) == 0 {
+		delete(parent, field)
+	} else {
+		parent[field] = kept
+	}
+	return nil
+}
 func setValidationActions(obj *unstructured.Unstructured, mode policyhubv1.Mode) error {
 	current, _, err := unstructured.NestedStringSlice(obj.Object, "spec", "validationActions")
 	if err != nil {

@@ -450,3 +450,4 @@ func TestApplicationPolicyRulesValidateOnly(t *testing.T) {
 		})
 	}
 }
+

@@ -2,6 +2,7 @@ package render
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,7 +175,7 @@ func TestFleetPolicy(t *testing.T) {
 		{name: "mode-on-a-mutating-policy", fpName: "m", template: mutatingPolicy, mode: mode(policyhubv1.ModeEnforce), hubID: "hub-a",
 			wantErr: "mode Enforce does not apply to MutatingPolicy.policies.kyverno.io m: only validating kinds have a failure action"},
 		{name: "mode-on-mutate-only-rules", fpName: "m", template: mutateOnlyClusterPolicy, mode: mode(policyhubv1.ModeAudit), hubID: "hub-a",
-			wantErr: "ClusterPolicy m has no validate rule to apply it to"},
+			wantErr: "ClusterPolicy m has no validate or verifyImages rule to apply it to"},
 		{name: "bad-hub-id", fpName: "m", template: clusterPolicy, hubID: "hub/a", wantErr: `hub id "hub/a" is not a valid label value`},
 		{name: "empty-hub-id", fpName: "m", template: clusterPolicy, hubID: "", wantErr: `hub id ""`},
 	}
@@ -269,4 +270,224 @@ spec:
 	if _, ok := replicas.(int64); !ok {
 		t.Errorf("replicas decoded as %T, want int64", replicas)
 	}
+}
+
+// A ClusterPolicy with every enforcement knob kyverno.io has: a rule's failureAction and its
+// per-namespace overrides (an enforcing one in lower case, which Kyverno accepts, and an Audit
+// exemption), a verifyImages rule's failureAction, and the deprecated policy-wide action and
+// overrides.
+const overridesClusterPolicy = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+spec:
+  validationFailureAction: Enforce
+  validationFailureActionOverrides:
+  - action: Enforce
+    namespaces: [prod-*]
+  - action: audit
+    namespaces: [sandbox]
+  rules:
+  - name: require-team
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    validate:
+      failureAction: Enforce
+      failureActionOverrides:
+      - action: enforce
+        namespaces: [prod]
+      - action: Audit
+        namespaces: [dev]
+        namespaceSelector:
+          matchLabels: {tier: dev}
+      pattern:
+        metadata:
+          labels:
+            team: "?*"
+  - name: signed-images
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    verifyImages:
+    - imageReferences: ["registry.example.com/*"]
+      failureAction: Enforce
+    - imageReferences: ["ghcr.io/*"]
+`
+
+// Only enforcing overrides: Audit must drop both fields whole.
+const enforceOverridesPolicy = `
+apiVersion: kyverno.io/v2beta1
+kind: Policy
+metadata:
+  namespace: shop
+spec:
+  validationFailureActionOverrides:
+  - action: Enforce
+    namespaces: [shop]
+  rules:
+  - name: limits
+    match:
+      any:
+      - resources:
+          kinds: [Deployment]
+    validate:
+      failureAction: Audit
+      failureActionOverrides:
+      - action: Enforce
+        namespaceSelector:
+          matchLabels: {env: prod}
+      deny: {}
+`
+
+const verifyImagesOnlyPolicy = `
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+spec:
+  rules:
+  - name: signed-images
+    verifyImages:
+    - imageReferences: ["*"]
+      failureAction: Enforce
+`
+
+const imageValidatingPolicy = `
+apiVersion: policies.kyverno.io/v1
+kind: NamespacedImageValidatingPolicy
+metadata:
+  namespace: shop
+spec:
+  validationActions: [Deny]
+  matchImageReferences:
+  - glob: "*"
+`
+
+// enforcingActions walks the whole object and lists, by path, every action field whose value
+// enforces: failureAction, validationFailureAction or an override's action set to Enforce (in
+// any case), and Deny in validationActions.
+func enforcingActions(v any, path string) []string {
+	var found []string
+	switch v := v.(type) {
+	case map[string]any:
+		for k, sub := range v {
+			p := path + "." + k
+			switch s, _ := sub.(string); {
+			case (k == "failureAction" || k == "validationFailureAction" || k == "action") && (strings.EqualFold(s, "enforce") || strings.EqualFold(s, "deny")):
+				found = append(found, p+"="+s)
+			case k == "validationActions":
+				for _, a := range sub.([]any) {
+					if strings.EqualFold(a.(string), "deny") {
+						found = append(found, p+"=Deny")
+					}
+				}
+			}
+			found = append(found, enforcingActions(sub, p)...)
+		}
+	case []any:
+		for i, sub := range v {
+			found = append(found, enforcingActions(sub, fmt.Sprintf("%s[%d]", path, i))...)
+		}
+	}
+	return found
+}
+
+// Audit leaves nothing that enforces anywhere in the object: not a rule's action, not a
+// verifyImages entry's, not a per-namespace override (rule-level or policy-wide), not Deny. The
+// Audit overrides the template's author wrote stay; a list with nothing left goes.
+func TestSetModeAuditLeavesNoEnforcement(t *testing.T) {
+	tests := []struct {
+		name     string
+		template string
+		// kept are the paths (in enforcingActions' notation) that must still be there after Audit;
+		// gone the ones that must not.
+		kept, gone []string
+	}{
+		{name: "every kyverno.io knob", template: overridesClusterPolicy,
+			kept: []string{".spec.rules[0].validate.failureActionOverrides[0].namespaceSelector", ".spec.validationFailureActionOverrides[0].namespaces"}},
+		{name: "only enforcing overrides", template: enforceOverridesPolicy,
+			gone: []string{".spec.rules[0].validate.failureActionOverrides", ".spec.validationFailureActionOverrides"}},
+		{name: "verifyImages only", template: verifyImagesOnlyPolicy},
+		{name: "ValidatingPolicy", template: strings.Replace(validatingPolicy, "[Audit, Warn]", "[Deny]", 1)},
+		{name: "NamespacedImageValidatingPolicy", template: imageValidatingPolicy},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fp := fleetPolicy(t, "p", tt.template)
+			before, err := FleetPolicy("hub-a", fp, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(enforcingActions(before.Object, "")) == 0 {
+				t.Fatal("the template enforces nothing: the case proves nothing")
+			}
+			got, err := FleetPolicy("hub-a", fp, mode(policyhubv1.ModeAudit))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if found := enforcingActions(got.Object, ""); len(found) > 0 {
+				t.Errorf("Audit left enforcement in place: %v", found)
+			}
+			for _, p := range tt.kept {
+				if !hasPath(got.Object, p) {
+					t.Errorf("%s is gone: Audit must keep the Audit overrides", p)
+				}
+			}
+			for _, p := range tt.gone {
+				if hasPath(got.Object, p) {
+					t.Errorf("%s is still there with no override left in it", p)
+				}
+			}
+		})
+	}
+}
+
+// Enforce keeps the template's overrides: an Audit override is an exemption its author chose
+// for some namespaces, and Enforce there too would override that choice.
+func TestSetModeEnforceKeepsOverrides(t *testing.T) {
+	got, err := FleetPolicy("hub-a", fleetPolicy(t, "p", overridesClusterPolicy), mode(policyhubv1.ModeEnforce))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, _, _ := unstructured.NestedSlice(got.Object, "spec", "rules")
+	overrides, _, _ := unstructured.NestedSlice(rules[0].(map[string]any), "validate", "failureActionOverrides")
+	policyWide, _, _ := unstructured.NestedSlice(got.Object, "spec", "validationFailureActionOverrides")
+	if len(overrides) != 2 || len(policyWide) != 2 {
+		t.Errorf("overrides after Enforce: rule %v, policy-wide %v; want the template's two each", overrides, policyWide)
+	}
+	images, _, _ := unstructured.NestedSlice(rules[1].(map[string]any), "verifyImages")
+	for i, e := range images {
+		if a := e.(map[string]any)["failureAction"]; a != "Enforce" {
+			t.Errorf("verifyImages[%d].failureAction = %v, want Enforce", i, a)
+		}
+	}
+}
+
+// hasPath says whether the object has the field at path (enforcingActions' notation).
+func hasPath(obj map[string]any, path string) bool {
+	var cur any = obj
+	for _, part := range strings.Split(strings.TrimPrefix(path, "."), ".") {
+		name, index := part, -1
+		if i := strings.IndexByte(part, '['); i >= 0 {
+			name = part[:i]
+			if _, err := fmt.Sscanf(part[i:], "[%d]", &index); err != nil {
+				return false
+			}
+		}
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return false
+		}
+		if cur, ok = m[name]; !ok {
+			return false
+		}
+		if index >= 0 {
+			list, ok := cur.([]any)
+			if !ok || index >= len(list) {
+				return false
+			}
+			cur = list[index]
+		}
+	}
+	return true
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -24,7 +23,7 @@ func TestFleetPolicyTargetsClusterCount(t *testing.T) {
 		return inv
 	}
 	fp := fleetPolicy(t, "many", clusterPolicy)
-	fp.Spec.Placement.ClusterSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}
+	fp.Spec.Placement.ClusterSelector = &policyhubv1.ClusterSelector{MatchLabels: map[string]string{"env": "prod"}}
 	audit := policyhubv1.ModeAudit
 	fp.Spec.ClusterOverrides = []policyhubv1.ClusterOverride{{Clusters: []string{"c-0001"}, Mode: &audit}}
 
@@ -91,5 +90,38 @@ func TestFleetPolicyRolloutTargets(t *testing.T) {
 	_, err = FleetPolicyRolloutTargets("hub-a", fp, inv, func([]string) (map[string]Version, error) { return nil, fmt.Errorf("spec.rollout.waves[0]: bad") })
 	if invalid, ok := AsInvalid(err); !ok || invalid.Reason != "InvalidRollout" {
 		t.Errorf("a chooser's error: %v, want InvalidRollout", err)
+	}
+}
+
+// The Audit of a cluster override and of a rollout wave reach the rendered object through
+// SetMode: nothing in it enforces, whatever overrides the template carries, while a cluster left
+// to the template keeps its enforcement.
+func TestAuditTargetsLeaveNoEnforcement(t *testing.T) {
+	fp := fleetPolicy(t, "p", overridesClusterPolicy)
+	fp.Spec.Placement.Clusters = []string{"audited", "template"}
+	audit := policyhubv1.ModeAudit
+	fp.Spec.ClusterOverrides = []policyhubv1.ClusterOverride{{Clusters: []string{"audited"}, Mode: &audit}}
+	inv := placement.Inventory{Clusters: []placement.Cluster{{Name: "audited"}, {Name: "template"}}}
+
+	got, err := FleetPolicyTargets("hub-a", fp, inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found := enforcingActions(got.Objects["audited"][0].Object, ""); len(found) > 0 {
+		t.Errorf("the cluster override's Audit left enforcement in place: %v", found)
+	}
+	if len(enforcingActions(got.Objects["template"][0].Object, "")) == 0 {
+		t.Error("the cluster without override lost the template's enforcement")
+	}
+
+	fp.Spec.ClusterOverrides = nil
+	got, err = FleetPolicyRolloutTargets("hub-a", fp, inv, func([]string) (map[string]Version, error) {
+		return map[string]Version{"audited": {Mode: policyhubv1.ModeAudit}, "template": {Mode: policyhubv1.ModeEnforce}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found := enforcingActions(got.Objects["audited"][0].Object, ""); len(found) > 0 {
+		t.Errorf("the rollout wave's Audit left enforcement in place: %v", found)
 	}
 }

@@ -215,7 +215,7 @@ func TestWavesAssignClusters(t *testing.T) {
 		{Name: "c", Labels: map[string]string{"env": "staging"}},
 		{Name: "d"},
 	}
-	staging := &metav1.LabelSelector{MatchLabels: map[string]string{"env": "staging"}}
+	staging := &policyhubv1.ClusterSelector{MatchLabels: map[string]string{"env": "staging"}}
 	soak := &metav1.Duration{Duration: time.Minute}
 	got, err := Waves([]policyhubv1.RolloutWave{
 		{Name: "canary", Clusters: []string{"c", "zzz"}},
@@ -237,9 +237,38 @@ func TestWavesAssignClusters(t *testing.T) {
 	if want := []Wave{{Name: "staging", Clusters: []string{"a", "c"}}}; !reflect.DeepEqual(got, want) {
 		t.Errorf("without a rest wave: %+v, want b and d in no wave", got)
 	}
-	bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Bogus"}}}
+	bad := &policyhubv1.ClusterSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Bogus"}}}
 	if _, err := Waves([]policyhubv1.RolloutWave{{Name: "x", ClusterSelector: bad}}, placed); err == nil || !strings.Contains(err.Error(), "spec.rollout.waves[0].clusterSelector") {
 		t.Errorf("a bad selector: %v, want an error naming the field", err)
+	}
+}
+
+// A wave's selector that requires no label would take every placed cluster (without some label)
+// into that wave, collapsing the rollout into it: refused, naming the wave's field. A last wave
+// without clusters or selector still takes the rest.
+func TestWavesRefuseSelectorsRequiringNoLabel(t *testing.T) {
+	placed := []Cluster{{Name: "a", Labels: map[string]string{"env": "staging"}}, {Name: "b", Labels: map[string]string{"env": "prod"}}}
+	for _, tt := range []struct {
+		name     string
+		selector *policyhubv1.ClusterSelector
+		want     string
+	}{
+		{name: "empty", selector: &policyhubv1.ClusterSelector{}, want: "spec.rollout.waves[0].clusterSelector: empty selector"},
+		{name: "DoesNotExist alone", selector: &policyhubv1.ClusterSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "canary", Operator: metav1.LabelSelectorOpDoesNotExist}}},
+			want: "spec.rollout.waves[0].clusterSelector: selector has only NotIn or DoesNotExist requirements"},
+		{name: "NotIn alone", selector: &policyhubv1.ClusterSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"prod"}}}},
+			want: "spec.rollout.waves[0].clusterSelector: selector has only NotIn or DoesNotExist requirements"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Waves([]policyhubv1.RolloutWave{{Name: "first", ClusterSelector: tt.selector}, {Name: "rest"}}, placed)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+	got, err := Waves([]policyhubv1.RolloutWave{{Name: "first", Clusters: []string{"a"}}, {Name: "rest"}}, placed)
+	if err != nil || len(got) != 2 || !reflect.DeepEqual(got[1].Clusters, []string{"b"}) {
+		t.Errorf("a last wave without selection: %+v, %v; want it to take b", got, err)
 	}
 }
 

@@ -5,10 +5,10 @@ import (
 	"slices"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/placement"
 )
 
 // Cluster is a placed cluster, with the labels a wave's selector reads.
@@ -29,7 +29,9 @@ func Waves(spec []policyhubv1.RolloutWave, placed []Cluster) ([]Wave, error) {
 			waves[i].Gate.Soak = w.Gate.Soak.Duration
 		}
 		if w.ClusterSelector != nil {
-			sel, err := metav1.LabelSelectorAsSelector(w.ClusterSelector)
+			// The placement's check: a selector requiring no label would take every placed
+			// cluster (without some label) into this wave, collapsing the rollout.
+			sel, err := placement.Selector(w.ClusterSelector)
 			if err != nil {
 				return nil, fmt.Errorf("spec.rollout.waves[%d].clusterSelector: %w", i, err)
 			}

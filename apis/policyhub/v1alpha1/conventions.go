@@ -55,32 +55,50 @@ const (
 	generatedNameHash = 10
 )
 
-// GeneratedName is the name policyhub gives an object it makes from other names: the
-// ApplicationPolicy of a KubeVela entry (full = "<application>-<entry>") and the Kyverno policies
-// an ApplicationPolicy renders (e.g. "<applicationpolicy>-deployment-<resource>"). A full that is
-// already a DNS-1123 label (lowercase alphanumerics and '-', at most 63 characters) is kept as it
-// is. Any other is cleaned (lowercased, every other character replaced by '-', no leading or
-// trailing '-'), cut to 52 characters, and ends with '-' and the first 10 hex digits of the
-// sha256 of full, so that two fulls never share a name because one was cleaned or cut.
-//
-// config/kubevela/kyverno-policy.yaml computes the same name in CUE (KubeVela applies the
-// ApplicationPolicy under it); an e2e test compares the two under the real vela-core.
+// GeneratedName is the name policyhub gives an object it makes from other names, such as the
+// Kyverno policies an ApplicationPolicy renders (e.g. "<applicationpolicy>-deployment-<resource>").
+// A full that is already a DNS-1123 label (lowercase alphanumerics and '-', at most 63
+// characters) is kept as it is. Any other is cleaned (lowercased, every other character replaced
+// by '-', no leading or trailing '-'), cut to 52 characters, and ends with '-' and the first 10
+// hex digits of the sha256 of full, so that two fulls never share a name because one was
+// cleaned or cut.
 func GeneratedName(full string) string {
 	if len(validation.IsDNS1123Label(full)) == 0 {
 		return full
 	}
+	return hashedName(full, full)
+}
+
+// KubeVelaEntryName is the name of the ApplicationPolicy made for the kyverno-policy entry
+// named entry of the KubeVela Application named application: "<application>-<entry>", cleaned
+// and cut as GeneratedName does, always followed by '-' and the first 10 hex digits of the
+// sha256 of "<application>/<entry>". The hash is of the pair, not of the joined name, and is
+// always there: joined with '-', application a-b's entry c and application a's entry b-c are
+// both a-b-c, and two Applications of a namespace must never claim one ApplicationPolicy (the
+// second would be refused it, or replace its policy). '/' cannot be in an Application's name, so
+// "<application>/<entry>" stands for one pair only.
+//
+// config/kubevela/kyverno-policy.yaml computes the same name in CUE (KubeVela applies the
+// ApplicationPolicy under it); an e2e test compares the two under the real vela-core.
+func KubeVelaEntryName(application, entry string) string {
+	return hashedName(application+"-"+entry, application+"/"+entry)
+}
+
+// hashedName is readable, cleaned and cut to generatedNameCut characters, then '-' and
+// generatedNameHash hex digits of the sha256 of hashed: a DNS-1123 label.
+func hashedName(readable, hashed string) string {
 	cleaned := strings.Map(func(r rune) rune {
 		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' {
 			return r
 		}
 		return '-'
-	}, strings.ToLower(full))
+	}, strings.ToLower(readable))
 	cleaned = strings.Trim(cleaned, "-")
 	if len(cleaned) > generatedNameCut {
 		cleaned = cleaned[:generatedNameCut]
 	}
 	cleaned = strings.TrimRight(cleaned, "-")
-	sum := sha256.Sum256([]byte(full))
+	sum := sha256.Sum256([]byte(hashed))
 	hash := hex.EncodeToString(sum[:])[:generatedNameHash]
 	if cleaned == "" {
 		return hash

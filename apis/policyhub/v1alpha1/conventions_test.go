@@ -46,8 +46,7 @@ func TestSummaryAccepted(t *testing.T) {
 }
 
 // A DNS-1123 label is kept; anything else is cleaned, cut and marked with a hash of the whole, so
-// names that clean or cut alike stay apart. The same table is what the KubeVela definition's CUE
-// must give (e2e TestKubeVelaEntryNameIsGeneratedName checks it under vela-core).
+// names that clean or cut alike stay apart.
 func TestGeneratedName(t *testing.T) {
 	long := strings.Repeat("a", 60) + "-deployment-web"
 	tests := []struct{ full, want string }{
@@ -75,6 +74,52 @@ func TestGeneratedName(t *testing.T) {
 	for _, n := range []string{long, strings.Repeat("x.", 200), "a-" + strings.Repeat("-", 70) + "b", "ünïcode-Näme"} {
 		if got := GeneratedName(n); len(validation.IsDNS1123Label(got)) > 0 {
 			t.Errorf("GeneratedName(%q) = %q: not a DNS-1123 label", n, got)
+		}
+	}
+}
+
+// An entry's ApplicationPolicy is named by its pair, not by the pair joined with '-': pairs that
+// join alike, clean alike or cut alike get different names, each a DNS-1123 label. The pinned
+// names are what the KubeVela definition's CUE must give (e2e TestKubeVelaEntryNameIsGeneratedName
+// checks it under vela-core).
+func TestKubeVelaEntryName(t *testing.T) {
+	long := strings.Repeat("a", 60)
+	// The hashes are sha256 of "<application>/<entry>" (printf '%s' shop/team | sha256sum).
+	pinned := []struct{ application, entry, want string }{
+		{"shop", "team", "shop-team-9c9a4f2e2b"},
+		{"a-b", "c", "a-b-c-4e84717d75"},
+		{"a", "b-c", "a-b-c-b88f83c840"},
+		{"Storefront.Checkout", "Require_Limits", "storefront-checkout-require-limits-cfbc580313"},
+		{long, "limits", strings.Repeat("a", 52) + "-cba147f1a0"},
+	}
+	for _, tt := range pinned {
+		if got := KubeVelaEntryName(tt.application, tt.entry); got != tt.want {
+			t.Errorf("KubeVelaEntryName(%q, %q) = %q, want %q", tt.application, tt.entry, got, tt.want)
+		}
+	}
+
+	colliding := [][2][2]string{
+		// Joined with '-', each pair of pairs is one name.
+		{{"a-b", "c"}, {"a", "b-c"}},
+		{{"shop-front", "end-limits"}, {"shop", "front-end-limits"}},
+		{{"shop", "team"}, {"shop-team", ""}},
+		// Cleaned alike.
+		{{"shop.web", "limits"}, {"shop-web", "limits"}},
+		{{"shop", "Limits"}, {"shop", "limits"}},
+		// Cut alike.
+		{{long, "limits"}, {long, "team"}},
+		// An entry named like another pair's hash, after a cut prefix.
+		{{strings.Repeat("a", 52), KubeVelaEntryName(long, "x")[53:]}, {long, "x"}},
+	}
+	for _, c := range colliding {
+		a, b := KubeVelaEntryName(c[0][0], c[0][1]), KubeVelaEntryName(c[1][0], c[1][1])
+		if a == b {
+			t.Errorf("applications %q and %q: entries %q and %q are both named %q", c[0][0], c[1][0], c[0][1], c[1][1], a)
+		}
+		for _, name := range []string{a, b} {
+			if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+				t.Errorf("%q is not a DNS-1123 label: %v", name, errs)
+			}
 		}
 	}
 }

@@ -68,9 +68,13 @@ type ClusterOverride struct {
 	// +kubebuilder:validation:MaxItems=1000
 	Clusters []string `json:"clusters,omitempty"`
 
-	// ClusterSelector selects the clusters the override applies to by their labels.
+	// ClusterSelector selects the clusters the override applies to by their labels. It must
+	// require a label (a matchLabels entry, or a matchExpressions entry with operator In or
+	// Exists): NotIn and DoesNotExist alone select every cluster without the label.
 	// +optional
-	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="clusterOverrides[].clusterSelector is empty and would select every cluster; give matchLabels or matchExpressions, or list clusters by name"
+	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || !has(self.matchExpressions) || size(self.matchExpressions) == 0 || self.matchExpressions.exists(e, e.operator == 'In' || e.operator == 'Exists')",message="clusterOverrides[].clusterSelector has only NotIn or DoesNotExist requirements and would select every cluster without those labels: add a matchLabels entry or a matchExpressions entry with operator In or Exists, or list clusters by name"
+	ClusterSelector *ClusterSelector `json:"clusterSelector,omitempty"`
 
 	// Mode overrides the mode in these clusters.
 	// +optional
@@ -98,8 +102,12 @@ type FleetPolicySpec struct {
 	Placement Placement `json:"placement,omitempty"`
 
 	// Mode overrides the policy's own failure action: Enforce refuses violating resources,
-	// Audit only reports them. Rewrites each rule's validate.failureAction (kyverno.io kinds) or
-	// the validationActions (policies.kyverno.io kinds). Unset keeps the template's.
+	// Audit only reports them. Rewrites each rule's validate.failureAction and verifyImages
+	// failureAction (kyverno.io kinds) or the validationActions (policies.kyverno.io kinds).
+	// Audit also removes every per-namespace override that is not Audit
+	// (failureActionOverrides, validationFailureActionOverrides), so it enforces nowhere;
+	// Enforce keeps the template's Audit overrides, the exemptions its author chose. Unset keeps
+	// the template's.
 	// +optional
 	Mode *Mode `json:"mode,omitempty"`
 

@@ -45,9 +45,14 @@ type RolloutWave struct {
 	Clusters []string `json:"clusters,omitempty"`
 
 	// ClusterSelector selects the wave's clusters, among those the placement selects, by label.
-	// Neither clusters nor clusterSelector (last wave only) takes every placed cluster left.
+	// It must require a label (a matchLabels entry, or a matchExpressions entry with operator In
+	// or Exists): NotIn and DoesNotExist alone would take every placed cluster without the label
+	// into this wave. Neither clusters nor clusterSelector (last wave only) takes every placed
+	// cluster left.
 	// +optional
-	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="rollout.waves[].clusterSelector is empty and would take every placed cluster left into this wave; give matchLabels or matchExpressions, or leave clusterSelector out of the last wave to take every placed cluster left"
+	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || !has(self.matchExpressions) || size(self.matchExpressions) == 0 || self.matchExpressions.exists(e, e.operator == 'In' || e.operator == 'Exists')",message="rollout.waves[].clusterSelector has only NotIn or DoesNotExist requirements and would take every placed cluster without those labels into this wave: add a matchLabels entry or a matchExpressions entry with operator In or Exists, or leave clusterSelector out of the last wave to take every placed cluster left"
+	ClusterSelector *ClusterSelector `json:"clusterSelector,omitempty"`
 
 	// Gate is what the wave must show in Audit before it is promoted to Enforce.
 	// +optional

@@ -91,12 +91,59 @@ type Placement struct {
 
 	// ClusterSelector selects managed clusters by their labels: the labels on the cluster's
 	// cluster-gateway credential Secret, and on its OCM ManagedCluster where OCM is installed.
+	// It must require a label (a matchLabels entry, or a matchExpressions entry with operator In
+	// or Exists): NotIn and DoesNotExist alone select every cluster without the label.
 	// +optional
-	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || !has(self.matchExpressions) || size(self.matchExpressions) == 0 || self.matchExpressions.exists(e, e.operator == 'In' || e.operator == 'Exists')",message="placement.clusterSelector has only NotIn or DoesNotExist requirements and would select every cluster without those labels: add a matchLabels entry or a matchExpressions entry with operator In or Exists, or list clusters by name"
+	ClusterSelector *ClusterSelector `json:"clusterSelector,omitempty"`
 
 	// PlacementRef selects the clusters of an OCM Placement's PlacementDecisions.
 	// +optional
 	PlacementRef *PlacementRef `json:"placementRef,omitempty"`
+}
+
+// ClusterSelector selects clusters by their labels. It is metav1.LabelSelector with the same
+// fields and YAML, and matchExpressions bounded: the apiserver refuses a CEL rule that walks an
+// unbounded list inside a list (clusterOverrides, rollout waves) as too expensive, and admission
+// must walk it to check that the selector requires a label (see the rules where it is used).
+// +structType=atomic
+type ClusterSelector struct {
+	// MatchLabels: a cluster matches when it has each of these labels with the value given.
+	// +optional
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+
+	// MatchExpressions are label requirements (operator In, NotIn, Exists or DoesNotExist), ANDed
+	// with each other and with matchLabels.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	MatchExpressions []metav1.LabelSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// LabelSelector is the selector as apimachinery's type, to convert into a labels.Selector.
+func (s *ClusterSelector) LabelSelector() *metav1.LabelSelector {
+	if s == nil {
+		return nil
+	}
+	return &metav1.LabelSelector{MatchLabels: s.MatchLabels, MatchExpressions: s.MatchExpressions}
+}
+
+// RequiresLabel says whether the selector requires a label to be present: a matchLabels entry, or
+// a matchExpressions entry with operator In or Exists. One that does not (empty, or only NotIn and
+// DoesNotExist) selects every cluster without some label, which is the whole fleet by accident.
+func (s *ClusterSelector) RequiresLabel() bool {
+	if s == nil {
+		return false
+	}
+	if len(s.MatchLabels) > 0 {
+		return true
+	}
+	for _, e := range s.MatchExpressions {
+		if e.Operator == metav1.LabelSelectorOpIn || e.Operator == metav1.LabelSelectorOpExists {
+			return true
+		}
+	}
+	return false
 }
 
 // PlacementRef refers to an OCM Placement (cluster.open-cluster-management.io/v1beta1).

@@ -419,5 +419,5 @@ func checkWriteTable(w io.Writer, r *checkReport) {
 	}
 	s := r.Summary
 	fmt.Fprintf(w, "\n%s checked in cluster %s with a server-side dry-run (nothing was created): %d allowed, %d denied, %d could not be checked, %d with warnings.\n",
-		syncPlural(len(r.Resources), "resource"), r.Cluster, s.Allowed, s.Denied, s.Errors, s.Warnings)
+		syncPlural(len(r.Resources), "resource"), cellText(r.Cluster), s.Allowed, s.Denied, s.Errors, s.Warnings)
 }

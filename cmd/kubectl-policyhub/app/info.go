@@ -317,9 +317,9 @@ func compareViolations(a, b appViolation) int {
 }
 
 func printInfoTable(w io.Writer, r *infoReport, now time.Time) {
-	fmt.Fprintf(w, "Application:\t%s\n", r.Application)
-	fmt.Fprintf(w, "Namespace:\t%s\n", r.Namespace)
-	fmt.Fprintf(w, "ApplicationPolicies:\t%s\n", listString(r.ApplicationPolicies))
+	fmt.Fprintf(w, "Application:\t%s\n", cellText(r.Application))
+	fmt.Fprintf(w, "Namespace:\t%s\n", cellText(r.Namespace))
+	fmt.Fprintf(w, "ApplicationPolicies:\t%s\n", cellText(listString(r.ApplicationPolicies)))
 	fmt.Fprintf(w, "Violations:\t%d (fail %d, error %d)\n", r.Violations, r.Totals.Fail, r.Totals.Error)
 	fmt.Fprintf(w, "Blocked:\t%d\n", r.Blocked)
 

@@ -35,18 +35,31 @@ func writeReport(out io.Writer, format string, report any, table func(w io.Write
 		if err != nil {
 			return err
 		}
-		_, err = out.Write(append(data, '\n'))
+		_, err = out.Write(append(jsonTerminalSafe(data), '\n'))
 		return err
 	case "yaml":
-		data, err := yaml.Marshal(report)
+		// sigs.k8s.io/yaml.Marshal's own way (JSON, then YAML), with the JSON escaped first: its
+		// YAML parser refuses the DEL and C1 characters encoding/json leaves raw, and its
+		// emitter escapes them once they arrive as \u escapes.
+		data, err := json.Marshal(report)
 		if err != nil {
+			return err
+		}
+		if data, err = yaml.JSONToYAML(jsonTerminalSafe(data)); err != nil {
 			return err
 		}
 		_, err = out.Write(data)
 		return err
 	case "table", "":
+		// Cells are made one line and safe by tableRow and syncColumns; the filter in front of
+		// the tab writer catches whatever else a table prints (tabs and newlines are layout),
+		// before the tab writer measures it or reads a byte 0xff as its escape character.
 		tw := newTableWriter(out)
-		if err := table(tw); err != nil {
+		safe := newSafeWriter(tw, "\t\n")
+		if err := table(safe); err != nil {
+			return err
+		}
+		if err := safe.Flush(); err != nil {
 			return err
 		}
 		return tw.Flush()
@@ -63,9 +76,11 @@ func newTableWriter(out io.Writer) *tabwriter.Writer {
 }
 
 // tableRow writes one row of a table: cells separated by tabs. An empty cell is printed as "-"
-// so that every column of every row has a value (and the table stays parseable by whitespace).
+// so that every column of every row has a value (and the table stays parseable by whitespace);
+// a cell is one line, terminal-safe (cellText).
 func tableRow(w io.Writer, cells ...string) {
 	for i, c := range cells {
+		cells[i] = cellText(c)
 		if c == "" {
 			cells[i] = "-"
 		}

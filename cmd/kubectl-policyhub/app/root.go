@@ -50,6 +50,10 @@ type options struct {
 
 // Run runs kubectl-policyhub with args and returns the exit code.
 func Run(ctx context.Context, args []string, streams Streams) int {
+	// Everything to stderr (warnings, progress, errors) may quote a cluster: terminal-safe.
+	errOut := newSafeWriter(streams.ErrOut, "\t\n")
+	defer errOut.Flush()
+	streams.ErrOut = errOut
 	config := genericclioptions.NewConfigFlags(true)
 	// --cluster names a managed cluster in this plugin (sync, check); the hub is chosen with
 	// --context or --kubeconfig.

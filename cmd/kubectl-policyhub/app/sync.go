@@ -531,14 +531,16 @@ func syncUser() string {
 // Printing.
 
 // syncColumns pads rows into aligned columns (two spaces apart), each line prefixed by indent.
+// Cells are made one line and terminal-safe (cellText) before they are measured.
 func syncColumns(indent string, rows [][]string) []string {
 	var widths []int
 	for _, row := range rows {
 		for i, cell := range row {
+			row[i] = cellText(cell)
 			if i >= len(widths) {
 				widths = append(widths, 0)
 			}
-			widths[i] = max(widths[i], len(cell))
+			widths[i] = max(widths[i], len(row[i]))
 		}
 	}
 	lines := make([]string, 0, len(rows))
@@ -558,14 +560,15 @@ func syncColumns(indent string, rows [][]string) []string {
 	return lines
 }
 
-// syncIndent indents every line of a message (blank lines dropped, trailing spaces trimmed).
+// syncIndent indents every line of a message (blank lines dropped, trailing spaces trimmed,
+// each line terminal-safe).
 func syncIndent(w io.Writer, indent, text string) {
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimRight(line, " \t\r")
 		if line == "" {
 			continue
 		}
-		fmt.Fprintf(w, "%s%s\n", indent, line)
+		fmt.Fprintf(w, "%s%s\n", indent, cellText(line))
 	}
 }
 
@@ -577,7 +580,7 @@ func syncIndentDiff(w io.Writer, indent, diff string) {
 			fmt.Fprintln(w)
 			continue
 		}
-		fmt.Fprintf(w, "%s%s\n", indent, strings.TrimRight(line, " \t\r"))
+		fmt.Fprintf(w, "%s%s\n", indent, cellText(strings.TrimRight(line, " \t\r")))
 	}
 }
 
@@ -589,9 +592,9 @@ func syncWriteTable(w io.Writer, r *syncReport) {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		header := "CLUSTER " + c.Name
+		header := "CLUSTER " + cellText(c.Name)
 		if c.Error != "" {
-			header += " — not planned: " + oneLine(c.Error)
+			header += " — not planned: " + cellText(oneLine(c.Error))
 		}
 		fmt.Fprintln(w, header)
 		if len(c.Declarations) == 0 {
@@ -609,10 +612,10 @@ func syncWriteTable(w io.Writer, r *syncReport) {
 		for _, d := range c.Declarations {
 			// The per-declaration message when it says more than the counts and the cluster's error.
 			if d.Phase != string(policyhubv1.ClusterPhaseDryRun) && d.Message != "" && d.Message != c.Error && len(d.Changes) == 0 {
-				fmt.Fprintf(w, "  %s: %s: %s\n", d.Declaration, d.Phase, oneLine(d.Message))
+				fmt.Fprintf(w, "  %s: %s: %s\n", cellText(d.Declaration), cellText(d.Phase), cellText(oneLine(d.Message)))
 			}
 			for _, ch := range d.Changes {
-				fmt.Fprintf(w, "  %s: %s %s %s\n", d.Declaration, ch.Action, ch.APIVersion+" "+ch.Kind, syncObjectName(ch.Namespace, ch.Name))
+				fmt.Fprintf(w, "  %s: %s %s %s\n", cellText(d.Declaration), cellText(ch.Action), cellText(ch.APIVersion+" "+ch.Kind), cellText(syncObjectName(ch.Namespace, ch.Name)))
 				if ch.Message != "" {
 					syncIndent(w, "      ", ch.Message)
 				}
@@ -621,7 +624,7 @@ func syncWriteTable(w io.Writer, r *syncReport) {
 				}
 			}
 			if d.ChangesNotShown > 0 {
-				fmt.Fprintf(w, "  %s: %d more changes not shown (the planner keeps %d per declaration and cluster)\n", d.Declaration, d.ChangesNotShown, len(d.Changes))
+				fmt.Fprintf(w, "  %s: %d more changes not shown (the planner keeps %d per declaration and cluster)\n", cellText(d.Declaration), d.ChangesNotShown, len(d.Changes))
 			}
 		}
 	}
@@ -629,7 +632,7 @@ func syncWriteTable(w io.Writer, r *syncReport) {
 		fmt.Fprintln(w)
 	}
 	for _, n := range r.Notes {
-		fmt.Fprintf(w, "note: %s: %s\n", n.Declaration, oneLine(n.Message))
+		fmt.Fprintf(w, "note: %s: %s\n", cellText(n.Declaration), cellText(oneLine(n.Message)))
 	}
 	t := r.Totals
 	notPlanned := ""

@@ -41,7 +41,7 @@ spec:
 // cluster whose labels include clusterLabels.
 func FleetPolicy(name string, i int, clusterLabels map[string]string) (*policyhubv1.FleetPolicy, error) {
 	fp := &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	fp.Spec.Placement.ClusterSelector = &metav1.LabelSelector{MatchLabels: clusterLabels}
+	fp.Spec.Placement.ClusterSelector = &policyhubv1.ClusterSelector{MatchLabels: clusterLabels}
 	if err := yaml.Unmarshal([]byte(Template(i)), &fp.Spec.Template); err != nil {
 		return nil, fmt.Errorf("FleetPolicy %s: template %d: %w", name, i, err)
 	}
