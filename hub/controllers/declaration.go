@@ -121,7 +121,7 @@ func (o *DeclarationOptions) engine(seen *seenResults) engine {
 	return engine{
 		client: o.Client, reader: o.Reader, recorder: o.Recorder, hubID: o.HubID, coalesce: coalesce, quiet: statusQuiet * coalesce, seen: seen,
 		secretNamespace: o.SecretNamespace,
-		dispatch: dispatcher{gateway: o.Gateway, workers: o.Workers},
+		dispatch:        dispatcher{gateway: o.Gateway, workers: o.Workers},
 	}
 }
 

@@ -450,4 +450,3 @@ func TestApplicationPolicyRulesValidateOnly(t *testing.T) {
 		})
 	}
 }
-
