@@ -118,6 +118,8 @@ hubAccess: {enabled: true}`))
 		{"the hub's ClusterRole", rendered(hub, "ClusterRole", "", "policyhub-hub"), configObject("../config/rbac/hub/cluster_role.yaml", "ClusterRole"), "rules"},
 		{"the hub's gateway Secrets Role", rendered(hub, "Role", "vela-system", "-cluster-inventory"), configObject("../config/rbac/hub/gateway_secrets_role.yaml", "Role"), "rules"},
 		{"the hub's leader election Role", rendered(hub, "Role", "policyhub-system", "-leader-election"), configObject("../config/rbac/hub/leader_election_role.yaml", "Role"), "rules"},
+		{"the hub's metrics auth ClusterRole", rendered(hub, "ClusterRole", "", "-metrics-auth"), configObject("../config/rbac/hub/metrics_auth_role.yaml", "ClusterRole"), "rules"},
+		{"the metrics reader ClusterRole", rendered(hub, "ClusterRole", "", "-metrics-reader"), configObject("../config/rbac/hub/metrics_reader_role.yaml", "ClusterRole"), "rules"},
 		{"the agent's ClusterRole", rendered(agent, "ClusterRole", "", "policyhub-agent"), configObject("../config/rbac/agent/cluster_role.yaml", "ClusterRole"), "rules"},
 		{"the agent's hub access Role", rendered(agent, "Role", "cluster-1", "policyhub-agent"), configObject("../config/rbac/agent-hub-access/agent_access.yaml", "Role"), "rules"},
 		{"the KubeVela PolicyDefinition", hub.one(t, "PolicyDefinition"), configObject("../config/kubevela/kyverno-policy.yaml", "PolicyDefinition"), "spec"},
@@ -153,6 +155,8 @@ func TestChartValuesSchema(t *testing.T) {
 		{hubChartDir, "gateway namespace", `gateway: {secretNamespace: Vela_System}`, []string{"'/gateway/secretNamespace'", "does not match pattern"}},
 		{hubChartDir, "log level", `log: {level: trace}`, []string{"'/log/level'", "value must be one of 'debug', 'info', 'error'"}},
 		{hubChartDir, "port", `metrics: {port: 80800}`, []string{"'/metrics/port'", "maximum"}},
+		{hubChartDir, "metrics.secure", `metrics: {secure: "yes"}`, []string{"'/metrics/secure'", "got string, want boolean"}},
+		{hubChartDir, "a metrics reader without a name", `metrics: {readerSubjects: [{kind: ServiceAccount}]}`, []string{"'/metrics/readerSubjects/0'", "missing property 'name'"}},
 		{hubChartDir, "alert window", `prometheusRule: {alerts: {syncFailing: {window: 15}}}`, []string{"'/prometheusRule/alerts/syncFailing/window'", "got number, want string"}},
 		{hubChartDir, "kubevela.enabled", `kubevela: {enabled: "yes"}`, []string{"'/kubevela/enabled'", "got string, want boolean"}},
 		{agentChartDir, "no clusterName", `hubKubeconfigSecret: {name: hub-kubeconfig}`, []string{"missing property 'clusterName'"}},
@@ -200,7 +204,9 @@ func TestChartHubDryRunOnTheHub(t *testing.T) {
 	ctx := testContext(t)
 	hubAdmin := directClient(t, testFleet.Hub.Config)
 	binary := chartBuildCommand(t, t.TempDir(), "policyhub-hub")
-	base := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1, "ConfigMap": 1,
+	// The ClusterRoles: the hub's, its metrics auth (bound) and the metrics reader (bound when
+	// metrics.readerSubjects are given).
+	base := map[string]int{"ServiceAccount": 1, "ClusterRole": 3, "ClusterRoleBinding": 2, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1, "ConfigMap": 1,
 		"MutatingAdmissionPolicy": 1, "MutatingAdmissionPolicyBinding": 1}
 	with := func(extra map[string]int) map[string]int {
 		out := map[string]int{}
@@ -221,9 +227,15 @@ func TestChartHubDryRunOnTheHub(t *testing.T) {
 		kinds  map[string]int
 		args   []string // in the container's args, besides the namespaced ones checked below
 	}{
-		{"defaults", `{}`, base, []string{"--hub-id=policyhub", "--gateway-secret-namespace=vela-system", "--resync-interval=10m", "--leader-elect=true"}},
+		{"defaults", `{}`, base, []string{"--hub-id=policyhub", "--gateway-secret-namespace=vela-system", "--resync-interval=10m", "--leader-elect=true",
+			"--metrics-bind-address=:8443", "--metrics-secure=true"}},
 		{"servicemonitor and prometheusrule", `{metrics: {serviceMonitor: {enabled: true, labels: {release: prom}}}, prometheusRule: {enabled: true}}`,
 			with(map[string]int{"ServiceMonitor": 1, "PrometheusRule": 1}), []string{"--hub-id=policyhub"}},
+		{"servicemonitor with a token Secret", `{metrics: {serviceMonitor: {enabled: true, tokenSecret: {name: prom-token}}}}`,
+			with(map[string]int{"ServiceMonitor": 1}), []string{"--metrics-secure=true"}},
+		// Plain HTTP: no reviews asked, so neither the metrics auth nor the reader ClusterRole.
+		{"plain metrics", `{metrics: {secure: false, serviceMonitor: {enabled: true}}}`,
+			with(map[string]int{"ServiceMonitor": 1, "ClusterRole": -2, "ClusterRoleBinding": -1}), []string{"--metrics-secure=false"}},
 		{"kubevela", `kubevela: {enabled: true}`, with(map[string]int{"PolicyDefinition": 1, "WorkflowStepDefinition": 1}), []string{"--hub-id=policyhub"}},
 		{"everything set", fmt.Sprintf(`
 hubId: fleet-a
@@ -240,18 +252,18 @@ serviceAccount: {create: false, name: existing-hub-sa}
 podAnnotations: {example.com/team: platform}
 nodeSelector: {kubernetes.io/os: linux}
 tolerations: [{key: dedicated, operator: Exists, effect: NoSchedule}]
-metrics: {port: 9090, serviceMonitor: {enabled: true, interval: 1m}}
+metrics: {port: 9090, certSecret: metrics-cert, readerSubjects: [{kind: ServiceAccount, name: prometheus, namespace: monitoring}, {kind: Group, name: scrapers}], serviceMonitor: {enabled: true, interval: 1m}}
 healthProbe: {port: 9091}
 prometheusRule: {enabled: true, alerts: {newFailResults: {enabled: false}, summaryStale: {thresholdSeconds: 600}}}
 grafanaDashboard: {enabled: false}
 admissionPolicy: {enabled: false}
 kubevela: {enabled: true}
 `, strings.Repeat("ab", 32), gatewayNS),
-			with(map[string]int{"ServiceAccount": -1, "ConfigMap": -1, "ServiceMonitor": 1, "PrometheusRule": 1, "PolicyDefinition": 1, "WorkflowStepDefinition": 1,
+			with(map[string]int{"ServiceAccount": -1, "ConfigMap": -1, "ServiceMonitor": 1, "PrometheusRule": 1, "PolicyDefinition": 1, "WorkflowStepDefinition": 1, "ClusterRoleBinding": 1,
 				"MutatingAdmissionPolicy": -1, "MutatingAdmissionPolicyBinding": -1}),
 			[]string{"--hub-id=fleet-a", "--gateway-secret-namespace=" + gatewayNS, "--gateway-url=https://cluster-gateway.vela-system.svc:9443",
 				"--gateway-ca-file=/etc/policyhub/gateway-ca/ca.crt", "--resync-interval=5m", "--retry-max-delay=30s", "--max-concurrent-passes=4",
-				"--kube-api-qps=50.5", "--kube-api-burst=100", "--metrics-bind-address=:9090", "--health-probe-bind-address=:9091",
+				"--kube-api-qps=50.5", "--kube-api-burst=100", "--metrics-bind-address=:9090", "--metrics-cert-dir=/etc/policyhub/metrics-cert", "--health-probe-bind-address=:9091",
 				"--zap-log-level=debug", "--zap-encoder=console", "--max-concurrent-reconciles=8"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -274,14 +286,25 @@ kubevela: {enabled: true}
 				}
 			}
 			chartRunFlags(t, binary, args)
-			metricsPort, probePort := int32(8080), int32(8081)
+			metricsPort, probePort := int32(8443), int32(8081)
 			if c.name == "everything set" {
 				metricsPort, probePort = 9090, 9091
 				if *dep.Spec.Replicas != 2 || dep.Spec.Template.Spec.Containers[0].Image != "registry.example:5000/policyhub/hub@sha256:"+strings.Repeat("ab", 32) {
 					t.Errorf("replicas %d, image %s", *dep.Spec.Replicas, dep.Spec.Template.Spec.Containers[0].Image)
 				}
-				if vols := dep.Spec.Template.Spec.Volumes; len(vols) != 1 || vols[0].Secret == nil || vols[0].Secret.SecretName != "gateway-ca" {
-					t.Errorf("the gateway CA Secret is not mounted: %+v", vols)
+				if vols := dep.Spec.Template.Spec.Volumes; len(vols) != 2 || vols[0].Secret == nil || vols[0].Secret.SecretName != "gateway-ca" ||
+					vols[1].Secret == nil || vols[1].Secret.SecretName != "metrics-cert" {
+					t.Errorf("the gateway CA and metrics certificate Secrets are not mounted: %+v", vols)
+				}
+				var subjects string
+				for _, b := range r.byKind("ClusterRoleBinding") {
+					if strings.HasSuffix(b.GetName(), "-metrics-reader") {
+						subjects = fmt.Sprint(b.Object["subjects"])
+					}
+				}
+				if !strings.Contains(subjects, "namespace:monitoring") ||
+					!strings.Contains(subjects, "apiGroup:rbac.authorization.k8s.io kind:Group name:scrapers") {
+					t.Errorf("the metrics reader binding's subjects %s are not metrics.readerSubjects", subjects)
 				}
 			}
 			chartCheckPodSpec(t, dep.Spec.Template.Spec, map[string]int32{"metrics": metricsPort, "probes": probePort})
@@ -297,7 +320,7 @@ kubevela: {enabled: true}
 				}
 			}
 			if c.kinds["ServiceMonitor"] == 1 {
-				chartCheckServiceMonitor(t, r, metricsPort)
+				chartCheckServiceMonitor(t, r, dep, metricsPort)
 			}
 			if c.kinds["PrometheusRule"] == 1 {
 				rules := decodeAlertRules(t, r.one(t, "PrometheusRule"))
@@ -434,7 +457,8 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 	ns := chartNamespace(ctx, t, hub, "charts-hubrbac")
 	gatewayNS := chartNamespace(ctx, t, hub, "charts-hubrbac-gw")
 	name := chartTestName("charts-hub")
-	r := mustRender(t, hubChartDir, "policyhub-hub", ns, chartValues(t, fmt.Sprintf(`{fullnameOverride: %s, gateway: {secretNamespace: %s}}`, name, gatewayNS)))
+	r := mustRender(t, hubChartDir, "policyhub-hub", ns, chartValues(t, fmt.Sprintf(
+		`{fullnameOverride: %s, gateway: {secretNamespace: %s}, metrics: {readerSubjects: [{kind: ServiceAccount, name: prometheus}]}}`, name, gatewayNS)))
 	chartInstall(ctx, t, hub, r, "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 	sa := r.one(t, "ServiceAccount").GetName()
 
@@ -458,6 +482,9 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 		{"create", "coordination.k8s.io", "leases", "", ns},
 		{"update", "coordination.k8s.io", "leases", "", ns},
 		{"patch", "", "configmaps", "", ns},
+		// --metrics-secure: each scrape's token and access are checked by the apiserver.
+		{"create", "authentication.k8s.io", "tokenreviews", "", ""},
+		{"create", "authorization.k8s.io", "subjectaccessreviews", "", ""},
 	}
 	denied := []access{
 		{"list", "", "secrets", "", ""},
@@ -503,6 +530,30 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 	for _, a := range denied {
 		if check(a) {
 			t.Errorf("policyhub-hub may %+v", a)
+		}
+	}
+
+	// The metrics reader (metrics.readerSubjects, in the release's namespace by default) may get
+	// /metrics and nothing else; the hub itself may not.
+	scrape := func(user, verb, path string) bool {
+		sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Verb: verb, Path: path},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sar.Status.Allowed
+	}
+	prometheus := "system:serviceaccount:" + ns + ":prometheus"
+	if !scrape(prometheus, "get", "/metrics") {
+		t.Errorf("the metrics reader may not get /metrics")
+	}
+	for _, c := range []struct{ user, verb, path string }{
+		{prometheus, "get", "/debug/pprof/"}, {prometheus, "post", "/metrics"}, {"system:serviceaccount:" + ns + ":" + sa, "get", "/metrics"},
+	} {
+		if scrape(c.user, c.verb, c.path) {
+			t.Errorf("%s may %s %s", c.user, c.verb, c.path)
 		}
 	}
 }
@@ -799,6 +850,9 @@ func chartCheckHubWiring(t *testing.T, r *renderedChart, dep *appsv1.Deployment,
 	args := strings.Join(pod.Containers[0].Args, " ")
 	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
 		for _, b := range r.byKind(kind) {
+			if kind == "ClusterRoleBinding" && strings.HasSuffix(b.GetName(), "-metrics-reader") {
+				continue // binds metrics.readerSubjects, Prometheus's identity, not the hub's
+			}
 			subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
 			if s := fmt.Sprint(subjects); len(subjects) != 1 || !strings.Contains(s, "name:"+pod.ServiceAccountName+" ") || !strings.Contains(s, "namespace:"+ns) {
 				t.Errorf("%s %s binds %s, not the pod's ServiceAccount %s/%s", kind, b.GetName(), s, ns, pod.ServiceAccountName)
@@ -835,12 +889,18 @@ func chartCheckHubWiring(t *testing.T, r *renderedChart, dep *appsv1.Deployment,
 }
 
 // chartCheckServiceMonitor decodes the ServiceMonitor strictly and checks that it scrapes the
-// metrics Service: its selector, namespace and port.
-func chartCheckServiceMonitor(t *testing.T, r *renderedChart, port int32) {
+// metrics Service: its selector, namespace and port; over https with a bearer token when the hub
+// serves its metrics securely, verifying the hub's certificate when it has one
+// (--metrics-cert-dir) and otherwise not (a self-signed certificate).
+func chartCheckServiceMonitor(t *testing.T, r *renderedChart, dep *appsv1.Deployment, port int32) {
 	t.Helper()
 	sm := r.one(t, "ServiceMonitor")
 	if sm.GetAPIVersion() != "monitoring.coreos.com/v1" {
 		t.Errorf("ServiceMonitor apiVersion %s", sm.GetAPIVersion())
+	}
+	type secretKey struct {
+		Name string `json:"name"`
+		Key  string `json:"key"`
 	}
 	var spec struct {
 		Selector          metav1.LabelSelector `json:"selector"`
@@ -848,11 +908,23 @@ func chartCheckServiceMonitor(t *testing.T, r *renderedChart, port int32) {
 			MatchNames []string `json:"matchNames"`
 		} `json:"namespaceSelector"`
 		Endpoints []struct {
-			Port          string `json:"port"`
-			Path          string `json:"path"`
-			Scheme        string `json:"scheme"`
-			Interval      string `json:"interval"`
-			ScrapeTimeout string `json:"scrapeTimeout"`
+			Port            string `json:"port"`
+			Path            string `json:"path"`
+			Scheme          string `json:"scheme"`
+			Interval        string `json:"interval"`
+			ScrapeTimeout   string `json:"scrapeTimeout"`
+			BearerTokenFile string `json:"bearerTokenFile"`
+			Authorization   *struct {
+				Type        string    `json:"type"`
+				Credentials secretKey `json:"credentials"`
+			} `json:"authorization"`
+			TLSConfig *struct {
+				InsecureSkipVerify bool `json:"insecureSkipVerify"`
+				CA                 *struct {
+					Secret secretKey `json:"secret"`
+				} `json:"ca"`
+				ServerName string `json:"serverName"`
+			} `json:"tlsConfig"`
 		} `json:"endpoints"`
 	}
 	data, _ := json.Marshal(sm.Object["spec"])
@@ -870,6 +942,46 @@ func chartCheckServiceMonitor(t *testing.T, r *renderedChart, port int32) {
 	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
 	if len(spec.Endpoints) != 1 || spec.Endpoints[0].Port != "metrics" || spec.Endpoints[0].Path != "/metrics" || len(ports) != 1 ||
 		!strings.Contains(fmt.Sprint(ports), fmt.Sprintf("port:%d", port)) {
-		t.Errorf("the ServiceMonitor's endpoints %+v do not scrape the Service's metrics port %v", spec.Endpoints, ports)
+		t.Fatalf("the ServiceMonitor's endpoints %+v do not scrape the Service's metrics port %v", spec.Endpoints, ports)
+	}
+	ep := spec.Endpoints[0]
+	args := dep.Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(args, "--metrics-secure=true") {
+		if ep.Scheme != "http" || ep.BearerTokenFile != "" || ep.Authorization != nil || ep.TLSConfig != nil {
+			t.Errorf("the hub serves plain HTTP; the ServiceMonitor's endpoint %+v", ep)
+		}
+		return
+	}
+	const saToken = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+	switch {
+	case ep.Scheme != "https":
+		t.Errorf("the hub serves https; the ServiceMonitor scrapes %q", ep.Scheme)
+	case ep.Authorization == nil && ep.BearerTokenFile != saToken:
+		t.Errorf("the ServiceMonitor sends no token (bearerTokenFile %q)", ep.BearerTokenFile)
+	case ep.Authorization != nil && (ep.BearerTokenFile != "" || ep.Authorization.Type != "Bearer" || ep.Authorization.Credentials.Name == ""):
+		t.Errorf("the ServiceMonitor's authorization %+v (bearerTokenFile %q)", ep.Authorization, ep.BearerTokenFile)
+	case ep.TLSConfig == nil:
+		t.Errorf("the ServiceMonitor has no tlsConfig")
+	}
+	certDir := slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--metrics-cert-dir=") })
+	if ep.TLSConfig == nil {
+		return
+	}
+	if !certDir {
+		if !ep.TLSConfig.InsecureSkipVerify || ep.TLSConfig.CA != nil {
+			t.Errorf("a self-signed hub certificate: want insecureSkipVerify, got %+v", ep.TLSConfig)
+		}
+		return
+	}
+	var certSecret string
+	for _, v := range dep.Spec.Template.Spec.Volumes {
+		if v.Name == "metrics-cert" && v.Secret != nil {
+			certSecret = v.Secret.SecretName
+		}
+	}
+	if ep.TLSConfig.InsecureSkipVerify || ep.TLSConfig.CA == nil || ep.TLSConfig.CA.Secret != (secretKey{certSecret, "ca.crt"}) ||
+		ep.TLSConfig.ServerName != svc.GetName()+"."+svc.GetNamespace()+".svc" {
+		t.Errorf("the hub's certificate is Secret %s: want it verified with its ca.crt for %s.%s.svc, got %+v",
+			certSecret, svc.GetName(), svc.GetNamespace(), ep.TLSConfig)
 	}
 }
