@@ -24,14 +24,18 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -155,6 +159,8 @@ func TestChartValuesSchema(t *testing.T) {
 		{hubChartDir, "gateway namespace", `gateway: {secretNamespace: Vela_System}`, []string{"'/gateway/secretNamespace'", "does not match pattern"}},
 		{hubChartDir, "log level", `log: {level: trace}`, []string{"'/log/level'", "value must be one of 'debug', 'info', 'error'"}},
 		{hubChartDir, "port", `metrics: {port: 80800}`, []string{"'/metrics/port'", "maximum"}},
+		{hubChartDir, "egress without the apiserver", `networkPolicy: {egress: {enabled: true}}`, []string{"'/networkPolicy/egress/apiServerCIDRs'", "minItems: got 0, want 1"}},
+		{hubChartDir, "maxUnavailable", `podDisruptionBudget: {maxUnavailable: some}`, []string{"'/podDisruptionBudget/maxUnavailable'", "'some' does not match pattern"}},
 		{hubChartDir, "metrics.secure", `metrics: {secure: "yes"}`, []string{"'/metrics/secure'", "got string, want boolean"}},
 		{hubChartDir, "a metrics reader without a name", `metrics: {readerSubjects: [{kind: ServiceAccount}]}`, []string{"'/metrics/readerSubjects/0'", "missing property 'name'"}},
 		{hubChartDir, "alert window", `prometheusRule: {alerts: {syncFailing: {window: 15}}}`, []string{"'/prometheusRule/alerts/syncFailing/window'", "got number, want string"}},
@@ -164,6 +170,8 @@ func TestChartValuesSchema(t *testing.T) {
 		{agentChartDir, "no hub kubeconfig Secret", `clusterName: cluster-1`, []string{"'/hubKubeconfigSecret'", "missing property 'name'"}},
 		{agentChartDir, "maxViolations above 200", `{clusterName: c1, hubKubeconfigSecret: {name: k}, maxViolations: 500}`, []string{"'/maxViolations'", "maximum: got 500, want 200"}},
 		{agentChartDir, "pushInterval is no duration", `{clusterName: c1, hubKubeconfigSecret: {name: k}, pushInterval: "10"}`, []string{"'/pushInterval'", "does not match pattern"}},
+		{agentChartDir, "egress without the apiservers", `{clusterName: c1, hubKubeconfigSecret: {name: k}, networkPolicy: {egress: {enabled: true, apiServerCIDRs: []}}}`,
+			[]string{"'/networkPolicy/egress/apiServerCIDRs'", "minItems: got 0, want 1"}},
 		{agentChartDir, "applicationLabel", `{clusterName: c1, hubKubeconfigSecret: {name: k}, applicationLabel: "app name"}`, []string{"'/applicationLabel'", "does not match pattern"}},
 	} {
 		t.Run(filepath.Base(c.chart)+"/"+c.name, func(t *testing.T) {
@@ -178,6 +186,11 @@ func TestChartValuesSchema(t *testing.T) {
 				}
 			}
 		})
+	}
+	// A budget that would block every drain is refused when rendered.
+	if _, err := renderChart(t, hubChartDir, "release", "policyhub-system", chartValues(t, `podDisruptionBudget: {minAvailable: 1}`)); err == nil ||
+		!strings.Contains(err.Error(), "podDisruptionBudget.minAvailable (1) must be below replicaCount (1)") {
+		t.Errorf("minAvailable 1 with one replica: %v, want it refused", err)
 	}
 	// Without a fleet on purpose: what `helm lint --strict` checks (Chart.yaml, values against the
 	// schema, templates render to valid YAML, no deprecated APIs).
@@ -207,7 +220,7 @@ func TestChartHubDryRunOnTheHub(t *testing.T) {
 	// The ClusterRoles: the hub's, its metrics auth (bound) and the metrics reader (bound when
 	// metrics.readerSubjects are given).
 	base := map[string]int{"ServiceAccount": 1, "ClusterRole": 3, "ClusterRoleBinding": 2, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1, "ConfigMap": 1,
-		"MutatingAdmissionPolicy": 1, "MutatingAdmissionPolicyBinding": 1}
+		"MutatingAdmissionPolicy": 1, "MutatingAdmissionPolicyBinding": 1, "NetworkPolicy": 1, "PodDisruptionBudget": 1}
 	with := func(extra map[string]int) map[string]int {
 		out := map[string]int{}
 		for k, v := range base {
@@ -255,6 +268,10 @@ tolerations: [{key: dedicated, operator: Exists, effect: NoSchedule}]
 metrics: {port: 9090, certSecret: metrics-cert, readerSubjects: [{kind: ServiceAccount, name: prometheus, namespace: monitoring}, {kind: Group, name: scrapers}], serviceMonitor: {enabled: true, interval: 1m}}
 healthProbe: {port: 9091}
 prometheusRule: {enabled: true, alerts: {newFailResults: {enabled: false}, summaryStale: {thresholdSeconds: 600}}}
+networkPolicy:
+  metricsFrom: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}}]
+  egress: {enabled: true, apiServerCIDRs: [10.0.0.1/32, "fd00::1/128"], extraRules: [{to: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: vela-system}}}], ports: [{port: 9443}]}]}
+podDisruptionBudget: {minAvailable: 1}
 grafanaDashboard: {enabled: false}
 admissionPolicy: {enabled: false}
 kubevela: {enabled: true}
@@ -309,6 +326,8 @@ kubevela: {enabled: true}
 			}
 			chartCheckPodSpec(t, dep.Spec.Template.Spec, map[string]int32{"metrics": metricsPort, "probes": probePort})
 			chartCheckHubWiring(t, r, dep, ns)
+			chartCheckNetworkPolicy(t, r, dep)
+			chartCheckDisruptionBudget(t, r, dep)
 			if c.kinds["ConfigMap"] == 1 {
 				cm := r.one(t, "ConfigMap")
 				if cm.GetLabels()["grafana_dashboard"] != "1" || cm.GetNamespace() != ns {
@@ -368,7 +387,7 @@ func TestChartAgentDryRun(t *testing.T) {
 	ctx := testContext(t)
 	hubAdmin := directClient(t, testFleet.Hub.Config)
 	binary := chartBuildCommand(t, t.TempDir(), "policyhub-agent")
-	managed := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Deployment": 1}
+	managed := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Deployment": 1, "NetworkPolicy": 1, "PodDisruptionBudget": 1}
 	hubSide := map[string]int{"ServiceAccount": 1, "Role": 1, "RoleBinding": 1}
 	for _, c := range []struct {
 		name    string
@@ -393,6 +412,7 @@ log: {level: debug}
 extraArgs: [--zap-time-encoding=rfc3339]
 serviceAccount: {name: agent-sa}
 fullnameOverride: phagent
+networkPolicy: {egress: {enabled: true, apiServerCIDRs: [10.0.0.1/32, 203.0.113.7/32], dns: false}}
 `, managed, testFleet.Cluster("cluster-2").Config,
 			[]string{"--cluster-name=cluster-2", "--push-interval=30s", "--heartbeat-interval=2m", "--discovery-interval=1m",
 				"--application-label=app.kubernetes.io/instance", "--max-violations=200", "--zap-log-level=debug", "--zap-time-encoding=rfc3339"}},
@@ -422,6 +442,8 @@ fullnameOverride: phagent
 			}
 			chartRunFlags(t, binary, args)
 			chartCheckPodSpec(t, pod, map[string]int32{"probes": 8081})
+			chartCheckNetworkPolicy(t, r, dep)
+			chartCheckDisruptionBudget(t, r, dep)
 			if *dep.Spec.Replicas != 1 {
 				t.Errorf("%d agent replicas, want 1", *dep.Spec.Replicas)
 			}
@@ -983,5 +1005,86 @@ func chartCheckServiceMonitor(t *testing.T, r *renderedChart, dep *appsv1.Deploy
 		ep.TLSConfig.ServerName != svc.GetName()+"."+svc.GetNamespace()+".svc" {
 		t.Errorf("the hub's certificate is Secret %s: want it verified with its ca.crt for %s.%s.svc, got %+v",
 			certSecret, svc.GetName(), svc.GetNamespace(), ep.TLSConfig)
+	}
+}
+
+// chartCheckNetworkPolicy decodes the chart's NetworkPolicy strictly and checks that it selects
+// the pods and lets in only what they serve: the named ports of the container, the probes port
+// from anywhere (the kubelet), any other port only from the peers given; with egress restricted,
+// the apiservers' addresses are let out.
+func chartCheckNetworkPolicy(t *testing.T, r *renderedChart, dep *appsv1.Deployment) {
+	t.Helper()
+	np := &networkingv1.NetworkPolicy{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(r.one(t, "NetworkPolicy").Object, np, true); err != nil {
+		t.Fatalf("the NetworkPolicy does not decode strictly: %v", err)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil || sel.Empty() || !sel.Matches(labels.Set(dep.Spec.Template.Labels)) {
+		t.Errorf("the NetworkPolicy's selector %v does not select the pods %v (%v)", np.Spec.PodSelector, dep.Spec.Template.Labels, err)
+	}
+	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
+		t.Errorf("the NetworkPolicy does not restrict ingress: %v", np.Spec.PolicyTypes)
+	}
+	served := map[string]bool{}
+	for _, p := range dep.Spec.Template.Spec.Containers[0].Ports {
+		served[p.Name] = true
+	}
+	probes := false
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			if p.Port == nil || !served[p.Port.String()] {
+				t.Errorf("ingress to port %v, which the container does not name (%v)", p.Port, served)
+				continue
+			}
+			switch {
+			case p.Port.String() == "probes":
+				probes = len(rule.From) == 0
+			case len(rule.From) == 0:
+				t.Errorf("port %s is open to anyone", p.Port)
+			}
+		}
+		if len(rule.Ports) == 0 {
+			t.Errorf("an ingress rule for every port: %+v", rule)
+		}
+	}
+	if !probes {
+		t.Errorf("the probes port is not open to the kubelet: %+v", np.Spec.Ingress)
+	}
+	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		if len(np.Spec.Egress) > 0 {
+			t.Errorf("egress rules without the Egress policy type")
+		}
+		return
+	}
+	if len(np.Spec.Egress) == 0 || len(np.Spec.Egress[0].To) == 0 || np.Spec.Egress[0].To[0].IPBlock == nil {
+		t.Errorf("egress restricted, but the apiserver's addresses are not let out: %+v", np.Spec.Egress)
+	}
+}
+
+// chartCheckDisruptionBudget decodes the chart's PodDisruptionBudget strictly and checks that it
+// covers the pods and can never block a drain for good: it lets a replica go.
+func chartCheckDisruptionBudget(t *testing.T, r *renderedChart, dep *appsv1.Deployment) {
+	t.Helper()
+	pdb := &policyv1.PodDisruptionBudget{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(r.one(t, "PodDisruptionBudget").Object, pdb, true); err != nil {
+		t.Fatalf("the PodDisruptionBudget does not decode strictly: %v", err)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil || sel.Empty() || !sel.Matches(labels.Set(dep.Spec.Template.Labels)) {
+		t.Errorf("the PodDisruptionBudget's selector %v does not select the pods %v (%v)", pdb.Spec.Selector, dep.Spec.Template.Labels, err)
+	}
+	replicas := int(ptr.Deref(dep.Spec.Replicas, 1))
+	switch {
+	case pdb.Spec.MinAvailable != nil && pdb.Spec.MaxUnavailable != nil:
+		t.Errorf("both minAvailable and maxUnavailable: %+v", pdb.Spec)
+	case pdb.Spec.MinAvailable != nil && pdb.Spec.MinAvailable.Type == intstr.Int && pdb.Spec.MinAvailable.IntValue() >= replicas:
+		t.Errorf("minAvailable %s with %d replicas: no drain could ever evict one", pdb.Spec.MinAvailable, replicas)
+	case pdb.Spec.MaxUnavailable != nil && pdb.Spec.MaxUnavailable.Type == intstr.Int && pdb.Spec.MaxUnavailable.IntValue() < 1:
+		t.Errorf("maxUnavailable %s: no drain could ever evict one", pdb.Spec.MaxUnavailable)
+	case pdb.Spec.MinAvailable == nil && pdb.Spec.MaxUnavailable == nil:
+		t.Errorf("a budget of nothing: %+v", pdb.Spec)
+	}
+	if p := pdb.Spec.UnhealthyPodEvictionPolicy; p == nil || *p != policyv1.AlwaysAllow {
+		t.Errorf("unhealthyPodEvictionPolicy %v, want AlwaysAllow (a crash-looping replica never holds up a drain)", p)
 	}
 }
