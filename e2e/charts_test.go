@@ -350,7 +350,7 @@ kubevela: {enabled: true}
 						t.Errorf("alert %s lacks an expr, a severity or annotations: %+v", rule.Alert, rule)
 					}
 				}
-				want := []string{"PolicyhubClusterUnreachable", "PolicyhubSyncFailing", "PolicyhubSummaryStale", "PolicyhubNewFailResults", "PolicyhubRolloutHeld"}
+				want := []string{"PolicyhubClusterUnreachable", "PolicyhubSyncFailing", "PolicyhubSummaryStale", "PolicyhubNewFailResults", "PolicyhubRolloutHeld", "PolicyhubMetricsDown"}
 				if c.name == "everything set" {
 					want = slices.Delete(want, 3, 4)
 				}
@@ -670,6 +670,16 @@ func TestChartPromQLUsesTheHubsMetrics(t *testing.T) {
 	queries := chartPromQL(t, "5m", `prometheusRule: {enabled: true}`)
 	used := map[string]bool{}
 	for _, q := range queries {
+		// The one expression about Prometheus's own series: the scrape of the ServiceMonitor's
+		// job, which the Prometheus Operator names after the metrics Service, in its namespace
+		// (chartPromQL renders release policyhub-hub in policyhub-system).
+		if q.Source == "alert: PolicyhubMetricsDown" {
+			const up = `up{job="policyhub-hub-metrics", namespace="policyhub-system"}`
+			if q.Expr != up+" == 0 or absent("+up+")" {
+				t.Errorf("%s: %q, want the ServiceMonitor's scrape down or absent", q.Source, q.Expr)
+			}
+			continue
+		}
 		names := metricNameRE.FindAllString(q.Expr, -1)
 		if len(names) == 0 {
 			t.Errorf("%s: %q uses no policyhub metric", q.Source, q.Expr)
