@@ -71,6 +71,15 @@ func deleteSummary(t *testing.T, cluster string) {
 // that authenticates with a token of that ServiceAccount only.
 func agentHubConfig(t *testing.T, cluster string) *rest.Config {
 	t.Helper()
+	setUpAgentHubAccess(t, cluster)
+	cfg := rest.AnonymousClientConfig(testFleet.Hub.Config)
+	cfg.BearerToken = agentHubToken(t, cluster, nil)
+	return cfg
+}
+
+// setUpAgentHubAccess applies config/rbac/agent-hub-access for the cluster on the hub.
+func setUpAgentHubAccess(t *testing.T, cluster string) {
+	t.Helper()
 	ctx := testContext(t)
 	hub := directClient(t, testFleet.Hub.Config)
 	// Cluster namespaces are shared by tests and never deleted (no namespace controller runs).
@@ -84,18 +93,22 @@ func agentHubConfig(t *testing.T, cluster string) *rest.Config {
 	for _, doc := range strings.Split(strings.ReplaceAll(string(manifest), "namespace: CLUSTER", "namespace: "+cluster), "\n---\n") {
 		apply(ctx, t, hub, object(t, doc))
 	}
+}
+
+// agentHubToken mints an hour's token of the cluster's agent ServiceAccount on the hub, bound to
+// an object when bound is given (the token dies with it).
+func agentHubToken(t *testing.T, cluster string, bound *authenticationv1.BoundObjectReference) string {
+	t.Helper()
 	cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(cluster).CreateToken(ctx, "policyhub-agent",
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
+	tr, err := cs.CoreV1().ServiceAccounts(cluster).CreateToken(testContext(t), "policyhub-agent",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600)), BoundObjectRef: bound}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("token for %s's agent: %v", cluster, err)
 	}
-	cfg := rest.AnonymousClientConfig(testFleet.Hub.Config)
-	cfg.BearerToken = tr.Status.Token
-	return cfg
+	return tr.Status.Token
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -24,14 +24,18 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -119,6 +123,8 @@ hubAccess: {enabled: true}`))
 		{"the tenants' ClusterRole", rendered(hub, "ClusterRole", "", "-tenant"), configObject("../config/rbac/tenant/cluster_role.yaml", "ClusterRole"), "rules"},
 		{"the hub's gateway Secrets Role", rendered(hub, "Role", "vela-system", "-cluster-inventory"), configObject("../config/rbac/hub/gateway_secrets_role.yaml", "Role"), "rules"},
 		{"the hub's leader election Role", rendered(hub, "Role", "policyhub-system", "-leader-election"), configObject("../config/rbac/hub/leader_election_role.yaml", "Role"), "rules"},
+		{"the hub's metrics auth ClusterRole", rendered(hub, "ClusterRole", "", "-metrics-auth"), configObject("../config/rbac/hub/metrics_auth_role.yaml", "ClusterRole"), "rules"},
+		{"the metrics reader ClusterRole", rendered(hub, "ClusterRole", "", "-metrics-reader"), configObject("../config/rbac/hub/metrics_reader_role.yaml", "ClusterRole"), "rules"},
 		{"the agent's ClusterRole", rendered(agent, "ClusterRole", "", "policyhub-agent"), configObject("../config/rbac/agent/cluster_role.yaml", "ClusterRole"), "rules"},
 		{"the agent's hub access Role", rendered(agent, "Role", "cluster-1", "policyhub-agent"), configObject("../config/rbac/agent-hub-access/agent_access.yaml", "Role"), "rules"},
 		{"the KubeVela PolicyDefinition", hub.one(t, "PolicyDefinition"), configObject("../config/kubevela/kyverno-policy.yaml", "PolicyDefinition"), "spec"},
@@ -154,6 +160,10 @@ func TestChartValuesSchema(t *testing.T) {
 		{hubChartDir, "gateway namespace", `gateway: {secretNamespace: Vela_System}`, []string{"'/gateway/secretNamespace'", "does not match pattern"}},
 		{hubChartDir, "log level", `log: {level: trace}`, []string{"'/log/level'", "value must be one of 'debug', 'info', 'error'"}},
 		{hubChartDir, "port", `metrics: {port: 80800}`, []string{"'/metrics/port'", "maximum"}},
+		{hubChartDir, "egress without the apiserver", `networkPolicy: {egress: {enabled: true}}`, []string{"'/networkPolicy/egress/apiServerCIDRs'", "minItems: got 0, want 1"}},
+		{hubChartDir, "maxUnavailable", `podDisruptionBudget: {maxUnavailable: some}`, []string{"'/podDisruptionBudget/maxUnavailable'", "'some' does not match pattern"}},
+		{hubChartDir, "metrics.secure", `metrics: {secure: "yes"}`, []string{"'/metrics/secure'", "got string, want boolean"}},
+		{hubChartDir, "a metrics reader without a name", `metrics: {readerSubjects: [{kind: ServiceAccount}]}`, []string{"'/metrics/readerSubjects/0'", "missing property 'name'"}},
 		{hubChartDir, "alert window", `prometheusRule: {alerts: {syncFailing: {window: 15}}}`, []string{"'/prometheusRule/alerts/syncFailing/window'", "got number, want string"}},
 		{hubChartDir, "kubevela.enabled", `kubevela: {enabled: "yes"}`, []string{"'/kubevela/enabled'", "got string, want boolean"}},
 		{agentChartDir, "no clusterName", `hubKubeconfigSecret: {name: hub-kubeconfig}`, []string{"missing property 'clusterName'"}},
@@ -161,6 +171,8 @@ func TestChartValuesSchema(t *testing.T) {
 		{agentChartDir, "no hub kubeconfig Secret", `clusterName: cluster-1`, []string{"'/hubKubeconfigSecret'", "missing property 'name'"}},
 		{agentChartDir, "maxViolations above 200", `{clusterName: c1, hubKubeconfigSecret: {name: k}, maxViolations: 500}`, []string{"'/maxViolations'", "maximum: got 500, want 200"}},
 		{agentChartDir, "pushInterval is no duration", `{clusterName: c1, hubKubeconfigSecret: {name: k}, pushInterval: "10"}`, []string{"'/pushInterval'", "does not match pattern"}},
+		{agentChartDir, "egress without the apiservers", `{clusterName: c1, hubKubeconfigSecret: {name: k}, networkPolicy: {egress: {enabled: true, apiServerCIDRs: []}}}`,
+			[]string{"'/networkPolicy/egress/apiServerCIDRs'", "minItems: got 0, want 1"}},
 		{agentChartDir, "applicationLabel", `{clusterName: c1, hubKubeconfigSecret: {name: k}, applicationLabel: "app name"}`, []string{"'/applicationLabel'", "does not match pattern"}},
 	} {
 		t.Run(filepath.Base(c.chart)+"/"+c.name, func(t *testing.T) {
@@ -175,6 +187,11 @@ func TestChartValuesSchema(t *testing.T) {
 				}
 			}
 		})
+	}
+	// A budget that would block every drain is refused when rendered.
+	if _, err := renderChart(t, hubChartDir, "release", "policyhub-system", chartValues(t, `podDisruptionBudget: {minAvailable: 1}`)); err == nil ||
+		!strings.Contains(err.Error(), "podDisruptionBudget.minAvailable (1) must be below replicaCount (1)") {
+		t.Errorf("minAvailable 1 with one replica: %v, want it refused", err)
 	}
 	// Without a fleet on purpose: what `helm lint --strict` checks (Chart.yaml, values against the
 	// schema, templates render to valid YAML, no deprecated APIs).
@@ -201,8 +218,10 @@ func TestChartHubDryRunOnTheHub(t *testing.T) {
 	ctx := testContext(t)
 	hubAdmin := directClient(t, testFleet.Hub.Config)
 	binary := chartBuildCommand(t, t.TempDir(), "policyhub-hub")
-	base := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1, "ConfigMap": 1,
-		"MutatingAdmissionPolicy": 1, "MutatingAdmissionPolicyBinding": 1}
+	// The ClusterRoles: the hub's, its metrics auth (bound) and the metrics reader (bound when
+	// metrics.readerSubjects are given).
+	base := map[string]int{"ServiceAccount": 1, "ClusterRole": 3, "ClusterRoleBinding": 2, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1, "ConfigMap": 1,
+		"MutatingAdmissionPolicy": 1, "MutatingAdmissionPolicyBinding": 1, "NetworkPolicy": 1, "PodDisruptionBudget": 1}
 	with := func(extra map[string]int) map[string]int {
 		out := map[string]int{}
 		for k, v := range base {
@@ -222,9 +241,15 @@ func TestChartHubDryRunOnTheHub(t *testing.T) {
 		kinds  map[string]int
 		args   []string // in the container's args, besides the namespaced ones checked below
 	}{
-		{"defaults", `{}`, base, []string{"--hub-id=policyhub", "--gateway-secret-namespace=vela-system", "--resync-interval=10m", "--leader-elect=true"}},
+		{"defaults", `{}`, base, []string{"--hub-id=policyhub", "--gateway-secret-namespace=vela-system", "--resync-interval=10m", "--leader-elect=true",
+			"--metrics-bind-address=:8443", "--metrics-secure=true"}},
 		{"servicemonitor and prometheusrule", `{metrics: {serviceMonitor: {enabled: true, labels: {release: prom}}}, prometheusRule: {enabled: true}}`,
 			with(map[string]int{"ServiceMonitor": 1, "PrometheusRule": 1}), []string{"--hub-id=policyhub"}},
+		{"servicemonitor with a token Secret", `{metrics: {serviceMonitor: {enabled: true, tokenSecret: {name: prom-token}}}}`,
+			with(map[string]int{"ServiceMonitor": 1}), []string{"--metrics-secure=true"}},
+		// Plain HTTP: no reviews asked, so neither the metrics auth nor the reader ClusterRole.
+		{"plain metrics", `{metrics: {secure: false, serviceMonitor: {enabled: true}}}`,
+			with(map[string]int{"ServiceMonitor": 1, "ClusterRole": -2, "ClusterRoleBinding": -1}), []string{"--metrics-secure=false"}},
 		{"kubevela", `kubevela: {enabled: true}`, with(map[string]int{"PolicyDefinition": 1, "WorkflowStepDefinition": 1}), []string{"--hub-id=policyhub"}},
 		{"everything set", fmt.Sprintf(`
 hubId: fleet-a
@@ -241,18 +266,22 @@ serviceAccount: {create: false, name: existing-hub-sa}
 podAnnotations: {example.com/team: platform}
 nodeSelector: {kubernetes.io/os: linux}
 tolerations: [{key: dedicated, operator: Exists, effect: NoSchedule}]
-metrics: {port: 9090, serviceMonitor: {enabled: true, interval: 1m}}
+metrics: {port: 9090, certSecret: metrics-cert, readerSubjects: [{kind: ServiceAccount, name: prometheus, namespace: monitoring}, {kind: Group, name: scrapers}], serviceMonitor: {enabled: true, interval: 1m}}
 healthProbe: {port: 9091}
 prometheusRule: {enabled: true, alerts: {newFailResults: {enabled: false}, summaryStale: {thresholdSeconds: 600}}}
+networkPolicy:
+  metricsFrom: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}}]
+  egress: {enabled: true, apiServerCIDRs: [10.0.0.1/32, "fd00::1/128"], extraRules: [{to: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: vela-system}}}], ports: [{port: 9443}]}]}
+podDisruptionBudget: {minAvailable: 1}
 grafanaDashboard: {enabled: false}
 admissionPolicy: {enabled: false}
 kubevela: {enabled: true}
 `, strings.Repeat("ab", 32), gatewayNS),
-			with(map[string]int{"ServiceAccount": -1, "ConfigMap": -1, "ServiceMonitor": 1, "PrometheusRule": 1, "PolicyDefinition": 1, "WorkflowStepDefinition": 1,
+			with(map[string]int{"ServiceAccount": -1, "ConfigMap": -1, "ServiceMonitor": 1, "PrometheusRule": 1, "PolicyDefinition": 1, "WorkflowStepDefinition": 1, "ClusterRoleBinding": 1,
 				"MutatingAdmissionPolicy": -1, "MutatingAdmissionPolicyBinding": -1}),
 			[]string{"--hub-id=fleet-a", "--gateway-secret-namespace=" + gatewayNS, "--gateway-url=https://cluster-gateway.vela-system.svc:9443",
 				"--gateway-ca-file=/etc/policyhub/gateway-ca/ca.crt", "--resync-interval=5m", "--retry-max-delay=30s", "--max-concurrent-passes=4",
-				"--kube-api-qps=50.5", "--kube-api-burst=100", "--metrics-bind-address=:9090", "--health-probe-bind-address=:9091",
+				"--kube-api-qps=50.5", "--kube-api-burst=100", "--metrics-bind-address=:9090", "--metrics-cert-dir=/etc/policyhub/metrics-cert", "--health-probe-bind-address=:9091",
 				"--zap-log-level=debug", "--zap-encoder=console", "--max-concurrent-reconciles=8"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -275,18 +304,31 @@ kubevela: {enabled: true}
 				}
 			}
 			chartRunFlags(t, binary, args)
-			metricsPort, probePort := int32(8080), int32(8081)
+			metricsPort, probePort := int32(8443), int32(8081)
 			if c.name == "everything set" {
 				metricsPort, probePort = 9090, 9091
 				if *dep.Spec.Replicas != 2 || dep.Spec.Template.Spec.Containers[0].Image != "registry.example:5000/policyhub/hub@sha256:"+strings.Repeat("ab", 32) {
 					t.Errorf("replicas %d, image %s", *dep.Spec.Replicas, dep.Spec.Template.Spec.Containers[0].Image)
 				}
-				if vols := dep.Spec.Template.Spec.Volumes; len(vols) != 1 || vols[0].Secret == nil || vols[0].Secret.SecretName != "gateway-ca" {
-					t.Errorf("the gateway CA Secret is not mounted: %+v", vols)
+				if vols := dep.Spec.Template.Spec.Volumes; len(vols) != 2 || vols[0].Secret == nil || vols[0].Secret.SecretName != "gateway-ca" ||
+					vols[1].Secret == nil || vols[1].Secret.SecretName != "metrics-cert" {
+					t.Errorf("the gateway CA and metrics certificate Secrets are not mounted: %+v", vols)
+				}
+				var subjects string
+				for _, b := range r.byKind("ClusterRoleBinding") {
+					if strings.HasSuffix(b.GetName(), "-metrics-reader") {
+						subjects = fmt.Sprint(b.Object["subjects"])
+					}
+				}
+				if !strings.Contains(subjects, "namespace:monitoring") ||
+					!strings.Contains(subjects, "apiGroup:rbac.authorization.k8s.io kind:Group name:scrapers") {
+					t.Errorf("the metrics reader binding's subjects %s are not metrics.readerSubjects", subjects)
 				}
 			}
 			chartCheckPodSpec(t, dep.Spec.Template.Spec, map[string]int32{"metrics": metricsPort, "probes": probePort})
 			chartCheckHubWiring(t, r, dep, ns)
+			chartCheckNetworkPolicy(t, r, dep)
+			chartCheckDisruptionBudget(t, r, dep)
 			if c.kinds["ConfigMap"] == 1 {
 				cm := r.one(t, "ConfigMap")
 				if cm.GetLabels()["grafana_dashboard"] != "1" || cm.GetNamespace() != ns {
@@ -298,7 +340,7 @@ kubevela: {enabled: true}
 				}
 			}
 			if c.kinds["ServiceMonitor"] == 1 {
-				chartCheckServiceMonitor(t, r, metricsPort)
+				chartCheckServiceMonitor(t, r, dep, metricsPort)
 			}
 			if c.kinds["PrometheusRule"] == 1 {
 				rules := decodeAlertRules(t, r.one(t, "PrometheusRule"))
@@ -309,7 +351,7 @@ kubevela: {enabled: true}
 						t.Errorf("alert %s lacks an expr, a severity or annotations: %+v", rule.Alert, rule)
 					}
 				}
-				want := []string{"PolicyhubClusterUnreachable", "PolicyhubSyncFailing", "PolicyhubSummaryStale", "PolicyhubNewFailResults", "PolicyhubRolloutHeld"}
+				want := []string{"PolicyhubClusterUnreachable", "PolicyhubSyncFailing", "PolicyhubSummaryStale", "PolicyhubNewFailResults", "PolicyhubRolloutHeld", "PolicyhubMetricsDown"}
 				if c.name == "everything set" {
 					want = slices.Delete(want, 3, 4)
 				}
@@ -346,7 +388,7 @@ func TestChartAgentDryRun(t *testing.T) {
 	ctx := testContext(t)
 	hubAdmin := directClient(t, testFleet.Hub.Config)
 	binary := chartBuildCommand(t, t.TempDir(), "policyhub-agent")
-	managed := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Deployment": 1}
+	managed := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Deployment": 1, "NetworkPolicy": 1, "PodDisruptionBudget": 1}
 	hubSide := map[string]int{"ServiceAccount": 1, "Role": 1, "RoleBinding": 1}
 	for _, c := range []struct {
 		name    string
@@ -371,6 +413,7 @@ log: {level: debug}
 extraArgs: [--zap-time-encoding=rfc3339]
 serviceAccount: {name: agent-sa}
 fullnameOverride: phagent
+networkPolicy: {egress: {enabled: true, apiServerCIDRs: [10.0.0.1/32, 203.0.113.7/32], dns: false}}
 `, managed, testFleet.Cluster("cluster-2").Config,
 			[]string{"--cluster-name=cluster-2", "--push-interval=30s", "--heartbeat-interval=2m", "--discovery-interval=1m",
 				"--application-label=app.kubernetes.io/instance", "--max-violations=200", "--zap-log-level=debug", "--zap-time-encoding=rfc3339"}},
@@ -400,6 +443,8 @@ fullnameOverride: phagent
 			}
 			chartRunFlags(t, binary, args)
 			chartCheckPodSpec(t, pod, map[string]int32{"probes": 8081})
+			chartCheckNetworkPolicy(t, r, dep)
+			chartCheckDisruptionBudget(t, r, dep)
 			if *dep.Spec.Replicas != 1 {
 				t.Errorf("%d agent replicas, want 1", *dep.Spec.Replicas)
 			}
@@ -435,7 +480,8 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 	ns := chartNamespace(ctx, t, hub, "charts-hubrbac")
 	gatewayNS := chartNamespace(ctx, t, hub, "charts-hubrbac-gw")
 	name := chartTestName("charts-hub")
-	r := mustRender(t, hubChartDir, "policyhub-hub", ns, chartValues(t, fmt.Sprintf(`{fullnameOverride: %s, gateway: {secretNamespace: %s}}`, name, gatewayNS)))
+	r := mustRender(t, hubChartDir, "policyhub-hub", ns, chartValues(t, fmt.Sprintf(
+		`{fullnameOverride: %s, gateway: {secretNamespace: %s}, metrics: {readerSubjects: [{kind: ServiceAccount, name: prometheus}]}}`, name, gatewayNS)))
 	chartInstall(ctx, t, hub, r, "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 	sa := r.one(t, "ServiceAccount").GetName()
 
@@ -459,6 +505,9 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 		{"create", "coordination.k8s.io", "leases", "", ns},
 		{"update", "coordination.k8s.io", "leases", "", ns},
 		{"patch", "", "configmaps", "", ns},
+		// --metrics-secure: each scrape's token and access are checked by the apiserver.
+		{"create", "authentication.k8s.io", "tokenreviews", "", ""},
+		{"create", "authorization.k8s.io", "subjectaccessreviews", "", ""},
 	}
 	denied := []access{
 		{"list", "", "secrets", "", ""},
@@ -504,6 +553,30 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 	for _, a := range denied {
 		if check(a) {
 			t.Errorf("policyhub-hub may %+v", a)
+		}
+	}
+
+	// The metrics reader (metrics.readerSubjects, in the release's namespace by default) may get
+	// /metrics and nothing else; the hub itself may not.
+	scrape := func(user, verb, path string) bool {
+		sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Verb: verb, Path: path},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sar.Status.Allowed
+	}
+	prometheus := "system:serviceaccount:" + ns + ":prometheus"
+	if !scrape(prometheus, "get", "/metrics") {
+		t.Errorf("the metrics reader may not get /metrics")
+	}
+	for _, c := range []struct{ user, verb, path string }{
+		{prometheus, "get", "/debug/pprof/"}, {prometheus, "post", "/metrics"}, {"system:serviceaccount:" + ns + ":" + sa, "get", "/metrics"},
+	} {
+		if scrape(c.user, c.verb, c.path) {
+			t.Errorf("%s may %s %s", c.user, c.verb, c.path)
 		}
 	}
 }
@@ -598,6 +671,16 @@ func TestChartPromQLUsesTheHubsMetrics(t *testing.T) {
 	queries := chartPromQL(t, "5m", `prometheusRule: {enabled: true}`)
 	used := map[string]bool{}
 	for _, q := range queries {
+		// The one expression about Prometheus's own series: the scrape of the ServiceMonitor's
+		// job, which the Prometheus Operator names after the metrics Service, in its namespace
+		// (chartPromQL renders release policyhub-hub in policyhub-system).
+		if q.Source == "alert: PolicyhubMetricsDown" {
+			const up = `up{job="policyhub-hub-metrics", namespace="policyhub-system"}`
+			if q.Expr != up+" == 0 or absent("+up+")" {
+				t.Errorf("%s: %q, want the ServiceMonitor's scrape down or absent", q.Source, q.Expr)
+			}
+			continue
+		}
 		names := metricNameRE.FindAllString(q.Expr, -1)
 		if len(names) == 0 {
 			t.Errorf("%s: %q uses no policyhub metric", q.Source, q.Expr)
@@ -800,6 +883,9 @@ func chartCheckHubWiring(t *testing.T, r *renderedChart, dep *appsv1.Deployment,
 	args := strings.Join(pod.Containers[0].Args, " ")
 	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
 		for _, b := range r.byKind(kind) {
+			if kind == "ClusterRoleBinding" && strings.HasSuffix(b.GetName(), "-metrics-reader") {
+				continue // binds metrics.readerSubjects, Prometheus's identity, not the hub's
+			}
 			subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
 			if s := fmt.Sprint(subjects); len(subjects) != 1 || !strings.Contains(s, "name:"+pod.ServiceAccountName+" ") || !strings.Contains(s, "namespace:"+ns) {
 				t.Errorf("%s %s binds %s, not the pod's ServiceAccount %s/%s", kind, b.GetName(), s, ns, pod.ServiceAccountName)
@@ -836,12 +922,18 @@ func chartCheckHubWiring(t *testing.T, r *renderedChart, dep *appsv1.Deployment,
 }
 
 // chartCheckServiceMonitor decodes the ServiceMonitor strictly and checks that it scrapes the
-// metrics Service: its selector, namespace and port.
-func chartCheckServiceMonitor(t *testing.T, r *renderedChart, port int32) {
+// metrics Service: its selector, namespace and port; over https with a bearer token when the hub
+// serves its metrics securely, verifying the hub's certificate when it has one
+// (--metrics-cert-dir) and otherwise not (a self-signed certificate).
+func chartCheckServiceMonitor(t *testing.T, r *renderedChart, dep *appsv1.Deployment, port int32) {
 	t.Helper()
 	sm := r.one(t, "ServiceMonitor")
 	if sm.GetAPIVersion() != "monitoring.coreos.com/v1" {
 		t.Errorf("ServiceMonitor apiVersion %s", sm.GetAPIVersion())
+	}
+	type secretKey struct {
+		Name string `json:"name"`
+		Key  string `json:"key"`
 	}
 	var spec struct {
 		Selector          metav1.LabelSelector `json:"selector"`
@@ -849,11 +941,23 @@ func chartCheckServiceMonitor(t *testing.T, r *renderedChart, port int32) {
 			MatchNames []string `json:"matchNames"`
 		} `json:"namespaceSelector"`
 		Endpoints []struct {
-			Port          string `json:"port"`
-			Path          string `json:"path"`
-			Scheme        string `json:"scheme"`
-			Interval      string `json:"interval"`
-			ScrapeTimeout string `json:"scrapeTimeout"`
+			Port            string `json:"port"`
+			Path            string `json:"path"`
+			Scheme          string `json:"scheme"`
+			Interval        string `json:"interval"`
+			ScrapeTimeout   string `json:"scrapeTimeout"`
+			BearerTokenFile string `json:"bearerTokenFile"`
+			Authorization   *struct {
+				Type        string    `json:"type"`
+				Credentials secretKey `json:"credentials"`
+			} `json:"authorization"`
+			TLSConfig *struct {
+				InsecureSkipVerify bool `json:"insecureSkipVerify"`
+				CA                 *struct {
+					Secret secretKey `json:"secret"`
+				} `json:"ca"`
+				ServerName string `json:"serverName"`
+			} `json:"tlsConfig"`
 		} `json:"endpoints"`
 	}
 	data, _ := json.Marshal(sm.Object["spec"])
@@ -871,6 +975,127 @@ func chartCheckServiceMonitor(t *testing.T, r *renderedChart, port int32) {
 	ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
 	if len(spec.Endpoints) != 1 || spec.Endpoints[0].Port != "metrics" || spec.Endpoints[0].Path != "/metrics" || len(ports) != 1 ||
 		!strings.Contains(fmt.Sprint(ports), fmt.Sprintf("port:%d", port)) {
-		t.Errorf("the ServiceMonitor's endpoints %+v do not scrape the Service's metrics port %v", spec.Endpoints, ports)
+		t.Fatalf("the ServiceMonitor's endpoints %+v do not scrape the Service's metrics port %v", spec.Endpoints, ports)
+	}
+	ep := spec.Endpoints[0]
+	args := dep.Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(args, "--metrics-secure=true") {
+		if ep.Scheme != "http" || ep.BearerTokenFile != "" || ep.Authorization != nil || ep.TLSConfig != nil {
+			t.Errorf("the hub serves plain HTTP; the ServiceMonitor's endpoint %+v", ep)
+		}
+		return
+	}
+	const saToken = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+	switch {
+	case ep.Scheme != "https":
+		t.Errorf("the hub serves https; the ServiceMonitor scrapes %q", ep.Scheme)
+	case ep.Authorization == nil && ep.BearerTokenFile != saToken:
+		t.Errorf("the ServiceMonitor sends no token (bearerTokenFile %q)", ep.BearerTokenFile)
+	case ep.Authorization != nil && (ep.BearerTokenFile != "" || ep.Authorization.Type != "Bearer" || ep.Authorization.Credentials.Name == ""):
+		t.Errorf("the ServiceMonitor's authorization %+v (bearerTokenFile %q)", ep.Authorization, ep.BearerTokenFile)
+	case ep.TLSConfig == nil:
+		t.Errorf("the ServiceMonitor has no tlsConfig")
+	}
+	certDir := slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--metrics-cert-dir=") })
+	if ep.TLSConfig == nil {
+		return
+	}
+	if !certDir {
+		if !ep.TLSConfig.InsecureSkipVerify || ep.TLSConfig.CA != nil {
+			t.Errorf("a self-signed hub certificate: want insecureSkipVerify, got %+v", ep.TLSConfig)
+		}
+		return
+	}
+	var certSecret string
+	for _, v := range dep.Spec.Template.Spec.Volumes {
+		if v.Name == "metrics-cert" && v.Secret != nil {
+			certSecret = v.Secret.SecretName
+		}
+	}
+	if ep.TLSConfig.InsecureSkipVerify || ep.TLSConfig.CA == nil || ep.TLSConfig.CA.Secret != (secretKey{certSecret, "ca.crt"}) ||
+		ep.TLSConfig.ServerName != svc.GetName()+"."+svc.GetNamespace()+".svc" {
+		t.Errorf("the hub's certificate is Secret %s: want it verified with its ca.crt for %s.%s.svc, got %+v",
+			certSecret, svc.GetName(), svc.GetNamespace(), ep.TLSConfig)
+	}
+}
+
+// chartCheckNetworkPolicy decodes the chart's NetworkPolicy strictly and checks that it selects
+// the pods and lets in only what they serve: the named ports of the container, the probes port
+// from anywhere (the kubelet), any other port only from the peers given; with egress restricted,
+// the apiservers' addresses are let out.
+func chartCheckNetworkPolicy(t *testing.T, r *renderedChart, dep *appsv1.Deployment) {
+	t.Helper()
+	np := &networkingv1.NetworkPolicy{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(r.one(t, "NetworkPolicy").Object, np, true); err != nil {
+		t.Fatalf("the NetworkPolicy does not decode strictly: %v", err)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil || sel.Empty() || !sel.Matches(labels.Set(dep.Spec.Template.Labels)) {
+		t.Errorf("the NetworkPolicy's selector %v does not select the pods %v (%v)", np.Spec.PodSelector, dep.Spec.Template.Labels, err)
+	}
+	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
+		t.Errorf("the NetworkPolicy does not restrict ingress: %v", np.Spec.PolicyTypes)
+	}
+	served := map[string]bool{}
+	for _, p := range dep.Spec.Template.Spec.Containers[0].Ports {
+		served[p.Name] = true
+	}
+	probes := false
+	for _, rule := range np.Spec.Ingress {
+		for _, p := range rule.Ports {
+			if p.Port == nil || !served[p.Port.String()] {
+				t.Errorf("ingress to port %v, which the container does not name (%v)", p.Port, served)
+				continue
+			}
+			switch {
+			case p.Port.String() == "probes":
+				probes = len(rule.From) == 0
+			case len(rule.From) == 0:
+				t.Errorf("port %s is open to anyone", p.Port)
+			}
+		}
+		if len(rule.Ports) == 0 {
+			t.Errorf("an ingress rule for every port: %+v", rule)
+		}
+	}
+	if !probes {
+		t.Errorf("the probes port is not open to the kubelet: %+v", np.Spec.Ingress)
+	}
+	if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+		if len(np.Spec.Egress) > 0 {
+			t.Errorf("egress rules without the Egress policy type")
+		}
+		return
+	}
+	if len(np.Spec.Egress) == 0 || len(np.Spec.Egress[0].To) == 0 || np.Spec.Egress[0].To[0].IPBlock == nil {
+		t.Errorf("egress restricted, but the apiserver's addresses are not let out: %+v", np.Spec.Egress)
+	}
+}
+
+// chartCheckDisruptionBudget decodes the chart's PodDisruptionBudget strictly and checks that it
+// covers the pods and can never block a drain for good: it lets a replica go.
+func chartCheckDisruptionBudget(t *testing.T, r *renderedChart, dep *appsv1.Deployment) {
+	t.Helper()
+	pdb := &policyv1.PodDisruptionBudget{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(r.one(t, "PodDisruptionBudget").Object, pdb, true); err != nil {
+		t.Fatalf("the PodDisruptionBudget does not decode strictly: %v", err)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil || sel.Empty() || !sel.Matches(labels.Set(dep.Spec.Template.Labels)) {
+		t.Errorf("the PodDisruptionBudget's selector %v does not select the pods %v (%v)", pdb.Spec.Selector, dep.Spec.Template.Labels, err)
+	}
+	replicas := int(ptr.Deref(dep.Spec.Replicas, 1))
+	switch {
+	case pdb.Spec.MinAvailable != nil && pdb.Spec.MaxUnavailable != nil:
+		t.Errorf("both minAvailable and maxUnavailable: %+v", pdb.Spec)
+	case pdb.Spec.MinAvailable != nil && pdb.Spec.MinAvailable.Type == intstr.Int && pdb.Spec.MinAvailable.IntValue() >= replicas:
+		t.Errorf("minAvailable %s with %d replicas: no drain could ever evict one", pdb.Spec.MinAvailable, replicas)
+	case pdb.Spec.MaxUnavailable != nil && pdb.Spec.MaxUnavailable.Type == intstr.Int && pdb.Spec.MaxUnavailable.IntValue() < 1:
+		t.Errorf("maxUnavailable %s: no drain could ever evict one", pdb.Spec.MaxUnavailable)
+	case pdb.Spec.MinAvailable == nil && pdb.Spec.MaxUnavailable == nil:
+		t.Errorf("a budget of nothing: %+v", pdb.Spec)
+	}
+	if p := pdb.Spec.UnhealthyPodEvictionPolicy; p == nil || *p != policyv1.AlwaysAllow {
+		t.Errorf("unhealthyPodEvictionPolicy %v, want AlwaysAllow (a crash-looping replica never holds up a drain)", p)
 	}
 }

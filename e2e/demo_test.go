@@ -11,7 +11,8 @@ import (
 )
 
 // `DEMO_ONESHOT=1 make demo` (here: its program, from the repository's root) prints the three
-// tables with shop's violation in staging, Kyverno's refusal in prod, and leaves no process behind.
+// tables with shop's violation in staging, Kyverno's refusal in prod, the hub's /metrics refused
+// without a token and served over HTTPS to the metrics reader's, and leaves no process behind.
 func TestDemoOneShot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -28,7 +29,7 @@ func TestDemoOneShot(t *testing.T) {
 		"$ kubectl policyhub rollout status", "require-owner-label",
 		"FleetPolicy/disallow-latest-tag", "Deployment/shop/web",
 		"Kyverno refused it", "The image tag latest is not allowed: pin a version.",
-		"KUBECONFIG=", "/metrics",
+		"KUBECONFIG=", "/metrics", "without a token: 401 Unauthorized",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, text)
@@ -37,6 +38,10 @@ func TestDemoOneShot(t *testing.T) {
 	// The clusters table: shop's violation counts in staging.
 	if !regexp.MustCompile(`(?m)^cluster-1\s+yes\s+.*\s+[1-9]\d*\s+\d+\s+\d+\s+env=staging$`).MatchString(text) {
 		t.Errorf("the clusters table shows no failure for cluster-1:\n%s", text)
+	}
+	// The hub's /metrics over HTTPS: its apiserver authenticated and authorized the reader's token.
+	if !regexp.MustCompile(`with the metrics reader's token: 200 OK, [1-9]\d* policyhub series`).MatchString(text) {
+		t.Errorf("the metrics reader could not scrape the hub's /metrics:\n%s", text)
 	}
 	// Nothing the demo started is left: no process runs from its fleet's directory.
 	dir := regexp.MustCompile(`logs to (/\S+)/logs`).FindStringSubmatch(text)

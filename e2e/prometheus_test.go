@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -46,6 +47,9 @@ const prometheusBinary = "/usr/bin/prometheus"
 //     point at a port nothing listens on, with a FleetPolicy placed there (pending: `for` 5m).
 //   - PolicyhubSummaryStale is triggered for real by a summary its agent generated ten minutes
 //     ago and never refreshed (pending, then firing after its `for` of 1m).
+//   - PolicyhubMetricsDown is triggered for real by a scrape that fails: Prometheus also scrapes,
+//     under the job and namespace the Prometheus Operator gives the chart's ServiceMonitor, an
+//     address nothing listens on (pending: `for` 5m). The healthy hub is scraped under another job.
 func TestPrometheusDashboardAndAlerts(t *testing.T) {
 	if _, err := os.Stat(prometheusBinary); err != nil {
 		t.Fatalf("%s: %v (hack/testbin.sh installs Debian's prometheus)", prometheusBinary, err)
@@ -174,6 +178,7 @@ spec:
 			`ALERTS{alertname="PolicyhubClusterUnreachable", cluster="` + ghost + `"}`,
 			`ALERTS{alertname="PolicyhubSummaryStale", cluster="` + silent + `"}`,
 			`ALERTS{alertname="PolicyhubRolloutHeld", alertstate="firing", policy="prometheus-e2e-rollout", wave="prod"}`,
+			`ALERTS{alertname="PolicyhubMetricsDown", alertstate="pending", job="policyhub-hub-metrics", namespace="policyhub-system"}`,
 		} {
 			if err := prom.wantData(ctx, q); err != nil {
 				return err
@@ -243,7 +248,10 @@ type testPrometheus struct {
 }
 
 // startPrometheus runs Prometheus scraping the hub's metrics URL every second and evaluating the
-// rules file every second, until the test ends, and waits until it is ready. It runs in its own
+// rules file every second, until the test ends, and waits until it is ready. It also scrapes, as
+// the job policyhub-hub-metrics in namespace policyhub-system (what the Prometheus Operator
+// makes of the chart's ServiceMonitor for release policyhub-hub there), an address nothing
+// listens on: a hub whose scrape fails. It runs in its own
 // process group, forked from a thread locked for its lifetime with a parent-death signal: it dies
 // with the test binary.
 func startPrometheus(t *testing.T, metricsURL, rulesFile string) *testPrometheus {
@@ -263,7 +271,12 @@ scrape_configs:
   metrics_path: /metrics
   static_configs:
   - targets: [%q]
-`, rulesFile, target.Host)
+- job_name: policyhub-hub-metrics
+  metrics_path: /metrics
+  static_configs:
+  - targets: [%q]
+    labels: {namespace: policyhub-system}
+`, rulesFile, target.Host, freeAddress(t))
 	configFile := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(configFile, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
@@ -396,4 +409,74 @@ func (p *testPrometheus) wantData(ctx context.Context, expr string) error {
 		return fmt.Errorf("%q: no data", expr)
 	}
 	return nil
+}
+
+// PolicyhubMetricsDown, as the chart renders it, evaluated by promtool on synthetic series: it
+// fires after its 5 minutes when the ServiceMonitor's scrape fails (up 0) or when Prometheus has
+// no such target at all, and not while the scrape succeeds or for another job's failure; it says
+// that every other alert is blind meanwhile.
+func TestPrometheusMetricsDownRule(t *testing.T) {
+	if _, err := os.Stat(prometheusBinary); err != nil {
+		t.Fatalf("%s: %v (hack/testbin.sh installs Debian's prometheus)", prometheusBinary, err)
+	}
+	var rule alertRule
+	for _, r := range alertRules(t, prometheusTestRules) {
+		if r.Alert == "PolicyhubMetricsDown" {
+			rule = r
+		}
+	}
+	if !strings.Contains(rule.Annotations["summary"], "every policyhub alert is blind") || !strings.Contains(rule.Annotations["description"], "every other policyhub alert is") {
+		t.Errorf("PolicyhubMetricsDown does not say that the other alerts are blind: %v", rule.Annotations)
+	}
+	type series struct {
+		Series string `json:"series"`
+		Values string `json:"values"`
+	}
+	type alert struct {
+		Labels      map[string]string `json:"exp_labels"`
+		Annotations map[string]string `json:"exp_annotations"`
+	}
+	type check struct {
+		EvalTime  string  `json:"eval_time"`
+		AlertName string  `json:"alertname"`
+		Alerts    []alert `json:"exp_alerts"`
+	}
+	type test struct {
+		Interval string   `json:"interval"`
+		Input    []series `json:"input_series"`
+		Checks   []check  `json:"alert_rule_test"`
+	}
+	const hub = `up{job="policyhub-hub-metrics", namespace="policyhub-system", instance="10.0.0.1:8443"}`
+	const other = `up{job="policyhub-hub-other", namespace="policyhub-system"}`
+	down := func(extra map[string]string) []alert {
+		labels := map[string]string{"severity": "critical", "job": "policyhub-hub-metrics", "namespace": "policyhub-system"}
+		for k, v := range extra {
+			labels[k] = v
+		}
+		return []alert{{Labels: labels, Annotations: rule.Annotations}}
+	}
+	name := "PolicyhubMetricsDown"
+	file := map[string]any{
+		"rule_files":          []string{prometheusRulesFile(t)},
+		"evaluation_interval": "1m",
+		"tests": []test{
+			{Interval: "1m", Input: []series{{hub, "0x10"}, {other, "1x10"}}, Checks: []check{
+				{"4m", name, []alert{}},
+				{"6m", name, down(map[string]string{"instance": "10.0.0.1:8443"})},
+			}},
+			{Interval: "1m", Input: []series{{other, "0x10"}}, Checks: []check{{"6m", name, down(nil)}}},
+			{Interval: "1m", Input: []series{{hub, "1x10"}}, Checks: []check{{"6m", name, []alert{}}}},
+		},
+	}
+	data, err := yaml.Marshal(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "metrics-down-test.yaml")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(filepath.Join(filepath.Dir(prometheusBinary), "promtool"), "test", "rules", path).CombinedOutput(); err != nil {
+		t.Fatalf("promtool test rules: %v\n%s\n%s", err, out, data)
+	}
 }

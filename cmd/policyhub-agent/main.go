@@ -15,12 +15,12 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/policyhub/policyhub/agent"
+	"github.com/policyhub/policyhub/agent/hubconfig"
 	"github.com/policyhub/policyhub/internal/buildinfo"
 )
 
@@ -40,7 +40,7 @@ func run() error {
 	)
 	fs := flag.CommandLine
 	fs.StringVar(&o.Cluster, "cluster-name", "", "This managed cluster's name, as the hub knows it (its cluster-gateway name); the summary goes to the hub namespace of that name. Required.")
-	fs.StringVar(&hubKubeconfig, "hub-kubeconfig", "", "Kubeconfig of the agent's identity on the hub, allowed to write only its cluster's PolicyReportSummary. Required.")
+	fs.StringVar(&hubKubeconfig, "hub-kubeconfig", "", "Kubeconfig of the agent's identity on the hub, allowed to write only its cluster's PolicyReportSummary. Required. Its token (token: or tokenFile:) is read again every minute and after the hub refuses it, so a short-lived token can be rotated by rewriting the file (e.g. its Secret) without a restart.")
 	fs.DurationVar(&o.PushInterval, "push-interval", 10*time.Second, "Least time between two pushes to the hub; changes in between are pushed together.")
 	fs.DurationVar(&o.Heartbeat, "heartbeat-interval", time.Minute, "How often an unchanged summary is pushed again, so the hub can tell a live agent (it marks results stale after three missed heartbeats).")
 	fs.StringVar(&o.ApplicationLabel, "application-label", "app.oam.dev/name", "Label whose value names a resource's application (KubeVela's by default; e.g. app.kubernetes.io/instance).")
@@ -81,7 +81,8 @@ func run() error {
 	if o.Managed, err = ctrl.GetConfig(); err != nil {
 		return fmt.Errorf("managed cluster config: %w", err)
 	}
-	if o.Hub, err = clientcmd.BuildConfigFromFlags("", hubKubeconfig); err != nil {
+	// Its token is read again as it is rotated (see agent/hubconfig): no restart needed.
+	if o.Hub, err = hubconfig.Load(hubKubeconfig); err != nil {
 		return fmt.Errorf("--hub-kubeconfig: %w", err)
 	}
 

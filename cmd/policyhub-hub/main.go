@@ -5,11 +5,13 @@ package main
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -30,6 +32,7 @@ import (
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/work"
 	"github.com/policyhub/policyhub/internal/buildinfo"
+	"github.com/policyhub/policyhub/internal/metricsauth"
 )
 
 type options struct {
@@ -43,6 +46,9 @@ type options struct {
 	probeTimeout            time.Duration
 	maxConcurrentReconciles int
 	metricsAddr             string
+	metricsSecure           bool
+	metricsCertDir          string
+	enableHTTP2             bool
 	probeAddr               string
 	pprofAddr               string
 	leaderElect             bool
@@ -74,7 +80,10 @@ func run() error {
 	fs.DurationVar(&o.probeTimeout, "probe-timeout", 5*time.Second, "How long a cluster has to answer its probe before it is shown unreachable (Failed) and retried with backoff.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 100, "Client-side rate limit of requests to the hub, and to each managed cluster.")
 	fs.IntVar(&o.burst, "kube-api-burst", 300, "Client-side burst of requests to the hub, and to each managed cluster.")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus /metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus /metrics endpoint; 0 disables it.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve /metrics over HTTPS, to clients the hub's apiserver authenticates (TokenReview) and authorizes for GET on the non-resource URL /metrics (SubjectAccessReview; e.g. the policyhub-metrics-reader ClusterRole). --metrics-secure=false serves plain HTTP to anyone who can connect.")
+	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "Directory with the metrics server's tls.crt and tls.key (reloaded when they change), e.g. a cert-manager Secret's mount. Empty: a self-signed certificate generated at start.")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics server. Off by default: HTTP/2's stream resets and rapid-reset attacks (CVE-2023-44487, CVE-2023-39325) are avoided by serving HTTP/1.1 only.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints (heap, CPU and goroutine profiles); empty or 0 disables them.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader among hub replicas on the hub (a Lease), so one replica reconciles at a time.")
@@ -100,6 +109,9 @@ func run() error {
 	}
 	if o.resyncInterval <= 0 || o.maxConcurrentPasses <= 0 || o.maxConcurrentReconciles <= 0 || o.probeTimeout <= 0 {
 		return errors.New("--resync-interval, --max-concurrent-passes, --max-concurrent-reconciles and --probe-timeout must be positive")
+	}
+	if err := checkMetricsCertDir(o); err != nil {
+		return err
 	}
 	if o.identity == "" {
 		host, _ := os.Hostname()
@@ -130,7 +142,7 @@ func run() error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.probeAddr,
 		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElect,
@@ -166,6 +178,41 @@ func run() error {
 	}
 	ctrl.Log.Info("starting policyhub-hub", "hubID", o.hubID, "identity", o.identity, "gateway", gatewayCfg.Host, "secretNamespace", o.secretNamespace)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// metricsOptions serve /metrics as kubebuilder's scaffold does: HTTPS, each request's bearer
+// token authenticated and authorized by the hub's apiserver (TokenReview, SubjectAccessReview),
+// unless --metrics-secure=false. The filter is metricsauth's, controller-runtime's without its
+// k8s.io/apiserver dependency (see the package).
+func metricsOptions(o options) metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure}
+	if !o.enableHTTP2 {
+		opts.TLSOpts = append(opts.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	if o.metricsSecure {
+		opts.FilterProvider = metricsauth.WithAuthenticationAndAuthorization
+		// Empty: controller-runtime generates a self-signed certificate in memory (the
+		// container's root filesystem is read-only).
+		opts.CertDir = o.metricsCertDir
+	}
+	return opts
+}
+
+// checkMetricsCertDir refuses a --metrics-cert-dir without its certificate and key: controller-runtime
+// would fall back to a self-signed certificate, which scrapers verifying the CA then refuse.
+func checkMetricsCertDir(o options) error {
+	if o.metricsCertDir == "" {
+		return nil
+	}
+	if !o.metricsSecure {
+		return errors.New("--metrics-cert-dir needs --metrics-secure")
+	}
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if _, err := os.Stat(filepath.Join(o.metricsCertDir, f)); err != nil {
+			return fmt.Errorf("--metrics-cert-dir: %w", err)
+		}
+	}
+	return nil
 }
 
 // gatewayConfig is the config that reaches cluster-gateway: the hub's own (the gateway is an

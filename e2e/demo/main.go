@@ -7,10 +7,12 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -24,6 +26,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,13 +118,19 @@ func run(ctx context.Context, out io.Writer, oneShot bool) (err error) {
 		d.kubectlPolicyhub(ctx, args...)
 	}
 	d.showDenial(ctx)
+	tokenFile, err := d.showMetrics(ctx, metricsAddr)
+	if err != nil {
+		return err
+	}
 
 	fmt.Fprintf(d.out, "\nThe fleet is yours to explore:\n")
 	fmt.Fprintf(d.out, "  hub:       KUBECONFIG=%s\n", d.f.Hub.Kubeconfig)
 	for _, c := range d.f.Managed {
 		fmt.Fprintf(d.out, "  %s: KUBECONFIG=%s\n", c.Name, c.Kubeconfig)
 	}
-	fmt.Fprintf(d.out, "  the hub's metrics: http://%s/metrics\n", metricsAddr)
+	fmt.Fprintf(d.out, "  the hub's metrics (HTTPS with a self-signed certificate; a token allowed to get /metrics):\n")
+	fmt.Fprintf(d.out, "    curl -k -H \"Authorization: Bearer $(cat %s)\" https://%s/metrics\n", tokenFile, metricsAddr)
+	fmt.Fprintf(d.out, "    (another token: kubectl --kubeconfig %s -n %s create token %s)\n", d.f.Hub.Kubeconfig, metricsReaderNamespace, metricsReader)
 	fmt.Fprintf(d.out, "  kubectl policyhub: %s --kubeconfig %s status\n", filepath.Join(d.bin, "kubectl-policyhub"), d.f.Hub.Kubeconfig)
 	if oneShot {
 		return nil
@@ -152,6 +161,87 @@ func (d *demo) startHub(ctx context.Context) (string, error) {
 		"--metrics-bind-address", metrics, "--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(ports[1]),
 		"--leader-elect=false", "--resync-interval", "1m")
 	return metrics, err
+}
+
+// The demo's metrics reader: a ServiceAccount on the hub bound to config/rbac/hub's
+// policyhub-metrics-reader, as Prometheus's would be.
+const (
+	metricsReader          = "policyhub-metrics-reader"
+	metricsReaderNamespace = "policyhub-system"
+)
+
+// showMetrics scrapes the hub's /metrics as Prometheus does, over HTTPS with a bearer token of
+// the metrics reader (the hub asks its apiserver who the token is and whether it may get
+// /metrics), and without a token; it prints both answers and returns the token's file.
+func (d *demo) showMetrics(ctx context.Context, metricsAddr string) (string, error) {
+	hub, err := d.client(d.f.Hub.Config)
+	if err != nil {
+		return "", err
+	}
+	role, err := os.ReadFile("config/rbac/hub/metrics_reader_role.yaml")
+	if err != nil {
+		return "", err
+	}
+	if err := applyManifests(ctx, hub, string(role)); err != nil {
+		return "", err
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: metricsReaderNamespace, Name: metricsReader}}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: metricsReader},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: metricsReader},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: metricsReaderNamespace, Name: metricsReader}},
+	}
+	for _, obj := range []client.Object{sa, binding} {
+		if err := hub.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("metrics reader: %w", err)
+		}
+	}
+	cs, err := kubernetes.NewForConfig(d.f.Hub.Config)
+	if err != nil {
+		return "", err
+	}
+	expiry := int64(3600)
+	tr, err := cs.CoreV1().ServiceAccounts(metricsReaderNamespace).CreateToken(ctx, metricsReader,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("token for the metrics reader: %w", err)
+	}
+	tokenFile := filepath.Join(d.f.Dir, "metrics-reader.token")
+	if err := os.WriteFile(tokenFile, []byte(tr.Status.Token), 0o600); err != nil {
+		return "", err
+	}
+	// The hub's certificate is self-signed (no --metrics-cert-dir): not verified, as curl -k.
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	url := "https://" + metricsAddr + "/metrics"
+	fmt.Fprintf(d.out, "\n$ curl -k https://%s/metrics   # the hub's metrics, as Prometheus scrapes them\n", metricsAddr)
+	for _, c := range []struct{ what, token string }{{"without a token", ""}, {"with the metrics reader's token", tr.Status.Token}} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return "", err
+		}
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			fmt.Fprintf(d.out, "%s: %v\n", c.what, err)
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		series := 0
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, "policyhub_") {
+				series++
+			}
+		}
+		fmt.Fprintf(d.out, "%s: %s", c.what, resp.Status)
+		if resp.StatusCode == http.StatusOK {
+			fmt.Fprintf(d.out, ", %d policyhub series", series)
+		}
+		fmt.Fprintln(d.out)
+	}
+	return tokenFile, nil
 }
 
 // startAgent gives the cluster's agent its identity on the hub (config/rbac/agent-hub-access:

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"crypto/tls"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// /metrics is served over HTTPS behind the apiserver's authentication and authorization unless
+// --metrics-secure=false; HTTP/2 only with --enable-http2.
+func TestMetricsOptions(t *testing.T) {
+	secure := metricsOptions(options{metricsAddr: ":8443", metricsSecure: true, metricsCertDir: "/certs"})
+	if !secure.SecureServing || secure.FilterProvider == nil || secure.CertDir != "/certs" || secure.BindAddress != ":8443" {
+		t.Errorf("secure: %+v", secure)
+	}
+	tlsConfig := &tls.Config{NextProtos: []string{"h2"}}
+	for _, opt := range secure.TLSOpts {
+		opt(tlsConfig)
+	}
+	if !slices.Equal(tlsConfig.NextProtos, []string{"http/1.1"}) {
+		t.Errorf("ALPN %v, want http/1.1 only", tlsConfig.NextProtos)
+	}
+	if h2 := metricsOptions(options{metricsSecure: true, enableHTTP2: true}); len(h2.TLSOpts) != 0 {
+		t.Errorf("--enable-http2 still restricts ALPN")
+	}
+	plain := metricsOptions(options{metricsAddr: "127.0.0.1:8080"})
+	if plain.SecureServing || plain.FilterProvider != nil {
+		t.Errorf("--metrics-secure=false: %+v", plain)
+	}
+}
+
+// A --metrics-cert-dir without its certificate and key is refused at start, not replaced by a
+// self-signed certificate that scrapers verifying the CA would refuse.
+func TestCheckMetricsCertDir(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		o    options
+		want string
+	}{
+		{options{metricsSecure: true}, ""},
+		{options{metricsSecure: true, metricsCertDir: dir}, "tls.crt"},
+		{options{metricsCertDir: dir}, "needs --metrics-secure"},
+	} {
+		err := checkMetricsCertDir(c.o)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%+v: %v, want an error with %q", c.o, err, c.want)
+		}
+	}
+	for _, f := range []string{"tls.crt", "tls.key"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := checkMetricsCertDir(options{metricsSecure: true, metricsCertDir: dir}); err != nil {
+		t.Errorf("with both files: %v", err)
+	}
+}

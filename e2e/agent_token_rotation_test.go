@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/policyhub/policyhub/agent"
+	"github.com/policyhub/policyhub/agent/hubconfig"
+	"github.com/policyhub/policyhub/e2e/fleet"
+)
+
+// An agent whose hub token is rotated in its kubeconfig file keeps pushing once the old token no
+// longer works, without a restart: what replacing its Secret does in a pod (the kubelet rewrites
+// the mounted file). The old token is bound to a Secret on the hub, so deleting that Secret ends
+// it, as expiry would.
+func TestAgentHubTokenRotation(t *testing.T) {
+	const cluster = "cluster-1"
+	ctx := testContext(t)
+	setUpAgentHubAccess(t, cluster)
+	hub := directClient(t, testFleet.Hub.Config)
+	boundTo := func(prefix string) (*corev1.Secret, *authenticationv1.BoundObjectReference) {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: chartTestName(prefix)}}
+		if err := hub.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = hub.Delete(context.Background(), s) })
+		return s, &authenticationv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: s.Name, UID: s.UID}
+	}
+	oldSecret, oldRef := boundTo("agent-token-old")
+	_, newRef := boundTo("agent-token-new")
+	oldToken := agentHubToken(t, cluster, oldRef)
+
+	path := filepath.Join(t.TempDir(), "hub.kubeconfig")
+	write := func(token string) {
+		cfg := rest.AnonymousClientConfig(testFleet.Hub.Config)
+		cfg.BearerToken = token
+		// One rename, as the kubelet swaps a Secret volume's files.
+		if err := fleet.WriteKubeconfig(path+".new", "hub", cfg); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".new", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(oldToken)
+	hubCfg, err := hubconfig.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(log.IntoContext(context.Background(), ctrl.Log.WithName("agent")))
+	done := make(chan error, 1)
+	go func() {
+		// A heartbeat a second: the agent pushes all the time, so a refused token shows at once.
+		done <- agent.Run(runCtx, agent.Options{
+			Cluster: cluster, Managed: testFleet.Cluster(cluster).Config, Hub: hubCfg,
+			PushInterval: 500 * time.Millisecond, Heartbeat: time.Second, DiscoveryInterval: 2 * time.Second,
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("agent of %s: %v", cluster, err)
+		}
+		deleteSummary(t, cluster)
+	})
+	pushedAfter := func(at time.Time) func() error {
+		return func() error {
+			s, err := hubSummaryOf(t, cluster)
+			if err != nil {
+				return err
+			}
+			// generatedAt has whole seconds.
+			if g := s.Spec.GeneratedAt; g == nil || !g.After(at.Add(time.Second)) {
+				return fmt.Errorf("the summary was generated at %v, not after %s", g, at.Format(time.RFC3339))
+			}
+			return nil
+		}
+	}
+	eventually(t, time.Minute, 500*time.Millisecond, "a summary pushed with the first token", pushedAfter(time.Now()))
+
+	// The rotation: a new token in the file, then the old one ends.
+	write(agentHubToken(t, cluster, newRef))
+	if err := hub.Delete(ctx, oldSecret); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var endedAt time.Time
+	eventually(t, 30*time.Second, 200*time.Millisecond, "the old token refused by the hub", func() error {
+		review, err := cs.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: oldToken}}, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if review.Status.Authenticated {
+			return fmt.Errorf("still authenticated as %s", review.Status.User.Username)
+		}
+		endedAt = time.Now()
+		return nil
+	})
+	eventually(t, 30*time.Second, 500*time.Millisecond, "a summary pushed with the rotated token, by the same agent", pushedAfter(endedAt))
+}
