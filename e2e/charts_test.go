@@ -218,9 +218,9 @@ func TestChartHubDryRunOnTheHub(t *testing.T) {
 	ctx := testContext(t)
 	hubAdmin := directClient(t, testFleet.Hub.Config)
 	binary := chartBuildCommand(t, t.TempDir(), "policyhub-hub")
-	// The ClusterRoles: the hub's, its metrics auth (bound) and the metrics reader (bound when
-	// metrics.readerSubjects are given).
-	base := map[string]int{"ServiceAccount": 1, "ClusterRole": 3, "ClusterRoleBinding": 2, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1, "ConfigMap": 1,
+	// The ClusterRoles: the hub's, the tenants' (aggregated into edit, bound by the hub admin), its
+	// metrics auth (bound) and the metrics reader (bound when metrics.readerSubjects are given).
+	base := map[string]int{"ServiceAccount": 1, "ClusterRole": 4, "ClusterRoleBinding": 2, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1, "ConfigMap": 1,
 		"MutatingAdmissionPolicy": 1, "MutatingAdmissionPolicyBinding": 1, "NetworkPolicy": 1, "PodDisruptionBudget": 1}
 	with := func(extra map[string]int) map[string]int {
 		out := map[string]int{}
