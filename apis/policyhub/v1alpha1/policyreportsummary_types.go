@@ -202,10 +202,11 @@ type PolicyReportSummaryStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// ObservedTime is when the hub first saw observedGeneration of the summary, by the hub's
-	// clock. The hub judges the cluster's results fresh or stale by it, never by the agent's
-	// clock (spec.generatedAt).
+	// clock (in microseconds: a rollout compares it with when a policy arrived in the cluster).
+	// The hub judges the cluster's results fresh or stale by it, never by the agent's clock
+	// (spec.generatedAt).
 	// +optional
-	ObservedTime *metav1.Time `json:"observedTime,omitempty"`
+	ObservedTime *metav1.MicroTime `json:"observedTime,omitempty"`
 
 	// Conditions: Ready when aggregated; Stalled with the reason when refused (e.g. spec.cluster
 	// does not match the namespace); ClockSkew True when spec.generatedAt and observedTime are
