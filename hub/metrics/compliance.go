@@ -19,7 +19,7 @@ type Compliance struct {
 	now func() time.Time
 
 	mu        sync.Mutex
-	summaries map[string]*policyhubv1.PolicyReportSummarySpec
+	summaries map[string]*policyhubv1.PolicyReportSummary
 
 	policyResults, policyBlocked, appResults, clusterResults, clusterBlocked, age *prometheus.Desc
 }
@@ -29,7 +29,7 @@ type Compliance struct {
 func NewCompliance(reg prometheus.Registerer, now func() time.Time) *Compliance {
 	c := &Compliance{
 		now:       now,
-		summaries: map[string]*policyhubv1.PolicyReportSummarySpec{},
+		summaries: map[string]*policyhubv1.PolicyReportSummary{},
 		policyResults: prometheus.NewDesc("policyhub_policy_results",
 			"Policy report results in a cluster, by policy, result (pass, fail, warn, error, skip), severity and category.",
 			[]string{"cluster", "policy_namespace", "policy", "kind", "result", "severity", "category"}, nil),
@@ -46,18 +46,23 @@ func NewCompliance(reg prometheus.Registerer, now func() time.Time) *Compliance 
 			"Admissions Kyverno refused in a cluster, from its Events still in the cluster.",
 			[]string{"cluster"}, nil),
 		age: prometheus.NewDesc("policyhub_summary_age_seconds",
-			"Seconds since the cluster's agent generated its latest summary (agents refresh it every heartbeat).",
+			"Seconds since the hub saw the cluster's latest summary, by the hub's clock (agents push one every heartbeat).",
 			[]string{"cluster"}, nil),
 	}
 	reg.MustRegister(c)
 	return c
 }
 
-// Set records the latest accepted summary of a cluster.
-func (c *Compliance) Set(cluster string, s *policyhubv1.PolicyReportSummarySpec) {
+// Set records the latest accepted summary of a cluster. It keeps a copy of what the metrics
+// read: the spec, and when the hub saw it.
+func (c *Compliance) Set(cluster string, s *policyhubv1.PolicyReportSummary) {
+	kept := &policyhubv1.PolicyReportSummary{Spec: *s.Spec.DeepCopy()}
+	kept.Generation = s.Generation
+	kept.Status.ObservedGeneration = s.Status.ObservedGeneration
+	kept.Status.ObservedTime = s.Status.ObservedTime.DeepCopy()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.summaries[cluster] = s.DeepCopy()
+	c.summaries[cluster] = kept
 }
 
 // Forget removes a cluster's series (its summary was deleted or refused).
@@ -88,11 +93,11 @@ func (c *Compliance) Collect(ch chan<- prometheus.Metric) {
 	}
 	for cluster, s := range summaries {
 		gauge(c.age, aggregate.Age(s, now).Seconds(), cluster)
-		gauge(c.clusterBlocked, float64(s.Blocked), cluster)
-		for result, n := range byResult(s.Totals) {
+		gauge(c.clusterBlocked, float64(s.Spec.Blocked), cluster)
+		for result, n := range byResult(s.Spec.Totals) {
 			gauge(c.clusterResults, n, cluster, result)
 		}
-		for _, p := range s.Policies {
+		for _, p := range s.Spec.Policies {
 			for result, n := range byResult(p.Results) {
 				gauge(c.policyResults, n, cluster, p.Namespace, p.Name, p.Kind, result, p.Severity, p.Category)
 			}
@@ -101,7 +106,7 @@ func (c *Compliance) Collect(ch chan<- prometheus.Metric) {
 		// A summary has one entry per application and policy; the metric is per application.
 		type app struct{ namespace, name string }
 		apps := map[app]policyhubv1.ResultCounts{}
-		for _, a := range s.Applications {
+		for _, a := range s.Spec.Applications {
 			counts := apps[app{a.Namespace, a.Name}]
 			aggregate.Add(&counts, a.Results)
 			apps[app{a.Namespace, a.Name}] = counts

@@ -16,8 +16,8 @@ func TestComplianceMetrics(t *testing.T) {
 	generated := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	reg := prometheus.NewRegistry()
 	c := NewCompliance(reg, func() time.Time { return generated.Add(25 * time.Second) })
-	c.Set("cluster-1", &policyhubv1.PolicyReportSummarySpec{
-		Cluster: "cluster-1", GeneratedAt: &metav1.Time{Time: generated},
+	c.Set("cluster-1", seenAt(generated, policyhubv1.PolicyReportSummarySpec{
+		Cluster: "cluster-1", GeneratedAt: &metav1.Time{Time: generated.Add(time.Hour)}, // a clock an hour ahead
 		Totals: policyhubv1.ResultCounts{Pass: 4, Fail: 2}, Blocked: 1,
 		Policies: []policyhubv1.PolicySummary{
 			{Name: "require-labels", Kind: "ClusterPolicy", Severity: "medium", Category: "Best Practices", Results: policyhubv1.ResultCounts{Pass: 4, Fail: 2}, Blocked: 1},
@@ -26,8 +26,8 @@ func TestComplianceMetrics(t *testing.T) {
 			{Namespace: "shop", Name: "shop", Policy: "require-labels", Results: policyhubv1.ResultCounts{Pass: 1, Fail: 2}},
 			{Namespace: "shop", Name: "shop", Policy: "no-latest", Results: policyhubv1.ResultCounts{Pass: 3}},
 		},
-	})
-	c.Set("cluster-2", &policyhubv1.PolicyReportSummarySpec{Cluster: "cluster-2", GeneratedAt: &metav1.Time{Time: generated.Add(-time.Minute)}})
+	}))
+	c.Set("cluster-2", seenAt(generated.Add(-time.Minute), policyhubv1.PolicyReportSummarySpec{Cluster: "cluster-2", GeneratedAt: &metav1.Time{Time: generated}}))
 
 	want := `
 # HELP policyhub_application_results Policy report results of an application's resources in a cluster, by result.
@@ -44,7 +44,7 @@ policyhub_policy_results{category="Best Practices",cluster="cluster-1",kind="Clu
 policyhub_policy_results{category="Best Practices",cluster="cluster-1",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="pass",severity="medium"} 4
 policyhub_policy_results{category="Best Practices",cluster="cluster-1",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="skip",severity="medium"} 0
 policyhub_policy_results{category="Best Practices",cluster="cluster-1",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="warn",severity="medium"} 0
-# HELP policyhub_summary_age_seconds Seconds since the cluster's agent generated its latest summary (agents refresh it every heartbeat).
+# HELP policyhub_summary_age_seconds Seconds since the hub saw the cluster's latest summary, by the hub's clock (agents push one every heartbeat).
 # TYPE policyhub_summary_age_seconds gauge
 policyhub_summary_age_seconds{cluster="cluster-1"} 25
 policyhub_summary_age_seconds{cluster="cluster-2"} 85
@@ -71,6 +71,14 @@ policyhub_summary_age_seconds{cluster="cluster-2"} 85
 			}
 		}
 	}
+}
+
+// seenAt is a summary the hub saw at hub time seen.
+func seenAt(seen time.Time, spec policyhubv1.PolicyReportSummarySpec) *policyhubv1.PolicyReportSummary {
+	s := &policyhubv1.PolicyReportSummary{Spec: spec}
+	s.Generation, s.Status.ObservedGeneration = 2, 2
+	s.Status.ObservedTime = &metav1.MicroTime{Time: seen}
+	return s
 }
 
 // singleSeries returns a collector of the one series of metric name for cluster.

@@ -71,7 +71,7 @@ type declarationCluster struct {
 	Results    *reportCounts `json:"results"`
 	Violations int64         `json:"violations"`
 	Blocked    int64         `json:"blocked"`
-	// ReportTime is when the agent generated the summary the results come from.
+	// ReportTime is when the hub received the summary the results come from, by the hub's clock.
 	ReportTime *metav1.Time `json:"reportTime,omitempty"`
 	// Stale is true when the cluster's agent missed three heartbeats.
 	Stale bool `json:"stale"`
