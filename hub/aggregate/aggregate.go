@@ -135,19 +135,24 @@ func Heartbeat(s *policyhubv1.PolicyReportSummary) time.Duration {
 
 // ObservedAt is when the hub saw the summary's current generation, by the hub's clock, and
 // whether it has. Until it has (its summary controller records status.observedTime within
-// moments of each push), the agent's generatedAt stands in, but never later than now: a
-// cluster clock running ahead must not make a summary look fresh. Zero when neither is known.
+// moments of each push), the agent's generatedAt stands in. Either is never later than now: a
+// cluster clock running ahead must not make a summary look fresh (nor another hub replica's
+// clock). Zero when neither is known.
 func ObservedAt(s *policyhubv1.PolicyReportSummary, now time.Time) (time.Time, bool) {
 	if t := s.Status.ObservedTime; t != nil && s.Status.ObservedGeneration == s.Generation {
-		return t.Time, true
+		return notAfter(t.Time, now), true
 	}
 	if s.Spec.GeneratedAt == nil {
 		return time.Time{}, false
 	}
-	if g := s.Spec.GeneratedAt.Time; g.Before(now) {
-		return g, false
+	return notAfter(s.Spec.GeneratedAt.Time, now), false
+}
+
+func notAfter(t, now time.Time) time.Time {
+	if t.After(now) {
+		return now
 	}
-	return now, false
+	return t
 }
 
 // ClockOffset is how far the cluster's clock is ahead of the hub's (negative: behind), as

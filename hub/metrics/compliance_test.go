@@ -210,3 +210,13 @@ func singleSeries(t *testing.T, reg *prometheus.Registry, name, cluster string) 
 	t.Fatalf("no %s series for %s", name, cluster)
 	return nil
 }
+
+// hasLabels says whether labels include each name/value pair of want.
+func hasLabels(labels []*dto.LabelPair, want ...string) bool {
+	for i := 0; i+1 < len(want); i += 2 {
+		if !slices.ContainsFunc(labels, func(l *dto.LabelPair) bool { return l.GetName() == want[i] && l.GetValue() == want[i+1] }) {
+			return false
+		}
+	}
+	return true
+}
