@@ -100,14 +100,12 @@ func summarize(clusters []policyhubv1.ClusterStatus) policyhubv1.StatusSummary {
 			s.Failed++
 		}
 		if c.Results != nil {
-			s.Results.Pass += c.Results.Pass
-			s.Results.Fail += c.Results.Fail
-			s.Results.Warn += c.Results.Warn
-			s.Results.Error += c.Results.Error
-			s.Results.Skip += c.Results.Skip
+			// Saturating: a cluster's largest counts must not wrap the totals negative, which
+			// the CRD would refuse, and the whole status with them.
+			aggregate.Add(&s.Results, *c.Results)
 		}
 	}
-	s.Violations = s.Results.Fail + s.Results.Error
+	s.Violations = aggregate.AddCount(s.Results.Fail, s.Results.Error)
 	return s
 }
 

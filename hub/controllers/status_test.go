@@ -3,6 +3,7 @@ package controllers
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -80,6 +81,18 @@ func TestSummarize(t *testing.T) {
 	want := policyhubv1.StatusSummary{Clusters: 4, Synced: 2, Failed: 1, Results: policyhubv1.ResultCounts{Pass: 3, Fail: 2, Error: 1}, Violations: 3}
 	if s != want {
 		t.Errorf("summary %+v, want %+v", s, want)
+	}
+}
+
+// A cluster's largest counts saturate the totals instead of wrapping them negative: the CRD
+// refuses a negative total, and the declaration's whole status would go unwritten.
+func TestSummarizeSaturates(t *testing.T) {
+	s := summarize([]policyhubv1.ClusterStatus{
+		{Phase: "Synced", Results: &policyhubv1.ResultCounts{Fail: math.MaxInt64, Error: math.MaxInt64}},
+		{Phase: "Synced", Results: &policyhubv1.ResultCounts{Fail: 5}},
+	})
+	if s.Results.Fail != math.MaxInt64 || s.Results.Error != math.MaxInt64 || s.Violations != math.MaxInt64 {
+		t.Errorf("summary %+v, want the largest counts", s)
 	}
 }
 

@@ -219,7 +219,7 @@ func buildInfo(app, ns string, summaries map[string]*policyhubv1.PolicyReportSum
 				results[k] = r
 			}
 			r.Results.add(toReportCounts(a.Results))
-			r.Blocked += a.Blocked
+			r.Blocked = aggregate.AddCount(r.Blocked, a.Blocked)
 		}
 	}
 	seenViolation := map[string]bool{}
@@ -268,7 +268,7 @@ func buildInfo(app, ns string, summaries map[string]*policyhubv1.PolicyReportSum
 	for _, r := range results {
 		report.Results = append(report.Results, *r)
 		report.Totals.add(r.Results)
-		report.Blocked += r.Blocked
+		report.Blocked = aggregate.AddCount(report.Blocked, r.Blocked)
 	}
 	report.Violations = report.Totals.violations()
 	slices.SortFunc(report.Results, func(a, b appResult) int {

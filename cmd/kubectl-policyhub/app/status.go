@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
 )
 
 func init() { commands = append(commands, newStatusCommand) }
@@ -322,7 +323,7 @@ func (d *declarationStatus) fill(conditions []metav1.Condition, clusters []polic
 			c.Results, c.Violations = &r, r.violations()
 			d.Results.add(r)
 		}
-		d.Blocked += c.Blocked
+		d.Blocked = aggregate.AddCount(d.Blocked, c.Blocked)
 		d.Clusters = append(d.Clusters, c)
 	}
 	slices.SortFunc(d.Clusters, func(a, b declarationCluster) int { return strings.Compare(a.Name, b.Name) })
