@@ -12,7 +12,7 @@ export POLICYHUB_TESTBIN
 
 GO_TEST_FLAGS ?= -count=1 -timeout 60m
 
-.PHONY: all build generate manifests verify-generated testbin test unit lint fmt vet staticcheck leftovers bench-sync bench-agent bench-scale demo images push release actionlint help
+.PHONY: all build generate manifests verify-generated testbin test unit fuzz lint fmt vet staticcheck leftovers bench-sync bench-agent bench-scale demo images push release actionlint help
 all: build
 
 help: ## Show the targets.
@@ -57,10 +57,21 @@ test: testbin verify-generated ## Run every test: unit tests and the e2e tests o
 	# One package at a time: the e2e packages run local fleets, and the image test cross-compiles;
 	# on two cores, side by side they would slow each other past the tests' deadlines.
 	go test -p 1 $(GO_TEST_FLAGS) ./...
+	$(MAKE) fuzz
 	hack/leftovers.sh
 
 unit: ## Run only the tests that need no fleet.
 	go test $(GO_TEST_FLAGS) -short ./...
+
+# How long each fuzz target runs in `make fuzz` (and so in `make test`). Their seed corpora
+# (f.Add and testdata/fuzz) run in every `go test` as ordinary tests.
+FUZZTIME ?= 10s
+
+fuzz: ## Fuzz what an agent's summary can do to the hub, each target for $(FUZZTIME).
+	# -fuzz takes one target at a time.
+	go test -run '^$$' -fuzz '^FuzzSummaryValidation$$' -fuzztime $(FUZZTIME) ./apis/policyhub/v1alpha1
+	go test -run '^$$' -fuzz '^FuzzAggregate$$' -fuzztime $(FUZZTIME) ./hub/aggregate
+	go test -run '^$$' -fuzz '^FuzzMetricsExport$$' -fuzztime $(FUZZTIME) ./hub/metrics
 
 # staticcheck (pinned) finds what vet does not: unused code, deprecated APIs, a package
 # imported twice under two names.

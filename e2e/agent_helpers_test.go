@@ -121,6 +121,32 @@ func hubSummaryOf(t *testing.T, cluster string) (*policyhubv1.PolicyReportSummar
 	return s, err
 }
 
+// markSeenAt records, as the hub's status of the cluster's summary, that the hub saw its current
+// generation at seen: what a hub that restarted since finds. The hub judges freshness by it. It
+// waits for the running hub to record its own observation first: the hub keeps the time of a
+// generation once recorded, so it cannot overwrite this one afterwards.
+func markSeenAt(ctx context.Context, t *testing.T, cluster string, seen time.Time) {
+	t.Helper()
+	hub := directClient(t, testFleet.Hub.Config)
+	var s *policyhubv1.PolicyReportSummary
+	eventually(t, 30*time.Second, 200*time.Millisecond, cluster+"'s summary seen by the hub", func() error {
+		var err error
+		if s, err = hubSummaryOf(t, cluster); err != nil {
+			return err
+		}
+		if s.Status.ObservedGeneration != s.Generation || s.Status.ObservedTime == nil {
+			return fmt.Errorf("status %+v of generation %d", s.Status, s.Generation)
+		}
+		return nil
+	})
+	orig := s.DeepCopy()
+	s.Status.ObservedGeneration = s.Generation
+	s.Status.ObservedTime = &metav1.MicroTime{Time: seen}
+	if err := hub.Status().Patch(ctx, s, client.MergeFrom(orig)); err != nil {
+		t.Fatalf("mark %s's summary seen at %v: %v", cluster, seen, err)
+	}
+}
+
 // clusterStatus returns the FleetPolicy's status of the cluster, or nil.
 func clusterStatus(fp *policyhubv1.FleetPolicy, cluster string) *policyhubv1.ClusterStatus {
 	for i := range fp.Status.Clusters {

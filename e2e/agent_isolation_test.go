@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,5 +111,46 @@ func TestHubRefusesSummaryOfAnotherCluster(t *testing.T) {
 		if v, ok := hub.scrape(t, "policyhub_policy_results", map[string]string{"cluster": cluster, "policy": "forged"}); ok {
 			t.Errorf("the forged summary reached the metrics as cluster %s: %v", cluster, v)
 		}
+	}
+}
+
+// The hub reads only the summary named SummaryName in a cluster's namespace. Any other name is
+// refused at admission, also when the cluster's own agent identity writes it (RBAC cannot
+// restrict the names an identity creates): nothing is stored, so the hub caches, aggregates
+// and answers nothing for it (no status, no Event, no series).
+func TestSummaryUnderAnotherNameIsRefused(t *testing.T) {
+	hub := startHub(t, time.Hour)
+	ctx := testContext(t)
+	admin := directClient(t, testFleet.Hub.Config)
+	agent1, err := client.New(agentHubConfig(t, "cluster-1"), client.Options{Scheme: testScheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := summaryFor("cluster-1", "cluster-1")
+	forged.Name = "not-the-summary"
+	err = applySummary(ctx, agent1, forged, "isolation-test")
+	if err == nil {
+		t.Cleanup(func() { _ = admin.Delete(context.Background(), forged) })
+		t.Fatal("a summary under another name was admitted")
+	}
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.name") {
+		t.Fatalf("refused with %v, want Invalid naming metadata.name", err)
+	}
+
+	// Nothing changed on the hub.
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(forged), &policyhubv1.PolicyReportSummary{}); !apierrors.IsNotFound(err) {
+		t.Errorf("reading the refused summary: %v, want NotFound", err)
+	}
+	list := &eventsv1.EventList{}
+	if err := admin.List(ctx, list, client.InNamespace("cluster-1")); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if e.Regarding.Name == forged.Name {
+			t.Errorf("an Event about the refused summary: %s %s", e.Reason, e.Note)
+		}
+	}
+	if v, ok := hub.scrape(t, "policyhub_policy_results", map[string]string{"cluster": "cluster-1", "policy": "forged"}); ok {
+		t.Errorf("the refused summary reached the metrics: %v", v)
 	}
 }

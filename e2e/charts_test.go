@@ -736,10 +736,13 @@ func chartHubMetricFamilies(t *testing.T) []*dto.MetricFamily {
 		{Phase: policyhubv1.ClusterPhaseConflict, Actions: policyhubv1.ActionCounts{Created: 1, Conflict: 1}},
 	}})
 	compliance := metrics.NewCompliance(reg, func() time.Time { return now })
-	compliance.Set("cluster-1", &policyhubv1.PolicyReportSummarySpec{
-		Cluster: "cluster-1", GeneratedAt: &metav1.Time{Time: now}, Totals: policyhubv1.ResultCounts{Fail: 1}, Blocked: 1,
-		Policies:     []policyhubv1.PolicySummary{{Name: "p", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: 1}, Blocked: 1}},
-		Applications: []policyhubv1.ApplicationSummary{{Namespace: "shop", Name: "shop", Policy: "p", Results: policyhubv1.ResultCounts{Fail: 1}}},
+	compliance.Set("cluster-1", &policyhubv1.PolicyReportSummary{
+		Spec: policyhubv1.PolicyReportSummarySpec{
+			Cluster: "cluster-1", GeneratedAt: &metav1.Time{Time: now}, Totals: policyhubv1.ResultCounts{Fail: 1}, Blocked: 1,
+			Policies:     []policyhubv1.PolicySummary{{Name: "p", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: 1}, Blocked: 1}},
+			Applications: []policyhubv1.ApplicationSummary{{Namespace: "shop", Name: "shop", Policy: "p", Results: policyhubv1.ResultCounts{Fail: 1}}},
+		},
+		Status: policyhubv1.PolicyReportSummaryStatus{ObservedTime: &metav1.MicroTime{Time: now}},
 	})
 	metrics.NewRollout(reg).Set("p", &policyhubv1.RolloutStatus{Revision: "r", Waves: []policyhubv1.WaveStatus{
 		{Name: "w", Phase: policyhubv1.WaveWaiting, Since: &metav1.Time{Time: now}, Fail: 1, Blocked: 1},

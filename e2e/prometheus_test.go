@@ -45,8 +45,9 @@ const prometheusBinary = "/usr/bin/prometheus"
 //     data and the alert is pending (its `for` is 15m).
 //   - PolicyhubClusterUnreachable is triggered for real by a cluster whose gateway credentials
 //     point at a port nothing listens on, with a FleetPolicy placed there (pending: `for` 5m).
-//   - PolicyhubSummaryStale is triggered for real by a summary its agent generated ten minutes
-//     ago and never refreshed (pending, then firing after its `for` of 1m).
+//   - PolicyhubSummaryStale is triggered for real by a summary the hub saw ten minutes ago
+//     and that was never refreshed (pending, then firing after its `for` of 1m). The age is the
+//     hub's: its status says the hub saw it then, as after a hub restart.
 //   - PolicyhubMetricsDown is triggered for real by a scrape that fails: Prometheus also scrapes,
 //     under the job and namespace the Prometheus Operator gives the chart's ServiceMonitor, an
 //     address nothing listens on (pending: `for` 5m). The healthy hub is scraped under another job.
@@ -96,6 +97,7 @@ spec:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { deleteSummary(t, silent) })
+	markSeenAt(ctx, t, silent, time.Now().Add(-10*time.Minute))
 
 	const ns, name, conflictName = "prometheus-e2e", "prometheus-e2e-team", "prometheus-e2e-conflict"
 	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)

@@ -72,13 +72,25 @@ const validPolicyReportSummary = `
 apiVersion: policyhub.io/v1alpha1
 kind: PolicyReportSummary
 metadata:
-  name: cluster-1
+  name: summary
   namespace: default
 spec:
   cluster: cluster-1
+  generatedAt: "2026-01-02T03:04:05Z"
+  heartbeatInterval: 1m0s
   totals:
     pass: 3
     fail: 1
+  policies:
+  - name: require-labels
+    kind: ClusterPolicy
+    severity: high
+    results: {pass: 3, fail: 1}
+  applications:
+  - namespace: shop
+    name: shop
+    policy: require-labels
+    results: {fail: 1}
 `
 
 // The hub apiserver refuses invalid declarations at admission with a message a user understands,
@@ -327,6 +339,71 @@ func TestAdmissionRefusesInvalidDeclarations(t *testing.T) {
 			name: "PolicyReportSummary without spec.cluster", base: validPolicyReportSummary,
 			change: remove("spec", "cluster"),
 			want:   []string{"spec.cluster is required"},
+		},
+		// An agent speaks only for its cluster: nothing it writes may reach another cluster's
+		// results, the rollout gates or the hub's metrics.
+		{
+			name: "PolicyReportSummary under another name than summary", base: validPolicyReportSummary,
+			change: set("cluster-1", "metadata", "name"),
+			want:   []string{"metadata.name must be summary"},
+		},
+		{
+			name: "PolicyReportSummary with a negative count", base: validPolicyReportSummary,
+			change: set(int64(-1000), "spec", "totals", "fail"),
+			want:   []string{"spec.totals.fail", "greater than or equal to 0"},
+		},
+		{
+			name: "PolicyReportSummary with negative blocked admissions of a policy", base: validPolicyReportSummary,
+			change: set([]any{map[string]any{"name": "p", "blocked": int64(-1), "results": map[string]any{}}}, "spec", "policies"),
+			want:   []string{"spec.policies[0].blocked", "greater than or equal to 0"},
+		},
+		{
+			name: "valid PolicyReportSummary, a policy with and without its kind", base: validPolicyReportSummary,
+			change: set([]any{
+				map[string]any{"name": "p", "results": map[string]any{"fail": int64(1)}},
+				map[string]any{"name": "p", "kind": "ClusterPolicy", "results": map[string]any{"fail": int64(2)}},
+			}, "spec", "policies"),
+		},
+		{
+			name: "PolicyReportSummary listing a policy twice", base: validPolicyReportSummary,
+			change: set([]any{
+				map[string]any{"name": "p", "kind": "ClusterPolicy", "results": map[string]any{"fail": int64(1)}},
+				map[string]any{"name": "p", "kind": "ClusterPolicy", "results": map[string]any{"fail": int64(1)}},
+			}, "spec", "policies"),
+			want: []string{"spec.policies[1]", "Duplicate value"},
+		},
+		{
+			name: "PolicyReportSummary listing a kindless policy twice", base: validPolicyReportSummary,
+			change: set([]any{
+				map[string]any{"name": "p", "results": map[string]any{}},
+				map[string]any{"name": "p", "namespace": "", "results": map[string]any{}},
+			}, "spec", "policies"),
+			want: []string{"spec.policies[1]", "Duplicate value"},
+		},
+		{
+			name: "PolicyReportSummary listing an application twice", base: validPolicyReportSummary,
+			change: set([]any{
+				map[string]any{"namespace": "shop", "name": "shop", "policy": "p", "results": map[string]any{}},
+				map[string]any{"namespace": "shop", "name": "shop", "policy": "p", "results": map[string]any{"fail": int64(3)}},
+			}, "spec", "applications"),
+			want: []string{"spec.applications[1]", "Duplicate value"},
+		},
+		{
+			name: "PolicyReportSummary with an overlong severity", base: validPolicyReportSummary,
+			change: set([]any{map[string]any{"name": "p", "severity": strings.Repeat("x", 65), "results": map[string]any{}}}, "spec", "policies"),
+			want:   []string{"spec.policies[0].severity", "Too long"},
+		},
+		{
+			// The apiserver's date-time format allows it; Go's cannot read it, and one such
+			// value would make the hub's whole list of summaries undecodable.
+			name: "PolicyReportSummary with a lowercase date-time", base: validPolicyReportSummary,
+			change: set("2026-01-02t03:04:05z", "spec", "generatedAt"),
+			want:   []string{"spec.generatedAt"},
+		},
+		{
+			name: "PolicyReportSummary with a heartbeat Go cannot parse", base: validPolicyReportSummary,
+			change: set("forever", "spec", "heartbeatInterval"),
+			want:   []string{"spec.heartbeatInterval"},
 		},
 	}
 	for _, tt := range tests {

@@ -210,6 +210,20 @@ func (p *Pusher) summaryObject(spec policyhubv1.PolicyReportSummarySpec, at time
 	}
 	engine["kyvernoWebhooks"] = spec.Engine.KyvernoWebhooks
 	content["engine"] = engine
+	// spec.policies is a map list keyed by name, namespace and kind: the keys are sent even when
+	// empty (the CRD defaults them), so the apply does not depend on the apiserver's defaulting
+	// of list keys.
+	if policies, ok := content["policies"].([]any); ok {
+		for _, p := range policies {
+			if entry, ok := p.(map[string]any); ok {
+				for _, key := range []string{"namespace", "kind"} {
+					if _, set := entry[key]; !set {
+						entry[key] = ""
+					}
+				}
+			}
+		}
+	}
 	obj := &unstructured.Unstructured{Object: map[string]any{"spec": content}}
 	obj.SetAPIVersion(policyhubv1.GroupVersion.String())
 	obj.SetKind("PolicyReportSummary")

@@ -139,6 +139,7 @@ func TestSummaryObject(t *testing.T) {
 		Cluster:     "someone-else",
 		ContentHash: "abc",
 		Totals:      policyhubv1.ResultCounts{Pass: 3, Fail: 1},
+		Policies:    []policyhubv1.PolicySummary{{Name: "cluster-wide"}, {Name: "limits", Namespace: "shop", Kind: "Policy"}},
 	}
 	obj, err := p.summaryObject(spec, t0)
 	if err != nil {
@@ -177,6 +178,11 @@ func TestSummaryObject(t *testing.T) {
 	}
 	if engine := s["engine"].(map[string]any); engine["kyvernoWebhooks"] != false {
 		t.Errorf("spec.engine = %v: kyvernoWebhooks must be sent even when false", engine)
+	}
+	// Every key of the policies' map list is sent, empty ones too.
+	if got := fmt.Sprint(s["policies"]); !strings.Contains(got, "map[kind: name:cluster-wide namespace: results:map[]]") ||
+		!strings.Contains(got, "map[kind:Policy name:limits namespace:shop results:map[]]") {
+		t.Errorf("spec.policies = %s: want name, namespace and kind in every entry", got)
 	}
 	// The caller's spec is not touched.
 	if spec.Cluster != "someone-else" || spec.GeneratedAt != nil {

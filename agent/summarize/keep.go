@@ -22,9 +22,9 @@ func (f *fold) topPolicies(n int) ([]policyhubv1.PolicySummary, int) {
 			Name:         p.key.Name,
 			Namespace:    p.key.Namespace,
 			Kind:         p.key.Kind,
-			Title:        policyhubv1.CutUTF8(p.info.Title, maxTitle),
-			Category:     cmp.Or(p.info.Category, p.category.best()),
-			Severity:     p.resolvedSeverity(),
+			Title:        policyhubv1.CutUTF8(p.info.Title, policyhubv1.MaxSummaryTitleLength),
+			Category:     policyhubv1.CutUTF8(cmp.Or(p.info.Category, p.category.best()), policyhubv1.MaxSummaryCategoryLength),
+			Severity:     policyhubv1.CutUTF8(p.resolvedSeverity(), policyhubv1.MaxSummarySeverityLength),
 			Results:      p.counts,
 			OldestResult: resultTime(p.oldest),
 			Blocked:      p.blocked,
@@ -119,9 +119,9 @@ func (c candidate) violation() policyhubv1.Violation {
 	r := c.d.Resource
 	v := policyhubv1.Violation{
 		Policy:   c.ref,
-		Rule:     c.v.Rule,
+		Rule:     policyhubv1.CutUTF8(c.v.Rule, policyhubv1.MaxSummaryRuleLength),
 		Result:   c.result,
-		Severity: c.sev,
+		Severity: policyhubv1.CutUTF8(c.sev, policyhubv1.MaxSummarySeverityLength),
 		Resource: policyhubv1.ResourceRef{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name},
 		Message:  policyhubv1.CutUTF8(c.v.Message, collect.MaxMessage),
 	}

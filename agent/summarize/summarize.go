@@ -17,10 +17,9 @@ import (
 // Limits of the API (the CRD's MaxItems and MaxLength); larger options are capped to them, since
 // the hub would refuse the summary otherwise.
 const (
-	maxViolations   = 200
-	maxPolicies     = 1000
-	maxApplications = 2000
-	maxTitle        = 256
+	maxViolations   = policyhubv1.MaxSummaryViolations
+	maxPolicies     = policyhubv1.MaxSummaryPolicies
+	maxApplications = policyhubv1.MaxSummaryApplications
 
 	defaultMaxViolations = 50
 	defaultMaxBytes      = 512 * 1024

@@ -139,6 +139,49 @@ func TestSummarize(t *testing.T) {
 			},
 		},
 		{
+			name: "a category and a severity are cut to the API's bounds",
+			in: collect.Snapshot{
+				Digests: []*collect.Digest{{Resource: podB1, Policies: []collect.PolicyCounts{counts(requireLabels, collect.Counts{Pass: 1})}}},
+				Policies: map[collect.PolicyKey]collect.PolicyInfo{requireLabels: {
+					Category: strings.Repeat("c", 127) + "ü", Severity: strings.Repeat("s", 100)}},
+			},
+			want: policyhubv1.PolicyReportSummarySpec{
+				Totals: policyhubv1.ResultCounts{Pass: 1},
+				Policies: []policyhubv1.PolicySummary{
+					{Name: "require-labels", Kind: "ClusterPolicy", Category: strings.Repeat("c", 127), Severity: strings.Repeat("s", 64), Results: policyhubv1.ResultCounts{Pass: 1}},
+				},
+			},
+		},
+		{
+			// The CRD keys spec.policies by name, namespace and kind and refuses a second entry
+			// under one key: a policy reported by both report APIs (one naming its kind, one not)
+			// is one entry.
+			name: "the same policy in two report APIs is one entry",
+			in: collect.Snapshot{
+				Digests: []*collect.Digest{
+					{Report: "wgpolicyk8s.io/v1alpha2 PolicyReport a/r1", Resource: podA1, Policies: []collect.PolicyCounts{
+						counts(collect.PolicyKey{Name: "require-labels"}, collect.Counts{Pass: 1}),
+					}},
+					{Report: "openreports.io/v1alpha1 Report a/r1", Resource: podA1, Policies: []collect.PolicyCounts{
+						counts(requireLabels, collect.Counts{Fail: 1}),
+					}},
+					{Report: "openreports.io/v1alpha1 Report a/r2", Resource: podA2, Policies: []collect.PolicyCounts{
+						counts(requireLabels, collect.Counts{Pass: 1}),
+					}},
+				},
+				Applications: apps,
+			},
+			want: policyhubv1.PolicyReportSummarySpec{
+				Totals: policyhubv1.ResultCounts{Pass: 2, Fail: 1},
+				Policies: []policyhubv1.PolicySummary{
+					{Name: "require-labels", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Pass: 2, Fail: 1}},
+				},
+				Applications: []policyhubv1.ApplicationSummary{
+					{Namespace: "a", Name: "shop", Policy: "require-labels", Results: policyhubv1.ResultCounts{Pass: 2, Fail: 1}},
+				},
+			},
+		},
+		{
 			name: "blocks: a count of 0 is one, attributed to the application when the resource has one",
 			in: collect.Snapshot{
 				Blocks: []*collect.Block{
@@ -338,6 +381,10 @@ func TestSummarize(t *testing.T) {
 			got := Summarize(tt.in, tt.opts)
 			if g, w := mustJSON(t, got), mustJSON(t, tt.want); g != w {
 				t.Errorf("got\n%s\nwant\n%s", g, w)
+			}
+			// What the agent pushes, the hub's CRD admits: no key twice, every string in bounds.
+			if err := got.Validate(); err != nil {
+				t.Errorf("the summary breaks the API's rules: %v", err)
 			}
 		})
 	}

@@ -1,6 +1,8 @@
 package aggregate
 
 import (
+	"math"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +12,10 @@ import (
 
 // DefaultHeartbeat is the heartbeat assumed for a summary that does not say its agent's.
 const DefaultHeartbeat = time.Minute
+
+// MaxHeartbeat is the longest heartbeat the hub takes from a summary: an agent that said "a
+// year" and stopped would otherwise never turn stale.
+const MaxHeartbeat = time.Hour
 
 // staleAfter is how many heartbeats a summary may miss before its results are called stale.
 const staleAfter = 3
@@ -23,10 +29,15 @@ type Policy struct {
 type Results struct {
 	Counts  policyhubv1.ResultCounts
 	Blocked int64
-	// ReportTime is when the agent generated the summary.
+	// ReportTime is when the hub received the summary, by the hub's clock (see ObservedAt).
 	ReportTime *metav1.Time
 	Stale      bool
-	// OldestResult is when the oldest result of the policies was made (zero when none says).
+	// Observed is when the hub saw the summary's current generation, by its own clock; zero
+	// until it has (its summary controller records it within moments of each push).
+	Observed time.Time
+	// OldestResult is when the oldest result of the policies was made (zero when none says), by
+	// the hub's clock once the summary was observed: Kyverno's time, less the cluster's clock
+	// offset measured then (see ClockOffset).
 	OldestResult time.Time
 	// Unlisted are how many of the policies the summary has no entry for: Kyverno reported
 	// nothing for them (yet), or the agent cut them.
@@ -34,25 +45,45 @@ type Results struct {
 }
 
 // ForPolicies sums the summary's results of the given policies. A summary entry without a kind
-// (a report that did not say) matches by namespace and name.
-func ForPolicies(s *policyhubv1.PolicyReportSummarySpec, policies []Policy, now time.Time) Results {
-	r := Results{ReportTime: s.GeneratedAt.DeepCopy(), Stale: Stale(s, now)}
+// (a report that did not say) matches by namespace and name. Whatever the summary holds (an
+// older CRD may have let anything through), counts are never negative and never wrap, and a
+// policy listed twice counts once, as its first entry says.
+func ForPolicies(s *policyhubv1.PolicyReportSummary, policies []Policy, now time.Time) Results {
+	at, observed := ObservedAt(s, now)
+	r := Results{Stale: Stale(s, now)}
+	if !at.IsZero() {
+		r.ReportTime = &metav1.Time{Time: at}
+	}
+	offset, _ := ClockOffset(s)
+	if observed {
+		r.Observed = at
+	}
 	// Called per cluster and declaration on every status: no allocation for the usual few policies.
 	var few [8]bool
 	listed := few[:min(len(policies), len(few))]
 	if len(policies) > len(few) {
 		listed = make([]bool, len(policies))
 	}
-	for _, p := range s.Policies {
-		i := match(p, policies)
-		if i < 0 {
+	var seenFew [8]policyhubv1.PolicySummaryKey
+	seen := seenFew[:0]
+	for i := range s.Spec.Policies {
+		p := &s.Spec.Policies[i]
+		m := match(p, policies)
+		if m < 0 {
 			continue
 		}
-		listed[i] = true
+		key := p.Key()
+		if slices.Contains(seen, key) {
+			continue
+		}
+		seen = append(seen, key)
+		listed[m] = true
 		Add(&r.Counts, p.Results)
-		r.Blocked += p.Blocked
-		if p.OldestResult != nil && (r.OldestResult.IsZero() || p.OldestResult.Time.Before(r.OldestResult)) {
-			r.OldestResult = p.OldestResult.Time
+		r.Blocked = AddCount(r.Blocked, p.Blocked)
+		if p.OldestResult != nil {
+			if oldest := p.OldestResult.Add(-offset); r.OldestResult.IsZero() || oldest.Before(r.OldestResult) {
+				r.OldestResult = oldest
+			}
 		}
 	}
 	for _, l := range listed {
@@ -64,7 +95,7 @@ func ForPolicies(s *policyhubv1.PolicyReportSummarySpec, policies []Policy, now 
 }
 
 // match is the index of the policy the summary entry is about, or -1.
-func match(p policyhubv1.PolicySummary, policies []Policy) int {
+func match(p *policyhubv1.PolicySummary, policies []Policy) int {
 	for i, want := range policies {
 		if p.Name == want.Name && p.Namespace == want.Namespace && (p.Kind == "" || p.Kind == want.Kind) {
 			return i
@@ -73,41 +104,98 @@ func match(p policyhubv1.PolicySummary, policies []Policy) int {
 	return -1
 }
 
-// Add adds b's counts to a.
+// Add adds b's counts to a, as AddCount does.
 func Add(a *policyhubv1.ResultCounts, b policyhubv1.ResultCounts) {
-	a.Pass += b.Pass
-	a.Fail += b.Fail
-	a.Warn += b.Warn
-	a.Error += b.Error
-	a.Skip += b.Skip
+	a.Pass = AddCount(a.Pass, b.Pass)
+	a.Fail = AddCount(a.Fail, b.Fail)
+	a.Warn = AddCount(a.Warn, b.Warn)
+	a.Error = AddCount(a.Error, b.Error)
+	a.Skip = AddCount(a.Skip, b.Skip)
 }
 
-// Heartbeat is the summary's agent heartbeat interval.
-func Heartbeat(s *policyhubv1.PolicyReportSummarySpec) time.Duration {
-	if s.HeartbeatInterval != nil && s.HeartbeatInterval.Duration > 0 {
-		return s.HeartbeatInterval.Duration
+// AddCount adds count b to a: a negative b counts as 0 (it would cancel other clusters' counts
+// in a sum), and the sum stops at the largest int64 instead of wrapping to a negative.
+func AddCount(a, b int64) int64 {
+	if b <= 0 {
+		return a
+	}
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// Heartbeat is the summary's agent heartbeat interval, at most MaxHeartbeat.
+func Heartbeat(s *policyhubv1.PolicyReportSummary) time.Duration {
+	if h := s.Spec.HeartbeatInterval; h != nil && h.Duration > 0 {
+		return min(h.Duration, MaxHeartbeat)
 	}
 	return DefaultHeartbeat
 }
 
-// StaleAt is when the summary becomes stale: three missed heartbeats after it was generated.
-// A summary without generatedAt is stale from the start.
-func StaleAt(s *policyhubv1.PolicyReportSummarySpec) time.Time {
-	if s.GeneratedAt == nil {
+// ObservedAt is when the hub saw the summary's current generation, by the hub's clock, and
+// whether it has. Until it has (its summary controller records status.observedTime within
+// moments of each push), the agent's generatedAt stands in. Either is never later than now: a
+// cluster clock running ahead must not make a summary look fresh (nor another hub replica's
+// clock). Zero when neither is known.
+func ObservedAt(s *policyhubv1.PolicyReportSummary, now time.Time) (time.Time, bool) {
+	if t := s.Status.ObservedTime; t != nil && s.Status.ObservedGeneration == s.Generation {
+		return notAfter(t.Time, now), true
+	}
+	if s.Spec.GeneratedAt == nil {
+		return time.Time{}, false
+	}
+	return notAfter(s.Spec.GeneratedAt.Time, now), false
+}
+
+func notAfter(t, now time.Time) time.Time {
+	if t.After(now) {
+		return now
+	}
+	return t
+}
+
+// ClockOffset is how far the cluster's clock is ahead of the hub's (negative: behind), as
+// measured when the hub observed the summary's current generation: generatedAt less
+// observedTime. It also holds the push's latency (the agent stamps generatedAt just before it
+// pushes), so it reads a little behind. False when the hub has not observed it, or the summary
+// has no generatedAt.
+func ClockOffset(s *policyhubv1.PolicyReportSummary) (time.Duration, bool) {
+	t := s.Status.ObservedTime
+	if t == nil || s.Status.ObservedGeneration != s.Generation || s.Spec.GeneratedAt == nil {
+		return 0, false
+	}
+	return s.Spec.GeneratedAt.Sub(t.Time), true
+}
+
+// ClockSkewLimit is how far generatedAt may be from when the hub saw the summary before the hub
+// says the cluster's clock is off: two minutes, and a heartbeat for the summary's way to the hub
+// (the push, and the hub's queue of summaries to look at).
+func ClockSkewLimit(s *policyhubv1.PolicyReportSummary) time.Duration {
+	return 2*time.Minute + Heartbeat(s)
+}
+
+// StaleAt is when the summary becomes stale: three missed heartbeats after the hub saw it (see
+// ObservedAt). A summary the hub cannot date is stale from the start.
+func StaleAt(s *policyhubv1.PolicyReportSummary, now time.Time) time.Time {
+	at, _ := ObservedAt(s, now)
+	if at.IsZero() {
 		return time.Time{}
 	}
-	return s.GeneratedAt.Add(staleAfter * Heartbeat(s))
+	return at.Add(staleAfter * Heartbeat(s))
 }
 
 // Stale says whether the summary's agent has missed three heartbeats at now.
-func Stale(s *policyhubv1.PolicyReportSummarySpec, now time.Time) bool {
-	return !now.Before(StaleAt(s))
+func Stale(s *policyhubv1.PolicyReportSummary, now time.Time) bool {
+	return !now.Before(StaleAt(s, now))
 }
 
-// Age is how old the summary is at now (zero without generatedAt).
-func Age(s *policyhubv1.PolicyReportSummarySpec, now time.Time) time.Duration {
-	if s.GeneratedAt == nil {
+// Age is how long before now the hub saw the summary (zero when it cannot date it, and never
+// negative).
+func Age(s *policyhubv1.PolicyReportSummary, now time.Time) time.Duration {
+	at, _ := ObservedAt(s, now)
+	if at.IsZero() {
 		return 0
 	}
-	return now.Sub(s.GeneratedAt.Time)
+	return max(now.Sub(at), 0)
 }

@@ -185,7 +185,7 @@ func (d *applicationPolicy) targets(ctx context.Context) (*render.Targets, error
 func (d *applicationPolicy) setResults(read summaryRead, owned map[string][]aggregate.Policy, now time.Time) time.Time {
 	var firstStale time.Time
 	d.Status.Clusters, firstStale = setResults(d.Status.Clusters, read, owned, now)
-	d.Status.Policies, d.Status.TopViolations = applicationResults(d.Spec.Application, d.Status.Clusters, read.summaries, owned)
+	d.Status.Policies, d.Status.TopViolations = applicationResults(d.Spec.Application, d.Status.Clusters, read.summaries, owned, now)
 	d.Status.Summary = summarize(d.Status.Clusters)
 	return firstStale
 }

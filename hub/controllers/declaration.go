@@ -433,11 +433,25 @@ func declarationController(mgr ctrl.Manager, name, kind string, obj client.Objec
 		For(obj, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(every),
 			builder.OnlyMetadata, builder.WithPredicates(credentials, predicate.Or(predicate.LabelChangedPredicate{}, createOrDelete()))).
-		// A summary's spec holds the results; its status is only the hub's verdict on it.
-		Watches(&policyhubv1.PolicyReportSummary{}, enqueueAfter(inCluster, summaryCoalesce), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&policyhubv1.PolicyReportSummary{}, enqueueAfter(inCluster, summaryCoalesce), builder.WithPredicates(summaryChanged())).
 		WatchesRawSource(o.Results.For(kind)).
 		Named(name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1)})
+}
+
+// summaryChanged passes the summary events a declaration's status depends on: its spec (the
+// results), and when the hub saw it (status.observedTime, with the verdict written alongside:
+// results count for a rollout only once the hub has seen them). The rest of its status is only
+// the hub's verdict on it. Both come within moments of each push, and coalesce (summaryCoalesce).
+func summaryChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*policyhubv1.PolicyReportSummary)
+		updated, okNew := e.ObjectNew.(*policyhubv1.PolicyReportSummary)
+		if !okOld || !okNew {
+			return true
+		}
+		return old.Generation != updated.Generation || !old.Status.ObservedTime.Equal(updated.Status.ObservedTime)
+	}}
 }
 
 // summaryCoalesce is how long a declaration waits after an agent's summary before its status

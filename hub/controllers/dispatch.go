@@ -179,7 +179,7 @@ func nextWake(firstStale, now time.Time) time.Duration {
 // summaryRead is what a reconcile read of its clusters' summaries.
 type summaryRead struct {
 	// summaries are the accepted summaries, by cluster.
-	summaries map[string]*policyhubv1.PolicyReportSummarySpec
+	summaries map[string]*policyhubv1.PolicyReportSummary
 	// unread are the clusters whose summary could not be read (a transient error): their
 	// results are kept as they were rather than dropped.
 	unread map[string]bool
@@ -189,7 +189,7 @@ type summaryRead struct {
 // (one list, no copies: a reconcile at a thousand clusters would otherwise copy a thousand
 // summaries), so they must not be changed.
 func readSummaries(ctx context.Context, reader client.Reader, clusters []policyhubv1.ClusterStatus) summaryRead {
-	summaries, unread := map[string]*policyhubv1.PolicyReportSummarySpec{}, map[string]bool{}
+	summaries, unread := map[string]*policyhubv1.PolicyReportSummary{}, map[string]bool{}
 	list := &policyhubv1.PolicyReportSummaryList{}
 	if err := reader.List(ctx, list, readOnlyList); err != nil {
 		log.FromContext(ctx).Error(err, "read the clusters' summaries; their results are kept as they were")
@@ -204,8 +204,8 @@ func readSummaries(ctx context.Context, reader client.Reader, clusters []policyh
 	}
 	for i := range list.Items {
 		s := &list.Items[i]
-		if wanted[s.Namespace] && s.Accepted() == nil {
-			summaries[s.Namespace] = &s.Spec
+		if wanted[s.Namespace] && s.Accepted() == nil && !refusedInvalid(s) {
+			summaries[s.Namespace] = s
 		}
 	}
 	return summaryRead{summaries: summaries, unread: unread}

@@ -108,18 +108,29 @@ func (d *fleetPolicy) progressRollout(outcomes []clusterOutcome, read summaryRea
 const reportGrace = 30 * time.Second
 
 // freshReport tells whether a summary's results of a declaration's policies are of the version
-// that arrived at arrived: generated after it, every result made after it (Kyverno evaluates
-// every resource again when a policy changes; report times have whole seconds) when the
-// arrival is known (written), and a policy without results only once Kyverno has had
-// reportGrace to report it.
+// that arrived at arrived (by the hub's clock: when the worker wrote it, or when the wave was
+// seen synced). Everything is compared by the hub's clock, never the cluster's, which may run
+// hours ahead or behind:
+//   - the hub saw the summary after the arrival (status.observedTime);
+//   - when the arrival is known (written), every result was made after it: Kyverno evaluates
+//     every resource again when a policy changes. Kyverno's times are the cluster's clock; they
+//     are translated by the offset the hub measured when it saw the summary (generatedAt less
+//     observedTime), and, being whole seconds, count from a second before the arrival;
+//   - a policy without results counts only once Kyverno has had reportGrace to report it.
+//
+// What remains is the summary's way to the hub: the offset is measured when the hub saw the
+// summary, moments after the agent stamped generatedAt (the push's latency, and the hub's queue
+// of summaries), so translated result times read that much later than they were, and a summary
+// the agent built just before the arrival but the hub saw just after counts as after it. Both
+// are the push's latency: sub-second normally, seconds when the hub is busy.
 func freshReport(res aggregate.Results, arrived time.Time, written bool) bool {
-	if res.ReportTime == nil || !res.ReportTime.After(arrived) {
+	if res.Observed.IsZero() || !res.Observed.After(arrived) {
 		return false
 	}
-	if written && !res.OldestResult.IsZero() && res.OldestResult.Before(arrived.Truncate(time.Second)) {
+	if written && !res.OldestResult.IsZero() && !res.OldestResult.After(arrived.Add(-time.Second)) {
 		return false
 	}
-	return res.Unlisted == 0 || !res.ReportTime.Time.Before(arrived.Add(reportGrace))
+	return res.Unlisted == 0 || !res.Observed.Before(arrived.Add(reportGrace))
 }
 
 // rolloutRestep is how soon a FleetPolicy is reconciled again when a step changed its

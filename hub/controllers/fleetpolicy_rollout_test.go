@@ -13,24 +13,24 @@ import (
 	"github.com/policyhub/policyhub/hub/rollout"
 )
 
-// A wave is judged only on what Kyverno reported of the version that arrived: a summary
-// generated after it, every result made after it, and a policy without results only once
-// Kyverno has had time to report it.
+// A wave is judged only on what Kyverno reported of the version that arrived: a summary the
+// hub saw after it, every result made after it, and a policy without results only once Kyverno
+// has had time to report it.
 func TestFreshReport(t *testing.T) {
 	arrived := time.Date(2026, 11, 24, 10, 0, 0, 500_000_000, time.UTC) // 10:00:00.5
-	at := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: arrived.Truncate(time.Second).Add(d)} }
+	at := func(d time.Duration) time.Time { return arrived.Truncate(time.Second).Add(d) }
 	for _, tc := range []struct {
 		name string
 		res  aggregate.Results
 		want bool
 	}{
-		{"no summary time", aggregate.Results{}, false},
-		{"generated before the version arrived", aggregate.Results{ReportTime: at(0), OldestResult: at(0).Time}, false},
-		{"an older result is still there", aggregate.Results{ReportTime: at(5 * time.Second), OldestResult: at(-time.Second).Time}, false},
-		{"every result made since (the same second counts)", aggregate.Results{ReportTime: at(5 * time.Second), OldestResult: at(0).Time}, true},
-		{"results without times", aggregate.Results{ReportTime: at(5 * time.Second)}, true},
-		{"a policy without results, too soon", aggregate.Results{ReportTime: at(5 * time.Second), Unlisted: 1}, false},
-		{"a policy without results, after the grace", aggregate.Results{ReportTime: at(reportGrace + time.Second), Unlisted: 1}, true},
+		{"not seen by the hub", aggregate.Results{ReportTime: &metav1.Time{Time: at(5 * time.Second)}}, false},
+		{"seen before the version arrived", aggregate.Results{Observed: at(0), OldestResult: at(0)}, false},
+		{"an older result is still there", aggregate.Results{Observed: at(5 * time.Second), OldestResult: at(-time.Second)}, false},
+		{"every result made since (the same second counts)", aggregate.Results{Observed: at(5 * time.Second), OldestResult: at(0)}, true},
+		{"results without times", aggregate.Results{Observed: at(5 * time.Second)}, true},
+		{"a policy without results, too soon", aggregate.Results{Observed: at(5 * time.Second), Unlisted: 1}, false},
+		{"a policy without results, after the grace", aggregate.Results{Observed: at(reportGrace + time.Second), Unlisted: 1}, true},
 	} {
 		if got := freshReport(tc.res, arrived, true); got != tc.want {
 			t.Errorf("%s: fresh %v, want %v", tc.name, got, tc.want)
@@ -38,9 +38,53 @@ func TestFreshReport(t *testing.T) {
 	}
 	// After a hub restart the arrival is the moment the wave was seen synced, and the results
 	// Kyverno made before it are of what the cluster held all along.
-	older := aggregate.Results{ReportTime: at(5 * time.Second), OldestResult: at(-time.Hour).Time}
+	older := aggregate.Results{Observed: at(5 * time.Second), OldestResult: at(-time.Hour)}
 	if !freshReport(older, arrived, false) || freshReport(older, arrived, true) {
 		t.Error("older results count only when the arrival is not known to be a write")
+	}
+}
+
+// A cluster's clock an hour ahead or behind never makes old reports count as fresh, nor fresh
+// ones as old: freshness is judged by when the hub saw the summary, and Kyverno's result times
+// are translated by the clock offset the hub measured then.
+func TestFreshReportWithClusterClockSkew(t *testing.T) {
+	arrived := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC) // by the hub's clock
+	policies := []aggregate.Policy{{Kind: "ClusterPolicy", Name: "require-labels"}}
+	// summary is what the hub holds: seen at hub time seen, generated then by a clock skew
+	// ahead of the hub's, with results Kyverno made at hub time result.
+	summary := func(skew time.Duration, seen, result time.Time) *policyhubv1.PolicyReportSummary {
+		s := &policyhubv1.PolicyReportSummary{Spec: policyhubv1.PolicyReportSummarySpec{
+			GeneratedAt: &metav1.Time{Time: seen.Add(skew)},
+			Policies: []policyhubv1.PolicySummary{{Name: "require-labels", Kind: "ClusterPolicy",
+				Results: policyhubv1.ResultCounts{Fail: 1}, OldestResult: &metav1.Time{Time: result.Add(skew).Truncate(time.Second)}}},
+		}}
+		s.Generation, s.Status.ObservedGeneration = 7, 7
+		s.Status.ObservedTime = &metav1.MicroTime{Time: seen}
+		return s
+	}
+	before, after := arrived.Add(-10*time.Minute), arrived.Add(10*time.Second)
+	for _, skew := range []time.Duration{time.Hour, -time.Hour} {
+		for _, tc := range []struct {
+			name         string
+			seen, result time.Time
+			want         bool
+		}{
+			{"seen before the version arrived", before, before, false},
+			{"seen after, with results made before it", after, before, false},
+			{"seen after, with results made after it", after, arrived.Add(2 * time.Second), true},
+		} {
+			now := arrived.Add(time.Minute)
+			res := aggregate.ForPolicies(summary(skew, tc.seen, tc.result), policies, now)
+			if got := freshReport(res, arrived, true); got != tc.want {
+				t.Errorf("clock %v off, %s: fresh %v, want %v", skew, tc.name, got, tc.want)
+			}
+		}
+	}
+	// Not seen by the hub yet: whatever its clock says, not fresh.
+	unseen := summary(time.Hour, after, after)
+	unseen.Generation++
+	if freshReport(aggregate.ForPolicies(unseen, policies, arrived.Add(time.Minute)), arrived, true) {
+		t.Error("a generation the hub has not seen counted as fresh")
 	}
 }
 

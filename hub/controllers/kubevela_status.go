@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
 )
 
 // maxMirroredClusters bounds the per-cluster violation counts mirrored into an Application.
@@ -41,8 +42,10 @@ func applicationPolicyStatus(ap *policyhubv1.ApplicationPolicy) map[string]any {
 	// Violations per cluster, only where there are some, and bounded.
 	byCluster := map[string]any{}
 	for _, c := range ap.Status.Clusters {
-		if c.Results != nil && c.Results.Fail+c.Results.Error > 0 && len(byCluster) < maxMirroredClusters {
-			byCluster[c.Name] = c.Results.Fail + c.Results.Error
+		if c.Results != nil && len(byCluster) < maxMirroredClusters {
+			if v := aggregate.AddCount(c.Results.Fail, c.Results.Error); v > 0 {
+				byCluster[c.Name] = v
+			}
 		}
 	}
 	if len(byCluster) > 0 {
@@ -52,7 +55,7 @@ func applicationPolicyStatus(ap *policyhubv1.ApplicationPolicy) map[string]any {
 	var blocked int64
 	var last *policyhubv1.BlockedAdmission
 	for _, p := range ap.Status.Policies {
-		blocked += p.Blocked
+		blocked = aggregate.AddCount(blocked, p.Blocked)
 		if b := p.LastBlocked; b != nil && b.Message != "" && (last == nil || last.Time == nil || (b.Time != nil && b.Time.After(last.Time.Time))) {
 			last = b
 		}

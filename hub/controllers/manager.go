@@ -3,20 +3,27 @@ package controllers
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 // CacheOptions are the hub manager's cache settings the reconcilers rely on: only the metadata
 // of cluster-gateway's credential Secrets is cached, and only in their namespace (the hub never
-// holds credentials). No reconciler reads managedFields, so the cache does not keep them: they
-// are often the largest part of an object, and every read copies the object.
+// holds credentials). Only the PolicyReportSummaries the hub reads are cached, those named
+// SummaryName: the CRD refuses other names, and where an older CRD does not, an agent's other
+// objects cost the hub no memory, status write or Event. No reconciler reads managedFields, so
+// the cache does not keep them: they are often the largest part of an object, and every read
+// copies the object.
 func CacheOptions(secretNamespace string) cache.Options {
 	secretMeta := &metav1.PartialObjectMetadata{}
 	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			secretMeta: {Namespaces: map[string]cache.Config{secretNamespace: {}}},
+			secretMeta:                         {Namespaces: map[string]cache.Config{secretNamespace: {}}},
+			&policyhubv1.PolicyReportSummary{}: {Field: fields.OneTermEqualSelector("metadata.name", policyhubv1.SummaryName)},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -79,7 +80,7 @@ func setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned ma
 		}
 		res := aggregate.ForPolicies(summary, owned[c.Name], now)
 		c.Results, c.Blocked, c.ReportTime, c.Stale = &res.Counts, res.Blocked, res.ReportTime, res.Stale
-		if at := aggregate.StaleAt(summary); !res.Stale && (firstStale.IsZero() || at.Before(firstStale)) {
+		if at := aggregate.StaleAt(summary, now); !res.Stale && (firstStale.IsZero() || at.Before(firstStale)) {
 			firstStale = at
 		}
 	}
@@ -99,14 +100,12 @@ func summarize(clusters []policyhubv1.ClusterStatus) policyhubv1.StatusSummary {
 			s.Failed++
 		}
 		if c.Results != nil {
-			s.Results.Pass += c.Results.Pass
-			s.Results.Fail += c.Results.Fail
-			s.Results.Warn += c.Results.Warn
-			s.Results.Error += c.Results.Error
-			s.Results.Skip += c.Results.Skip
+			// Saturating: a cluster's largest counts must not wrap the totals negative, which
+			// the CRD would refuse, and the whole status with them.
+			aggregate.Add(&s.Results, *c.Results)
 		}
 	}
-	s.Violations = s.Results.Fail + s.Results.Error
+	s.Violations = aggregate.AddCount(s.Results.Fail, s.Results.Error)
 	return s
 }
 
@@ -225,9 +224,10 @@ const (
 // per-application breakdown: per generated policy (counts, and the policy's refused admissions,
 // which are all the application's, since a generated policy matches only its resources), and the
 // top violations of those policies. The clusters' results are set to the application's totals.
-func applicationResults(app string, clusters []policyhubv1.ClusterStatus, summaries map[string]*policyhubv1.PolicyReportSummarySpec, owned map[string][]aggregate.Policy) ([]policyhubv1.ApplicationPolicyResult, []policyhubv1.Violation) {
+// An entry a summary lists twice counts once (its first), and no count is negative.
+func applicationResults(app string, clusters []policyhubv1.ClusterStatus, summaries map[string]*policyhubv1.PolicyReportSummary, owned map[string][]aggregate.Policy, now time.Time) ([]policyhubv1.ApplicationPolicyResult, []policyhubv1.Violation) {
 	var results []policyhubv1.ApplicationPolicyResult
-	var violations []policyhubv1.Violation
+	var violations [][]policyhubv1.Violation // by cluster, in the clusters' order
 	for i := range clusters {
 		c := &clusters[i]
 		s, ok := summaries[c.Name]
@@ -240,30 +240,19 @@ func applicationResults(app string, clusters []policyhubv1.ClusterStatus, summar
 		for _, p := range owned[c.Name] {
 			ref := policyhubv1.PolicyRef(p.Namespace, p.Name)
 			refs[ref] = true
-			r := policyhubv1.ApplicationPolicyResult{Cluster: c.Name, Policy: p.Name}
-			for _, a := range s.Applications {
-				if a.Name == app && a.Policy == ref {
-					aggregate.Add(&r.Results, a.Results)
-				}
-			}
-			for _, ps := range s.Policies {
-				if ps.Name == p.Name && ps.Namespace == p.Namespace && (ps.Kind == "" || ps.Kind == p.Kind) {
-					r.Blocked += ps.Blocked
-					if ps.LastBlocked != nil {
-						r.LastBlocked = ps.LastBlocked.DeepCopy()
-					}
-				}
-			}
+			r := applicationPolicyResult(app, c.Name, p, &s.Spec)
 			aggregate.Add(&total, r.Results)
-			blocked += r.Blocked
+			blocked = aggregate.AddCount(blocked, r.Blocked)
 			results = append(results, r)
 		}
-		for _, v := range s.Violations {
+		var own []policyhubv1.Violation
+		for _, v := range s.Spec.Violations {
 			if refs[v.Policy] {
 				v.Cluster = c.Name
-				violations = append(violations, v)
+				own = append(own, v)
 			}
 		}
+		violations = append(violations, own)
 		c.Results, c.Blocked = &total, blocked
 	}
 	sort.SliceStable(results, func(i, j int) bool {
@@ -275,16 +264,82 @@ func applicationResults(app string, clusters []policyhubv1.ClusterStatus, summar
 	if len(results) > maxApplicationPolicyResults {
 		results = results[:maxApplicationPolicyResults]
 	}
-	// The summaries' violations come most severe and newest first; across clusters, keep that.
-	sort.SliceStable(violations, func(i, j int) bool {
-		if a, b := policyhubv1.SeverityRank(violations[i].Severity), policyhubv1.SeverityRank(violations[j].Severity); a != b {
-			return a < b
+	return results, topViolations(violations, maxTopViolations, now)
+}
+
+// applicationPolicyResult is one generated policy's results for the application in a cluster.
+func applicationPolicyResult(app, cluster string, p aggregate.Policy, s *policyhubv1.PolicyReportSummarySpec) policyhubv1.ApplicationPolicyResult {
+	r := policyhubv1.ApplicationPolicyResult{Cluster: cluster, Policy: p.Name}
+	ref := policyhubv1.PolicyRef(p.Namespace, p.Name)
+	var seenApps []string // namespaces of the application's entries for the policy: each counts once
+	for i := range s.Applications {
+		a := &s.Applications[i]
+		if a.Name != app || a.Policy != ref || slices.Contains(seenApps, a.Namespace) {
+			continue
 		}
-		ti, tj := violations[i].Timestamp, violations[j].Timestamp
-		return ti != nil && (tj == nil || ti.After(tj.Time))
-	})
-	if len(violations) > maxTopViolations {
-		violations = violations[:maxTopViolations]
+		seenApps = append(seenApps, a.Namespace)
+		aggregate.Add(&r.Results, a.Results)
 	}
-	return results, violations
+	var seenPolicies []policyhubv1.PolicySummaryKey
+	for i := range s.Policies {
+		ps := &s.Policies[i]
+		if ps.Name != p.Name || ps.Namespace != p.Namespace || (ps.Kind != "" && ps.Kind != p.Kind) || slices.Contains(seenPolicies, ps.Key()) {
+			continue
+		}
+		seenPolicies = append(seenPolicies, ps.Key())
+		r.Blocked = aggregate.AddCount(r.Blocked, ps.Blocked)
+		if ps.LastBlocked != nil {
+			r.LastBlocked = ps.LastBlocked.DeepCopy()
+		}
+	}
+	return r
+}
+
+// topViolations keeps at most n of the clusters' violations (given by cluster, in a stable
+// order), fairly: each cluster's own are ranked most severe and newest first, and the clusters
+// take turns, so that no cluster can push the others out, however many and however severe its
+// own violations say they are. What is kept is then shown most severe and newest first (turn
+// order among equals). A time later than now counts as now: a cluster's clock, or agent, must not
+// make its violations the newest.
+func topViolations(byCluster [][]policyhubv1.Violation, n int, now time.Time) []policyhubv1.Violation {
+	less := func(a, b *policyhubv1.Violation) bool {
+		if ra, rb := policyhubv1.SeverityRank(a.Severity), policyhubv1.SeverityRank(b.Severity); ra != rb {
+			return ra < rb
+		}
+		ta, tb := rankTime(a.Timestamp, now), rankTime(b.Timestamp, now)
+		return ta.After(tb)
+	}
+	ranked := make([][]policyhubv1.Violation, len(byCluster))
+	for i, vs := range byCluster {
+		vs = slices.Clone(vs)
+		sort.SliceStable(vs, func(a, b int) bool { return less(&vs[a], &vs[b]) })
+		ranked[i] = vs[:min(len(vs), n)]
+	}
+	var out []policyhubv1.Violation
+	for turn := 0; len(out) < n; turn++ {
+		took := false
+		for _, vs := range ranked {
+			if turn < len(vs) && len(out) < n {
+				out = append(out, vs[turn])
+				took = true
+			}
+		}
+		if !took {
+			break
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool { return less(&out[a], &out[b]) })
+	return out
+}
+
+// rankTime is a violation's time for ranking: never later than now, and the zero time when it
+// has none (oldest).
+func rankTime(t *metav1.Time, now time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	if t.After(now) {
+		return now
+	}
+	return t.Time
 }

@@ -3,6 +3,8 @@ package controllers
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,16 +84,30 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+// A cluster's largest counts saturate the totals instead of wrapping them negative: the CRD
+// refuses a negative total, and the declaration's whole status would go unwritten.
+func TestSummarizeSaturates(t *testing.T) {
+	s := summarize([]policyhubv1.ClusterStatus{
+		{Phase: "Synced", Results: &policyhubv1.ResultCounts{Fail: math.MaxInt64, Error: math.MaxInt64}},
+		{Phase: "Synced", Results: &policyhubv1.ResultCounts{Fail: 5}},
+	})
+	if s.Results.Fail != math.MaxInt64 || s.Results.Error != math.MaxInt64 || s.Violations != math.MaxInt64 {
+		t.Errorf("summary %+v, want the largest counts", s)
+	}
+}
+
 func TestSetResults(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	fresh := &policyhubv1.PolicyReportSummarySpec{
-		Cluster: "c1", GeneratedAt: &metav1.Time{Time: now.Add(-time.Minute)},
+	// Seen a minute ago; its cluster's clock runs an hour ahead, which changes nothing.
+	fresh := seenSummary(now.Add(-time.Minute), policyhubv1.PolicyReportSummarySpec{
+		Cluster: "c1", GeneratedAt: &metav1.Time{Time: now.Add(time.Hour)},
 		Policies: []policyhubv1.PolicySummary{
 			{Name: "require-labels", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Pass: 2, Fail: 1}, Blocked: 3},
 			{Name: "someone-elses", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: 50}},
 		},
-	}
-	stale := &policyhubv1.PolicyReportSummarySpec{Cluster: "c2", GeneratedAt: &metav1.Time{Time: now.Add(-time.Hour)}}
+	})
+	// Seen an hour ago, though generated "now" by its cluster's clock.
+	stale := seenSummary(now.Add(-time.Hour), policyhubv1.PolicyReportSummarySpec{Cluster: "c2", GeneratedAt: &metav1.Time{Time: now}})
 	owned := map[string][]aggregate.Policy{
 		"c1": {{Kind: "ClusterPolicy", Name: "require-labels"}},
 		"c2": {{Kind: "ClusterPolicy", Name: "require-labels"}},
@@ -104,10 +120,11 @@ func TestSetResults(t *testing.T) {
 		// c4's summary could not be read just now: what is known stays.
 		{Name: "c4", Results: &policyhubv1.ResultCounts{Fail: 4}, Blocked: 2, ReportTime: &metav1.Time{Time: now}},
 	}
-	read := summaryRead{summaries: map[string]*policyhubv1.PolicyReportSummarySpec{"c1": fresh, "c2": stale}, unread: map[string]bool{"c4": true}}
+	read := summaryRead{summaries: map[string]*policyhubv1.PolicyReportSummary{"c1": fresh, "c2": stale}, unread: map[string]bool{"c4": true}}
 	got, firstStale := setResults(clusters, read, owned, now)
-	if r := got[0].Results; r == nil || *r != (policyhubv1.ResultCounts{Pass: 2, Fail: 1}) || got[0].Blocked != 3 || got[0].Stale {
-		t.Errorf("c1: %+v", got[0])
+	if r := got[0].Results; r == nil || *r != (policyhubv1.ResultCounts{Pass: 2, Fail: 1}) || got[0].Blocked != 3 || got[0].Stale ||
+		got[0].ReportTime == nil || !got[0].ReportTime.Equal(&metav1.Time{Time: now.Add(-time.Minute)}) {
+		t.Errorf("c1 (report time: when the hub saw it): %+v", got[0])
 	}
 	if r := got[1].Results; r == nil || *r != (policyhubv1.ResultCounts{}) || !got[1].Stale {
 		t.Errorf("c2 (stale summary, no results of ours): %+v", got[1])
@@ -119,7 +136,7 @@ func TestSetResults(t *testing.T) {
 		t.Errorf("c4 (summary unread) lost its results: %+v", got[3])
 	}
 	if want := now.Add(2 * time.Minute); !firstStale.Equal(want) {
-		t.Errorf("first stale at %v, want %v (c1 generated 1m ago, stale after 3 heartbeats of 1m)", firstStale, want)
+		t.Errorf("first stale at %v, want %v (c1 seen 1m ago, stale after 3 heartbeats of 1m)", firstStale, want)
 	}
 	if s := summarize(got); s.Results.Fail != 5 || s.Violations != 5 {
 		t.Errorf("summary %+v", s)
@@ -127,14 +144,17 @@ func TestSetResults(t *testing.T) {
 }
 
 func TestApplicationResults(t *testing.T) {
-	summaries := map[string]*policyhubv1.PolicyReportSummarySpec{
-		"c1": {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	summaries := map[string]*policyhubv1.PolicyReportSummary{
+		"c1": seenSummary(now, policyhubv1.PolicyReportSummarySpec{
 			Cluster: "c1",
 			Policies: []policyhubv1.PolicySummary{
 				{Name: "shop-limits", Namespace: "shop", Kind: "Policy", Results: policyhubv1.ResultCounts{Pass: 1, Fail: 2}, Blocked: 2,
 					LastBlocked: &policyhubv1.BlockedAdmission{Message: "Deployment shop/web: [need-team] fail (blocked); team label"}},
 			},
 			Applications: []policyhubv1.ApplicationSummary{
+				{Namespace: "shop", Name: "shop", Policy: "shop/shop-limits", Results: policyhubv1.ResultCounts{Pass: 1, Fail: 2}},
+				// Listed twice (an older CRD let it through): counted once.
 				{Namespace: "shop", Name: "shop", Policy: "shop/shop-limits", Results: policyhubv1.ResultCounts{Pass: 1, Fail: 2}},
 				// Another application's results of a policy of the same name elsewhere: not ours.
 				{Namespace: "shop", Name: "blog", Policy: "shop/shop-limits", Results: policyhubv1.ResultCounts{Fail: 9}},
@@ -145,11 +165,11 @@ func TestApplicationResults(t *testing.T) {
 				{Policy: "other", Result: "fail", Severity: "critical"},
 				{Policy: "shop/shop-limits", Rule: "need-team", Result: "fail", Severity: "high", Resource: policyhubv1.ResourceRef{Kind: "Deployment", Namespace: "shop", Name: "web"}},
 			},
-		},
+		}),
 	}
 	owned := map[string][]aggregate.Policy{"c1": {{Kind: "Policy", Namespace: "shop", Name: "shop-limits"}}, "c2": {{Kind: "Policy", Namespace: "shop", Name: "shop-limits"}}}
 	clusters := []policyhubv1.ClusterStatus{{Name: "c1"}, {Name: "c2"}}
-	results, top := applicationResults("shop", clusters, summaries, owned)
+	results, top := applicationResults("shop", clusters, summaries, owned, now)
 	if len(results) != 1 || results[0].Cluster != "c1" || results[0].Results != (policyhubv1.ResultCounts{Pass: 1, Fail: 2}) || results[0].Blocked != 2 ||
 		results[0].LastBlocked == nil || results[0].LastBlocked.Message == "" {
 		t.Errorf("results %+v", results)
@@ -170,7 +190,7 @@ func TestApplicationResults(t *testing.T) {
 func TestStatusOfAThousandClustersIsBounded(t *testing.T) {
 	now := metav1.NewTime(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	var outcomes []clusterOutcome
-	summaries := map[string]*policyhubv1.PolicyReportSummarySpec{}
+	summaries := map[string]*policyhubv1.PolicyReportSummary{}
 	owned := map[string][]aggregate.Policy{}
 	for i := range 1000 {
 		name := fmt.Sprintf("prod-eu-west-%04d", i)
@@ -183,8 +203,8 @@ func TestStatusOfAThousandClustersIsBounded(t *testing.T) {
 			result.InForce = ptr.To(i%7 != 0) // some not confirmed by Kyverno yet
 		}
 		outcomes = append(outcomes, clusterOutcome{cluster: name, wrote: true, result: result})
-		summaries[name] = &policyhubv1.PolicyReportSummarySpec{Cluster: name, GeneratedAt: &now,
-			Policies: []policyhubv1.PolicySummary{{Name: "require-labels", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Pass: 120, Fail: 3}}}}
+		summaries[name] = seenSummary(now.Time, policyhubv1.PolicyReportSummarySpec{Cluster: name, GeneratedAt: &now,
+			Policies: []policyhubv1.PolicySummary{{Name: "require-labels", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Pass: 120, Fail: 3}}}})
 		owned[name] = []aggregate.Policy{{Kind: "ClusterPolicy", Name: "require-labels"}}
 	}
 	fp := &policyhubv1.FleetPolicy{}
@@ -206,5 +226,87 @@ func TestStatusOfAThousandClustersIsBounded(t *testing.T) {
 	}
 	if fp.Status.Clusters[0].Message == "" || fp.Status.Clusters[1].Message != "" {
 		t.Errorf("messages: failed %q (want the reason), synced %q (want none: the counts say it)", fp.Status.Clusters[0].Message, fp.Status.Clusters[1].Message)
+	}
+}
+
+// seenSummary is a summary the hub saw at hub time seen.
+func seenSummary(seen time.Time, spec policyhubv1.PolicyReportSummarySpec) *policyhubv1.PolicyReportSummary {
+	s := &policyhubv1.PolicyReportSummary{Spec: spec}
+	s.Namespace, s.Name = spec.Cluster, policyhubv1.SummaryName
+	s.Generation, s.Status.ObservedGeneration = 3, 3
+	s.Status.ObservedTime = &metav1.MicroTime{Time: seen}
+	return s
+}
+
+// One cluster cannot push the others out of an ApplicationPolicy's top violations: fifty
+// critical violations dated in the future from one cluster leave the other cluster's one low
+// violation in the list, and a time later than now ranks as now.
+func TestTopViolationsAreFairAcrossClusters(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	owned := map[string][]aggregate.Policy{}
+	summaries := map[string]*policyhubv1.PolicyReportSummary{}
+	var hostile []policyhubv1.Violation
+	for i := range 50 {
+		hostile = append(hostile, policyhubv1.Violation{Policy: "shop/limits", Result: "fail", Severity: "critical",
+			Resource:  policyhubv1.ResourceRef{Kind: "Pod", Namespace: "shop", Name: fmt.Sprintf("fake-%02d", i)},
+			Timestamp: &metav1.Time{Time: now.Add(time.Duration(i+1) * time.Hour)}})
+	}
+	normal := []policyhubv1.Violation{{Policy: "shop/limits", Result: "fail", Severity: "low",
+		Resource: policyhubv1.ResourceRef{Kind: "Deployment", Namespace: "shop", Name: "web"}, Timestamp: &metav1.Time{Time: now.Add(-time.Hour)}}}
+	for name, violations := range map[string][]policyhubv1.Violation{"a-hostile": hostile, "b-normal": normal} {
+		owned[name] = []aggregate.Policy{{Kind: "Policy", Namespace: "shop", Name: "limits"}}
+		summaries[name] = seenSummary(now, policyhubv1.PolicyReportSummarySpec{Cluster: name, Violations: violations})
+	}
+	clusters := []policyhubv1.ClusterStatus{{Name: "a-hostile"}, {Name: "b-normal"}}
+	_, top := applicationResults("shop", clusters, summaries, owned, now)
+	if len(top) != maxTopViolations {
+		t.Fatalf("%d top violations, want %d", len(top), maxTopViolations)
+	}
+	if last := top[len(top)-1]; last.Cluster != "b-normal" || last.Resource.Name != "web" {
+		t.Errorf("the normal cluster's violation was pushed out (or not ranked last, least severe): last is %+v", last)
+	}
+	// The hostile cluster's future times rank as now: its own order is kept by turn (fake-00 first).
+	if top[0].Resource.Name != "fake-00" || top[1].Resource.Name != "fake-01" {
+		t.Errorf("first %s, %s; want fake-00, fake-01 (equal times now, in the cluster's own order)", top[0].Resource.Name, top[1].Resource.Name)
+	}
+}
+
+func TestTopViolations(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	v := func(cluster, name, severity string, age time.Duration) policyhubv1.Violation {
+		return policyhubv1.Violation{Cluster: cluster, Severity: severity, Resource: policyhubv1.ResourceRef{Name: name}, Timestamp: &metav1.Time{Time: now.Add(-age)}}
+	}
+	names := func(vs []policyhubv1.Violation) string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, v.Cluster+"/"+v.Resource.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct {
+		name      string
+		byCluster [][]policyhubv1.Violation
+		n         int
+		want      string
+	}{
+		{"nothing", nil, 3, ""},
+		{"one cluster: most severe, then newest", [][]policyhubv1.Violation{{v("a", "old", "high", 2*time.Hour), v("a", "low", "low", 0), v("a", "new", "high", time.Hour)}}, 3, "a/new,a/old,a/low"},
+		{
+			"turns: each cluster's best first, then ranked",
+			[][]policyhubv1.Violation{
+				{v("a", "a1", "critical", 0), v("a", "a2", "critical", 0), v("a", "a3", "critical", 0)},
+				{v("b", "b1", "medium", 0), v("b", "b2", "medium", 0)},
+				{v("c", "c1", "", 0)},
+			},
+			4, "a/a1,a/a2,b/b1,c/c1",
+		},
+		{"a future time ranks as now", [][]policyhubv1.Violation{{v("a", "future", "high", -time.Hour), v("a", "now", "high", 0)}}, 2, "a/future,a/now"},
+		{"no time ranks last among equals", [][]policyhubv1.Violation{{{Cluster: "a", Severity: "high"}, v("a", "dated", "high", time.Hour)}}, 2, "a/dated,a/"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := names(topViolations(tc.byCluster, tc.n, now)); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

@@ -56,34 +56,14 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	orig := s.DeepCopy()
-	s.Status.ObservedGeneration = s.Generation
-	var result ctrl.Result
-	ready := metav1.Condition{Type: policyhubv1.ConditionReady, ObservedGeneration: s.Generation}
-	var stalled *metav1.Condition
-	if err := s.Accepted(); err != nil {
-		if s.Name == policyhubv1.SummaryName {
-			r.Compliance.Forget(s.Namespace)
-		}
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, "Refused", err.Error()
-		stalled = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "ClusterMismatch", Message: err.Error()}
-		if s.Name != policyhubv1.SummaryName {
-			stalled.Reason = "UnexpectedName"
-		}
-	} else {
-		r.Compliance.Set(s.Namespace, &s.Spec)
-		at := now()
-		if aggregate.Stale(&s.Spec, at) {
-			ready.Status, ready.Reason = metav1.ConditionFalse, "Stale"
-			ready.Message = fmt.Sprintf("no heartbeat from cluster %s's agent for %s (expected every %s); its results are shown as stale",
-				s.Namespace, aggregate.Age(&s.Spec, at).Round(time.Second), aggregate.Heartbeat(&s.Spec))
-		} else {
-			ready.Status, ready.Reason = metav1.ConditionTrue, "Aggregated"
-			ready.Message = fmt.Sprintf("aggregated: %d policies, %d fail, %d error", len(s.Spec.Policies), s.Spec.Totals.Fail, s.Spec.Totals.Error)
-			// Wake up when it turns stale, unless a heartbeat comes first (which reconciles anyway).
-			result.RequeueAfter = aggregate.StaleAt(&s.Spec).Sub(at) + time.Second
-		}
+	v := judgeSummary(s, now())
+	switch {
+	case v.accepted:
+		r.Compliance.Set(s.Namespace, s)
+	case s.Name == policyhubv1.SummaryName:
+		r.Compliance.Forget(s.Namespace)
 	}
-	setConditions(&s.Status.Conditions, ready, nil, stalled)
+	result := ctrl.Result{RequeueAfter: v.requeueAfter}
 	if equality.Semantic.DeepEqual(orig.Status, s.Status) {
 		return result, nil
 	}
@@ -91,8 +71,113 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, fmt.Errorf("patch status of summary %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	before := apimeta.FindStatusCondition(orig.Status.Conditions, policyhubv1.ConditionReady)
+	ready := apimeta.FindStatusCondition(s.Status.Conditions, policyhubv1.ConditionReady)
 	if r.Recorder != nil && (before == nil || before.Reason != ready.Reason) && ready.Status != metav1.ConditionTrue {
 		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ready.Reason, "Aggregate", "%s", ready.Message)
 	}
 	return result, nil
+}
+
+// ReasonInvalid is a summary's Ready reason when it holds what the CRD refuses: an older CRD
+// let it through. It is not aggregated.
+const ReasonInvalid = "Invalid"
+
+// verdict is what the hub makes of a summary.
+type verdict struct {
+	// accepted: the summary is aggregated.
+	accepted bool
+	// requeueAfter is when to look again: when accepted results turn stale (zero: no need).
+	requeueAfter time.Duration
+}
+
+// judgeSummary records the hub's verdict at now in the summary's status: when the hub first saw
+// its generation (by the hub's clock, the one freshness is judged by), whether it is aggregated
+// (Ready, or Stalled with the reason), and whether the cluster's clock is off (ClockSkew).
+func judgeSummary(s *policyhubv1.PolicyReportSummary, now time.Time) verdict {
+	observe(s, now)
+	var v verdict
+	ready := metav1.Condition{Type: policyhubv1.ConditionReady, ObservedGeneration: s.Generation}
+	var stalled *metav1.Condition
+	refuse := func(reason string, err error) {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, "Refused", err.Error()
+		stalled = &metav1.Condition{Status: metav1.ConditionTrue, Reason: reason, Message: err.Error()}
+	}
+	if err := s.Accepted(); err != nil {
+		refuse("ClusterMismatch", err)
+		if s.Name != policyhubv1.SummaryName {
+			stalled.Reason = "UnexpectedName"
+		}
+	} else if err := s.Spec.Validate(); err != nil {
+		refuse(ReasonInvalid, fmt.Errorf("the summary holds what the PolicyReportSummary CRD refuses (is the hub's CRD older than the hub?), so it is not aggregated: %w", err))
+		ready.Reason = ReasonInvalid
+	} else {
+		v.accepted = true
+		if aggregate.Stale(s, now) {
+			ready.Status, ready.Reason = metav1.ConditionFalse, "Stale"
+			ready.Message = fmt.Sprintf("no heartbeat from cluster %s's agent for %s (expected every %s); its results are shown as stale",
+				s.Namespace, aggregate.Age(s, now).Round(time.Second), aggregate.Heartbeat(s))
+		} else {
+			ready.Status, ready.Reason = metav1.ConditionTrue, "Aggregated"
+			ready.Message = fmt.Sprintf("aggregated: %d policies, %d fail, %d error", len(s.Spec.Policies), s.Spec.Totals.Fail, s.Spec.Totals.Error)
+			// Wake up when it turns stale, unless a heartbeat comes first (which reconciles anyway).
+			v.requeueAfter = aggregate.StaleAt(s, now).Sub(now) + time.Second
+		}
+	}
+	setConditions(&s.Status.Conditions, ready, nil, stalled)
+	return v
+}
+
+// observe records when the hub saw the summary's generation. A new generation is seen now, by
+// the hub's clock, and the cluster's clock is measured against it (ClockSkew). A generation seen
+// by a hub that did not record when (an older version) gets the agent's generatedAt, never
+// later than now, and its clock is not judged: the summary may have waited long before.
+func observe(s *policyhubv1.PolicyReportSummary, now time.Time) {
+	if s.Status.ObservedGeneration == s.Generation && s.Status.ObservedTime != nil {
+		return
+	}
+	if s.Status.ObservedGeneration == s.Generation {
+		if at, _ := aggregate.ObservedAt(s, now); !at.IsZero() {
+			s.Status.ObservedTime = &metav1.MicroTime{Time: at}
+		}
+		return
+	}
+	s.Status.ObservedGeneration = s.Generation
+	s.Status.ObservedTime = &metav1.MicroTime{Time: now}
+	skew, ok := aggregate.ClockOffset(s)
+	if !ok {
+		apimeta.RemoveStatusCondition(&s.Status.Conditions, policyhubv1.ConditionClockSkew)
+		return
+	}
+	apimeta.SetStatusCondition(&s.Status.Conditions, clockSkewCondition(skew, aggregate.ClockSkewLimit(s), s.Generation))
+}
+
+// clockSkewCondition says whether the cluster's clock, skew ahead of the hub's (negative:
+// behind), is off by more than limit. It is information, not a verdict: the summary stays Ready,
+// since freshness is judged by the hub's clock; only Kyverno's result times, which a rollout
+// translates by the skew, are less exact for it.
+func clockSkewCondition(skew, limit time.Duration, generation int64) metav1.Condition {
+	c := metav1.Condition{Type: policyhubv1.ConditionClockSkew, ObservedGeneration: generation}
+	way := "ahead of"
+	if skew < 0 {
+		way = "behind"
+	}
+	measured := fmt.Sprintf("spec.generatedAt is %s %s the hub's clock when the hub saw the summary", skew.Abs().Round(time.Millisecond), way)
+	if skew.Abs() > limit {
+		c.Status, c.Reason = metav1.ConditionTrue, "ClockAhead"
+		if skew < 0 {
+			c.Reason = "ClockBehind"
+		}
+		c.Message = fmt.Sprintf("%s (at most %s expected): the cluster's clock is off; fix its time sync. The hub judges freshness by its own clock", measured, limit)
+		return c
+	}
+	c.Status, c.Reason, c.Message = metav1.ConditionFalse, "ClockInSync", fmt.Sprintf("%s (at most %s expected)", measured, limit)
+	return c
+}
+
+// refusedInvalid says whether the summary controller refused the summary's current generation
+// as Invalid (see judgeSummary). Until it has looked, the summary is read: aggregate clamps and
+// dedupes whatever it holds, so it can change nothing beyond its own cluster's results.
+func refusedInvalid(s *policyhubv1.PolicyReportSummary) bool {
+	c := apimeta.FindStatusCondition(s.Status.Conditions, policyhubv1.ConditionReady)
+	return c != nil && c.Reason == ReasonInvalid && c.ObservedGeneration == s.Generation
 }

@@ -2,8 +2,11 @@ package metrics
 
 import (
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -19,7 +22,7 @@ type Compliance struct {
 	now func() time.Time
 
 	mu        sync.Mutex
-	summaries map[string]*policyhubv1.PolicyReportSummarySpec
+	summaries map[string]*policyhubv1.PolicyReportSummary
 
 	policyResults, policyBlocked, appResults, clusterResults, clusterBlocked, age *prometheus.Desc
 }
@@ -29,7 +32,7 @@ type Compliance struct {
 func NewCompliance(reg prometheus.Registerer, now func() time.Time) *Compliance {
 	c := &Compliance{
 		now:       now,
-		summaries: map[string]*policyhubv1.PolicyReportSummarySpec{},
+		summaries: map[string]*policyhubv1.PolicyReportSummary{},
 		policyResults: prometheus.NewDesc("policyhub_policy_results",
 			"Policy report results in a cluster, by policy, result (pass, fail, warn, error, skip), severity and category.",
 			[]string{"cluster", "policy_namespace", "policy", "kind", "result", "severity", "category"}, nil),
@@ -46,18 +49,23 @@ func NewCompliance(reg prometheus.Registerer, now func() time.Time) *Compliance 
 			"Admissions Kyverno refused in a cluster, from its Events still in the cluster.",
 			[]string{"cluster"}, nil),
 		age: prometheus.NewDesc("policyhub_summary_age_seconds",
-			"Seconds since the cluster's agent generated its latest summary (agents refresh it every heartbeat).",
+			"Seconds since the hub saw the cluster's latest summary, by the hub's clock (agents push one every heartbeat).",
 			[]string{"cluster"}, nil),
 	}
 	reg.MustRegister(c)
 	return c
 }
 
-// Set records the latest accepted summary of a cluster.
-func (c *Compliance) Set(cluster string, s *policyhubv1.PolicyReportSummarySpec) {
+// Set records the latest accepted summary of a cluster. It keeps a copy of what the metrics
+// read: the spec, and when the hub saw it.
+func (c *Compliance) Set(cluster string, s *policyhubv1.PolicyReportSummary) {
+	kept := &policyhubv1.PolicyReportSummary{Spec: *s.Spec.DeepCopy()}
+	kept.Generation = s.Generation
+	kept.Status.ObservedGeneration = s.Status.ObservedGeneration
+	kept.Status.ObservedTime = s.Status.ObservedTime.DeepCopy()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.summaries[cluster] = s.DeepCopy()
+	c.summaries[cluster] = kept
 }
 
 // Forget removes a cluster's series (its summary was deleted or refused).
@@ -74,7 +82,10 @@ func (c *Compliance) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect implements prometheus.Collector.
+// Collect implements prometheus.Collector. Whatever a summary holds (an older CRD may have let
+// anything through), a scrape never fails: one series per label set (a registry refuses the
+// whole scrape otherwise, every cluster's series with it), label values cut and made valid
+// UTF-8, and no negative count.
 func (c *Compliance) Collect(ch chan<- prometheus.Metric) {
 	// A scrape of a thousand clusters' series takes a while: it works on a snapshot, so the
 	// summaries arriving meanwhile are not held up. Stored summaries are never changed, only
@@ -83,42 +94,86 @@ func (c *Compliance) Collect(ch chan<- prometheus.Metric) {
 	summaries := maps.Clone(c.summaries)
 	c.mu.Unlock()
 	now := c.now()
+	// In order: when two clusters' names cut to one label value, the first keeps it.
+	seen := map[string]bool{}
+	for _, cluster := range slices.Sorted(maps.Keys(summaries)) {
+		name := labelValue(cluster)
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		c.collectCluster(ch, name, summaries[cluster], now)
+	}
+}
+
+// collectCluster sends one cluster's series, cluster being its label value.
+func (c *Compliance) collectCluster(ch chan<- prometheus.Metric, cluster string, s *policyhubv1.PolicyReportSummary, now time.Time) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	for cluster, s := range summaries {
-		gauge(c.age, aggregate.Age(s, now).Seconds(), cluster)
-		gauge(c.clusterBlocked, float64(s.Blocked), cluster)
-		for result, n := range byResult(s.Totals) {
-			gauge(c.clusterResults, n, cluster, result)
+	gauge(c.age, aggregate.Age(s, now).Seconds(), cluster)
+	gauge(c.clusterBlocked, count(s.Spec.Blocked), cluster)
+	for result, n := range byResult(s.Spec.Totals) {
+		gauge(c.clusterResults, n, cluster, result)
+	}
+	// One entry per policy: a policy listed twice counts once, as its first entry says.
+	type policy struct{ namespace, name, kind string }
+	policies := make(map[policy]bool, len(s.Spec.Policies))
+	for i := range s.Spec.Policies {
+		p := &s.Spec.Policies[i]
+		key := policy{labelValue(p.Namespace), labelValue(p.Name), labelValue(p.Kind)}
+		if policies[key] {
+			continue
 		}
-		for _, p := range s.Policies {
-			for result, n := range byResult(p.Results) {
-				gauge(c.policyResults, n, cluster, p.Namespace, p.Name, p.Kind, result, p.Severity, p.Category)
-			}
-			gauge(c.policyBlocked, float64(p.Blocked), cluster, p.Namespace, p.Name, p.Kind)
+		policies[key] = true
+		severity, category := labelValue(p.Severity), labelValue(p.Category)
+		for result, n := range byResult(p.Results) {
+			gauge(c.policyResults, n, cluster, key.namespace, key.name, key.kind, result, severity, category)
 		}
-		// A summary has one entry per application and policy; the metric is per application.
-		type app struct{ namespace, name string }
-		apps := map[app]policyhubv1.ResultCounts{}
-		for _, a := range s.Applications {
-			counts := apps[app{a.Namespace, a.Name}]
-			aggregate.Add(&counts, a.Results)
-			apps[app{a.Namespace, a.Name}] = counts
-		}
-		for a, counts := range apps {
-			for result, n := range byResult(counts) {
-				gauge(c.appResults, n, cluster, a.namespace, a.name, result)
-			}
+		gauge(c.policyBlocked, count(p.Blocked), cluster, key.namespace, key.name, key.kind)
+	}
+	// A summary has one entry per application and policy; the metric is per application.
+	type app struct{ namespace, name string }
+	apps := map[app]policyhubv1.ResultCounts{}
+	for i := range s.Spec.Applications {
+		a := &s.Spec.Applications[i]
+		key := app{labelValue(a.Namespace), labelValue(a.Name)}
+		counts := apps[key]
+		aggregate.Add(&counts, a.Results)
+		apps[key] = counts
+	}
+	for a, counts := range apps {
+		for result, n := range byResult(counts) {
+			gauge(c.appResults, n, cluster, a.namespace, a.name, result)
 		}
 	}
+}
+
+// maxLabelValue bounds a label value in bytes: a Kubernetes name's length, so that no real
+// policy or namespace name is cut, while a summary an older CRD let through cannot put
+// megabytes into every scrape.
+const maxLabelValue = 253
+
+// labelValue is s as a label value: at most maxLabelValue bytes of valid UTF-8 (a registry
+// refuses a scrape with an invalid label value).
+func labelValue(s string) string {
+	if len(s) <= maxLabelValue && utf8.ValidString(s) {
+		return s
+	}
+	s = strings.ToValidUTF8(policyhubv1.CutUTF8(s, maxLabelValue), "\uFFFD")
+	return policyhubv1.CutUTF8(s, maxLabelValue)
+}
+
+// count is a count as a gauge value; a negative one reads 0.
+func count(n int64) float64 {
+	return float64(max(n, 0))
 }
 
 // byResult spells out every result, zeros included: a violation that was fixed reads 0 instead
 // of vanishing, which is what alerts and dashboards expect.
 func byResult(r policyhubv1.ResultCounts) map[string]float64 {
 	return map[string]float64{
-		"pass": float64(r.Pass), "fail": float64(r.Fail), "warn": float64(r.Warn),
-		"error": float64(r.Error), "skip": float64(r.Skip),
+		"pass": count(r.Pass), "fail": count(r.Fail), "warn": count(r.Warn),
+		"error": count(r.Error), "skip": count(r.Skip),
 	}
 }

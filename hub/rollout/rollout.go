@@ -7,6 +7,7 @@ import (
 	"time"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
 )
 
 // Phase is where a wave is: the API's phases (Pending: its clusters get nothing of the
@@ -162,8 +163,10 @@ func step(w Wave, s WaveState, in Input) WaveState {
 		}
 		s.Fail, s.Blocked = 0, 0
 		for _, c := range w.Clusters {
-			s.Fail += in.Measures[c].Fail
-			s.Blocked += in.Measures[c].Blocked
+			// A negative measure must not cancel another cluster's failures, nor a huge one
+			// wrap the sum to a negative.
+			s.Fail = aggregate.AddCount(s.Fail, in.Measures[c].Fail)
+			s.Blocked = aggregate.AddCount(s.Blocked, in.Measures[c].Blocked)
 		}
 		switch {
 		case s.Fail > w.Gate.MaxFail:

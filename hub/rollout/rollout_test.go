@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -301,5 +302,33 @@ func TestStatusesRoundSyncedAtUp(t *testing.T) {
 	back := StatesOf(out)
 	if back[0].Phase != Auditing || back[0].SyncedAt == nil || !back[0].SyncedAt.Equal(out[0].SyncedAt.Time) {
 		t.Errorf("read back %+v", back[0])
+	}
+}
+
+// A wave's sums are of its clusters' true counts: a cluster saying -1000 fail results (an agent
+// speaks only for its cluster) cancels nobody's failures, and a huge count does not wrap the sum
+// to a negative that would pass the gate.
+func TestHostileMeasuresDoNotPassTheGate(t *testing.T) {
+	waves := []Wave{{Name: "prod", Clusters: []string{"honest", "hostile"}, Gate: Gate{MaxFail: 0, MaxBlocked: 0}}}
+	for _, tc := range []struct {
+		name            string
+		hostile         Measure
+		wantFail, wantB int64
+	}{
+		{"negative counts", Measure{Synced: true, Fresh: true, Fail: -1000, Blocked: -1000}, 5, 1},
+		{"the largest counts", Measure{Synced: true, Fresh: true, Fail: math.MaxInt64, Blocked: math.MaxInt64}, math.MaxInt64, math.MaxInt64},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			measures := map[string]Measure{"honest": {Synced: true, Fresh: true, Fail: 5, Blocked: 1}, "hostile": tc.hostile}
+			outs := run(waves, []Input{
+				{Now: at(0)},
+				{Now: at(time.Second), Measures: measures},     // synced: judged from the next step
+				{Now: at(2 * time.Second), Measures: measures}, // judged
+			})
+			w := outs[2].Waves[0]
+			if w.Phase != Waiting || w.Fail != tc.wantFail || w.Blocked != tc.wantB || !strings.Contains(w.Reason, "fail results") {
+				t.Errorf("wave %+v, want Waiting on %d fail results (blocked %d)", w, tc.wantFail, tc.wantB)
+			}
+		})
 	}
 }

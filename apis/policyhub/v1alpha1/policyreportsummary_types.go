@@ -5,8 +5,14 @@ import (
 )
 
 // SummaryName is the name of each cluster's PolicyReportSummary in the cluster's hub namespace;
-// the hub aggregates no other.
+// the hub aggregates no other (the CRD refuses any other name).
 const SummaryName = "summary"
+
+// ConditionClockSkew is True on a summary whose spec.generatedAt is far from when the hub saw it:
+// the cluster's clock is off. It is informational (it does not make the summary not Ready): the
+// hub judges freshness by its own clock, and only Kyverno's result times (oldestResult), which it
+// translates by the measured skew, are less exact.
+const ConditionClockSkew = "ClockSkew"
 
 // EngineInfo says what policy machinery the cluster runs.
 type EngineInfo struct {
@@ -14,6 +20,7 @@ type EngineInfo struct {
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:MaxLength=317
 	ReportAPIs []string `json:"reportAPIs,omitempty"`
 	// KyvernoWebhooks is true when Kyverno's admission webhooks are registered in the cluster.
 	// +optional
@@ -23,22 +30,29 @@ type EngineInfo struct {
 // PolicySummary is the results of one policy in the cluster.
 type PolicySummary struct {
 	// Name of the policy.
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 	// Namespace of the policy; empty for cluster-scoped policies.
 	// +optional
+	// +kubebuilder:default=""
+	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace,omitempty"`
-	// Kind of the policy, e.g. ClusterPolicy or ValidatingPolicy.
+	// Kind of the policy, e.g. ClusterPolicy or ValidatingPolicy; empty when the reports did not say.
 	// +optional
+	// +kubebuilder:default=""
+	// +kubebuilder:validation:MaxLength=63
 	Kind string `json:"kind,omitempty"`
 	// Title from the policy's policies.kyverno.io/title annotation.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	Title string `json:"title,omitempty"`
-	// Category from the policies.kyverno.io/category annotation or the results.
+	// Category from the policies.kyverno.io/category annotation or the results, cut to 128 bytes.
 	// +optional
+	// +kubebuilder:validation:MaxLength=128
 	Category string `json:"category,omitempty"`
-	// Severity from the policies.kyverno.io/severity annotation or the results.
+	// Severity from the policies.kyverno.io/severity annotation or the results, cut to 64 bytes.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	Severity string `json:"severity,omitempty"`
 	// Results counts the policy's results by kind of result.
 	Results ResultCounts `json:"results"`
@@ -46,9 +60,12 @@ type PolicySummary struct {
 	// least this recent. Kyverno evaluates every resource again when a policy changes, so once
 	// it is later than the change, all the results are of the policy's current version.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	OldestResult *metav1.Time `json:"oldestResult,omitempty"`
 	// Blocked counts admissions the policy refused (Enforce denials write no report).
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Blocked int64 `json:"blocked,omitempty"`
 	// LastBlocked is the policy's most recent refused admission.
 	// +optional
@@ -66,21 +83,27 @@ type BlockedAdmission struct {
 	Message string `json:"message,omitempty"`
 	// Time of the refusal.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	Time *metav1.Time `json:"time,omitempty"`
 }
 
 // ApplicationSummary is the results of one policy for one application's resources.
 type ApplicationSummary struct {
 	// Namespace of the application's resources.
+	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace"`
 	// Name of the application (the value of its application label).
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
-	// Policy whose results these are.
+	// Policy whose results these are: name, or namespace/name for a namespaced policy.
+	// +kubebuilder:validation:MaxLength=317
 	Policy string `json:"policy"`
 	// Results counts the results by kind of result.
 	Results ResultCounts `json:"results"`
 	// Blocked counts admissions of the application's resources the policy refused.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Blocked int64 `json:"blocked,omitempty"`
 }
 
@@ -88,12 +111,15 @@ type ApplicationSummary struct {
 type Truncation struct {
 	// Policies left out of spec.policies.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Policies int32 `json:"policies,omitempty"`
 	// Applications left out of spec.applications.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Applications int32 `json:"applications,omitempty"`
 	// Violations left out of spec.violations.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Violations int64 `json:"violations,omitempty"`
 }
 
@@ -105,17 +131,26 @@ type PolicyReportSummarySpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	Cluster string `json:"cluster,omitempty"`
 
-	// GeneratedAt is when the agent built the summary.
+	// GeneratedAt is when the agent built the summary, by the cluster's clock. The hub judges
+	// freshness by status.observedTime (its own clock) and uses generatedAt only to measure the
+	// cluster's clock skew.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	GeneratedAt *metav1.Time `json:"generatedAt,omitempty"`
 
 	// HeartbeatInterval is how often the agent refreshes generatedAt when nothing changed. The hub
-	// marks the cluster's results Stale when generatedAt is older than three of these; absent means 1m.
+	// marks the cluster's results Stale when it has not seen a new summary for three of these;
+	// absent means 1m, and the hub takes at most 1h.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}h([0-9]{1,5}m)?([0-9]{1,5}(\.[0-9]{1,9})?s)?|[0-9]{1,5}m([0-9]{1,5}(\.[0-9]{1,9})?s)?|[0-9]{1,5}(\.[0-9]{1,9})?(s|ms))$`
+	// +kubebuilder:validation:MaxLength=64
 	HeartbeatInterval *metav1.Duration `json:"heartbeatInterval,omitempty"`
 
 	// ContentHash is a hash of the summary's content, so unchanged summaries are not pushed again.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	ContentHash string `json:"contentHash,omitempty"`
 
 	// Engine says which report APIs the cluster serves and whether Kyverno's webhooks are present.
@@ -128,15 +163,25 @@ type PolicyReportSummarySpec struct {
 
 	// Blocked counts admissions refused by Kyverno in the cluster.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Blocked int64 `json:"blocked,omitempty"`
 
-	// Policies are the results per policy; at most 1000 entries.
+	// Policies are the results per policy; at most 1000 entries, one per name, namespace and kind.
 	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +listMapKey=namespace
+	// +listMapKey=kind
 	// +kubebuilder:validation:MaxItems=1000
 	Policies []PolicySummary `json:"policies,omitempty"`
 
-	// Applications are the results per application and policy; at most 2000 entries.
+	// Applications are the results per application and policy; at most 2000 entries, one per
+	// namespace, name and policy.
 	// +optional
+	// +listType=map
+	// +listMapKey=namespace
+	// +listMapKey=name
+	// +listMapKey=policy
 	// +kubebuilder:validation:MaxItems=2000
 	Applications []ApplicationSummary `json:"applications,omitempty"`
 
@@ -156,8 +201,16 @@ type PolicyReportSummaryStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// ObservedTime is when the hub first saw observedGeneration of the summary, by the hub's
+	// clock (in microseconds: a rollout compares it with when a policy arrived in the cluster).
+	// The hub judges the cluster's results fresh or stale by it, never by the agent's clock
+	// (spec.generatedAt).
+	// +optional
+	ObservedTime *metav1.MicroTime `json:"observedTime,omitempty"`
+
 	// Conditions: Ready when aggregated; Stalled with the reason when refused (e.g. spec.cluster
-	// does not match the namespace).
+	// does not match the namespace); ClockSkew True when spec.generatedAt and observedTime are
+	// further apart than two minutes and a heartbeat (the cluster's clock is off).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -165,8 +218,9 @@ type PolicyReportSummaryStatus struct {
 }
 
 // PolicyReportSummary is a bounded summary of one managed cluster's policy reports, written by the
-// cluster's agent into the cluster's namespace on the hub.
+// cluster's agent into the cluster's namespace on the hub, under the name summary.
 // +kubebuilder:object:root=true
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == 'summary'",message="metadata.name must be summary: the hub reads only the summary of that name in each cluster's namespace"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=prs,categories=policyhub
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.cluster`
@@ -176,6 +230,7 @@ type PolicyReportSummaryStatus struct {
 // +kubebuilder:printcolumn:name="Error",type=integer,JSONPath=`.spec.totals.error`
 // +kubebuilder:printcolumn:name="Blocked",type=integer,JSONPath=`.spec.blocked`
 // +kubebuilder:printcolumn:name="Generated",type=date,JSONPath=`.spec.generatedAt`
+// +kubebuilder:printcolumn:name="Observed",type=date,JSONPath=`.status.observedTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PolicyReportSummary struct {
 	metav1.TypeMeta   `json:",inline"`

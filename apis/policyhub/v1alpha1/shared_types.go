@@ -209,18 +209,23 @@ type ActionCounts struct {
 type ResultCounts struct {
 	// Pass counts results where the resource satisfied the rule.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Pass int64 `json:"pass,omitempty"`
 	// Fail counts results where the resource violated the rule.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Fail int64 `json:"fail,omitempty"`
 	// Warn counts results where the rule only warned (e.g. an Audit rule with audit annotations).
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Warn int64 `json:"warn,omitempty"`
 	// Error counts results where the rule could not be evaluated.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Error int64 `json:"error,omitempty"`
 	// Skip counts results where the rule did not apply (preconditions unmet, exceptions).
 	// +optional
+	// +kubebuilder:validation:Minimum=0
 	Skip int64 `json:"skip,omitempty"`
 }
 
@@ -289,10 +294,11 @@ type ClusterStatus struct {
 	// Blocked counts admissions this declaration's policies refused in this cluster.
 	// +optional
 	Blocked int64 `json:"blocked,omitempty"`
-	// ReportTime is when the agent generated the summary the results come from.
+	// ReportTime is when the hub received the summary the results come from, by the hub's clock.
 	// +optional
 	ReportTime *metav1.Time `json:"reportTime,omitempty"`
-	// Stale is true when the cluster's summary is older than three of its agent's heartbeat intervals.
+	// Stale is true when the hub has seen no new summary of the cluster for three of its agent's
+	// heartbeat intervals.
 	// +optional
 	Stale bool `json:"stale,omitempty"`
 }
@@ -320,17 +326,21 @@ type StatusSummary struct {
 type Violation struct {
 	// Cluster the result comes from (empty inside a PolicyReportSummary, whose cluster is spec.cluster).
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	Cluster string `json:"cluster,omitempty"`
-	// Policy that produced the result.
+	// Policy that produced the result: name, or namespace/name for a namespaced policy.
+	// +kubebuilder:validation:MaxLength=317
 	Policy string `json:"policy"`
 	// Rule of the policy.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	Rule string `json:"rule,omitempty"`
 	// Result: fail or error.
 	// +kubebuilder:validation:Enum=fail;error
 	Result string `json:"result"`
 	// Severity from the policy's policies.kyverno.io/severity annotation.
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	Severity string `json:"severity,omitempty"`
 	// Resource the result is about.
 	Resource ResourceRef `json:"resource"`
@@ -340,6 +350,8 @@ type Violation struct {
 	Message string `json:"message,omitempty"`
 	// Timestamp of the result.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	Timestamp *metav1.Time `json:"timestamp,omitempty"`
 }
 
@@ -347,12 +359,16 @@ type Violation struct {
 type ResourceRef struct {
 	// APIVersion of the resource.
 	// +optional
+	// +kubebuilder:validation:MaxLength=317
 	APIVersion string `json:"apiVersion,omitempty"`
 	// Kind of the resource.
+	// +kubebuilder:validation:MaxLength=63
 	Kind string `json:"kind"`
 	// Namespace of the resource; empty for cluster-scoped kinds.
 	// +optional
+	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace,omitempty"`
 	// Name of the resource.
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 }

@@ -62,12 +62,14 @@ type clusterReport struct {
 
 // clusterSummary is what `clusters` shows of a cluster's PolicyReportSummary.
 type clusterSummary struct {
-	// GeneratedAt is when the agent built the summary.
+	// GeneratedAt is when the agent built the summary, by the cluster's clock.
 	GeneratedAt *metav1.Time `json:"generatedAt"`
-	// AgeSeconds is how old the summary is.
+	// AgeSeconds is how long ago the hub saw the summary, by the hub's clock.
 	AgeSeconds int64 `json:"ageSeconds"`
 	// Stale is true when the agent missed three heartbeats: the results may be out of date.
 	Stale bool `json:"stale"`
+	// dated: the hub can tell when it saw the summary (AgeSeconds means something).
+	dated bool
 	// Results counts every result in the cluster.
 	Results reportCounts `json:"results"`
 	// Violations is results.fail + results.error.
@@ -213,30 +215,35 @@ func (o *options) clusters(ctx context.Context, names []string, now time.Time) (
 }
 
 // clusterSummaries reads every cluster's PolicyReportSummary on the hub, by cluster (the
-// namespace); only the summary the hub aggregates (named policyhubv1.SummaryName) and only when
-// it claims the cluster of its namespace.
-func clusterSummaries(ctx context.Context, c client.Client) (map[string]*policyhubv1.PolicyReportSummarySpec, error) {
+// namespace); only those the hub aggregates: named policyhubv1.SummaryName, claiming the
+// cluster of their namespace, and within the CRD's rules (an older CRD may let others in).
+func clusterSummaries(ctx context.Context, c client.Client) (map[string]*policyhubv1.PolicyReportSummary, error) {
 	list := &policyhubv1.PolicyReportSummaryList{}
-	if err := c.List(ctx, list); err != nil {
+	if err := c.List(ctx, list, client.MatchingFields{"metadata.name": policyhubv1.SummaryName}); err != nil {
 		return nil, fmt.Errorf("list PolicyReportSummaries: %w", err)
 	}
-	out := map[string]*policyhubv1.PolicyReportSummarySpec{}
+	out := map[string]*policyhubv1.PolicyReportSummary{}
 	for i := range list.Items {
 		s := &list.Items[i]
-		if s.Accepted() != nil {
+		if s.Accepted() != nil || s.Spec.Validate() != nil {
 			continue
 		}
-		out[s.Namespace] = &s.Spec
+		out[s.Namespace] = s
 	}
 	return out, nil
 }
 
-func toClusterSummary(s *policyhubv1.PolicyReportSummarySpec, now time.Time) *clusterSummary {
-	results := toReportCounts(s.Totals)
+// toClusterSummary is what `clusters` shows of a summary: its age and staleness by the hub's
+// clock (when the hub saw it), never by the cluster's.
+func toClusterSummary(s *policyhubv1.PolicyReportSummary, now time.Time) *clusterSummary {
+	results := toReportCounts(s.Spec.Totals)
 	out := &clusterSummary{
-		GeneratedAt: s.GeneratedAt, AgeSeconds: int64(aggregate.Age(s, now).Seconds()), Stale: aggregate.Stale(s, now),
-		Results: results, Violations: results.violations(), Blocked: s.Blocked,
-		KyvernoWebhooks: s.Engine.KyvernoWebhooks, ReportAPIs: slices.Clone(s.Engine.ReportAPIs),
+		GeneratedAt: s.Spec.GeneratedAt, AgeSeconds: int64(aggregate.Age(s, now).Seconds()), Stale: aggregate.Stale(s, now),
+		Results: results, Violations: results.violations(), Blocked: s.Spec.Blocked,
+		KyvernoWebhooks: s.Spec.Engine.KyvernoWebhooks, ReportAPIs: slices.Clone(s.Spec.Engine.ReportAPIs),
+	}
+	if at, _ := aggregate.ObservedAt(s, now); !at.IsZero() {
+		out.dated = true
 	}
 	if out.ReportAPIs == nil {
 		out.ReportAPIs = []string{}
@@ -321,7 +328,7 @@ func printClustersTable(w io.Writer, report *clustersReport) {
 		age, fail, errs, blocked := "<none>", "-", "-", "-"
 		if s := c.Summary; s != nil {
 			age = "<unknown>"
-			if s.GeneratedAt != nil {
+			if s.dated {
 				age = duration.HumanDuration(time.Duration(s.AgeSeconds) * time.Second)
 			}
 			if s.Stale {

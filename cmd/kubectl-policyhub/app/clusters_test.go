@@ -27,9 +27,10 @@ func TestServedKyvernoAPIs(t *testing.T) {
 
 func TestClustersTable(t *testing.T) {
 	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
-	fresh := &policyhubv1.PolicyReportSummarySpec{GeneratedAt: &metav1.Time{Time: now.Add(-42 * time.Second)},
-		Totals: policyhubv1.ResultCounts{Pass: 5, Fail: 2, Error: 1}, Blocked: 3}
-	old := &policyhubv1.PolicyReportSummarySpec{GeneratedAt: &metav1.Time{Time: now.Add(-10 * time.Minute)}}
+	// Ages by the hub's clock: the clusters' clocks (generatedAt) are off by an hour.
+	fresh := seenAt(now.Add(-42*time.Second), policyhubv1.PolicyReportSummarySpec{GeneratedAt: &metav1.Time{Time: now.Add(time.Hour)},
+		Totals: policyhubv1.ResultCounts{Pass: 5, Fail: 2, Error: 1}, Blocked: 3})
+	old := seenAt(now.Add(-10*time.Minute), policyhubv1.PolicyReportSummarySpec{GeneratedAt: &metav1.Time{Time: now.Add(-time.Hour)}})
 	report := &clustersReport{Clusters: []clusterReport{
 		{Name: "cluster-1", Labels: map[string]string{"env": "prod", "region": "eu"}, Reachable: true, Version: "v1.35.0",
 			KyvernoAPIs: []string{"kyverno.io/v1", "policies.kyverno.io/v1"}, Summary: toClusterSummary(fresh, now)},

@@ -50,7 +50,7 @@ type appResult struct {
 	Policy  string       `json:"policy"`
 	Results reportCounts `json:"results"`
 	Blocked int64        `json:"blocked"`
-	// ReportTime is when the cluster's agent generated the summary.
+	// ReportTime is when the hub received the cluster's summary, by the hub's clock.
 	ReportTime *metav1.Time `json:"reportTime,omitempty"`
 	// Stale is true when the cluster's agent missed three heartbeats.
 	Stale bool `json:"stale"`
@@ -159,7 +159,7 @@ func (o *options) applicationNames(ctx context.Context) []string {
 	}
 	if summaries, err := clusterSummaries(ctx, c); err == nil {
 		for _, s := range summaries {
-			for _, a := range s.Applications {
+			for _, a := range s.Spec.Applications {
 				if a.Namespace == ns {
 					names[a.Name] = true
 				}
@@ -202,24 +202,24 @@ func (o *options) info(ctx context.Context, app string, now time.Time) (*infoRep
 // buildInfo gathers the application's results from the clusters' summaries (by cluster) and its
 // ApplicationPolicies. The summaries are the source of the results; an ApplicationPolicy's own
 // per-policy results fill in what a summary left out (a truncated one).
-func buildInfo(app, ns string, summaries map[string]*policyhubv1.PolicyReportSummarySpec, aps []*policyhubv1.ApplicationPolicy, now time.Time) *infoReport {
+func buildInfo(app, ns string, summaries map[string]*policyhubv1.PolicyReportSummary, aps []*policyhubv1.ApplicationPolicy, now time.Time) *infoReport {
 	report := &infoReport{Application: app, Namespace: ns, ApplicationPolicies: []string{},
 		Results: []appResult{}, TopViolations: []appViolation{}, BlockedAdmissions: []appBlocked{}}
 	type key struct{ cluster, policy string }
 	results := map[key]*appResult{}
 	for cluster, s := range summaries {
-		for _, a := range s.Applications {
+		for _, a := range s.Spec.Applications {
 			if a.Namespace != ns || a.Name != app {
 				continue
 			}
 			k := key{cluster, a.Policy}
 			r := results[k]
 			if r == nil {
-				r = &appResult{Cluster: cluster, Policy: a.Policy, ReportTime: s.GeneratedAt, Stale: aggregate.Stale(s, now)}
+				r = &appResult{Cluster: cluster, Policy: a.Policy, ReportTime: reportTime(s, now), Stale: aggregate.Stale(s, now)}
 				results[k] = r
 			}
 			r.Results.add(toReportCounts(a.Results))
-			r.Blocked += a.Blocked
+			r.Blocked = aggregate.AddCount(r.Blocked, a.Blocked)
 		}
 	}
 	seenViolation := map[string]bool{}
@@ -233,7 +233,7 @@ func buildInfo(app, ns string, summaries map[string]*policyhubv1.PolicyReportSum
 		for _, p := range ap.Status.Policies {
 			// The status names a generated policy by name; the summaries, like this report,
 			// name a namespaced policy namespace/name.
-			ref := generatedPolicyRef(summaries[p.Cluster], ap.Namespace, p.Policy)
+			ref := generatedPolicyRef(specOf(summaries[p.Cluster]), ap.Namespace, p.Policy)
 			k := key{p.Cluster, ref}
 			if r, ok := results[k]; ok {
 				// A generated policy matches only the application's resources, so all its
@@ -268,7 +268,7 @@ func buildInfo(app, ns string, summaries map[string]*policyhubv1.PolicyReportSum
 	for _, r := range results {
 		report.Results = append(report.Results, *r)
 		report.Totals.add(r.Results)
-		report.Blocked += r.Blocked
+		report.Blocked = aggregate.AddCount(report.Blocked, r.Blocked)
 	}
 	report.Violations = report.Totals.violations()
 	slices.SortFunc(report.Results, func(a, b appResult) int {
@@ -279,6 +279,23 @@ func buildInfo(app, ns string, summaries map[string]*policyhubv1.PolicyReportSum
 		return cmp.Or(strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.Policy, b.Policy))
 	})
 	return report
+}
+
+// reportTime is when the hub saw the summary, by the hub's clock (nil when it cannot tell), as
+// the ApplicationPolicies' status says it.
+func reportTime(s *policyhubv1.PolicyReportSummary, now time.Time) *metav1.Time {
+	if at, _ := aggregate.ObservedAt(s, now); !at.IsZero() {
+		return &metav1.Time{Time: at}
+	}
+	return nil
+}
+
+// specOf is the summary's spec, nil for none.
+func specOf(s *policyhubv1.PolicyReportSummary) *policyhubv1.PolicyReportSummarySpec {
+	if s == nil {
+		return nil
+	}
+	return &s.Spec
 }
 
 // generatedPolicyRef is how the cluster's summary names the ApplicationPolicy's generated policy

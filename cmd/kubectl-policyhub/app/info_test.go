@@ -17,18 +17,19 @@ import (
 func TestBuildInfo(t *testing.T) {
 	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	at := func(ago time.Duration) *metav1.Time { return &metav1.Time{Time: now.Add(-ago)} }
-	summaries := map[string]*policyhubv1.PolicyReportSummarySpec{
-		"cluster-1": {Cluster: "cluster-1", GeneratedAt: at(10 * time.Second),
+	// Seen by the hub 10s ago (its cluster's clock an hour behind), and an hour ago.
+	summaries := map[string]*policyhubv1.PolicyReportSummary{
+		"cluster-1": seenAt(now.Add(-10*time.Second), policyhubv1.PolicyReportSummarySpec{Cluster: "cluster-1", GeneratedAt: at(time.Hour),
 			Policies: []policyhubv1.PolicySummary{{Name: "shop-team", Namespace: "shop", Kind: "Policy"}},
 			Applications: []policyhubv1.ApplicationSummary{
 				{Namespace: "shop", Name: "shop", Policy: "team", Results: policyhubv1.ResultCounts{Pass: 1, Fail: 2}},
 				{Namespace: "shop", Name: "shop", Policy: "shop/shop-team", Results: policyhubv1.ResultCounts{Fail: 1}},
 				{Namespace: "shop", Name: "blog", Policy: "team", Results: policyhubv1.ResultCounts{Fail: 7}},
 				{Namespace: "other", Name: "shop", Policy: "team", Results: policyhubv1.ResultCounts{Fail: 9}},
-			}},
-		// An old summary: stale.
-		"cluster-2": {Cluster: "cluster-2", GeneratedAt: at(time.Hour),
-			Applications: []policyhubv1.ApplicationSummary{{Namespace: "shop", Name: "shop", Policy: "team", Results: policyhubv1.ResultCounts{Error: 1}}}},
+			}}),
+		// An old summary: stale, though its cluster's clock says it is new.
+		"cluster-2": seenAt(now.Add(-time.Hour), policyhubv1.PolicyReportSummarySpec{Cluster: "cluster-2", GeneratedAt: at(0),
+			Applications: []policyhubv1.ApplicationSummary{{Namespace: "shop", Name: "shop", Policy: "team", Results: policyhubv1.ResultCounts{Error: 1}}}}),
 	}
 	v := func(cluster, severity, name string, ago time.Duration) policyhubv1.Violation {
 		return policyhubv1.Violation{Cluster: cluster, Policy: "shop/shop-team", Rule: "need-team", Result: "fail", Severity: severity,
@@ -63,6 +64,9 @@ func TestBuildInfo(t *testing.T) {
 	}
 	if !slices.Equal(results, want) {
 		t.Errorf("results\n%q\nwant\n%q", results, want)
+	}
+	if rt := r.Results[1].ReportTime; rt == nil || !rt.Time.Equal(now.Add(-10*time.Second)) {
+		t.Errorf("cluster-1's report time %v, want when the hub saw the summary", rt)
 	}
 	if r.Totals.Fail != 3 || r.Totals.Error != 1 || r.Totals.Pass != 1 || r.Violations != 4 || r.Blocked != 3 {
 		t.Errorf("totals %+v, violations %d, blocked %d", r.Totals, r.Violations, r.Blocked)
@@ -99,4 +103,12 @@ func TestGeneratedPolicyRef(t *testing.T) {
 	if got := generatedPolicyRef(nil, "shop", "p"); got != "shop/p" {
 		t.Errorf("no summary: %q", got)
 	}
+}
+
+// seenAt is a summary the hub saw at hub time seen.
+func seenAt(seen time.Time, spec policyhubv1.PolicyReportSummarySpec) *policyhubv1.PolicyReportSummary {
+	s := &policyhubv1.PolicyReportSummary{Spec: spec}
+	s.Generation, s.Status.ObservedGeneration = 1, 1
+	s.Status.ObservedTime = &metav1.MicroTime{Time: seen}
+	return s
 }

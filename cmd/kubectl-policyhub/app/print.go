@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
 )
 
 // Output helpers shared by the commands: every command builds one report value (a documented
@@ -134,16 +135,17 @@ func toReportCounts(c policyhubv1.ResultCounts) reportCounts {
 	return reportCounts{Pass: c.Pass, Fail: c.Fail, Warn: c.Warn, Error: c.Error, Skip: c.Skip}
 }
 
+// add adds d's counts, as the hub does: saturating, a negative count as 0.
 func (c *reportCounts) add(d reportCounts) {
-	c.Pass += d.Pass
-	c.Fail += d.Fail
-	c.Warn += d.Warn
-	c.Error += d.Error
-	c.Skip += d.Skip
+	c.Pass = aggregate.AddCount(c.Pass, d.Pass)
+	c.Fail = aggregate.AddCount(c.Fail, d.Fail)
+	c.Warn = aggregate.AddCount(c.Warn, d.Warn)
+	c.Error = aggregate.AddCount(c.Error, d.Error)
+	c.Skip = aggregate.AddCount(c.Skip, d.Skip)
 }
 
 // violations is fail + error: the results that count as violations (exit code 1).
-func (c reportCounts) violations() int64 { return c.Fail + c.Error }
+func (c reportCounts) violations() int64 { return aggregate.AddCount(c.Fail, c.Error) }
 
 // resourceRef names one Kubernetes resource in a report.
 type resourceRef struct {

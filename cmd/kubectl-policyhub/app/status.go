@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
 )
 
 func init() { commands = append(commands, newStatusCommand) }
@@ -71,7 +72,7 @@ type declarationCluster struct {
 	Results    *reportCounts `json:"results"`
 	Violations int64         `json:"violations"`
 	Blocked    int64         `json:"blocked"`
-	// ReportTime is when the agent generated the summary the results come from.
+	// ReportTime is when the hub received the summary the results come from, by the hub's clock.
 	ReportTime *metav1.Time `json:"reportTime,omitempty"`
 	// Stale is true when the cluster's agent missed three heartbeats.
 	Stale bool `json:"stale"`
@@ -322,7 +323,7 @@ func (d *declarationStatus) fill(conditions []metav1.Condition, clusters []polic
 			c.Results, c.Violations = &r, r.violations()
 			d.Results.add(r)
 		}
-		d.Blocked += c.Blocked
+		d.Blocked = aggregate.AddCount(d.Blocked, c.Blocked)
 		d.Clusters = append(d.Clusters, c)
 	}
 	slices.SortFunc(d.Clusters, func(a, b declarationCluster) int { return strings.Compare(a.Name, b.Name) })

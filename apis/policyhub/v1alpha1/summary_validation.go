@@ -1,0 +1,181 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// Bounds of what an agent may say in a PolicyReportSummary: the CRD's maxLength and maxItems
+// (markers cannot name constants; TestSummaryBoundsMatchTheCRD keeps the two equal). The agent cuts
+// to them, and Validate checks them on the hub, for summaries an older CRD let through.
+const (
+	// MaxSummaryNameLength bounds object and cluster names (a DNS-1123 subdomain).
+	MaxSummaryNameLength = 253
+	// MaxSummaryNamespaceLength bounds namespaces (a DNS-1123 label).
+	MaxSummaryNamespaceLength = 63
+	// MaxSummaryKindLength bounds kinds (a CRD's kind, lowercased, is a DNS-1035 label).
+	MaxSummaryKindLength = 63
+	// MaxSummaryRefLength bounds "namespace/name" policy references and "group/version" API versions.
+	MaxSummaryRefLength = MaxSummaryNameLength + 1 + MaxSummaryNamespaceLength
+	// MaxSummaryRuleLength bounds rule names.
+	MaxSummaryRuleLength = 253
+	// MaxSummarySeverityLength and MaxSummaryCategoryLength bound the annotations' values.
+	MaxSummarySeverityLength = 64
+	MaxSummaryCategoryLength = 128
+	// MaxSummaryTitleLength and MaxSummaryMessageLength bound titles and Kyverno's messages.
+	MaxSummaryTitleLength   = 256
+	MaxSummaryMessageLength = 512
+	// MaxSummaryHashLength bounds spec.contentHash (hex sha256).
+	MaxSummaryHashLength = 64
+
+	MaxSummaryPolicies     = 1000
+	MaxSummaryApplications = 2000
+	MaxSummaryViolations   = 200
+	MaxSummaryReportAPIs   = 10
+)
+
+// Validate says what in the spec the CRD would refuse (nil when nothing): a negative count, a
+// string or list over its bound, invalid UTF-8, or two policies (or applications) under one key.
+// The apiserver refuses all of it at admission; the hub checks again because a cluster may run
+// an older CRD, and an agent's summary must never be able to change what other clusters say.
+func (s *PolicyReportSummarySpec) Validate() error {
+	v := validator{}
+	v.str("spec.cluster", s.Cluster, MaxSummaryNameLength)
+	v.str("spec.contentHash", s.ContentHash, MaxSummaryHashLength)
+	v.items("spec.engine.reportAPIs", len(s.Engine.ReportAPIs), MaxSummaryReportAPIs)
+	for i, api := range s.Engine.ReportAPIs {
+		v.str(fmt.Sprintf("spec.engine.reportAPIs[%d]", i), api, MaxSummaryRefLength)
+	}
+	v.counts("spec.totals", s.Totals)
+	v.count("spec.blocked", s.Blocked)
+	v.policies(s.Policies)
+	v.applications(s.Applications)
+	v.items("spec.violations", len(s.Violations), MaxSummaryViolations)
+	for i := range s.Violations {
+		v.violation(fmt.Sprintf("spec.violations[%d]", i), &s.Violations[i])
+	}
+	if t := s.Truncated; t != nil {
+		v.count("spec.truncated.policies", int64(t.Policies))
+		v.count("spec.truncated.applications", int64(t.Applications))
+		v.count("spec.truncated.violations", t.Violations)
+	}
+	return v.err
+}
+
+// PolicySummaryKey is what identifies a spec.policies entry (its listMapKeys).
+type PolicySummaryKey struct{ Name, Namespace, Kind string }
+
+// Key is the entry's key: one entry per key.
+func (p *PolicySummary) Key() PolicySummaryKey {
+	return PolicySummaryKey{Name: p.Name, Namespace: p.Namespace, Kind: p.Kind}
+}
+
+// ApplicationSummaryKey is what identifies a spec.applications entry (its listMapKeys).
+type ApplicationSummaryKey struct{ Namespace, Name, Policy string }
+
+// Key is the entry's key: one entry per key.
+func (a *ApplicationSummary) Key() ApplicationSummaryKey {
+	return ApplicationSummaryKey{Namespace: a.Namespace, Name: a.Name, Policy: a.Policy}
+}
+
+// validator keeps the first problem found.
+type validator struct{ err error }
+
+func (v *validator) fail(format string, args ...any) {
+	if v.err == nil {
+		v.err = fmt.Errorf(format, args...)
+	}
+}
+
+func (v *validator) str(path, s string, n int) {
+	if len(s) > n {
+		v.fail("%s: %d bytes, at most %d allowed", path, len(s), n)
+	} else if !utf8.ValidString(s) {
+		v.fail("%s: not valid UTF-8", path)
+	}
+}
+
+func (v *validator) items(path string, n, limit int) {
+	if n > limit {
+		v.fail("%s: %d entries, at most %d allowed", path, n, limit)
+	}
+}
+
+func (v *validator) count(path string, n int64) {
+	if n < 0 {
+		v.fail("%s: %d, a count cannot be negative", path, n)
+	}
+}
+
+func (v *validator) counts(path string, c ResultCounts) {
+	v.count(path+".pass", c.Pass)
+	v.count(path+".fail", c.Fail)
+	v.count(path+".warn", c.Warn)
+	v.count(path+".error", c.Error)
+	v.count(path+".skip", c.Skip)
+}
+
+func (v *validator) resource(path string, r *ResourceRef) {
+	if r == nil {
+		return
+	}
+	v.str(path+".apiVersion", r.APIVersion, MaxSummaryRefLength)
+	v.str(path+".kind", r.Kind, MaxSummaryKindLength)
+	v.str(path+".namespace", r.Namespace, MaxSummaryNamespaceLength)
+	v.str(path+".name", r.Name, MaxSummaryNameLength)
+}
+
+func (v *validator) policies(policies []PolicySummary) {
+	v.items("spec.policies", len(policies), MaxSummaryPolicies)
+	seen := make(map[PolicySummaryKey]struct{}, len(policies))
+	for i := range policies {
+		p := &policies[i]
+		path := fmt.Sprintf("spec.policies[%d]", i)
+		if _, dup := seen[p.Key()]; dup {
+			v.fail("%s: a second entry for policy %q (namespace %q, kind %q)", path, p.Name, p.Namespace, p.Kind)
+		}
+		seen[p.Key()] = struct{}{}
+		v.str(path+".name", p.Name, MaxSummaryNameLength)
+		v.str(path+".namespace", p.Namespace, MaxSummaryNamespaceLength)
+		v.str(path+".kind", p.Kind, MaxSummaryKindLength)
+		v.str(path+".title", p.Title, MaxSummaryTitleLength)
+		v.str(path+".category", p.Category, MaxSummaryCategoryLength)
+		v.str(path+".severity", p.Severity, MaxSummarySeverityLength)
+		v.counts(path+".results", p.Results)
+		v.count(path+".blocked", p.Blocked)
+		if b := p.LastBlocked; b != nil {
+			v.resource(path+".lastBlocked.resource", b.Resource)
+			v.str(path+".lastBlocked.message", b.Message, MaxSummaryMessageLength)
+		}
+	}
+}
+
+func (v *validator) applications(apps []ApplicationSummary) {
+	v.items("spec.applications", len(apps), MaxSummaryApplications)
+	seen := make(map[ApplicationSummaryKey]struct{}, len(apps))
+	for i := range apps {
+		a := &apps[i]
+		path := fmt.Sprintf("spec.applications[%d]", i)
+		if _, dup := seen[a.Key()]; dup {
+			v.fail("%s: a second entry for application %s/%s and policy %q", path, a.Namespace, a.Name, a.Policy)
+		}
+		seen[a.Key()] = struct{}{}
+		v.str(path+".namespace", a.Namespace, MaxSummaryNamespaceLength)
+		v.str(path+".name", a.Name, MaxSummaryNameLength)
+		v.str(path+".policy", a.Policy, MaxSummaryRefLength)
+		v.counts(path+".results", a.Results)
+		v.count(path+".blocked", a.Blocked)
+	}
+}
+
+func (v *validator) violation(path string, x *Violation) {
+	v.str(path+".cluster", x.Cluster, MaxSummaryNameLength)
+	v.str(path+".policy", x.Policy, MaxSummaryRefLength)
+	v.str(path+".rule", x.Rule, MaxSummaryRuleLength)
+	v.str(path+".severity", x.Severity, MaxSummarySeverityLength)
+	v.str(path+".message", x.Message, MaxSummaryMessageLength)
+	v.resource(path+".resource", &x.Resource)
+	if x.Result != "fail" && x.Result != "error" {
+		v.fail("%s.result: %q, want fail or error", path, x.Result)
+	}
+}

@@ -1,0 +1,66 @@
+package v1alpha1
+
+import (
+	"strings"
+	"testing"
+)
+
+func validSpec() PolicyReportSummarySpec {
+	return PolicyReportSummarySpec{
+		Cluster: "cluster-1",
+		Engine:  EngineInfo{ReportAPIs: []string{"wgpolicyk8s.io/v1alpha2"}},
+		Totals:  ResultCounts{Pass: 3, Fail: 1},
+		Policies: []PolicySummary{
+			{Name: "require-labels", Kind: "ClusterPolicy", Results: ResultCounts{Pass: 3, Fail: 1}},
+			{Name: "require-labels", Results: ResultCounts{Pass: 1}}, // kindless: another key
+			{Name: "limits", Namespace: "shop", Kind: "Policy"},
+		},
+		Applications: []ApplicationSummary{
+			{Namespace: "shop", Name: "shop", Policy: "require-labels", Results: ResultCounts{Fail: 1}},
+			{Namespace: "shop", Name: "shop", Policy: "shop/limits"},
+		},
+		Violations: []Violation{{Policy: "require-labels", Result: "fail", Resource: ResourceRef{Kind: "Pod", Name: "web"}}},
+	}
+}
+
+// Validate refuses what the CRD refuses, naming the field.
+func TestSummaryValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*PolicyReportSummarySpec)
+		want   string // "" means valid
+	}{
+		{"valid", func(*PolicyReportSummarySpec) {}, ""},
+		{"a negative total", func(s *PolicyReportSummarySpec) { s.Totals.Fail = -1000 }, "spec.totals.fail: -1000"},
+		{"a negative policy count", func(s *PolicyReportSummarySpec) { s.Policies[0].Results.Skip = -1 }, "spec.policies[0].results.skip"},
+		{"negative blocked admissions", func(s *PolicyReportSummarySpec) { s.Applications[1].Blocked = -1 }, "spec.applications[1].blocked"},
+		{"a negative truncation", func(s *PolicyReportSummarySpec) { s.Truncated = &Truncation{Violations: -5} }, "spec.truncated.violations"},
+		{"a policy listed twice", func(s *PolicyReportSummarySpec) { s.Policies = append(s.Policies, s.Policies[0]) }, "spec.policies[3]: a second entry"},
+		{"an application listed twice", func(s *PolicyReportSummarySpec) { s.Applications = append(s.Applications, s.Applications[0]) }, "spec.applications[2]: a second entry"},
+		{"an overlong severity", func(s *PolicyReportSummarySpec) { s.Policies[1].Severity = strings.Repeat("x", 65) }, "spec.policies[1].severity: 65 bytes, at most 64"},
+		{"an overlong category", func(s *PolicyReportSummarySpec) { s.Policies[1].Category = strings.Repeat("x", 129) }, "spec.policies[1].category"},
+		{"an overlong violation resource", func(s *PolicyReportSummarySpec) { s.Violations[0].Resource.Name = strings.Repeat("x", 254) }, "spec.violations[0].resource.name"},
+		{"invalid UTF-8", func(s *PolicyReportSummarySpec) { s.Policies[0].Kind = "Cluster\xffPolicy" }, "spec.policies[0].kind: not valid UTF-8"},
+		{"a violation that is no fail or error", func(s *PolicyReportSummarySpec) { s.Violations[0].Result = "pass" }, "spec.violations[0].result"},
+		{"too many report APIs", func(s *PolicyReportSummarySpec) { s.Engine.ReportAPIs = make([]string, 11) }, "spec.engine.reportAPIs: 11 entries"},
+		{"too many policies", func(s *PolicyReportSummarySpec) {
+			s.Policies = make([]PolicySummary, MaxSummaryPolicies+1)
+			for i := range s.Policies {
+				s.Policies[i].Name = strings.Repeat("p", i%200) + string(rune('a'+i/200))
+			}
+		}, "spec.policies: 1001 entries"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := validSpec()
+			tt.change(&s)
+			err := s.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("error %v, want one saying %q", err, tt.want)
+			}
+		})
+	}
+}
