@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -97,6 +98,33 @@ func (m *groupMapper) fetch(group string) (*restmapper.APIGroupResources, error)
 			return nil, fmt.Errorf("discover the resources of %s: %w", v.GroupVersion, err)
 		}
 		out.VersionedResources[v.Version] = list.APIResources
+	}
+	return out, nil
+}
+
+// Kinds are the kinds the cluster serves in group (none when it does not serve it), without
+// subresources; asked again when the last answer is older than recheck.
+func (m *groupMapper) Kinds(group string) ([]schema.GroupKind, error) {
+	if _, err := m.load(group, true); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.groups[group]
+	if e == nil || e.resources == nil {
+		return nil, nil
+	}
+	seen := map[schema.GroupKind]bool{}
+	var out []schema.GroupKind
+	for _, resources := range e.resources.VersionedResources {
+		for _, r := range resources {
+			gk := schema.GroupKind{Group: group, Kind: r.Kind}
+			if strings.Contains(r.Name, "/") || seen[gk] {
+				continue
+			}
+			seen[gk] = true
+			out = append(out, gk)
+		}
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package work
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -180,12 +181,15 @@ func (s *Syncer) readLive(ctx context.Context, cc *clusterClients, decls []Decla
 	}
 	// Objects of the kinds not rendered now matter only if they are ours (to prune). The watch
 	// cache holds only what this hub owns, and only of the kinds it may have written here.
-	others := PolicyKinds
+	var others []schema.GroupKind
+	var err error
 	if cached {
-		var err error
-		if others, err = s.ownedKinds(ctx, cc, rendered); err != nil {
-			return nil, err
-		}
+		others, err = s.ownedKinds(ctx, cc, rendered)
+	} else {
+		others, err = surveyKinds(cc)
+	}
+	if err != nil {
+		return nil, err
 	}
 	for _, gk := range others {
 		if _, ok := kinds[gk]; !ok {
@@ -242,7 +246,11 @@ func (s *Syncer) ownedKinds(ctx context.Context, cc *clusterClients, rendered ma
 	defer cc.kindsMu.Unlock()
 	if cc.kinds == nil {
 		found := map[schema.GroupKind]bool{}
-		for _, gk := range PolicyKinds {
+		survey, err := surveyKinds(cc)
+		if err != nil {
+			return nil, err
+		}
+		for _, gk := range survey {
 			objs, err := s.listKind(ctx, cc, gk, nil, false, false)
 			if err != nil {
 				return nil, fmt.Errorf("survey the cluster's policies of this hub: %w", err)
@@ -259,6 +267,28 @@ func (s *Syncer) ownedKinds(ctx context.Context, cc *clusterClients, rendered ma
 	out := make([]schema.GroupKind, 0, len(cc.kinds))
 	for gk := range cc.kinds {
 		out = append(out, gk)
+	}
+	return out, nil
+}
+
+// surveyKinds are the kinds that may hold this hub's objects in the cluster: PolicyKinds, and
+// every other kind the cluster serves in PolicyGroups (a fixed list alone would orphan an owned
+// object of a kind it lacks after a restart).
+func surveyKinds(cc *clusterClients) ([]schema.GroupKind, error) {
+	out := slices.Clone(PolicyKinds)
+	if cc.mapper == nil {
+		return out, nil
+	}
+	for _, group := range PolicyGroups {
+		served, err := cc.mapper.Kinds(group)
+		if err != nil {
+			return nil, fmt.Errorf("discover the kinds of %s: %w", group, err)
+		}
+		for _, gk := range served {
+			if !slices.Contains(out, gk) {
+				out = append(out, gk)
+			}
+		}
 	}
 	return out, nil
 }

@@ -28,6 +28,12 @@ const requestTimeout = 30 * time.Second
 
 // PolicyKinds are the Kyverno kinds policyhub may have written in a cluster; the served ones are
 // read on every sync so that objects of a kind a declaration no longer renders are still pruned.
+// Kinds of PolicyGroups the cluster serves beyond these (a newer Kyverno's, or a rarer one such
+// as GlobalContextEntry) are surveyed too (surveyKinds), so no owned object is orphaned.
+// PolicyGroups are the API groups a declaration's objects may be of (the FleetPolicy template's
+// admission rule says the same).
+var PolicyGroups = []string{"kyverno.io", "policies.kyverno.io"}
+
 var PolicyKinds = []schema.GroupKind{
 	{Group: "kyverno.io", Kind: "ClusterPolicy"},
 	{Group: "kyverno.io", Kind: "Policy"},
@@ -107,6 +113,8 @@ type clusterClients struct {
 	startNames func(context.Context) (cache.Cache, context.CancelFunc, error)
 	stopped    bool
 	stopCache  context.CancelFunc
+	// mapper answers which kinds the cluster serves (surveyKinds).
+	mapper *groupMapper
 	// kinds are the policy kinds that may hold this hub's objects (see ownedKinds); nil until
 	// surveyed.
 	kindsMu sync.Mutex
@@ -232,6 +240,7 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
 	}
 	mapper := newGroupMapper(cc.clientset.Discovery(), s.opts.DiscoveryRecheck)
+	cc.mapper = mapper
 	if cc.client, err = client.New(cfg, client.Options{HTTPClient: httpClient, Mapper: mapper}); err != nil {
 		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
 	}
