@@ -44,6 +44,7 @@ type options struct {
 	resyncInterval          time.Duration
 	maxConcurrentPasses     int
 	probeTimeout            time.Duration
+	maxOwnedObjects         int
 	maxConcurrentReconciles int
 	metricsAddr             string
 	metricsSecure           bool
@@ -77,6 +78,7 @@ func run() error {
 	fs.IntVar(&o.maxConcurrentPasses, "max-concurrent-passes", 32, "Cluster passes planning and writing at once, over all clusters. A cluster that does not answer its probe takes no slot.")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 8, "Declarations of each kind reconciled at once. A reconcile never waits for a cluster: it hands the clusters' workers what it wants and writes the status from their results.")
 	fs.DurationVar(&o.retryMaxDelay, "retry-max-delay", time.Minute, "Longest wait between retries of a cluster that is unreachable or failing (the wait starts at 1s and doubles): a cluster that comes back is synced within this long.")
+	fs.IntVar(&o.maxOwnedObjects, "max-owned-objects-per-cluster", work.DefaultMaxOwnedObjects, "Most objects labelled as this hub's that one cluster may hold: past it the cluster is Failed (saying how many) and not cached, since the label is public and a cluster admin could otherwise grow the hub's memory without bound.")
 	fs.DurationVar(&o.probeTimeout, "probe-timeout", 5*time.Second, "How long a cluster has to answer its probe before it is shown unreachable (Failed) and retried with backoff.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 100, "Client-side rate limit of requests to the hub, and to each managed cluster.")
 	fs.IntVar(&o.burst, "kube-api-burst", 300, "Client-side burst of requests to the hub, and to each managed cluster.")
@@ -107,8 +109,8 @@ func run() error {
 	if errs := validation.IsValidLabelValue(o.hubID); o.hubID == "" || len(errs) > 0 {
 		return fmt.Errorf("--hub-id %q must be a valid label value: %s", o.hubID, strings.Join(errs, "; "))
 	}
-	if o.resyncInterval <= 0 || o.maxConcurrentPasses <= 0 || o.maxConcurrentReconciles <= 0 || o.probeTimeout <= 0 {
-		return errors.New("--resync-interval, --max-concurrent-passes, --max-concurrent-reconciles and --probe-timeout must be positive")
+	if o.resyncInterval <= 0 || o.maxConcurrentPasses <= 0 || o.maxConcurrentReconciles <= 0 || o.probeTimeout <= 0 || o.maxOwnedObjects <= 0 {
+		return errors.New("--resync-interval, --max-concurrent-passes, --max-concurrent-reconciles, --probe-timeout and --max-owned-objects-per-cluster must be positive")
 	}
 	if err := checkMetricsCertDir(o); err != nil {
 		return err
@@ -160,7 +162,7 @@ func run() error {
 	workers, err := controllers.SetupHub(mgr, controllers.HubOptions{
 		Gateway: gatewayCfg, SecretNamespace: o.secretNamespace, HubID: o.hubID, Lock: work.LockOptions{Identity: o.identity},
 		Registry: ctrlmetrics.Registry, Resync: o.resyncInterval, RetryMaxDelay: o.retryMaxDelay,
-		ProbeTimeout: o.probeTimeout, MaxConcurrentPasses: o.maxConcurrentPasses,
+		ProbeTimeout: o.probeTimeout, MaxOwnedObjects: o.maxOwnedObjects, MaxConcurrentPasses: o.maxConcurrentPasses,
 		MaxConcurrentReconciles: o.maxConcurrentReconciles,
 		// The hub's namespace: where its leader election Lease is.
 		InfoNamespace: o.leaderElectionNamespace,

@@ -31,6 +31,9 @@ type HubOptions struct {
 	// ProbeTimeout is how long a cluster has to answer before it counts as unreachable; zero
 	// means 5s.
 	ProbeTimeout time.Duration
+	// MaxOwnedObjects bounds the objects labelled as this hub's one cluster's cache may hold;
+	// zero means work.DefaultMaxOwnedObjects.
+	MaxOwnedObjects int
 	// MaxConcurrentPasses bounds the cluster passes planning and writing at once; zero means 32.
 	MaxConcurrentPasses int
 	// MaxConcurrentReconciles bounds the declarations of each kind reconciled at once.
@@ -53,7 +56,7 @@ func SetupHub(mgr ctrl.Manager, o HubOptions) (*work.Workers, error) {
 	syncMetrics := metrics.NewSync(o.Registry)
 	results := &ResultEvents{}
 	workers, err := work.NewWorkers(work.WorkersOptions{
-		Sync:                work.Options{HubID: o.HubID, Lock: o.Lock, ProbeTimeout: o.ProbeTimeout},
+		Sync:                work.Options{HubID: o.HubID, Lock: o.Lock, ProbeTimeout: o.ProbeTimeout, MaxOwnedObjects: o.MaxOwnedObjects},
 		Window:              10 * time.Millisecond,
 		Resync:              o.Resync,
 		RetryMax:            o.RetryMaxDelay,

@@ -231,10 +231,43 @@ func (s *Syncer) readLive(ctx context.Context, cc *clusterClients, decls []Decla
 	if first != nil || !cached {
 		return out, first
 	}
+	if err := s.checkOwnedCount(cc, out); err != nil {
+		return nil, err
+	}
 	if err := s.addUnowned(ctx, cc, decls, which, rendered, out); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// TooManyOwnedError is a cluster holding more objects labelled as this hub's than its watch
+// cache may keep (Options.MaxOwnedObjects).
+type TooManyOwnedError struct {
+	Cluster    string
+	Count, Max int
+}
+
+func (e *TooManyOwnedError) Error() string {
+	return fmt.Sprintf("cluster %s holds %d objects labelled as this hub's (%s), more than the %d its cache may keep: not synced; find who labels objects there (kubectl get clusterpolicies,policies -A -l %s)",
+		e.Cluster, e.Count, policyhubv1.LabelManagedBy, e.Max, policyhubv1.LabelManagedBy)
+}
+
+// checkOwnedCount refuses a cached read holding more of this hub's objects than the cache may
+// keep, and drops the cluster's cache (its memory) until the next try.
+func (s *Syncer) checkOwnedCount(cc *clusterClients, byKind map[schema.GroupKind][]*unstructured.Unstructured) error {
+	n := 0
+	for _, objs := range byKind {
+		for _, obj := range objs {
+			if obj.GetLabels()[policyhubv1.LabelManagedBy] == s.opts.HubID {
+				n++
+			}
+		}
+	}
+	if n <= s.opts.MaxOwnedObjects {
+		return nil
+	}
+	s.dropClients(cc.name, cc)
+	return &TooManyOwnedError{Cluster: cc.name, Count: n, Max: s.opts.MaxOwnedObjects}
 }
 
 // ownedKinds are the policy kinds that may hold this hub's objects in the cluster besides the

@@ -23,6 +23,10 @@ import (
 // FieldManager is the server-side apply field manager of everything policyhub writes.
 const FieldManager = "policyhub"
 
+// DefaultMaxOwnedObjects is Options.MaxOwnedObjects' default: far more policies than a cluster
+// runs (a library of a hundred, times the namespaces of its applications), about 20 MiB of cache.
+const DefaultMaxOwnedObjects = 5000
+
 // requestTimeout bounds every request to a managed cluster but the watch cache's.
 const requestTimeout = 30 * time.Second
 
@@ -68,6 +72,11 @@ type Options struct {
 	// trusted before a kind or version it lacked is asked about again (Kyverno installed or
 	// upgraded meanwhile); zero means 30s.
 	DiscoveryRecheck time.Duration
+	// MaxOwnedObjects bounds the objects labelled as this hub's that one cluster's watch cache
+	// may hold: the label is public, and a cluster admin who puts it on objects by the thousand
+	// would otherwise grow the hub until it stops for the whole fleet. Past it the cluster fails
+	// (with the count) and its cache is dropped. Zero means DefaultMaxOwnedObjects.
+	MaxOwnedObjects int
 	// OnOwnedChange, when set, is told about every change the watch caches see to an object this
 	// hub owns in a cluster (drift: edited or deleted by someone else, or a write of our own). It
 	// must not block.
@@ -137,6 +146,9 @@ func NewSyncer(opts Options) (*Syncer, error) {
 	}
 	if opts.ProbeTimeout <= 0 {
 		opts.ProbeTimeout = defaultProbeTimeout
+	}
+	if opts.MaxOwnedObjects <= 0 {
+		opts.MaxOwnedObjects = DefaultMaxOwnedObjects
 	}
 	if opts.DiscoveryRecheck <= 0 {
 		opts.DiscoveryRecheck = 30 * time.Second
