@@ -54,5 +54,7 @@ func TestSyncRefusesAClusterFloodedWithOwnedObjects(t *testing.T) {
 		}
 	}
 	onlyResult(t, s.Sync(ctx, gatewayCluster(t, "cluster-1"), []work.Declaration{decl}), policyhubv1.ClusterPhaseSynced)
-	t.Cleanup(func() { s.Sync(context.Background(), gatewayCluster(t, "cluster-1"), []work.Declaration{{Source: decl.Source, Prune: true}}) })
+	t.Cleanup(func() {
+		s.Sync(context.Background(), gatewayCluster(t, "cluster-1"), []work.Declaration{{Source: decl.Source, Prune: true}})
+	})
 }
