@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -103,18 +102,8 @@ spec:
 	if err := hub.Delete(ctx, tenantNS); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, 300*time.Millisecond, "the FleetPolicy gone", func() error {
-		if err := hub.Get(ctx, client.ObjectKeyFromObject(fp), &policyhubv1.FleetPolicy{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there (%v)", err)
-		}
-		return nil
-	})
-	eventually(t, 90*time.Second, 500*time.Millisecond, "the ApplicationPolicy's namespace gone", func() error {
-		if err := hub.Get(ctx, client.ObjectKeyFromObject(tenantNS), &corev1.Namespace{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there (%v)", err)
-		}
-		return nil
-	})
+	gone(ctx, t, hub, fp, "the FleetPolicy")
+	gone(ctx, t, hub, tenantNS, "the ApplicationPolicy's namespace")
 	eventually(t, 30*time.Second, 300*time.Millisecond, "a Warning Event saying what was not pruned", func() error {
 		list := &eventsv1.EventList{}
 		if err := hub.List(ctx, list, client.InNamespace("default")); err != nil {

@@ -70,13 +70,9 @@ spec:
 	if err := hub.Delete(ctx, blocker); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, 300*time.Millisecond, "the blocker pruned", func() error {
-		policy := &unstructured.Unstructured{}
-		policy.SetGroupVersionKind(clusterPolicyGVK)
-		err := cluster.Get(ctx, client.ObjectKey{Name: blocker.Name}, policy)
-		if err == nil {
-			return fmt.Errorf("still in cluster-1")
-		}
-		return client.IgnoreNotFound(err)
-	})
+	policy := &unstructured.Unstructured{}
+	policy.SetGroupVersionKind(clusterPolicyGVK)
+	policy.SetName(blocker.Name)
+	gone(ctx, t, cluster, policy, "the blocker in cluster-1")
+
 }
