@@ -2,6 +2,7 @@ package collect
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -183,25 +184,30 @@ func (c *Collector) Run(ctx context.Context) error {
 	}
 }
 
+// served says whether the cluster serves gvr. A group or version it does not serve is an answer,
+// not an error (a cluster without Kyverno yet, or with reports kept elsewhere): the memory-cached
+// discovery says so with ErrCacheNotFound, the server with NotFound.
+func served(d discovery.DiscoveryInterface, gvr schema.GroupVersionResource) (bool, error) {
+	list, err := d.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if apierrors.IsNotFound(err) || errors.Is(err, memory.ErrCacheNotFound) || discovery.IsGroupDiscoveryFailedError(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, r := range list.APIResources {
+		if r.Name == gvr.Resource {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // discover starts informers for report and policy APIs the cluster serves now.
 func (c *Collector) discover(ctx context.Context) error {
 	c.discovery.Invalidate()
 	c.mapper.Reset()
-	served := func(gvr schema.GroupVersionResource) (bool, error) {
-		list, err := c.discovery.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-		if apierrors.IsNotFound(err) || discovery.IsGroupDiscoveryFailedError(err) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		for _, r := range list.APIResources {
-			if r.Name == gvr.Resource {
-				return true, nil
-			}
-		}
-		return false, nil
-	}
+	served := func(gvr schema.GroupVersionResource) (bool, error) { return served(c.discovery, gvr) }
 	var apis []string
 	for _, gvr := range ReportKinds {
 		ok, err := served(gvr)
