@@ -160,7 +160,7 @@ func (d *applicationPolicy) status() declarationStatus {
 }
 
 func (d *applicationPolicy) source(hubID string) string {
-	return render.Owner{HubID: hubID, Kind: "ApplicationPolicy", Namespace: d.Namespace, Name: d.Name}.Source()
+	return render.ApplicationPolicyOwner(hubID, d.Namespace, d.Name).Source()
 }
 
 func (d *applicationPolicy) targets(ctx context.Context) (*render.Targets, error) {

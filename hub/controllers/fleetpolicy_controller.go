@@ -124,7 +124,7 @@ func (d *fleetPolicy) status() declarationStatus {
 }
 
 func (d *fleetPolicy) source(hubID string) string {
-	return render.Owner{HubID: hubID, Kind: "FleetPolicy", Name: d.Name}.Source()
+	return render.FleetPolicyOwner(hubID, d.Name).Source()
 }
 
 func (d *fleetPolicy) targets(ctx context.Context) (*render.Targets, error) {

@@ -92,11 +92,10 @@ func summarize(clusters []policyhubv1.ClusterStatus) policyhubv1.StatusSummary {
 	var s policyhubv1.StatusSummary
 	for _, c := range clusters {
 		s.Clusters++
-		switch c.Phase {
-		case policyhubv1.ClusterPhaseSynced, policyhubv1.ClusterPhaseDryRun:
+		switch {
+		case c.Phase.Done():
 			s.Synced++
-		case policyhubv1.ClusterPhasePending:
-		default:
+		case c.Phase.Failing():
 			s.Failed++
 		}
 		if c.Results != nil {
@@ -116,14 +115,10 @@ func readyCondition(clusters []policyhubv1.ClusterStatus, unknown []string, miss
 	cond := metav1.Condition{Type: policyhubv1.ConditionReady, ObservedGeneration: generation}
 	worst := ""
 	var problems []string
-	rank := map[policyhubv1.ClusterPhase]int{
-		policyhubv1.ClusterPhaseFailed: 6, policyhubv1.ClusterPhaseConflict: 5, policyhubv1.ClusterPhaseUnsupported: 4,
-		policyhubv1.ClusterPhaseLockHeld: 3, policyhubv1.ClusterPhasePending: 2,
-	}
 	worstRank := 0
 	dryRun := 0
 	for _, c := range clusters {
-		if r := rank[c.Phase]; r > 0 {
+		if r := c.Phase.ProblemRank(); r > 0 {
 			problems = append(problems, fmt.Sprintf("%s: %s", c.Name, c.Phase))
 			if r > worstRank {
 				worstRank, worst = r, string(c.Phase)

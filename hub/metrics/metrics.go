@@ -62,9 +62,7 @@ func (m *Sync) Observe(res *work.ClusterResult) {
 				m.operations.WithLabelValues(c, action).Add(float64(n))
 			}
 		}
-		switch d.Phase {
-		case policyhubv1.ClusterPhaseFailed, policyhubv1.ClusterPhaseConflict,
-			policyhubv1.ClusterPhaseUnsupported, policyhubv1.ClusterPhaseLockHeld:
+		if d.Phase.Failing() {
 			m.errors.WithLabelValues(c, reason(d.Phase)).Inc()
 		}
 	}

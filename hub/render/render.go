@@ -24,6 +24,16 @@ type Owner struct {
 	Kind, Namespace, Name string
 }
 
+// FleetPolicyOwner is the owner of what a FleetPolicy renders.
+func FleetPolicyOwner(hubID, name string) Owner {
+	return Owner{HubID: hubID, Kind: "FleetPolicy", Name: name}
+}
+
+// ApplicationPolicyOwner is the owner of what an ApplicationPolicy renders.
+func ApplicationPolicyOwner(hubID, namespace, name string) Owner {
+	return Owner{HubID: hubID, Kind: "ApplicationPolicy", Namespace: namespace, Name: name}
+}
+
 // Source is the value of the source annotation: Kind/name or Kind/namespace/name.
 func (o Owner) Source() string {
 	if o.Namespace == "" {
@@ -75,7 +85,7 @@ func (o Owner) Validate() error {
 // FleetPolicy renders a FleetPolicy's template for one cluster. mode is the mode in effect there
 // (the spec's, or a cluster override's); nil keeps the template's own failure actions.
 func FleetPolicy(hubID string, fp *policyhubv1.FleetPolicy, mode *policyhubv1.Mode) (*unstructured.Unstructured, error) {
-	owner := Owner{HubID: hubID, Kind: "FleetPolicy", Name: fp.Name}
+	owner := FleetPolicyOwner(hubID, fp.Name)
 	obj, err := Template(owner, fp.Spec.Template, fp.Name, mode)
 	if err != nil {
 		return nil, fmt.Errorf("render FleetPolicy %s: %w", fp.Name, err)

@@ -39,7 +39,7 @@ func ApplicationPolicy(hubID string, ap *policyhubv1.ApplicationPolicy, namespac
 }
 
 func applicationPolicy(hubID string, ap *policyhubv1.ApplicationPolicy, namespace string) ([]*unstructured.Unstructured, error) {
-	owner := Owner{HubID: hubID, Kind: "ApplicationPolicy", Namespace: ap.Namespace, Name: ap.Name}
+	owner := ApplicationPolicyOwner(hubID, ap.Namespace, ap.Name)
 	if err := owner.Validate(); err != nil {
 		return nil, err
 	}

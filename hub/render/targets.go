@@ -102,7 +102,7 @@ func FleetPolicyRolloutTargets(hubID string, fp *policyhubv1.FleetPolicy, inv pl
 		return nil, &InvalidError{Reason: "InvalidPlacement", Err: err}
 	}
 	t := &Targets{
-		Source:  Owner{HubID: hubID, Kind: "FleetPolicy", Name: fp.Name}.Source(),
+		Source:  FleetPolicyOwner(hubID, fp.Name).Source(),
 		Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}, Unknown: sel.Unknown,
 		MissingPlacement: placement.MissingPlacement(fp.Spec.Placement, inv, "", "spec.placement"),
 	}
@@ -140,7 +140,7 @@ func FleetPolicyRolloutTargets(hubID string, fp *policyhubv1.FleetPolicy, inv pl
 		}
 		obj, ok := rendered[key]
 		if !ok {
-			owner := Owner{HubID: hubID, Kind: "FleetPolicy", Name: fp.Name}
+			owner := FleetPolicyOwner(hubID, fp.Name)
 			if obj, err = Template(owner, *tmpl, fp.Name, mode); err != nil {
 				return nil, &InvalidError{Reason: "InvalidTemplate", Err: fmt.Errorf("render FleetPolicy %s: %w", fp.Name, err)}
 			}
@@ -178,7 +178,7 @@ func ApplicationPolicyTargets(hubID string, ap *policyhubv1.ApplicationPolicy, t
 		return nil, err
 	}
 	t := &Targets{
-		Source:  Owner{HubID: hubID, Kind: "ApplicationPolicy", Namespace: ap.Namespace, Name: ap.Name}.Source(),
+		Source:  ApplicationPolicyOwner(hubID, ap.Namespace, ap.Name).Source(),
 		Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}, Unknown: unknown,
 	}
 	for _, ng := range sel.NotGranted {

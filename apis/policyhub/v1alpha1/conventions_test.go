@@ -123,3 +123,24 @@ func TestKubeVelaEntryName(t *testing.T) {
 		}
 	}
 }
+
+// One ranking of phases: worst first, and the classes status summaries and metrics count.
+func TestClusterPhaseRanking(t *testing.T) {
+	order := []ClusterPhase{ClusterPhaseFailed, ClusterPhaseConflict, ClusterPhaseUnsupported, ClusterPhaseLockHeld, ClusterPhasePending, ClusterPhaseSynced}
+	for i := 1; i < len(order); i++ {
+		if order[i-1].ProblemRank() <= order[i].ProblemRank() {
+			t.Errorf("%s ranks %d, not worse than %s's %d", order[i-1], order[i-1].ProblemRank(), order[i], order[i].ProblemRank())
+		}
+	}
+	for _, tt := range []struct {
+		phase         ClusterPhase
+		done, failing bool
+	}{
+		{ClusterPhaseSynced, true, false}, {ClusterPhaseDryRun, true, false}, {ClusterPhasePending, false, false},
+		{ClusterPhaseLockHeld, false, true}, {ClusterPhaseUnsupported, false, true}, {ClusterPhaseConflict, false, true}, {ClusterPhaseFailed, false, true},
+	} {
+		if tt.phase.Done() != tt.done || tt.phase.Failing() != tt.failing {
+			t.Errorf("%s: done %v failing %v, want %v %v", tt.phase, tt.phase.Done(), tt.phase.Failing(), tt.done, tt.failing)
+		}
+	}
+}

@@ -182,6 +182,24 @@ const (
 	ClusterPhaseLockHeld ClusterPhase = "LockHeld"
 )
 
+// problemRank orders the phases that need attention, worst first (higher is worse); the phases
+// absent are fine (Synced, DryRun). The one ranking of phases: status, metrics and the CLI use it.
+var problemRank = map[ClusterPhase]int{
+	ClusterPhaseFailed: 6, ClusterPhaseConflict: 5, ClusterPhaseUnsupported: 4, ClusterPhaseLockHeld: 3, ClusterPhasePending: 2,
+}
+
+// ProblemRank is how badly the phase needs attention: 0 for Synced and DryRun, then Pending,
+// LockHeld, Unsupported, Conflict and Failed, worst.
+func (p ClusterPhase) ProblemRank() int { return problemRank[p] }
+
+// Done says whether the cluster holds the declaration as asked (Synced, or planned in DryRun).
+func (p ClusterPhase) Done() bool { return p == ClusterPhaseSynced || p == ClusterPhaseDryRun }
+
+// Failing says whether the phase is a failure to act on (Failed, Conflict, Unsupported,
+// LockHeld): counted as failed in a status summary and as a sync error in the metrics; Pending is
+// not yet either.
+func (p ClusterPhase) Failing() bool { return p.ProblemRank() > ClusterPhasePending.ProblemRank() }
+
 // ActionCounts counts what one sync did (or, in dry-run, would do) to the objects of a declaration.
 type ActionCounts struct {
 	// Created counts objects that did not exist in the cluster and were created.

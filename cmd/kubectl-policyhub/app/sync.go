@@ -262,7 +262,7 @@ func (so *syncOptions) declarations(ctx context.Context, hub client.Client, inv 
 		if !pick(fp.Name) {
 			continue
 		}
-		source := render.Owner{HubID: so.hubID, Kind: "FleetPolicy", Name: fp.Name}.Source()
+		source := render.FleetPolicyOwner(so.hubID, fp.Name).Source()
 		d, ok, err := syncDeclarationOf(source, fp.DeletionTimestamp != nil, fp.Spec.Suspend, fp.Spec.Prune, fp.Status.Clusters, note,
 			func() (*render.Targets, error) {
 				// As the hub syncs it: a rollout gives each cluster its wave's version and mode.
@@ -291,7 +291,7 @@ func (so *syncOptions) declarations(ctx context.Context, hub client.Client, inv 
 		if !pick(ap.Name) {
 			continue
 		}
-		source := render.Owner{HubID: so.hubID, Kind: "ApplicationPolicy", Namespace: ap.Namespace, Name: ap.Name}.Source()
+		source := render.ApplicationPolicyOwner(so.hubID, ap.Namespace, ap.Name).Source()
 		d, ok, err := syncDeclarationOf(source, ap.DeletionTimestamp != nil, ap.Spec.Suspend, ap.Spec.Prune, ap.Status.Clusters, note,
 			func() (*render.Targets, error) {
 				var app *unstructured.Unstructured
