@@ -30,6 +30,7 @@ import (
 	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/declare"
 	"github.com/policyhub/policyhub/hub/gateway"
+	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/work"
 )
@@ -353,13 +354,12 @@ func (e engine) leftFleet(ctx context.Context, clusters []string) ([]string, err
 	if len(clusters) == 0 {
 		return nil, nil
 	}
-	secrets := &metav1.PartialObjectMetadataList{}
-	secrets.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
-	if err := e.reader.List(ctx, secrets, client.InNamespace(e.secretNamespace), client.HasLabels{gateway.CredentialTypeLabel}); err != nil {
-		return nil, fmt.Errorf("list cluster-gateway credential Secrets in %s: %w", e.secretNamespace, err)
+	secrets, err := placement.CredentialSecrets(ctx, e.reader, e.secretNamespace)
+	if err != nil {
+		return nil, err
 	}
 	known := map[string]bool{}
-	for _, s := range secrets.Items {
+	for _, s := range secrets {
 		known[s.Name] = true
 	}
 	var left []string

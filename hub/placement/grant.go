@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,7 +63,7 @@ type Reach struct {
 }
 
 type area struct {
-	clusters   map[string]bool
+	clusters   sets.Set[string]
 	namespaces []string // empty: the tenant's own namespace name only
 }
 
@@ -76,13 +77,13 @@ func ReachOf(g Grants, inv Inventory) (Reach, error) {
 		if err != nil {
 			return Reach{}, fmt.Errorf("TenantGrant %s: spec.clusters: %w", tg.Name, err)
 		}
-		r.areas = append(r.areas, area{clusters: set(selected), namespaces: tg.Spec.Namespaces})
+		r.areas = append(r.areas, area{clusters: sets.New(selected...), namespaces: tg.Spec.Namespaces})
 	}
 	for _, cs := range g.ClusterSets {
-		clusters := map[string]bool{}
+		clusters := sets.New[string]()
 		for _, c := range inv.Clusters {
 			if c.Labels[clusterv1beta2.ClusterSetLabel] == cs {
-				clusters[c.Name] = true
+				clusters.Insert(c.Name)
 			}
 		}
 		r.areas = append(r.areas, area{clusters: clusters})
@@ -93,7 +94,7 @@ func ReachOf(g Grants, inv Inventory) (Reach, error) {
 // Allows says whether the tenant may place policies in the namespace of the cluster.
 func (r Reach) Allows(cluster, namespace string) bool {
 	for _, a := range r.areas {
-		if !a.clusters[cluster] {
+		if !a.clusters.Has(cluster) {
 			continue
 		}
 		if len(a.namespaces) == 0 && namespace == r.tenant || slices.Contains(a.namespaces, namespace) {
@@ -101,12 +102,4 @@ func (r Reach) Allows(cluster, namespace string) bool {
 		}
 	}
 	return false
-}
-
-func set(names []string) map[string]bool {
-	out := make(map[string]bool, len(names))
-	for _, n := range names {
-		out[n] = true
-	}
-	return out
 }

@@ -30,6 +30,17 @@ var (
 	placementList      = clusterv1beta1.GroupVersion.WithKind("PlacementList")
 )
 
+// CredentialSecrets lists the metadata of cluster-gateway's credential Secrets in secretNamespace:
+// one per cluster of the fleet, named after it (the hub never reads the credentials).
+func CredentialSecrets(ctx context.Context, c client.Reader, secretNamespace string) ([]metav1.PartialObjectMetadata, error) {
+	secrets := &metav1.PartialObjectMetadataList{}
+	secrets.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "SecretList"})
+	if err := c.List(ctx, secrets, client.InNamespace(secretNamespace), client.HasLabels{gateway.CredentialTypeLabel}); err != nil {
+		return nil, fmt.Errorf("list cluster-gateway credential Secrets in %s: %w", secretNamespace, err)
+	}
+	return secrets.Items, nil
+}
+
 // ReadInventory reads the fleet from the hub: every cluster-gateway credential Secret in
 // secretNamespace (only metadata: the hub never holds the credentials), and, when the hub serves
 // OCM's API, every ManagedCluster and PlacementDecision. A cluster's labels are its Secret's
@@ -51,12 +62,11 @@ func ReadInventory(ctx context.Context, c client.Reader, secretNamespace string)
 		byName[mc.GetName()] = maps.Clone(mc.GetLabels())
 	}
 
-	secrets := &metav1.PartialObjectMetadataList{}
-	secrets.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "SecretList"})
-	if err := c.List(ctx, secrets, client.InNamespace(secretNamespace), client.HasLabels{gateway.CredentialTypeLabel}); err != nil {
-		return Inventory{}, fmt.Errorf("list cluster-gateway credential Secrets in %s: %w", secretNamespace, err)
+	secrets, err := CredentialSecrets(ctx, c, secretNamespace)
+	if err != nil {
+		return Inventory{}, err
 	}
-	for _, s := range secrets.Items {
+	for _, s := range secrets {
 		labels := byName[s.Name]
 		if labels == nil {
 			labels = map[string]string{}
