@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -27,7 +28,11 @@ import (
 // for objects with foreign fields).
 func foreignPaths(obj *unstructured.Unstructured) ([][]string, error) {
 	entries := obj.GetManagedFields()
-	if len(entries) == 0 {
+	// Every watch event of an owned object passes here: most name only policyhub's apply and
+	// the status writer, and need no parsing.
+	if !slices.ContainsFunc(entries, func(e metav1.ManagedFieldsEntry) bool {
+		return e.Subresource == "" && (e.Manager != FieldManager || e.Operation != metav1.ManagedFieldsOperationApply)
+	}) {
 		return nil, nil
 	}
 	ours, theirs := &fieldpath.Set{}, &fieldpath.Set{}
@@ -100,52 +105,71 @@ func equalPrefix(prefix, path []string) bool {
 	return true
 }
 
-// restorePatch is the JSON patch that takes the foreign paths out of live: a path desired sets
-// is reset to desired's value, any other is removed; the first operation tests live's
-// resourceVersion, so the patch applies only to the object it was made from. Nil when nothing is
-// foreign.
-func restorePatch(desired, live *unstructured.Unstructured, paths [][]string) ([]byte, error) {
-	if len(paths) == 0 {
-		return nil, nil
-	}
-	ops := []map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()}}
+// restoreStep is one foreign path's fate: reset to desired's value, or removed.
+type restoreStep struct {
+	path   []string
+	value  any
+	remove bool
+}
+
+// restoreSteps are what taking the foreign paths out of live does: a path desired sets is reset
+// to desired's value, any other present in live is removed.
+func restoreSteps(desired, live *unstructured.Unstructured, paths [][]string) []restoreStep {
+	var steps []restoreStep
 	for _, p := range paths {
 		if _, inLive, _ := unstructured.NestedFieldNoCopy(live.Object, p...); !inLive {
 			continue
 		}
-		pointer := jsonPointer(p)
-		if value, inDesired, _ := unstructured.NestedFieldNoCopy(desired.Object, p...); inDesired {
-			ops = append(ops, map[string]any{"op": "replace", "path": pointer, "value": value})
+		if value, inDesired, _ := unstructured.NestedFieldCopy(desired.Object, p...); inDesired {
+			steps = append(steps, restoreStep{path: p, value: value})
 			continue
 		}
-		ops = append(ops, map[string]any{"op": "remove", "path": pointer})
+		steps = append(steps, restoreStep{path: p, remove: true})
 	}
-	if len(ops) == 1 {
+	return steps
+}
+
+// restorePatch is the JSON patch of restoreSteps; its first operation tests live's
+// resourceVersion, so the patch applies only to the object it was made from. Nil when nothing is
+// foreign.
+func restorePatch(desired, live *unstructured.Unstructured, paths [][]string) ([]byte, error) {
+	steps := restoreSteps(desired, live, paths)
+	if len(steps) == 0 {
 		return nil, nil
+	}
+	ops := []map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()}}
+	for _, st := range steps {
+		if st.remove {
+			ops = append(ops, map[string]any{"op": "remove", "path": jsonPointer(st.path)})
+			continue
+		}
+		ops = append(ops, map[string]any{"op": "replace", "path": jsonPointer(st.path), "value": st.value})
 	}
 	return json.Marshal(ops)
 }
 
-// jsonPointer spells a field path as a JSON pointer (RFC 6901).
+// pointerEscapes escapes a field name for a JSON pointer (RFC 6901).
+var pointerEscapes = strings.NewReplacer("~", "~0", "/", "~1")
+
+// jsonPointer spells a field path as a JSON pointer.
 func jsonPointer(path []string) string {
 	var b strings.Builder
 	for _, f := range path {
 		b.WriteByte('/')
-		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(f))
+		b.WriteString(pointerEscapes.Replace(f))
 	}
 	return b.String()
 }
 
-// withoutForeign is obj with the foreign paths taken out as restorePatch would: what a dry-run
-// shows the restore write would leave.
+// withoutForeign is obj after restoreSteps: what a dry-run shows the restore write would leave.
 func withoutForeign(desired, obj *unstructured.Unstructured, paths [][]string) *unstructured.Unstructured {
 	out := obj.DeepCopy()
-	for _, p := range paths {
-		if value, inDesired, _ := unstructured.NestedFieldCopy(desired.Object, p...); inDesired {
-			_ = unstructured.SetNestedField(out.Object, value, p...)
+	for _, st := range restoreSteps(desired, obj, paths) {
+		if st.remove {
+			unstructured.RemoveNestedField(out.Object, st.path...)
 			continue
 		}
-		unstructured.RemoveNestedField(out.Object, p...)
+		_ = unstructured.SetNestedField(out.Object, st.value, st.path...)
 	}
 	return out
 }
