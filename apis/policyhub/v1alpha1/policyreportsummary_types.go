@@ -8,6 +8,13 @@ import (
 // the hub aggregates no other (the CRD refuses any other name).
 const SummaryName = "summary"
 
+// AgentLeaseName is the coordination.k8s.io Lease each cluster's agent renews in the cluster's hub
+// namespace, every heartbeat, beside its summary: liveness is not content, so an agent with nothing
+// new to say renews the Lease (as kubelets renew node Leases) and leaves the summary, and everything
+// the hub derives from it, untouched. The hub judges an agent's liveness by when it saw the Lease
+// (or the summary) change, by its own clock.
+const AgentLeaseName = "policyhub-agent"
+
 // ConditionClockSkew is True on a summary whose spec.generatedAt is far from when the hub saw it:
 // the cluster's clock is off. It is informational (it does not make the summary not Ready): the
 // hub judges freshness by its own clock, and only Kyverno's result times (oldestResult), which it
