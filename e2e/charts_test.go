@@ -735,7 +735,7 @@ func chartHubMetricFamilies(t *testing.T) []*dto.MetricFamily {
 	sync.Observe(&work.ClusterResult{Cluster: "cluster-1", Duration: time.Second, Declarations: []*work.DeclarationResult{
 		{Phase: policyhubv1.ClusterPhaseConflict, Actions: policyhubv1.ActionCounts{Created: 1, Conflict: 1}},
 	}})
-	compliance := metrics.NewCompliance(reg, func() time.Time { return now })
+	compliance := metrics.NewCompliance(reg, func() time.Time { return now }, nil)
 	compliance.Set("cluster-1", &policyhubv1.PolicyReportSummary{
 		Spec: policyhubv1.PolicyReportSummarySpec{
 			Cluster: "cluster-1", GeneratedAt: &metav1.Time{Time: now}, Totals: policyhubv1.ResultCounts{Fail: 1}, Blocked: 1,

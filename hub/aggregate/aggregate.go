@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -31,7 +32,8 @@ type Results struct {
 	Blocked int64
 	// ReportTime is when the hub received the summary, by the hub's clock (see ObservedAt).
 	ReportTime *metav1.Time
-	Stale      bool
+	// Stale: the hub's summary controller judged the cluster's agent silent (see JudgedStale).
+	Stale bool
 	// Observed is when the hub saw the summary's current generation, by its own clock; zero
 	// until it has (its summary controller records it within moments of each push).
 	Observed time.Time
@@ -50,7 +52,7 @@ type Results struct {
 // policy listed twice counts once, as its first entry says.
 func ForPolicies(s *policyhubv1.PolicyReportSummary, policies []Policy, now time.Time) Results {
 	at, observed := ObservedAt(s, now)
-	r := Results{Stale: Stale(s, now)}
+	r := Results{Stale: JudgedStale(s)}
 	if !at.IsZero() {
 		r.ReportTime = &metav1.Time{Time: at}
 	}
@@ -175,25 +177,48 @@ func ClockSkewLimit(s *policyhubv1.PolicyReportSummary) time.Duration {
 	return 2*time.Minute + Heartbeat(s)
 }
 
-// StaleAt is when the summary becomes stale: three missed heartbeats after the hub saw it (see
-// ObservedAt). A summary the hub cannot date is stale from the start.
-func StaleAt(s *policyhubv1.PolicyReportSummary, now time.Time) time.Time {
+// LastHeard is when the hub last heard from the summary's agent, by the hub's clock: when it saw
+// the summary (ObservedAt) or, later, the agent's Lease renewed (heard; zero when not heard). A
+// Lease renewal says "alive, nothing new": it keeps the results fresh without being content, so a
+// quiet agent rewrites nothing on the hub. Never later than now; zero when neither is known.
+func LastHeard(s *policyhubv1.PolicyReportSummary, heard, now time.Time) time.Time {
 	at, _ := ObservedAt(s, now)
+	if heard = notAfter(heard, now); heard.After(at) {
+		return heard
+	}
+	return at
+}
+
+// StaleAt is when the summary becomes stale: three missed heartbeats after the hub last heard
+// from its agent (see LastHeard). A summary the hub cannot date is stale from the start.
+func StaleAt(s *policyhubv1.PolicyReportSummary, heard, now time.Time) time.Time {
+	at := LastHeard(s, heard, now)
 	if at.IsZero() {
 		return time.Time{}
 	}
 	return at.Add(staleAfter * Heartbeat(s))
 }
 
-// Stale says whether the summary's agent has missed three heartbeats at now.
-func Stale(s *policyhubv1.PolicyReportSummary, now time.Time) bool {
-	return !now.Before(StaleAt(s, now))
+// JudgedStale says whether the hub's summary controller judged the summary's agent silent (Ready
+// False, reason Stale) for its current generation. That verdict is the one judgement of liveness
+// the rest of the hub reads: the controller watches the agents' Leases and writes the verdict
+// only when it changes, so what depends on it (declarations' status) moves only then, never with
+// each renewal. A new generation is content just pushed: fresh until judged.
+func JudgedStale(s *policyhubv1.PolicyReportSummary) bool {
+	c := apimeta.FindStatusCondition(s.Status.Conditions, policyhubv1.ConditionReady)
+	return c != nil && c.ObservedGeneration == s.Generation && c.Status == metav1.ConditionFalse && c.Reason == policyhubv1.ReasonStale
 }
 
-// Age is how long before now the hub saw the summary (zero when it cannot date it, and never
-// negative).
-func Age(s *policyhubv1.PolicyReportSummary, now time.Time) time.Duration {
-	at, _ := ObservedAt(s, now)
+// Stale says whether the summary's agent has missed three heartbeats at now, heard being when the
+// hub last saw its Lease renewed (zero: not heard).
+func Stale(s *policyhubv1.PolicyReportSummary, heard, now time.Time) bool {
+	return !now.Before(StaleAt(s, heard, now))
+}
+
+// Age is how long before now the hub last heard from the summary's agent (zero when it cannot
+// date it, and never negative).
+func Age(s *policyhubv1.PolicyReportSummary, heard, now time.Time) time.Duration {
+	at := LastHeard(s, heard, now)
 	if at.IsZero() {
 		return 0
 	}

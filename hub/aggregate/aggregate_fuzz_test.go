@@ -43,16 +43,16 @@ func FuzzAggregate(f *testing.F) {
 		if r.Unlisted < 0 || r.Unlisted > len(policies) {
 			t.Fatalf("unlisted %d of %d policies", r.Unlisted, len(policies))
 		}
-		if Age(s, now) < 0 {
-			t.Fatalf("negative age %v", Age(s, now))
+		if Age(s, time.Time{}, now) < 0 {
+			t.Fatalf("negative age %v", Age(s, time.Time{}, now))
 		}
 		// By the hub's clock: seen that long ago, stale after three (bounded) heartbeats,
 		// whatever the cluster's clock says.
 		if at, ok := ObservedAt(s, now); at.After(now) || ok != seen {
 			t.Fatalf("observed at %v (%v), after now %v or not as seen (%v)", at, ok, now, seen)
 		}
-		if seen && Stale(s, now) != (ago >= staleAfter*Heartbeat(s)) {
-			t.Fatalf("seen %v ago, heartbeat %v: stale %v", ago, Heartbeat(s), Stale(s, now))
+		if seen && Stale(s, time.Time{}, now) != (ago >= staleAfter*Heartbeat(s)) {
+			t.Fatalf("seen %v ago, heartbeat %v: stale %v", ago, Heartbeat(s), Stale(s, time.Time{}, now))
 		}
 	})
 }

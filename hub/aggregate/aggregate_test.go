@@ -71,10 +71,12 @@ func TestForPolicies(t *testing.T) {
 			now:      generated, wantUnlisted: 1,
 		},
 		{
-			name:       "three missed heartbeats (default 1m) make it stale",
+			// The summary controller judges liveness (with the agent's Lease); until it says
+			// Stale (TestJudgedStale), time alone does not.
+			name:       "three minutes without a new summary is not stale by itself",
 			policies:   []Policy{{Kind: "Policy", Namespace: "shop", Name: "require-labels"}},
 			now:        generated.Add(3 * time.Minute),
-			wantCounts: policyhubv1.ResultCounts{Fail: 7}, wantStale: true,
+			wantCounts: policyhubv1.ResultCounts{Fail: 7}, wantStale: false,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,28 +166,30 @@ func TestStaleness(t *testing.T) {
 		now       time.Time
 		wantStale bool
 		wantAge   time.Duration
+		// heard is when the hub heard the agent's Lease renewed (zero: not heard).
+		heard time.Time
 	}{
-		{"fresh before three heartbeats", observed(policyhubv1.PolicyReportSummarySpec{HeartbeatInterval: heartbeat}, seen, seen), seen.Add(29 * time.Second), false, 29 * time.Second},
-		{"stale after three heartbeats", observed(policyhubv1.PolicyReportSummarySpec{HeartbeatInterval: heartbeat}, seen, seen), seen.Add(30 * time.Second), true, 30 * time.Second},
+		{"fresh before three heartbeats", observed(policyhubv1.PolicyReportSummarySpec{HeartbeatInterval: heartbeat}, seen, seen), seen.Add(29 * time.Second), false, 29 * time.Second, time.Time{}},
+		{"stale after three heartbeats", observed(policyhubv1.PolicyReportSummarySpec{HeartbeatInterval: heartbeat}, seen, seen), seen.Add(30 * time.Second), true, 30 * time.Second, time.Time{}},
 		{
 			"a cluster clock a day ahead does not keep it fresh",
-			observed(policyhubv1.PolicyReportSummarySpec{HeartbeatInterval: heartbeat}, seen.Add(24*time.Hour), seen), seen.Add(30 * time.Second), true, 30 * time.Second,
+			observed(policyhubv1.PolicyReportSummarySpec{HeartbeatInterval: heartbeat}, seen.Add(24*time.Hour), seen), seen.Add(30 * time.Second), true, 30 * time.Second, time.Time{},
 		},
 		{
 			"a cluster clock an hour behind does not make it stale",
-			observed(policyhubv1.PolicyReportSummarySpec{HeartbeatInterval: heartbeat}, seen.Add(-time.Hour), seen), seen.Add(5 * time.Second), false, 5 * time.Second,
+			observed(policyhubv1.PolicyReportSummarySpec{HeartbeatInterval: heartbeat}, seen.Add(-time.Hour), seen), seen.Add(5 * time.Second), false, 5 * time.Second, time.Time{},
 		},
 		{
 			"a year-long heartbeat counts as an hour",
-			observed(policyhubv1.PolicyReportSummarySpec{HeartbeatInterval: &metav1.Duration{Duration: 365 * 24 * time.Hour}}, seen, seen), seen.Add(3 * time.Hour), true, 3 * time.Hour,
+			observed(policyhubv1.PolicyReportSummarySpec{HeartbeatInterval: &metav1.Duration{Duration: 365 * 24 * time.Hour}}, seen, seen), seen.Add(3 * time.Hour), true, 3 * time.Hour, time.Time{},
 		},
 		{
 			"not observed yet: generatedAt stands in",
-			&policyhubv1.PolicyReportSummary{Spec: policyhubv1.PolicyReportSummarySpec{GeneratedAt: &metav1.Time{Time: seen}, HeartbeatInterval: heartbeat}}, seen.Add(31 * time.Second), true, 31 * time.Second,
+			&policyhubv1.PolicyReportSummary{Spec: policyhubv1.PolicyReportSummarySpec{GeneratedAt: &metav1.Time{Time: seen}, HeartbeatInterval: heartbeat}}, seen.Add(31 * time.Second), true, 31 * time.Second, time.Time{},
 		},
 		{
 			"not observed yet: a future generatedAt counts as now",
-			&policyhubv1.PolicyReportSummary{Spec: policyhubv1.PolicyReportSummarySpec{GeneratedAt: &metav1.Time{Time: seen.Add(time.Hour)}, HeartbeatInterval: heartbeat}}, seen, false, 0,
+			&policyhubv1.PolicyReportSummary{Spec: policyhubv1.PolicyReportSummarySpec{GeneratedAt: &metav1.Time{Time: seen.Add(time.Hour)}, HeartbeatInterval: heartbeat}}, seen, false, 0, time.Time{},
 		},
 		{
 			"observed for an older generation: not the current one's time",
@@ -193,15 +197,35 @@ func TestStaleness(t *testing.T) {
 				s := observed(policyhubv1.PolicyReportSummarySpec{HeartbeatInterval: heartbeat}, seen.Add(20*time.Second), seen)
 				s.Generation++
 				return s
-			}(), seen.Add(25 * time.Second), false, 5 * time.Second,
+			}(), seen.Add(25 * time.Second), false, 5 * time.Second, time.Time{},
 		},
-		{"never said when it was generated: stale", &policyhubv1.PolicyReportSummary{}, seen, true, 0},
+		{"never said when it was generated: stale", &policyhubv1.PolicyReportSummary{}, seen, true, 0, time.Time{}},
+		{
+			"a Lease renewal keeps unchanged results fresh",
+			observed(policyhubv1.PolicyReportSummarySpec{HeartbeatInterval: heartbeat}, seen, seen), seen.Add(45 * time.Second), false, 5 * time.Second, seen.Add(40 * time.Second),
+		},
+		{
+			"stale three heartbeats after the last renewal",
+			observed(policyhubv1.PolicyReportSummarySpec{HeartbeatInterval: heartbeat}, seen, seen), seen.Add(70 * time.Second), true, 30 * time.Second, seen.Add(40 * time.Second),
+		},
+		{
+			"a renewal older than the summary does not age it",
+			observed(policyhubv1.PolicyReportSummarySpec{HeartbeatInterval: heartbeat}, seen, seen), seen.Add(5 * time.Second), false, 5 * time.Second, seen.Add(-time.Hour),
+		},
+		{
+			"a renewal dated in the future counts as now",
+			observed(policyhubv1.PolicyReportSummarySpec{HeartbeatInterval: heartbeat}, seen, seen), seen.Add(40 * time.Second), false, 0, seen.Add(time.Hour),
+		},
+		{
+			"a renewal alone cannot date results never pushed",
+			&policyhubv1.PolicyReportSummary{}, seen, false, 0, seen,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Stale(tc.summary, tc.now); got != tc.wantStale {
+			if got := Stale(tc.summary, tc.heard, tc.now); got != tc.wantStale {
 				t.Errorf("stale %v, want %v", got, tc.wantStale)
 			}
-			if got := Age(tc.summary, tc.now); got != tc.wantAge {
+			if got := Age(tc.summary, tc.heard, tc.now); got != tc.wantAge {
 				t.Errorf("age %v, want %v", got, tc.wantAge)
 			}
 		})
@@ -224,5 +248,31 @@ func TestOldestResultInHubTime(t *testing.T) {
 		if !got.OldestResult.Equal(result) {
 			t.Errorf("skew %v: oldest result %v, want %v", skew, got.OldestResult, result)
 		}
+	}
+}
+
+func TestJudgedStale(t *testing.T) {
+	ready := func(status metav1.ConditionStatus, reason string, generation int64) *policyhubv1.PolicyReportSummary {
+		s := &policyhubv1.PolicyReportSummary{}
+		s.Generation = 3
+		s.Status.Conditions = []metav1.Condition{{Type: policyhubv1.ConditionReady, Status: status, Reason: reason, ObservedGeneration: generation}}
+		return s
+	}
+	for _, tc := range []struct {
+		name    string
+		summary *policyhubv1.PolicyReportSummary
+		want    bool
+	}{
+		{"not judged yet", &policyhubv1.PolicyReportSummary{}, false},
+		{"judged stale", ready(metav1.ConditionFalse, policyhubv1.ReasonStale, 3), true},
+		{"aggregated", ready(metav1.ConditionTrue, "Aggregated", 3), false},
+		{"refused is not stale", ready(metav1.ConditionFalse, "Refused", 3), false},
+		{"stale was an older generation: new content was just pushed", ready(metav1.ConditionFalse, policyhubv1.ReasonStale, 2), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := JudgedStale(tc.summary); got != tc.want {
+				t.Errorf("JudgedStale = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

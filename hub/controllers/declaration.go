@@ -49,9 +49,8 @@ type declaration interface {
 	prune() bool
 	// targets places and renders the declaration.
 	targets(ctx context.Context) (*render.Targets, error)
-	// setResults sets the agents' results in the status from the accepted summaries and says
-	// when the first fresh results turn stale.
-	setResults(read summaryRead, owned map[string][]aggregate.Policy, now time.Time) time.Time
+	// setResults sets the agents' results in the status from the accepted summaries.
+	setResults(read summaryRead, owned map[string][]aggregate.Policy, now time.Time)
 	// progress moves what the declaration rolls out, from the clusters' outcomes and summaries.
 	progress(outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress
 	// afterStatus runs once the status is written (e.g. mirroring it elsewhere) and may ask to
@@ -224,7 +223,7 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 	*st.clusters = clusterStatuses(*st.clusters, kept, metav1.NewTime(now))
 	owned := ownedPolicies(targets.Objects)
 	read := readSummaries(ctx, e.reader, *st.clusters)
-	firstStale := d.setResults(read, owned, now)
+	d.setResults(read, owned, now)
 	prog := d.progress(kept, read, owned, now)
 	*st.observedGeneration = obj.GetGeneration()
 	var reconciling *metav1.Condition
@@ -253,7 +252,7 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 	}
 	emitSyncEvents(e.recorder, obj, *orig.status().clusters, kept)
 	wake := d.afterStatus(ctx)
-	return ctrl.Result{RequeueAfter: minPositive(minPositive(nextWake(firstStale, now), wake), prog.wake)}, nil
+	return ctrl.Result{RequeueAfter: minPositive(wake, prog.wake)}, nil
 }
 
 // keepOutcomes drops the clusters a declaration left and was pruned from, and says whether a
@@ -440,9 +439,11 @@ func declarationController(mgr ctrl.Manager, name, kind string, obj client.Objec
 }
 
 // summaryChanged passes the summary events a declaration's status depends on: its spec (the
-// results), and when the hub saw it (status.observedTime, with the verdict written alongside:
-// results count for a rollout only once the hub has seen them). The rest of its status is only
-// the hub's verdict on it. Both come within moments of each push, and coalesce (summaryCoalesce).
+// results), when the hub saw it (status.observedTime: results count for a rollout only once the
+// hub has seen them), and the verdict on the agent's liveness (Ready turning Stale or back; see
+// aggregate.JudgedStale). The first two come within moments of each push, and coalesce
+// (summaryCoalesce); the verdict changes only when an agent falls silent or comes back, never
+// with a Lease renewal, so a quiet fleet wakes no declaration.
 func summaryChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		old, okOld := e.ObjectOld.(*policyhubv1.PolicyReportSummary)
@@ -450,7 +451,8 @@ func summaryChanged() predicate.Predicate {
 		if !okOld || !okNew {
 			return true
 		}
-		return old.Generation != updated.Generation || !old.Status.ObservedTime.Equal(updated.Status.ObservedTime)
+		return old.Generation != updated.Generation || !old.Status.ObservedTime.Equal(updated.Status.ObservedTime) ||
+			aggregate.JudgedStale(old) != aggregate.JudgedStale(updated)
 	}}
 }
 

@@ -167,15 +167,6 @@ func (s *seenResults) forget(key types.NamespacedName) {
 	delete(s.last, key)
 }
 
-// nextWake is when a declaration needs a reconcile without any event: when a cluster's results
-// turn stale (firstStale, zero when none will).
-func nextWake(firstStale, now time.Time) time.Duration {
-	if firstStale.IsZero() {
-		return 0
-	}
-	return max(firstStale.Sub(now)+time.Second, time.Millisecond)
-}
-
 // summaryRead is what a reconcile read of its clusters' summaries.
 type summaryRead struct {
 	// summaries are the accepted summaries, by cluster.

@@ -141,11 +141,9 @@ func (d *fleetPolicy) progress(outcomes []clusterOutcome, read summaryRead, owne
 	return d.progressRollout(outcomes, read, owned, now)
 }
 
-func (d *fleetPolicy) setResults(read summaryRead, owned map[string][]aggregate.Policy, now time.Time) time.Time {
-	var firstStale time.Time
-	d.Status.Clusters, firstStale = setResults(d.Status.Clusters, read, owned, now)
+func (d *fleetPolicy) setResults(read summaryRead, owned map[string][]aggregate.Policy, now time.Time) {
+	d.Status.Clusters = setResults(d.Status.Clusters, read, owned, now)
 	d.Status.Summary = summarize(d.Status.Clusters)
-	return firstStale
 }
 
 func (d *fleetPolicy) afterStatus(context.Context) time.Duration {

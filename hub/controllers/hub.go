@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/policyhub/policyhub/hub/heartbeat"
 	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/work"
 )
@@ -102,9 +103,10 @@ func SetupHub(mgr ctrl.Manager, o HubOptions) (*work.Workers, error) {
 				return fmt.Errorf("publish the hub's id: %w", err)
 			}
 		}
+		heard := heartbeat.New(time.Now)
 		summaries := &SummaryReconciler{
-			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub"),
-			Compliance: metrics.NewCompliance(o.Registry, time.Now), MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub"), Heard: heard,
+			Compliance: metrics.NewCompliance(o.Registry, time.Now, heard.At), MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		}
 		if err := summaries.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("PolicyReportSummary controller: %w", err)

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -16,7 +17,9 @@ import (
 // SummaryName: the CRD refuses other names, and where an older CRD does not, an agent's other
 // objects cost the hub no memory, status write or Event. No reconciler reads managedFields, so
 // the cache does not keep them: they are often the largest part of an object, and every read
-// copies the object.
+// copies the object. Of the Leases, only the agents' are cached (AgentLeaseName), and of each only
+// what liveness needs (see keepRenewal): an agent writes its Lease, and whatever it puts in one
+// costs the hub no memory.
 func CacheOptions(secretNamespace string) cache.Options {
 	secretMeta := &metav1.PartialObjectMetadata{}
 	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
@@ -24,9 +27,25 @@ func CacheOptions(secretNamespace string) cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			secretMeta:                         {Namespaces: map[string]cache.Config{secretNamespace: {}}},
 			&policyhubv1.PolicyReportSummary{}: {Field: fields.OneTermEqualSelector("metadata.name", policyhubv1.SummaryName)},
+			&coordinationv1.Lease{}:            {Field: fields.OneTermEqualSelector("metadata.name", policyhubv1.AgentLeaseName), Transform: keepRenewal},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}
+}
+
+// keepRenewal keeps of an agent's Lease what the hub reads: which cluster's it is, its
+// resourceVersion (a change is a renewal) and its renewTime (the agent's own time, used only until
+// the hub sees a renewal itself).
+func keepRenewal(obj any) (any, error) {
+	lease, ok := obj.(*coordinationv1.Lease)
+	if !ok {
+		return obj, nil
+	}
+	kept := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+		Namespace: lease.Namespace, Name: lease.Name, UID: lease.UID, ResourceVersion: lease.ResourceVersion,
+	}}
+	kept.Spec.RenewTime = lease.Spec.RenewTime
+	return kept, nil
 }
 
 // ClientOptions make the manager's client read unstructured objects (OCM's PlacementDecisions)

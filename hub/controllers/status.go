@@ -64,10 +64,9 @@ func clusterStatuses(old []policyhubv1.ClusterStatus, outcomes []clusterOutcome,
 }
 
 // setResults sets each cluster's report results from its summary (when there is one): the
-// results of the policies owned there, when the agent generated them, and whether they are stale.
-// It also says when the first results still fresh will turn stale (zero when none will).
-func setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) ([]policyhubv1.ClusterStatus, time.Time) {
-	var firstStale time.Time
+// results of the policies owned there, when the hub received them, and whether the hub judged its
+// agent silent (stale).
+func setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
 	for i := range clusters {
 		c := &clusters[i]
 		if read.unread[c.Name] {
@@ -80,11 +79,8 @@ func setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned ma
 		}
 		res := aggregate.ForPolicies(summary, owned[c.Name], now)
 		c.Results, c.Blocked, c.ReportTime, c.Stale = &res.Counts, res.Blocked, res.ReportTime, res.Stale
-		if at := aggregate.StaleAt(summary, now); !res.Stale && (firstStale.IsZero() || at.Before(firstStale)) {
-			firstStale = at
-		}
 	}
-	return clusters, firstStale
+	return clusters
 }
 
 // summarize totals the clusters' state.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -16,6 +17,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/heartbeat"
 	"github.com/policyhub/policyhub/hub/metrics"
 )
 
@@ -26,6 +28,9 @@ type SummaryReconciler struct {
 	Client     client.Client
 	Recorder   events.EventRecorder
 	Compliance *metrics.Compliance
+	// Heard is when the hub last saw each cluster's agent renew its Lease: liveness, which keeps
+	// a summary fresh without the agent rewriting it. Nil: only summaries count.
+	Heard *heartbeat.Heard
 	// Now is the clock staleness is judged by; nil means time.Now.
 	Now func() time.Time
 	// MaxConcurrentReconciles bounds the summaries checked at once: a thousand agents push
@@ -35,8 +40,14 @@ type SummaryReconciler struct {
 
 // SetupWithManager registers the reconciler for PolicyReportSummaries.
 func (r *SummaryReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Heard == nil {
+		r.Heard = heartbeat.New(r.Now)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&policyhubv1.PolicyReportSummary{}).
+		// A renewal enqueues the cluster's summary; its status changes only when the verdict
+		// does (Stale back to Aggregated), so a quiet agent's renewals write nothing.
+		Watches(&coordinationv1.Lease{}, r.Heard.Handler()).
 		Named("policyreportsummary").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.MaxConcurrentReconciles, 1)}).
 		Complete(r)
@@ -56,7 +67,7 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	orig := s.DeepCopy()
-	v := judgeSummary(s, now())
+	v := judgeSummary(s, r.Heard.At(s.Namespace), now())
 	switch {
 	case v.accepted:
 		r.Compliance.Set(s.Namespace, s)
@@ -90,10 +101,11 @@ type verdict struct {
 	requeueAfter time.Duration
 }
 
-// judgeSummary records the hub's verdict at now in the summary's status: when the hub first saw
+// judgeSummary records the hub's verdict at now, given when the hub last heard the cluster's
+// agent renew its Lease (heard; zero: not heard), in the summary's status: when the hub first saw
 // its generation (by the hub's clock, the one freshness is judged by), whether it is aggregated
 // (Ready, or Stalled with the reason), and whether the cluster's clock is off (ClockSkew).
-func judgeSummary(s *policyhubv1.PolicyReportSummary, now time.Time) verdict {
+func judgeSummary(s *policyhubv1.PolicyReportSummary, heard, now time.Time) verdict {
 	observe(s, now)
 	var v verdict
 	ready := metav1.Condition{Type: policyhubv1.ConditionReady, ObservedGeneration: s.Generation}
@@ -112,15 +124,21 @@ func judgeSummary(s *policyhubv1.PolicyReportSummary, now time.Time) verdict {
 		ready.Reason = ReasonInvalid
 	} else {
 		v.accepted = true
-		if aggregate.Stale(s, now) {
-			ready.Status, ready.Reason = metav1.ConditionFalse, "Stale"
-			ready.Message = fmt.Sprintf("no heartbeat from cluster %s's agent for %s (expected every %s); its results are shown as stale",
-				s.Namespace, aggregate.Age(s, now).Round(time.Second), aggregate.Heartbeat(s))
+		if aggregate.Stale(s, heard, now) {
+			ready.Status, ready.Reason = metav1.ConditionFalse, policyhubv1.ReasonStale
+			// The message names when, not how long ago: it stays the same while the agent is
+			// silent, so looking again writes nothing.
+			last := "never"
+			if at := aggregate.LastHeard(s, heard, now); !at.IsZero() {
+				last = "since " + at.UTC().Format(time.RFC3339)
+			}
+			ready.Message = fmt.Sprintf("no heartbeat from cluster %s's agent %s (its Lease %s is renewed every %s); its results are shown as stale",
+				s.Namespace, last, policyhubv1.AgentLeaseName, aggregate.Heartbeat(s))
 		} else {
 			ready.Status, ready.Reason = metav1.ConditionTrue, "Aggregated"
 			ready.Message = fmt.Sprintf("aggregated: %d policies, %d fail, %d error", len(s.Spec.Policies), s.Spec.Totals.Fail, s.Spec.Totals.Error)
-			// Wake up when it turns stale, unless a heartbeat comes first (which reconciles anyway).
-			v.requeueAfter = aggregate.StaleAt(s, now).Sub(now) + time.Second
+			// Wake up when it turns stale, unless a renewal comes first (which reconciles anyway).
+			v.requeueAfter = aggregate.StaleAt(s, heard, now).Sub(now) + time.Second
 		}
 	}
 	setConditions(&s.Status.Conditions, ready, nil, stalled)

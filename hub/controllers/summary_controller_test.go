@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
 )
 
 // The hub's verdict on a summary: when it saw the generation (its own clock), whether the
@@ -33,22 +34,26 @@ func TestJudgeSummary(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		summary      *policyhubv1.PolicyReportSummary
+		heard        time.Time // the agent's Lease last renewed; zero: not heard
 		wantObserved time.Time
 		wantAccepted bool
 		wantReady    string // reason
 		wantSkew     string // ClockSkew's reason; "" for none
 	}{
-		{"a new generation is seen now", summary(now.Add(-time.Second), 1, earlier), now, true, "Aggregated", "ClockInSync"},
-		{"a cluster clock an hour ahead", summary(now.Add(time.Hour), 1, earlier), now, true, "Aggregated", "ClockAhead"},
-		{"a cluster clock an hour behind", summary(now.Add(-time.Hour), 1, earlier), now, true, "Aggregated", "ClockBehind"},
-		{"no generatedAt: nothing to measure the clock by", summary(time.Time{}, 1, earlier), now, true, "Aggregated", ""},
-		{"a generation seen before keeps its time", summary(now.Add(time.Hour), 2, now.Add(-4*time.Minute)), now.Add(-4 * time.Minute), true, "Stale", ""},
-		{"seen before by a hub that did not record when: generatedAt, never later than now", summary(now.Add(time.Hour), 2, time.Time{}), now, true, "Aggregated", ""},
-		{"seen before by a hub that did not record when, long ago", summary(now.Add(-time.Hour), 2, time.Time{}), now.Add(-time.Hour), true, "Stale", ""},
+		{"a new generation is seen now", summary(now.Add(-time.Second), 1, earlier), time.Time{}, now, true, "Aggregated", "ClockInSync"},
+		{"a cluster clock an hour ahead", summary(now.Add(time.Hour), 1, earlier), time.Time{}, now, true, "Aggregated", "ClockAhead"},
+		{"a cluster clock an hour behind", summary(now.Add(-time.Hour), 1, earlier), time.Time{}, now, true, "Aggregated", "ClockBehind"},
+		{"no generatedAt: nothing to measure the clock by", summary(time.Time{}, 1, earlier), time.Time{}, now, true, "Aggregated", ""},
+		{"a generation seen before keeps its time", summary(now.Add(time.Hour), 2, now.Add(-4*time.Minute)), time.Time{}, now.Add(-4 * time.Minute), true, "Stale", ""},
+		{"seen before by a hub that did not record when: generatedAt, never later than now", summary(now.Add(time.Hour), 2, time.Time{}), time.Time{}, now, true, "Aggregated", ""},
+		{"seen 4m ago, the Lease renewed 30s ago: alive, nothing new", summary(now.Add(-4*time.Minute), 2, now.Add(-4*time.Minute)), now.Add(-30 * time.Second), now.Add(-4 * time.Minute), true, "Aggregated", ""},
+		{"seen 4m ago, the Lease last renewed 3m ago: stale", summary(now.Add(-4*time.Minute), 2, now.Add(-4*time.Minute)), now.Add(-3 * time.Minute), now.Add(-4 * time.Minute), true, "Stale", ""},
+		{"a Lease renewed in the future (a hub clock jump back) counts as now", summary(now.Add(-4*time.Minute), 2, now.Add(-4*time.Minute)), now.Add(time.Hour), now.Add(-4 * time.Minute), true, "Aggregated", ""},
+		{"seen before by a hub that did not record when, long ago", summary(now.Add(-time.Hour), 2, time.Time{}), time.Time{}, now.Add(-time.Hour), true, "Stale", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.summary
-			v := judgeSummary(s, now)
+			v := judgeSummary(s, tc.heard, now)
 			if s.Status.ObservedGeneration != s.Generation || s.Status.ObservedTime == nil || !s.Status.ObservedTime.Time.Equal(tc.wantObserved) {
 				t.Errorf("observed generation %d at %v, want %d at %v", s.Status.ObservedGeneration, s.Status.ObservedTime, s.Generation, tc.wantObserved)
 			}
@@ -65,8 +70,17 @@ func TestJudgeSummary(t *testing.T) {
 			case skew != nil && (skew.Status == metav1.ConditionTrue) != (tc.wantSkew != "ClockInSync"):
 				t.Errorf("ClockSkew status %s for reason %s", skew.Status, skew.Reason)
 			}
-			if ready != nil && ready.Reason == "Aggregated" && v.requeueAfter != 3*time.Minute+time.Second-now.Sub(s.Status.ObservedTime.Time) {
-				t.Errorf("requeue after %v, want when it turns stale: three heartbeats after the hub saw it", v.requeueAfter)
+			if ready != nil && ready.Reason == "Aggregated" && v.requeueAfter != 3*time.Minute+time.Second-now.Sub(aggregate.LastHeard(s, tc.heard, now)) {
+				t.Errorf("requeue after %v, want when it turns stale: three heartbeats after the hub last heard from the agent", v.requeueAfter)
+			}
+			if ready != nil && ready.Reason == policyhubv1.ReasonStale {
+				// Looking again later while the agent stays silent writes nothing: the verdict's
+				// message names when it was last heard, not how long ago.
+				before := *ready
+				judgeSummary(s, tc.heard, now.Add(time.Hour))
+				if after := apimeta.FindStatusCondition(s.Status.Conditions, policyhubv1.ConditionReady); after.Message != before.Message || after.Reason != before.Reason {
+					t.Errorf("a later look changed the stale verdict: %q, then %q", before.Message, after.Message)
+				}
 			}
 		})
 	}
@@ -91,7 +105,7 @@ func TestJudgeSummaryRefuses(t *testing.T) {
 			s := &policyhubv1.PolicyReportSummary{Spec: policyhubv1.PolicyReportSummarySpec{Cluster: "c1", GeneratedAt: &metav1.Time{Time: now}}}
 			s.Namespace, s.Name, s.Generation = "c1", policyhubv1.SummaryName, 1
 			tc.change(s)
-			if v := judgeSummary(s, now); v.accepted || v.requeueAfter != 0 {
+			if v := judgeSummary(s, time.Time{}, now); v.accepted || v.requeueAfter != 0 {
 				t.Errorf("accepted %v, requeue %v", v.accepted, v.requeueAfter)
 			}
 			ready := apimeta.FindStatusCondition(s.Status.Conditions, policyhubv1.ConditionReady)

@@ -19,7 +19,8 @@ import (
 // exactly as long as its cluster, policy or application is in a summary, so nothing is left
 // behind when one goes away.
 type Compliance struct {
-	now func() time.Time
+	now   func() time.Time
+	heard func(cluster string) time.Time
 
 	mu        sync.Mutex
 	summaries map[string]*policyhubv1.PolicyReportSummary
@@ -28,10 +29,15 @@ type Compliance struct {
 }
 
 // NewCompliance creates the compliance metrics and registers them with reg. now is the clock the
-// summary age is measured with.
-func NewCompliance(reg prometheus.Registerer, now func() time.Time) *Compliance {
+// summary age is measured with; heard says when the hub last saw a cluster's agent renew its
+// Lease (nil: only summaries count).
+func NewCompliance(reg prometheus.Registerer, now func() time.Time, heard func(cluster string) time.Time) *Compliance {
+	if heard == nil {
+		heard = func(string) time.Time { return time.Time{} }
+	}
 	c := &Compliance{
 		now:       now,
+		heard:     heard,
 		summaries: map[string]*policyhubv1.PolicyReportSummary{},
 		policyResults: prometheus.NewDesc("policyhub_policy_results",
 			"Policy report results in a cluster, by policy, result (pass, fail, warn, error, skip), severity and category.",
@@ -49,7 +55,7 @@ func NewCompliance(reg prometheus.Registerer, now func() time.Time) *Compliance 
 			"Admissions Kyverno refused in a cluster, from its Events still in the cluster.",
 			[]string{"cluster"}, nil),
 		age: prometheus.NewDesc("policyhub_summary_age_seconds",
-			"Seconds since the hub saw the cluster's latest summary, by the hub's clock (agents push one every heartbeat).",
+			"Seconds since the hub last heard from the cluster's agent, by the hub's clock: its Lease renewed (every heartbeat) or a new summary.",
 			[]string{"cluster"}, nil),
 	}
 	reg.MustRegister(c)
@@ -102,16 +108,17 @@ func (c *Compliance) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		seen[name] = true
-		c.collectCluster(ch, name, summaries[cluster], now)
+		c.collectCluster(ch, name, summaries[cluster], c.heard(cluster), now)
 	}
 }
 
 // collectCluster sends one cluster's series, cluster being its label value.
-func (c *Compliance) collectCluster(ch chan<- prometheus.Metric, cluster string, s *policyhubv1.PolicyReportSummary, now time.Time) {
+// heard is when its agent last renewed its Lease.
+func (c *Compliance) collectCluster(ch chan<- prometheus.Metric, cluster string, s *policyhubv1.PolicyReportSummary, heard, now time.Time) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	gauge(c.age, aggregate.Age(s, now).Seconds(), cluster)
+	gauge(c.age, aggregate.Age(s, heard, now).Seconds(), cluster)
 	gauge(c.clusterBlocked, count(s.Spec.Blocked), cluster)
 	for result, n := range byResult(s.Spec.Totals) {
 		gauge(c.clusterResults, n, cluster, result)

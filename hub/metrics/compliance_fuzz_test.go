@@ -21,7 +21,7 @@ func FuzzMetricsExport(f *testing.F) {
 		}
 		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 		reg := prometheus.NewRegistry()
-		c := NewCompliance(reg, func() time.Time { return now })
+		c := NewCompliance(reg, func() time.Time { return now }, nil)
 		c.Set("honest", seenAt(now, policyhubv1.PolicyReportSummarySpec{
 			Cluster:  "honest",
 			Policies: []policyhubv1.PolicySummary{{Name: "require-labels", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: 2}}},

@@ -17,7 +17,7 @@ import (
 func TestComplianceMetrics(t *testing.T) {
 	generated := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	reg := prometheus.NewRegistry()
-	c := NewCompliance(reg, func() time.Time { return generated.Add(25 * time.Second) })
+	c := NewCompliance(reg, func() time.Time { return generated.Add(25 * time.Second) }, nil)
 	c.Set("cluster-1", seenAt(generated, policyhubv1.PolicyReportSummarySpec{
 		Cluster: "cluster-1", GeneratedAt: &metav1.Time{Time: generated.Add(time.Hour)}, // a clock an hour ahead
 		Totals: policyhubv1.ResultCounts{Pass: 4, Fail: 2}, Blocked: 1,
@@ -46,7 +46,7 @@ policyhub_policy_results{category="Best Practices",cluster="cluster-1",kind="Clu
 policyhub_policy_results{category="Best Practices",cluster="cluster-1",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="pass",severity="medium"} 4
 policyhub_policy_results{category="Best Practices",cluster="cluster-1",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="skip",severity="medium"} 0
 policyhub_policy_results{category="Best Practices",cluster="cluster-1",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="warn",severity="medium"} 0
-# HELP policyhub_summary_age_seconds Seconds since the hub saw the cluster's latest summary, by the hub's clock (agents push one every heartbeat).
+# HELP policyhub_summary_age_seconds Seconds since the hub last heard from the cluster's agent, by the hub's clock: its Lease renewed (every heartbeat) or a new summary.
 # TYPE policyhub_summary_age_seconds gauge
 policyhub_summary_age_seconds{cluster="cluster-1"} 25
 policyhub_summary_age_seconds{cluster="cluster-2"} 85
@@ -89,7 +89,7 @@ func seenAt(seen time.Time, spec policyhubv1.PolicyReportSummarySpec) *policyhub
 func TestComplianceSurvivesAHostileSummary(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	reg := prometheus.NewRegistry()
-	c := NewCompliance(reg, func() time.Time { return now })
+	c := NewCompliance(reg, func() time.Time { return now }, nil)
 	c.Set("honest", seenAt(now, policyhubv1.PolicyReportSummarySpec{
 		Cluster:  "honest",
 		Totals:   policyhubv1.ResultCounts{Fail: 2},
@@ -219,4 +219,25 @@ func hasLabels(labels []*dto.LabelPair, want ...string) bool {
 		}
 	}
 	return true
+}
+
+// A quiet agent renews its Lease and pushes nothing: the age counts from the renewal the hub saw,
+// not from the summary, so an unchanged cluster does not look silent.
+func TestComplianceAgeCountsLeaseRenewals(t *testing.T) {
+	seen := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	now := seen.Add(10 * time.Minute)
+	renewed := map[string]time.Time{"quiet": now.Add(-20 * time.Second)}
+	reg := prometheus.NewRegistry()
+	c := NewCompliance(reg, func() time.Time { return now }, func(cluster string) time.Time { return renewed[cluster] })
+	c.Set("quiet", seenAt(seen, policyhubv1.PolicyReportSummarySpec{Cluster: "quiet", GeneratedAt: &metav1.Time{Time: seen}}))
+	c.Set("silent", seenAt(seen, policyhubv1.PolicyReportSummarySpec{Cluster: "silent", GeneratedAt: &metav1.Time{Time: seen}}))
+	want := `
+# HELP policyhub_summary_age_seconds Seconds since the hub last heard from the cluster's agent, by the hub's clock: its Lease renewed (every heartbeat) or a new summary.
+# TYPE policyhub_summary_age_seconds gauge
+policyhub_summary_age_seconds{cluster="quiet"} 20
+policyhub_summary_age_seconds{cluster="silent"} 600
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "policyhub_summary_age_seconds"); err != nil {
+		t.Error(err)
+	}
 }

@@ -15,6 +15,11 @@ const SummaryName = "summary"
 // (or the summary) change, by its own clock.
 const AgentLeaseName = "policyhub-agent"
 
+// ReasonStale is a summary's Ready reason when the hub has not heard from the cluster's agent (its
+// Lease or a new summary) for three heartbeats, by the hub's clock: the results are kept and shown
+// as stale.
+const ReasonStale = "Stale"
+
 // ConditionClockSkew is True on a summary whose spec.generatedAt is far from when the hub saw it:
 // the cluster's clock is off. It is informational (it does not make the summary not Ready): the
 // hub judges freshness by its own clock, and only Kyverno's result times (oldestResult), which it
@@ -146,9 +151,10 @@ type PolicyReportSummarySpec struct {
 	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	GeneratedAt *metav1.Time `json:"generatedAt,omitempty"`
 
-	// HeartbeatInterval is how often the agent refreshes generatedAt when nothing changed. The hub
-	// marks the cluster's results Stale when it has not seen a new summary for three of these;
-	// absent means 1m, and the hub takes at most 1h.
+	// HeartbeatInterval is how often the agent renews its Lease (policyhub-agent, in this
+	// namespace) to say it is alive; it rewrites the summary only when its content changes. The
+	// hub marks the cluster's results Stale when it has neither seen the Lease renewed nor a new
+	// summary for three of these, by its own clock; absent means 1m, and the hub takes at most 1h.
 	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]{1,5}h([0-9]{1,5}m)?([0-9]{1,5}(\.[0-9]{1,9})?s)?|[0-9]{1,5}m([0-9]{1,5}(\.[0-9]{1,9})?s)?|[0-9]{1,5}(\.[0-9]{1,9})?(s|ms))$`

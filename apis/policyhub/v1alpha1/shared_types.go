@@ -315,8 +315,8 @@ type ClusterStatus struct {
 	// ReportTime is when the hub received the summary the results come from, by the hub's clock.
 	// +optional
 	ReportTime *metav1.Time `json:"reportTime,omitempty"`
-	// Stale is true when the hub has seen no new summary of the cluster for three of its agent's
-	// heartbeat intervals.
+	// Stale is true when the hub has heard nothing from the cluster's agent (neither its Lease
+	// renewed nor a new summary) for three of its heartbeat intervals.
 	// +optional
 	Stale bool `json:"stale,omitempty"`
 }

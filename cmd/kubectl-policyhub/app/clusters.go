@@ -166,6 +166,10 @@ func (o *options) clusters(ctx context.Context, names []string, now time.Time) (
 	if err != nil {
 		return nil, err
 	}
+	live, err := agentLiveness(ctx, c, now)
+	if err != nil {
+		return nil, err
+	}
 	inv, err := placement.ReadInventory(ctx, c, o.secretNamespace)
 	if err != nil {
 		return nil, err
@@ -207,7 +211,7 @@ func (o *options) clusters(ctx context.Context, names []string, now time.Time) (
 			r.Labels = map[string]string{}
 		}
 		if s, ok := summaries[cl.Name]; ok {
-			r.Summary = toClusterSummary(s, now)
+			r.Summary = toClusterSummary(s, live, now)
 		}
 		report.Clusters[i] = r
 	}
@@ -234,11 +238,11 @@ func clusterSummaries(ctx context.Context, c client.Client) (map[string]*policyh
 }
 
 // toClusterSummary is what `clusters` shows of a summary: its age and staleness by the hub's
-// clock (when the hub saw it), never by the cluster's.
-func toClusterSummary(s *policyhubv1.PolicyReportSummary, now time.Time) *clusterSummary {
+// clock (when the hub saw it or its agent's Lease renewed), never by the cluster's.
+func toClusterSummary(s *policyhubv1.PolicyReportSummary, live liveness, now time.Time) *clusterSummary {
 	results := toReportCounts(s.Spec.Totals)
 	out := &clusterSummary{
-		GeneratedAt: s.Spec.GeneratedAt, AgeSeconds: int64(aggregate.Age(s, now).Seconds()), Stale: aggregate.Stale(s, now),
+		GeneratedAt: s.Spec.GeneratedAt, AgeSeconds: int64(live.age(s, now).Seconds()), Stale: live.stale(s, now),
 		Results: results, Violations: results.violations(), Blocked: s.Spec.Blocked,
 		KyvernoWebhooks: s.Spec.Engine.KyvernoWebhooks, ReportAPIs: slices.Clone(s.Spec.Engine.ReportAPIs),
 	}

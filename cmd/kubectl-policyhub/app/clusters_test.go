@@ -33,8 +33,8 @@ func TestClustersTable(t *testing.T) {
 	old := seenAt(now.Add(-10*time.Minute), policyhubv1.PolicyReportSummarySpec{GeneratedAt: &metav1.Time{Time: now.Add(-time.Hour)}})
 	report := &clustersReport{Clusters: []clusterReport{
 		{Name: "cluster-1", Labels: map[string]string{"env": "prod", "region": "eu"}, Reachable: true, Version: "v1.35.0",
-			KyvernoAPIs: []string{"kyverno.io/v1", "policies.kyverno.io/v1"}, Summary: toClusterSummary(fresh, now)},
-		{Name: "cluster-2", Labels: map[string]string{}, Reachable: true, Version: "v1.30.0", KyvernoAPIs: []string{}, Summary: toClusterSummary(old, now)},
+			KyvernoAPIs: []string{"kyverno.io/v1", "policies.kyverno.io/v1"}, Summary: toClusterSummary(fresh, liveness{}, now)},
+		{Name: "cluster-2", Labels: map[string]string{}, Reachable: true, Version: "v1.30.0", KyvernoAPIs: []string{}, Summary: toClusterSummary(old, liveness{}, now)},
 		{Name: "cluster-3", Labels: map[string]string{}, Error: "connection refused"},
 	}}
 	if s := report.Clusters[0].Summary; s.Violations != 3 || s.AgeSeconds != 42 || s.Stale || s.ReportAPIs == nil {

@@ -186,6 +186,10 @@ func (o *options) info(ctx context.Context, app string, now time.Time) (*infoRep
 	if err != nil {
 		return nil, err
 	}
+	live, err := agentLiveness(ctx, c, now)
+	if err != nil {
+		return nil, err
+	}
 	apList := &policyhubv1.ApplicationPolicyList{}
 	if err := c.List(ctx, apList, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("list ApplicationPolicies in %s: %w", ns, err)
@@ -196,13 +200,13 @@ func (o *options) info(ctx context.Context, app string, now time.Time) (*infoRep
 			aps = append(aps, &apList.Items[i])
 		}
 	}
-	return buildInfo(app, ns, summaries, aps, now), nil
+	return buildInfo(app, ns, summaries, live, aps, now), nil
 }
 
 // buildInfo gathers the application's results from the clusters' summaries (by cluster) and its
 // ApplicationPolicies. The summaries are the source of the results; an ApplicationPolicy's own
 // per-policy results fill in what a summary left out (a truncated one).
-func buildInfo(app, ns string, summaries map[string]*policyhubv1.PolicyReportSummary, aps []*policyhubv1.ApplicationPolicy, now time.Time) *infoReport {
+func buildInfo(app, ns string, summaries map[string]*policyhubv1.PolicyReportSummary, live liveness, aps []*policyhubv1.ApplicationPolicy, now time.Time) *infoReport {
 	report := &infoReport{Application: app, Namespace: ns, ApplicationPolicies: []string{},
 		Results: []appResult{}, TopViolations: []appViolation{}, BlockedAdmissions: []appBlocked{}}
 	type key struct{ cluster, policy string }
@@ -215,7 +219,7 @@ func buildInfo(app, ns string, summaries map[string]*policyhubv1.PolicyReportSum
 			k := key{cluster, a.Policy}
 			r := results[k]
 			if r == nil {
-				r = &appResult{Cluster: cluster, Policy: a.Policy, ReportTime: reportTime(s, now), Stale: aggregate.Stale(s, now)}
+				r = &appResult{Cluster: cluster, Policy: a.Policy, ReportTime: reportTime(s, now), Stale: live.stale(s, now)}
 				results[k] = r
 			}
 			r.Results.add(toReportCounts(a.Results))

@@ -50,7 +50,7 @@ func TestBuildInfo(t *testing.T) {
 			TopViolations: []policyhubv1.Violation{v("cluster-1", "medium", "web", time.Minute)}, // the same one again
 		}},
 	}
-	r := buildInfo("shop", "shop", summaries, aps, now)
+	r := buildInfo("shop", "shop", summaries, liveness{}, aps, now)
 
 	var results []string
 	for _, res := range r.Results {
@@ -85,7 +85,7 @@ func TestBuildInfo(t *testing.T) {
 		t.Errorf("blocked admissions %+v", r.BlockedAdmissions)
 	}
 
-	empty := buildInfo("nobody", "shop", summaries, nil, now)
+	empty := buildInfo("nobody", "shop", summaries, liveness{}, nil, now)
 	if empty.Results == nil || empty.TopViolations == nil || empty.BlockedAdmissions == nil || empty.ApplicationPolicies == nil || empty.Violations != 0 {
 		t.Errorf("an unknown application: %+v (the lists must be [] in JSON, not null)", empty)
 	}

@@ -204,7 +204,7 @@ func highWaterMark(pid int) (int64, error) {
 // the hub's own metrics code, fed the summary the agent pushed.
 func hubSeries(cluster string, spec *policyhubv1.PolicyReportSummarySpec) (map[string]int, error) {
 	reg := prometheus.NewRegistry()
-	metrics.NewCompliance(reg, time.Now).Set(cluster, &policyhubv1.PolicyReportSummary{Spec: *spec})
+	metrics.NewCompliance(reg, time.Now, nil).Set(cluster, &policyhubv1.PolicyReportSummary{Spec: *spec})
 	families, err := reg.Gather()
 	if err != nil {
 		return nil, err
