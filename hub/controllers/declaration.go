@@ -30,6 +30,7 @@ import (
 	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/declare"
 	"github.com/policyhub/policyhub/hub/gateway"
+	"github.com/policyhub/policyhub/hub/heartbeat"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/work"
@@ -106,6 +107,10 @@ type DeclarationOptions struct {
 	// OCMPlacements is true when the hub serves OCM's Placement API: declarations with a
 	// placementRef then follow its Placement and PlacementDecisions as they change.
 	OCMPlacements bool
+	// Heard is when each cluster's agent last renewed its Lease, by the hub's clock: an agent
+	// heard well after a version arrived, with nothing new to say, has reported it (freshReport).
+	// Nil: only summaries count.
+	Heard *heartbeat.Heard
 }
 
 // statusQuiet is how many StatusCoalesce a status waits for its first cluster's answer.
@@ -120,8 +125,8 @@ func (o *DeclarationOptions) engine(seen *seenResults) engine {
 	}
 	return engine{
 		client: o.Client, reader: o.Reader, recorder: o.Recorder, hubID: o.HubID, coalesce: coalesce, quiet: statusQuiet * coalesce, seen: seen,
-		secretNamespace: o.SecretNamespace,
-		dispatch:        dispatcher{gateway: o.Gateway, workers: o.Workers},
+		secretNamespace: o.SecretNamespace, heard: o.Heard,
+		dispatch: dispatcher{gateway: o.Gateway, workers: o.Workers},
 	}
 }
 
@@ -150,6 +155,7 @@ type engine struct {
 	// quiet bounds how long a status waits for the first cluster to answer (see statusWait).
 	quiet time.Duration
 	seen  *seenResults
+	heard *heartbeat.Heard
 }
 
 func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d declaration) (ctrl.Result, error) {
@@ -223,6 +229,7 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 	*st.clusters = clusterStatuses(*st.clusters, kept, metav1.NewTime(now))
 	owned := ownedPolicies(targets.Objects)
 	read := readSummaries(ctx, e.reader, *st.clusters)
+	read.heard = e.heard
 	d.setResults(read, owned, now)
 	prog := d.progress(kept, read, owned, now)
 	*st.observedGeneration = obj.GetGeneration()

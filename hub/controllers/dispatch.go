@@ -20,6 +20,7 @@ import (
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/gateway"
+	"github.com/policyhub/policyhub/hub/heartbeat"
 	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/work"
 )
@@ -174,6 +175,14 @@ type summaryRead struct {
 	// unread are the clusters whose summary could not be read (a transient error): their
 	// results are kept as they were rather than dropped.
 	unread map[string]bool
+	// heard is when the clusters' agents last renewed their Leases (nil: not known).
+	heard *heartbeat.Heard
+}
+
+// lastHeard is when the hub last heard from the cluster's agent, by its clock: the summary s or,
+// later, its Lease renewed.
+func (r summaryRead) lastHeard(s *policyhubv1.PolicyReportSummary, now time.Time) time.Time {
+	return aggregate.LastHeard(s, r.heard.At(s.Namespace), now)
 }
 
 // readSummaries reads the accepted summaries of the clusters. They are the cache's own objects

@@ -38,6 +38,7 @@ func (d *fleetPolicy) progressRollout(outcomes []clusterOutcome, read summaryRea
 		}
 	}
 	measures := map[string]rollout.Measure{}
+	var recheck time.Time // the first time a cluster's agent, heard again, may prove it reported
 	for _, o := range outcomes {
 		if _, rolling := plan.Modes[o.cluster]; !rolling {
 			continue // held at the stable version: not judged
@@ -54,7 +55,19 @@ func (d *fleetPolicy) progressRollout(outcomes []clusterOutcome, read summaryRea
 		if s, ok := read.summaries[o.cluster]; ok {
 			res := aggregate.ForPolicies(s, owned[o.cluster], now)
 			m.Fail, m.Blocked = res.Counts.Fail, res.Blocked
-			m.Fresh = !arrived.IsZero() && freshReport(res, arrived, known)
+			heard := read.lastHeard(s, now)
+			m.Fresh = !arrived.IsZero() && freshReport(res, heard, arrived, known)
+			if !m.Fresh && !arrived.IsZero() {
+				// A renewal wakes no declaration: look again when the agent's next one is due,
+				// or when one would be late enough to count.
+				at := arrived.Add(quietProof)
+				if next := heard.Add(aggregate.Heartbeat(s)); next.After(at) {
+					at = next
+				}
+				if recheck.IsZero() || at.Before(recheck) {
+					recheck = at
+				}
+			}
 		}
 		measures[o.cluster] = m
 	}
@@ -98,6 +111,9 @@ func (d *fleetPolicy) progressRollout(outcomes []clusterOutcome, read summaryRea
 	} else if due := rollout.NextWake(plan.Waves, out.Waves); !due.IsZero() {
 		p.wake = max(due.Sub(now)+time.Second, time.Millisecond)
 	}
+	if holding != "" && !recheck.IsZero() {
+		p.wake = minPositive(p.wake, max(recheck.Sub(now)+time.Second, time.Millisecond))
+	}
 	return p
 }
 
@@ -107,30 +123,43 @@ func (d *fleetPolicy) progressRollout(outcomes []clusterOutcome, read summaryRea
 // seconds; a policy that matches no resource never has any.
 const reportGrace = 30 * time.Second
 
+// quietProof is how long after a version arrived the hub must have heard its cluster's agent
+// (its Lease renewed) for an unchanged summary to count as the agent's report of that version:
+// Kyverno's grace, plus the time an agent may hold a change before pushing it (its push
+// interval, 10s by default), so a renewal cannot overtake a push of new results.
+const quietProof = reportGrace + 15*time.Second
+
 // freshReport tells whether a summary's results of a declaration's policies are of the version
 // that arrived at arrived (by the hub's clock: when the worker wrote it, or when the wave was
 // seen synced). Everything is compared by the hub's clock, never the cluster's, which may run
 // hours ahead or behind:
-//   - the hub saw the summary after the arrival (status.observedTime);
+//   - the hub saw the summary after the arrival (status.observedTime), or heard its agent
+//     (lastHeard: its Lease renewed) quietProof after it: an agent alive that long after the
+//     arrival with nothing new to push has nothing new to say of that version;
 //   - when the arrival is known (written), every result was made after it: Kyverno evaluates
 //     every resource again when a policy changes. Kyverno's times are the cluster's clock; they
 //     are translated by the offset the hub measured when it saw the summary (generatedAt less
 //     observedTime), and, being whole seconds, count from a second before the arrival;
-//   - a policy without results counts only once Kyverno has had reportGrace to report it.
+//   - a policy without results counts only once Kyverno has had reportGrace to report it (the
+//     summary seen that long after the arrival, or the agent heard quietProof after it).
 //
 // What remains is the summary's way to the hub: the offset is measured when the hub saw the
 // summary, moments after the agent stamped generatedAt (the push's latency, and the hub's queue
 // of summaries), so translated result times read that much later than they were, and a summary
 // the agent built just before the arrival but the hub saw just after counts as after it. Both
 // are the push's latency: sub-second normally, seconds when the hub is busy.
-func freshReport(res aggregate.Results, arrived time.Time, written bool) bool {
-	if res.Observed.IsZero() || !res.Observed.After(arrived) {
+func freshReport(res aggregate.Results, lastHeard, arrived time.Time, written bool) bool {
+	if res.Observed.IsZero() {
+		return false
+	}
+	quiet := !lastHeard.Before(arrived.Add(quietProof))
+	if !res.Observed.After(arrived) && !quiet {
 		return false
 	}
 	if written && !res.OldestResult.IsZero() && !res.OldestResult.After(arrived.Add(-time.Second)) {
 		return false
 	}
-	return res.Unlisted == 0 || !res.Observed.Before(arrived.Add(reportGrace))
+	return res.Unlisted == 0 || !res.Observed.Before(arrived.Add(reportGrace)) || quiet
 }
 
 // rolloutRestep is how soon a FleetPolicy is reconciled again when a step changed its

@@ -20,26 +20,34 @@ func TestFreshReport(t *testing.T) {
 	arrived := time.Date(2026, 11, 24, 10, 0, 0, 500_000_000, time.UTC) // 10:00:00.5
 	at := func(d time.Duration) time.Time { return arrived.Truncate(time.Second).Add(d) }
 	for _, tc := range []struct {
-		name string
-		res  aggregate.Results
-		want bool
+		name  string
+		res   aggregate.Results
+		heard time.Time // the agent last heard (its Lease renewed); zero: only the summary
+		want  bool
 	}{
-		{"not seen by the hub", aggregate.Results{ReportTime: &metav1.Time{Time: at(5 * time.Second)}}, false},
-		{"seen before the version arrived", aggregate.Results{Observed: at(0), OldestResult: at(0)}, false},
-		{"an older result is still there", aggregate.Results{Observed: at(5 * time.Second), OldestResult: at(-time.Second)}, false},
-		{"every result made since (the same second counts)", aggregate.Results{Observed: at(5 * time.Second), OldestResult: at(0)}, true},
-		{"results without times", aggregate.Results{Observed: at(5 * time.Second)}, true},
-		{"a policy without results, too soon", aggregate.Results{Observed: at(5 * time.Second), Unlisted: 1}, false},
-		{"a policy without results, after the grace", aggregate.Results{Observed: at(reportGrace + time.Second), Unlisted: 1}, true},
+		{"not seen by the hub", aggregate.Results{ReportTime: &metav1.Time{Time: at(5 * time.Second)}}, time.Time{}, false},
+		{"seen before the version arrived", aggregate.Results{Observed: at(0), OldestResult: at(0)}, time.Time{}, false},
+		{"an older result is still there", aggregate.Results{Observed: at(5 * time.Second), OldestResult: at(-time.Second)}, time.Time{}, false},
+		{"every result made since (the same second counts)", aggregate.Results{Observed: at(5 * time.Second), OldestResult: at(0)}, time.Time{}, true},
+		{"results without times", aggregate.Results{Observed: at(5 * time.Second)}, time.Time{}, true},
+		{"a policy without results, too soon", aggregate.Results{Observed: at(5 * time.Second), Unlisted: 1}, time.Time{}, false},
+		{"a policy without results, after the grace", aggregate.Results{Observed: at(reportGrace + time.Second), Unlisted: 1}, time.Time{}, true},
+		// A quiet agent renews its Lease and pushes nothing: heard long enough after the
+		// arrival, its unchanged summary is its report of the version, but never one whose
+		// results Kyverno made before the version arrived.
+		{"seen before, agent heard just after the arrival", aggregate.Results{Observed: at(-time.Minute), Unlisted: 1}, at(5 * time.Second), false},
+		{"seen before, agent heard quietProof after the arrival, no results", aggregate.Results{Observed: at(-time.Minute), Unlisted: 1}, arrived.Add(quietProof), true},
+		{"seen before, agent heard long after, but older results are there", aggregate.Results{Observed: at(-time.Minute), OldestResult: at(-time.Hour)}, arrived.Add(time.Hour), false},
+		{"seen after, a policy without results, agent heard quietProof after", aggregate.Results{Observed: at(5 * time.Second), Unlisted: 1}, arrived.Add(quietProof), true},
 	} {
-		if got := freshReport(tc.res, arrived, true); got != tc.want {
+		if got := freshReport(tc.res, tc.heard, arrived, true); got != tc.want {
 			t.Errorf("%s: fresh %v, want %v", tc.name, got, tc.want)
 		}
 	}
 	// After a hub restart the arrival is the moment the wave was seen synced, and the results
 	// Kyverno made before it are of what the cluster held all along.
 	older := aggregate.Results{Observed: at(5 * time.Second), OldestResult: at(-time.Hour)}
-	if !freshReport(older, arrived, false) || freshReport(older, arrived, true) {
+	if !freshReport(older, time.Time{}, arrived, false) || freshReport(older, time.Time{}, arrived, true) {
 		t.Error("older results count only when the arrival is not known to be a write")
 	}
 }
@@ -75,7 +83,7 @@ func TestFreshReportWithClusterClockSkew(t *testing.T) {
 		} {
 			now := arrived.Add(time.Minute)
 			res := aggregate.ForPolicies(summary(skew, tc.seen, tc.result), policies, now)
-			if got := freshReport(res, arrived, true); got != tc.want {
+			if got := freshReport(res, time.Time{}, arrived, true); got != tc.want {
 				t.Errorf("clock %v off, %s: fresh %v, want %v", skew, tc.name, got, tc.want)
 			}
 		}
@@ -83,7 +91,7 @@ func TestFreshReportWithClusterClockSkew(t *testing.T) {
 	// Not seen by the hub yet: whatever its clock says, not fresh.
 	unseen := summary(time.Hour, after, after)
 	unseen.Generation++
-	if freshReport(aggregate.ForPolicies(unseen, policies, arrived.Add(time.Minute)), arrived, true) {
+	if freshReport(aggregate.ForPolicies(unseen, policies, arrived.Add(time.Minute)), arrived.Add(time.Hour), arrived, true) {
 		t.Error("a generation the hub has not seen counted as fresh")
 	}
 }

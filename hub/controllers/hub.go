@@ -73,10 +73,13 @@ func SetupHub(mgr ctrl.Manager, o HubOptions) (*work.Workers, error) {
 		workers.Close()
 		return nil, fmt.Errorf("discover OCM on the hub: %w", err)
 	}
+	// One record of the agents' Lease renewals: the summary controller fills it from its watch;
+	// rollouts and metrics read it.
+	heard := heartbeat.New(time.Now)
 	declarations := DeclarationOptions{
 		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: o.Gateway, SecretNamespace: o.SecretNamespace,
 		HubID: o.HubID, Workers: workers, Results: results, Recorder: mgr.GetEventRecorder("policyhub-hub"),
-		StatusCoalesce: o.StatusCoalesce, MaxConcurrentReconciles: o.MaxConcurrentReconciles, OCMPlacements: ocm,
+		StatusCoalesce: o.StatusCoalesce, MaxConcurrentReconciles: o.MaxConcurrentReconciles, OCMPlacements: ocm, Heard: heard,
 	}
 	setup := func() error {
 		if err := (&FleetPolicyReconciler{DeclarationOptions: declarations, Rollouts: metrics.NewRollout(o.Registry)}).SetupWithManager(mgr); err != nil {
@@ -103,7 +106,6 @@ func SetupHub(mgr ctrl.Manager, o HubOptions) (*work.Workers, error) {
 				return fmt.Errorf("publish the hub's id: %w", err)
 			}
 		}
-		heard := heartbeat.New(time.Now)
 		summaries := &SummaryReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub"), Heard: heard,
 			Compliance: metrics.NewCompliance(o.Registry, time.Now, heard.At), MaxConcurrentReconciles: o.MaxConcurrentReconciles,
