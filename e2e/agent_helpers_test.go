@@ -8,10 +8,12 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,9 +35,22 @@ func startAgent(t *testing.T, cluster string) {
 	startAgentBeating(t, cluster, time.Minute)
 }
 
-// startAgentBeating runs the cluster's agent as startAgent does, pushing its unchanged summary
-// again every heartbeat: a rollout judges a wave only on summaries generated after it synced.
+// startAgentBeating runs the cluster's agent as startAgent does, renewing its Lease every
+// heartbeat (a rollout takes an agent heard well after a version arrived as having reported it).
 func startAgentBeating(t *testing.T, cluster string, heartbeat time.Duration) {
+	t.Helper()
+	stop := runAgent(t, cluster, heartbeat)
+	t.Cleanup(func() {
+		stop()
+		// The agent is gone, as if uninstalled: so is its summary, or it would turn stale under
+		// the next tests and change the status they watch.
+		deleteSummary(t, cluster)
+	})
+}
+
+// runAgent runs the cluster's agent until stop is called (stop waits for it to end, and may be
+// called more than once); what it wrote on the hub stays.
+func runAgent(t *testing.T, cluster string, heartbeat time.Duration) (stop func()) {
 	t.Helper()
 	hubCfg := agentHubConfig(t, cluster)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -47,22 +62,29 @@ func startAgentBeating(t *testing.T, cluster string, heartbeat time.Duration) {
 			PushInterval: 500 * time.Millisecond, Heartbeat: heartbeat, DiscoveryInterval: 2 * time.Second,
 		})
 	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent of %s: %v", cluster, err)
-		}
-		// The agent is gone, as if uninstalled: so is its summary, or it would turn stale under
-		// the next tests and change the status they watch.
-		deleteSummary(t, cluster)
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("agent of %s: %v", cluster, err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
-// deleteSummary deletes the cluster's summary from the hub.
+// deleteSummary deletes the cluster's summary from the hub, and its agent's Lease.
 func deleteSummary(t *testing.T, cluster string) {
+	hub := directClient(t, testFleet.Hub.Config)
 	s := &policyhubv1.PolicyReportSummary{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: policyhubv1.SummaryName}}
-	if err := directClient(t, testFleet.Hub.Config).Delete(context.Background(), s); client.IgnoreNotFound(err) != nil {
+	if err := hub.Delete(context.Background(), s); client.IgnoreNotFound(err) != nil {
 		t.Errorf("delete %s's summary: %v", cluster, err)
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: policyhubv1.AgentLeaseName}}
+	if err := hub.Delete(context.Background(), lease); client.IgnoreNotFound(err) != nil {
+		t.Errorf("delete %s's agent Lease: %v", cluster, err)
 	}
 }
 
