@@ -49,6 +49,7 @@ type options struct {
 	only                    string
 	timeout                 time.Duration
 	summaryRate             float64
+	quiet, quietHeartbeat   time.Duration
 	logDir                  string
 	profileDir              string
 }
@@ -61,6 +62,8 @@ func main() {
 	flag.StringVar(&o.only, "only", "real,virtual,dark", "scenarios to run, comma-separated: real, virtual, dark (dark runs virtual too: it is dark's baseline)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "deadline of each measured wait (convergence, dark clusters Failed, summaries in status); the table then says \"not reached in\" it")
 	flag.Float64Var(&o.summaryRate, "summary-rate", 100, "summaries written per second in the virtual scenario (1000 agents at their default 10 s push interval: 100/s)")
+	flag.DurationVar(&o.quiet, "quiet", 3*time.Minute, "how long the virtual scenario's quiet fleet runs: every agent renews its Lease each -quiet-heartbeat, nothing else changes (0: skip)")
+	flag.DurationVar(&o.quietHeartbeat, "quiet-heartbeat", time.Minute, "how often each agent renews its Lease in the quiet fleet (the agent's default heartbeat)")
 	flag.StringVar(&o.logDir, "log-dir", "", "directory for the hubs' logs (default: a new directory under $TMPDIR, kept and printed)")
 	flag.StringVar(&o.profileDir, "profile", "", "directory for the hubs' pprof profiles: heap and goroutines once settled, CPU over the first 30 s of converging and of the no-op resync, and the first 60 s of the aggregation (none when empty)")
 	flag.Parse()

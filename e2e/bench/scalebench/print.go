@@ -126,6 +126,11 @@ func (b *bench) print(commit string) {
 			fmt.Printf("| clusters with policyhub_policy_results series in /metrics afterwards | %d of %d |\n", r.agg.metricClusters, r.clusters)
 			fmt.Printf("| aggregation: CPU seconds (first write until the last FleetPolicy and summary status) | %s |\n", cpuLine(r.agg.cpu))
 			fmt.Printf("| aggregation: mutating requests to the hub's apiserver (the %d summaries included) | %s |\n", r.clusters, writesLine(r.agg.hubWrites))
+			if r.quiet.ran {
+				fmt.Printf("| quiet fleet: %d agents renewing their Leases every %s for %s (%d renewals, %d failed): cores | %s |\n",
+					r.clusters, o.quietHeartbeat, r.quiet.took.Round(time.Second), r.quiet.renewals, r.quiet.failed, coresLine(r.quiet.cores, r.state.idleCores))
+				fmt.Printf("| quiet fleet: mutating requests to the hub's apiserver | %s |\n", writesLine(r.quiet.hubWrites))
+			}
 			if r.floor.ran {
 				fmt.Printf("| status write floor (hub stopped): every FleetPolicy's status written once, %d at a time, fastest of %d rounds | %s (hub kube-apiserver %.1f CPU-s a round) |\n",
 					floorConcurrency, r.floor.rounds, r.floor.round.Round(10*time.Millisecond), r.floor.cpu[partHubAPIServer]/float64(r.floor.rounds))
@@ -251,6 +256,12 @@ func (b *bench) printTargets() {
 		}
 		fmt.Printf("| 1000 × 50: summary-to-status p99 ≤ 2 s | %s%s | %s |\n", m, scale, verdict(ok))
 	}
+	if v.quiet.ran {
+		above := v.quiet.cores[partHubAPIServer] - v.state.idleCores[partHubAPIServer]
+		declWrites := v.quiet.hubWrites["fleetpolicies/status"] + v.quiet.hubWrites["fleetpolicies"]
+		fmt.Printf("| 1000 × 50 quiet fleet: ≤ 0.05 hub apiserver cores above settled, 0 declaration status writes | %+.3f cores, %.0f FleetPolicy writes%s | %s |\n",
+			above, declWrites, scale, verdict(above <= 0.05 && declWrites == 0))
+	}
 	pc := b.perCluster(v)
 	if pc.goroutinesOK {
 		fmt.Printf("| 1000 × 50: ≤ 20 goroutines per idle cluster | %.1f%s | %s |\n", pc.goroutines, scale, verdict(pc.goroutines <= 20))
@@ -283,6 +294,15 @@ func maxOf(sorted []float64) float64 {
 		return math.NaN()
 	}
 	return sorted[len(sorted)-1]
+}
+
+// coresLine prints each part's cores and, in brackets, how far above the settled hub's they are.
+func coresLine(cores, settled map[string]float64) string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, fmt.Sprintf("%s %.3f (%+.3f)", p, cores[p], cores[p]-settled[p]))
+	}
+	return strings.Join(out, ", ")
 }
 
 func cpuLine(cpu map[string]float64) string {

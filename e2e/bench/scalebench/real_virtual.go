@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,13 +126,18 @@ func (b *bench) runVirtual(ctx context.Context) error {
 		_, _, _ = h.stop()
 		return fmt.Errorf("virtual: aggregation: %w", err)
 	}
+	if err := b.quietFleet(ctx, r, h); err != nil {
+		_, _, _ = h.stop()
+		return fmt.Errorf("virtual: quiet fleet: %w", err)
+	}
 	if err := b.finish(ctx, r, h); err != nil {
 		return err
 	}
 	// The dark scenario converges as this one did: without summaries.
 	return inParallel(16, len(r.clusterNames), func(i int) error {
 		s := &policyhubv1.PolicyReportSummary{ObjectMeta: metav1.ObjectMeta{Namespace: r.clusterNames[i], Name: policyhubv1.SummaryName}}
-		return client.IgnoreNotFound(b.hub.Delete(ctx, s))
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: r.clusterNames[i], Name: policyhubv1.AgentLeaseName}}
+		return errors.Join(client.IgnoreNotFound(b.hub.Delete(ctx, s)), client.IgnoreNotFound(b.hub.Delete(ctx, lease)))
 	})
 }
 

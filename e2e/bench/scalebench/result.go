@@ -62,6 +62,14 @@ type result struct {
 		metricLatencies  []float64
 		metricNotReached int
 	}
+	// quiet is the quiet fleet (quietFleet): Lease renewals only.
+	quiet struct {
+		ran              bool
+		took             time.Duration
+		renewals, failed int
+		cores            map[string]float64 // cores of each part over the window
+		hubWrites        map[string]float64
+	}
 	// floor is the status write floor (statusFloor), measured after the aggregation.
 	floor struct {
 		ran    bool
