@@ -131,6 +131,13 @@ func (b *bench) print(commit string) {
 					r.clusters, o.quietHeartbeat, r.quiet.took.Round(time.Second), r.quiet.renewals, r.quiet.failed, coresLine(r.quiet.cores, r.state.idleCores))
 				fmt.Printf("| quiet fleet: mutating requests to the hub's apiserver | %s |\n", writesLine(r.quiet.hubWrites))
 			}
+			if r.busy.ran {
+				fmt.Printf("| busy fleet: every cluster's results changing every %s for %s (%d rounds, %d failed writes): cores | %s |\n",
+					o.busyEvery, r.busy.took.Round(time.Second), r.busy.rounds, r.busy.failed, coresLine(r.busy.cores, r.state.idleCores))
+				fmt.Printf("| busy fleet: mutating requests to the hub's apiserver | %s |\n", writesLine(r.busy.hubWrites))
+				fmt.Printf("| busy fleet: bytes written a minute: FleetPolicy versions / summaries | %s / %s |\n", mib(r.busy.statusBytesPerMin), mib(r.busy.summaryBytesPerMin))
+				fmt.Printf("| busy fleet: summary written → its results in every FleetPolicy's status | %s |\n", latencyLine(r.busy.latencies, r.busy.notReached))
+			}
 			if r.floor.ran {
 				fmt.Printf("| status write floor (hub stopped): every FleetPolicy's status written once, %d at a time, fastest of %d rounds | %s (hub kube-apiserver %.1f CPU-s a round) |\n",
 					floorConcurrency, r.floor.rounds, r.floor.round.Round(10*time.Millisecond), r.floor.cpu[partHubAPIServer]/float64(r.floor.rounds))
@@ -262,6 +269,11 @@ func (b *bench) printTargets() {
 		fmt.Printf("| 1000 × 50 quiet fleet: ≤ 0.05 hub apiserver cores above settled, 0 declaration status writes | %+.3f cores, %.0f FleetPolicy writes%s | %s |\n",
 			above, declWrites, scale, verdict(above <= 0.05 && declWrites == 0))
 	}
+	if v.busy.ran {
+		p99 := percentile(v.busy.latencies, 99)
+		fmt.Printf("| 1000 × 50 busy fleet: summary → status p99 ≤ 2 s, hub apiserver ≤ 0.5 cores | p99 %.2fs, %.2f cores%s | %s |\n",
+			p99, v.busy.cores[partHubAPIServer], scale, verdict(len(v.busy.latencies) > 0 && v.busy.notReached == 0 && p99 <= 2 && v.busy.cores[partHubAPIServer] <= 0.5))
+	}
 	pc := b.perCluster(v)
 	if pc.goroutinesOK {
 		fmt.Printf("| 1000 × 50: ≤ 20 goroutines per idle cluster | %.1f%s | %s |\n", pc.goroutines, scale, verdict(pc.goroutines <= 20))
@@ -294,6 +306,19 @@ func maxOf(sorted []float64) float64 {
 		return math.NaN()
 	}
 	return sorted[len(sorted)-1]
+}
+
+// latencyLine prints sorted latencies' p50, p99 and max, and how many never arrived.
+func latencyLine(sorted []float64, notReached int) string {
+	n := len(sorted)
+	if n == 0 {
+		return fmt.Sprintf("none arrived (%d not reached)", notReached)
+	}
+	out := fmt.Sprintf("p50 %.2fs, p99 %.2fs, max %.2fs (%d)", percentile(sorted, 50), percentile(sorted, 99), sorted[n-1], n)
+	if notReached > 0 {
+		out += fmt.Sprintf("; %d never", notReached)
+	}
+	return out
 }
 
 // coresLine prints each part's cores and, in brackets, how far above the settled hub's they are.

@@ -130,6 +130,10 @@ func (b *bench) runVirtual(ctx context.Context) error {
 		_, _, _ = h.stop()
 		return fmt.Errorf("virtual: quiet fleet: %w", err)
 	}
+	if err := b.busyFleet(ctx, r, h); err != nil {
+		_, _, _ = h.stop()
+		return fmt.Errorf("virtual: busy fleet: %w", err)
+	}
 	if err := b.finish(ctx, r, h); err != nil {
 		return err
 	}

@@ -70,6 +70,17 @@ type result struct {
 		cores            map[string]float64 // cores of each part over the window
 		hubWrites        map[string]float64
 	}
+	// busy is the busy fleet (busyFleet): every cluster's results changing.
+	busy struct {
+		ran                                   bool
+		took                                  time.Duration
+		rounds, failed                        int
+		cores                                 map[string]float64
+		hubWrites                             map[string]float64
+		statusBytesPerMin, summaryBytesPerMin float64
+		latencies                             []float64 // seconds, sorted
+		notReached                            int
+	}
 	// floor is the status write floor (statusFloor), measured after the aggregation.
 	floor struct {
 		ran    bool

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// busyPass is the pass count a summary of round k reports for every policy: the round is read
+// back from the statuses by it.
+func busyPass(round int) int64 { return 1000 + int64(round) }
+
+// busyFleet is a fleet whose results keep moving (pod churn): every cluster's agent pushes a
+// summary with new results every -busy-every, spread evenly, for -busy. It measures the cores
+// of every part, the hub apiserver's writes by resource, the bytes of FleetPolicy versions the
+// hub wrote (each stored whole in etcd), and, per summary, the time from its write until every
+// FleetPolicy's status shows that round's results for its cluster (or a later round's).
+func (b *bench) busyFleet(ctx context.Context, r *result, h *hubProc) error {
+	if b.o.busy <= 0 {
+		return nil
+	}
+	names := r.clusterNames
+	rounds := int(b.o.busy / b.o.busyEvery)
+	obs := newBusyObserver(r.prefix, len(r.fps), names, rounds)
+	stop, err := observeEach(ctx, b.informer, &policyhubv1.FleetPolicy{}, obs.observe)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	logf("%s: busy fleet: %d clusters each pushing new results every %s for %s...", r.name, len(names), b.o.busyEvery, b.o.busy)
+	writes := b.hubWrites(ctx)
+	before := b.snapshot(h)
+	start := time.Now()
+	obs.start()
+	spacing := time.Duration(float64(b.o.busyEvery) / float64(len(names)))
+	sem := make(chan struct{}, 500)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed int
+	var summaryBytes int64
+	for k := range rounds {
+		for ci := range names {
+			at := start.Add(time.Duration(k)*b.o.busyEvery + time.Duration(ci)*spacing)
+			if wait := time.Until(at); wait > 0 {
+				time.Sleep(wait)
+			}
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				u, err := b.summary(r, ci)
+				if err == nil {
+					setBusyRound(u, k)
+					raw, _ := json.Marshal(u.Object)
+					err = b.hub.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("policyhub-agent"), client.ForceOwnership)
+					obs.written(ci, k, time.Now())
+					mu.Lock()
+					summaryBytes += int64(len(raw))
+					mu.Unlock()
+				}
+				if err != nil {
+					mu.Lock()
+					failed++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	took := time.Since(start)
+	after := b.snapshot(h)
+	writesAfter := b.hubWrites(ctx)
+	// The last round's summaries still on their way into the statuses: wait for them (bounded).
+	obs.waitLast(time.Now().Add(b.o.timeout))
+	q := &r.busy
+	q.ran, q.took, q.failed, q.rounds = true, took, failed, rounds
+	q.cores = map[string]float64{}
+	for part, cpu := range cpuBetween(before, after) {
+		q.cores[part] = cpu / took.Seconds()
+	}
+	q.hubWrites = writesBetween(writes, writesAfter)
+	q.statusBytesPerMin, q.summaryBytesPerMin = float64(obs.statusBytes())/took.Minutes(), float64(summaryBytes)/took.Minutes()
+	q.latencies, q.notReached = obs.latencies()
+	logf("%s: busy fleet: %d rounds in %s; hub apiserver %.2f cores, hub %.2f cores; summary → status p99 %.2fs (%d not reached); writes %s", r.name, rounds,
+		took.Round(time.Second), q.cores[partHubAPIServer], q.cores[partHub], percentile(q.latencies, 99), q.notReached, writesLine(q.hubWrites))
+	return nil
+}
+
+// setBusyRound makes a summary report round k: every policy's pass count is busyPass(k), so its
+// content (and hash) changes every round.
+func setBusyRound(u *unstructured.Unstructured, k int) {
+	policies, _, _ := unstructured.NestedSlice(u.Object, "spec", "policies")
+	var pass int64
+	for _, p := range policies {
+		if m, ok := p.(map[string]any); ok {
+			_ = unstructured.SetNestedField(m, busyPass(k), "results", "pass")
+			pass += busyPass(k)
+		}
+	}
+	_ = unstructured.SetNestedSlice(u.Object, policies, "spec", "policies")
+	_ = unstructured.SetNestedField(u.Object, pass, "spec", "totals", "pass")
+	hash, _, _ := unstructured.NestedString(u.Object, "spec", "contentHash")
+	_ = unstructured.SetNestedField(u.Object, fmt.Sprintf("%s-round-%d", hash, k), "spec", "contentHash")
+}
+
+// busyObserver stamps, per cluster and round, when every FleetPolicy's status first showed that
+// round's results (or a later round's) for the cluster.
+type busyObserver struct {
+	prefix string
+	fps    int
+	index  map[string]int
+
+	mu        sync.Mutex
+	started   bool
+	writtenAt [][]time.Time     // [cluster][round]
+	reached   [][]time.Time     // [cluster][round]
+	seen      []map[string]int  // [cluster] FleetPolicy → the latest round its status shows
+	versions  map[string]string // FleetPolicy → resourceVersion last counted
+	bytes     int64
+}
+
+func newBusyObserver(prefix string, fps int, clusters []string, rounds int) *busyObserver {
+	o := &busyObserver{prefix: prefix, fps: fps, index: map[string]int{}, versions: map[string]string{}}
+	for i, c := range clusters {
+		o.index[c] = i
+		o.writtenAt = append(o.writtenAt, make([]time.Time, rounds))
+		o.reached = append(o.reached, make([]time.Time, rounds))
+		o.seen = append(o.seen, map[string]int{})
+	}
+	return o
+}
+
+func (o *busyObserver) start() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.started = true
+}
+
+func (o *busyObserver) written(ci, k int, at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.writtenAt[ci][k] = at
+}
+
+func (o *busyObserver) observe(obj any) {
+	now := time.Now()
+	fp, ok := obj.(*policyhubv1.FleetPolicy)
+	if !ok || !strings.HasPrefix(fp.Name, o.prefix) {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.started {
+		return
+	}
+	if o.versions[fp.Name] != fp.ResourceVersion {
+		o.versions[fp.Name] = fp.ResourceVersion
+		if raw, err := json.Marshal(fp); err == nil {
+			o.bytes += int64(len(raw))
+		}
+	}
+	for _, c := range fp.Status.Clusters {
+		ci, ok := o.index[c.Name]
+		if !ok || c.Results == nil || c.Results.Pass < busyPass(0) {
+			continue
+		}
+		round := int(c.Results.Pass - busyPass(0))
+		if round >= len(o.reached[ci]) || round <= o.seen[ci][fp.Name]-1 {
+			continue
+		}
+		o.seen[ci][fp.Name] = round + 1 // stored +1: 0 is "none yet"
+		if len(o.seen[ci]) < o.fps {
+			continue
+		}
+		least := round
+		for _, r := range o.seen[ci] {
+			least = min(least, r-1)
+		}
+		for k := 0; k <= least; k++ {
+			if o.reached[ci][k].IsZero() {
+				o.reached[ci][k] = now
+			}
+		}
+	}
+}
+
+// waitLast waits until the last round reached every status for every cluster, or deadline.
+func (o *busyObserver) waitLast(deadline time.Time) {
+	for time.Now().Before(deadline) {
+		o.mu.Lock()
+		done := true
+		for ci := range o.reached {
+			if n := len(o.reached[ci]); n > 0 && o.reached[ci][n-1].IsZero() {
+				done = false
+				break
+			}
+		}
+		o.mu.Unlock()
+		if done {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// latencies are the sorted seconds from each summary's write until every status showed it;
+// notReached counts the summaries that never were.
+func (o *busyObserver) latencies() (sorted []float64, notReached int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for ci := range o.writtenAt {
+		for k, w := range o.writtenAt[ci] {
+			if w.IsZero() {
+				continue
+			}
+			if at := o.reached[ci][k]; !at.IsZero() {
+				sorted = append(sorted, max(at.Sub(w).Seconds(), 0))
+			} else {
+				notReached++
+			}
+		}
+	}
+	slices.Sort(sorted)
+	return sorted, notReached
+}
+
+func (o *busyObserver) statusBytes() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.bytes
+}
