@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,7 +28,9 @@ type Options struct {
 	ApplicationLabel string
 	// PushInterval is the least time between two pushes; zero means 10s.
 	PushInterval time.Duration
-	// Heartbeat is how often an unchanged summary is pushed again; zero means 1m.
+	// Heartbeat is how often the agent renews its Lease on the hub so the hub can tell it is
+	// alive (it marks results stale after three missed renewals); zero means 1m. An unchanged
+	// summary is not pushed again.
 	Heartbeat time.Duration
 	// MaxViolations bounds the violations kept in a summary; zero means 50.
 	MaxViolations int
@@ -48,6 +51,10 @@ func Run(ctx context.Context, o Options) error {
 	}
 	scheme := runtime.NewScheme()
 	if err := policyhubv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	// The agent's Lease on the hub (push.LeaseName) is applied typed.
+	if err := coordinationv1.AddToScheme(scheme); err != nil {
 		return err
 	}
 	hub, err := client.New(o.Hub, client.Options{Scheme: scheme})
