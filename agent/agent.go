@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -69,16 +70,38 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	collected := make(chan error, 1)
-	go func() { collected <- collector.Run(ctx) }()
+	return run(ctx, o, pusher, collector)
+}
 
-	if !waitSynced(ctx, collector, o.SyncTimeout) && ctx.Err() == nil {
+// source is what run needs of the collector.
+type source interface {
+	Run(ctx context.Context) error
+	Synced() bool
+	Changed() <-chan struct{}
+	Snapshot() collect.Snapshot
+}
+
+// run collects from src and pushes through pusher until ctx ends.
+func run(ctx context.Context, o Options, pusher *push.Pusher, src source) error {
+	// When the pushes end (ctx ended), so do the collector and the renewals.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	collected := make(chan error, 1)
+	go func() { collected <- src.Run(ctx) }()
+	// Liveness first: the Lease is renewed at once, so the hub sees a (re)started agent alive
+	// within seconds, while the first full read of the cluster may take up to SyncTimeout.
+	var renewing sync.WaitGroup
+	renewing.Go(func() { pusher.RenewLease(ctx) })
+
+	if !waitSynced(ctx, src, o.SyncTimeout) && ctx.Err() == nil {
 		log.FromContext(ctx).Info("the cluster's reports are not fully read yet; pushing what is known", "cluster", o.Cluster)
 	}
 	build := func() policyhubv1.PolicyReportSummarySpec {
-		return summarize.Summarize(collector.Snapshot(), summarize.Options{Cluster: o.Cluster, MaxViolations: o.MaxViolations})
+		return summarize.Summarize(src.Snapshot(), summarize.Options{Cluster: o.Cluster, MaxViolations: o.MaxViolations})
 	}
-	err = pusher.Run(ctx, collector.Changed(), build)
+	err := pusher.PushSummary(ctx, src.Changed(), build)
+	stop()
+	renewing.Wait()
 	if cerr := <-collected; err == nil {
 		err = cerr
 	}
@@ -86,7 +109,7 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // waitSynced polls until the collector has read the cluster once, for at most timeout.
-func waitSynced(ctx context.Context, c *collect.Collector, timeout time.Duration) bool {
+func waitSynced(ctx context.Context, c interface{ Synced() bool }, timeout time.Duration) bool {
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
