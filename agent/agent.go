@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,7 +29,9 @@ type Options struct {
 	ApplicationLabel string
 	// PushInterval is the least time between two pushes; zero means 10s.
 	PushInterval time.Duration
-	// Heartbeat is how often an unchanged summary is pushed again; zero means 1m.
+	// Heartbeat is how often the agent renews its Lease on the hub so the hub can tell it is
+	// alive (it marks results stale after three missed renewals); zero means 1m. An unchanged
+	// summary is not pushed again.
 	Heartbeat time.Duration
 	// MaxViolations bounds the violations kept in a summary; zero means 50.
 	MaxViolations int
@@ -50,6 +54,10 @@ func Run(ctx context.Context, o Options) error {
 	if err := policyhubv1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	// The agent's Lease on the hub (push.LeaseName) is applied typed.
+	if err := coordinationv1.AddToScheme(scheme); err != nil {
+		return err
+	}
 	hub, err := client.New(o.Hub, client.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("hub client: %w", err)
@@ -62,16 +70,38 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
-	collected := make(chan error, 1)
-	go func() { collected <- collector.Run(ctx) }()
+	return run(ctx, o, pusher, collector)
+}
 
-	if !waitSynced(ctx, collector, o.SyncTimeout) && ctx.Err() == nil {
+// source is what run needs of the collector.
+type source interface {
+	Run(ctx context.Context) error
+	Synced() bool
+	Changed() <-chan struct{}
+	Snapshot() collect.Snapshot
+}
+
+// run collects from src and pushes through pusher until ctx ends.
+func run(ctx context.Context, o Options, pusher *push.Pusher, src source) error {
+	// When the pushes end (ctx ended), so do the collector and the renewals.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	collected := make(chan error, 1)
+	go func() { collected <- src.Run(ctx) }()
+	// Liveness first: the Lease is renewed at once, so the hub sees a (re)started agent alive
+	// within seconds, while the first full read of the cluster may take up to SyncTimeout.
+	var renewing sync.WaitGroup
+	renewing.Go(func() { pusher.RenewLease(ctx) })
+
+	if !waitSynced(ctx, src, o.SyncTimeout) && ctx.Err() == nil {
 		log.FromContext(ctx).Info("the cluster's reports are not fully read yet; pushing what is known", "cluster", o.Cluster)
 	}
 	build := func() policyhubv1.PolicyReportSummarySpec {
-		return summarize.Summarize(collector.Snapshot(), summarize.Options{Cluster: o.Cluster, MaxViolations: o.MaxViolations})
+		return summarize.Summarize(src.Snapshot(), summarize.Options{Cluster: o.Cluster, MaxViolations: o.MaxViolations})
 	}
-	err = pusher.Run(ctx, collector.Changed(), build)
+	err := pusher.PushSummary(ctx, src.Changed(), build)
+	stop()
+	renewing.Wait()
 	if cerr := <-collected; err == nil {
 		err = cerr
 	}
@@ -79,7 +109,7 @@ func Run(ctx context.Context, o Options) error {
 }
 
 // waitSynced polls until the collector has read the cluster once, for at most timeout.
-func waitSynced(ctx context.Context, c *collect.Collector, timeout time.Duration) bool {
+func waitSynced(ctx context.Context, c interface{ Synced() bool }, timeout time.Duration) bool {
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}

@@ -106,6 +106,26 @@ type Collector struct {
 
 // New returns a Collector for the cluster cfg reaches.
 func New(cfg *rest.Config, opts Options) (*Collector, error) {
+	// Kyverno's deprecation warnings come with every list of its v1 kinds: log each once.
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandlerWithContext = log.NewKubeAPIWarningLogger(log.KubeAPIWarningLoggerOptions{Deduplicate: true})
+	reports, err := newReportClients(cfg)
+	if err != nil {
+		return nil, err
+	}
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return newCollector(opts, reports, md, clientset, clientset.Discovery()), nil
+}
+
+// newCollector returns a Collector reading through the given clients (fakes, in tests).
+func newCollector(opts Options, reports *reportClients, md metadata.Interface, clientset kubernetes.Interface, d discovery.DiscoveryInterface) *Collector {
 	if opts.ApplicationLabel == "" {
 		opts.ApplicationLabel = "app.oam.dev/name"
 	}
@@ -113,28 +133,18 @@ func New(cfg *rest.Config, opts Options) (*Collector, error) {
 		opts.DiscoveryInterval = 30 * time.Second
 	}
 	c := &Collector{
-		opts:     opts,
-		changed:  make(chan struct{}, 1),
-		reports:  map[schema.GroupVersionResource]cache.SharedIndexInformer{},
-		policies: map[schema.GroupVersionResource]cache.SharedIndexInformer{},
-		apps:     map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		opts:          opts,
+		reportClients: reports,
+		metadata:      md,
+		clientset:     clientset,
+		discovery:     memory.NewMemCacheClient(d),
+		changed:       make(chan struct{}, 1),
+		reports:       map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		policies:      map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		apps:          map[schema.GroupVersionResource]cache.SharedIndexInformer{},
 	}
-	// Kyverno's deprecation warnings come with every list of its v1 kinds: log each once.
-	cfg = rest.CopyConfig(cfg)
-	cfg.WarningHandlerWithContext = log.NewKubeAPIWarningLogger(log.KubeAPIWarningLoggerOptions{Deduplicate: true})
-	var err error
-	if c.reportClients, err = newReportClients(cfg); err != nil {
-		return nil, err
-	}
-	if c.metadata, err = metadata.NewForConfig(cfg); err != nil {
-		return nil, err
-	}
-	if c.clientset, err = kubernetes.NewForConfig(cfg); err != nil {
-		return nil, err
-	}
-	c.discovery = memory.NewMemCacheClient(c.clientset.Discovery())
 	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(c.discovery)
-	return c, nil
+	return c
 }
 
 // Changed is signalled (coalesced) whenever what the collector knows may have changed.
@@ -153,7 +163,7 @@ func (c *Collector) Run(ctx context.Context) error {
 	c.appsMu.Lock()
 	c.ctx = ctx // read under either lock
 	c.appsMu.Unlock()
-	c.events = c.newInformer(ctx, &cache.ListWatch{
+	c.events = c.newInformer(ctx, c.clientset, &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = fields.OneTermEqualSelector("reason", "PolicyViolation").String()
 			return c.clientset.CoreV1().Events("").List(ctx, o)
@@ -172,9 +182,23 @@ func (c *Collector) Run(ctx context.Context) error {
 	c.mu.Unlock()
 	ticker := time.NewTicker(c.opts.DiscoveryInterval)
 	defer ticker.Stop()
+	logger := log.FromContext(ctx)
+	// A failing discovery (an API the cluster does not serve is not one: see served) is logged
+	// when it starts, when its error changes and when it ends, without a stack trace: the same
+	// error every DiscoveryInterval says nothing new.
+	var lastErr string
 	for {
-		if err := c.discover(ctx); err != nil {
-			log.FromContext(ctx).Error(err, "discovery of report and policy APIs failed; will retry")
+		err := c.discover(ctx)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil && err.Error() != lastErr:
+			lastErr = err.Error()
+			logger.Info("discovery of report and policy APIs failed; will retry", "error", lastErr, "retryIn", c.opts.DiscoveryInterval)
+		case err != nil:
+			logger.V(1).Info("discovery of report and policy APIs failed again", "error", lastErr)
+		case lastErr != "":
+			lastErr = ""
+			logger.Info("discovery of report and policy APIs succeeded after failing")
 		}
 		select {
 		case <-ctx.Done():
@@ -222,7 +246,7 @@ func (c *Collector) discover(ctx context.Context) error {
 		}
 		c.mu.Lock()
 		if _, started := c.reports[gvr]; !started {
-			c.reports[gvr] = c.newInformer(ctx, c.reportClients.listWatch(gvr), exampleReport(gvr), func(obj any) (any, error) {
+			c.reports[gvr] = c.newInformer(ctx, c.reportClients, c.reportClients.listWatch(gvr), exampleReport(gvr), func(obj any) (any, error) {
 				report, objMeta, ok := reportOf(gvr, obj)
 				if !ok {
 					return obj, nil
@@ -247,7 +271,7 @@ func (c *Collector) discover(ctx context.Context) error {
 		c.mu.Lock()
 		if _, started := c.policies[gvr]; !started {
 			kind := policyKindNames[gvr.Resource]
-			c.policies[gvr] = c.newInformer(ctx, c.metadataListWatch(gvr, ""), &metav1.PartialObjectMetadata{}, func(obj any) (any, error) {
+			c.policies[gvr] = c.newInformer(ctx, c.metadata, c.metadataListWatch(gvr, ""), &metav1.PartialObjectMetadata{}, func(obj any) (any, error) {
 				m, ok := obj.(*metav1.PartialObjectMetadata)
 				if !ok {
 					return obj, nil
@@ -297,7 +321,7 @@ func (c *Collector) watchApplications(r Resource) {
 		return
 	}
 	label := c.opts.ApplicationLabel
-	c.apps[gvr] = c.newInformer(c.ctx, c.metadataListWatch(gvr, label), &metav1.PartialObjectMetadata{}, func(obj any) (any, error) {
+	c.apps[gvr] = c.newInformer(c.ctx, c.metadata, c.metadataListWatch(gvr, label), &metav1.PartialObjectMetadata{}, func(obj any) (any, error) {
 		m, ok := obj.(*metav1.PartialObjectMetadata)
 		if !ok {
 			return obj, nil
@@ -320,9 +344,11 @@ func (c *Collector) metadataListWatch(gvr schema.GroupVersionResource, labelKey 
 	}
 }
 
-// newInformer starts an informer whose store holds only what transform keeps.
-func (c *Collector) newInformer(ctx context.Context, lw *cache.ListWatch, example runtime.Object, transform cache.TransformFunc) cache.SharedIndexInformer {
-	inf := cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{})
+// newInformer starts an informer whose store holds only what transform keeps. client is the
+// client behind lw: a fake one says it cannot stream the initial list (WatchList), and the
+// informer then lists, as informer-gen's informers do.
+func (c *Collector) newInformer(ctx context.Context, client any, lw *cache.ListWatch, example runtime.Object, transform cache.TransformFunc) cache.SharedIndexInformer {
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), example, 0, cache.Indexers{})
 	_ = inf.SetTransform(transform)
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.signal() },

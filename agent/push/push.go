@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+	coordinationv1ac "k8s.io/client-go/applyconfigurations/coordination/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -20,6 +24,9 @@ import (
 
 // SummaryName is the name of every cluster's summary object in its hub namespace.
 const SummaryName = policyhubv1.SummaryName
+
+// LeaseName is the name of the Lease the agent renews in its cluster's hub namespace.
+const LeaseName = policyhubv1.AgentLeaseName
 
 // FieldManager is the server-side apply field manager of the agent's writes to the hub.
 const FieldManager = "policyhub-agent"
@@ -31,7 +38,7 @@ const (
 	DefaultMaxBackoff = time.Minute
 )
 
-// firstBackoff is the wait after the first failed push; each further failure doubles it, up to
+// firstBackoff is the wait after the first failed write; each further failure doubles it, up to
 // Options.MaxBackoff.
 const firstBackoff = time.Second
 
@@ -43,28 +50,32 @@ const attemptTimeout = 30 * time.Second
 type Options struct {
 	// Cluster is the managed cluster's name; required. The hub namespace written to is the cluster name.
 	Cluster string
-	// Interval is the minimum time between pushes; 0 means DefaultInterval (10s).
+	// Interval is the minimum time between summary pushes; 0 means DefaultInterval (10s).
 	Interval time.Duration
-	// Heartbeat: an unchanged summary is pushed again this often (only generatedAt changes), so the
-	// hub can tell a live agent; 0 means DefaultHeartbeat (1m). A Heartbeat shorter than Interval
-	// acts as Interval.
+	// Heartbeat is how often the agent renews its Lease on the hub, so the hub can tell it is
+	// alive; the Lease lasts three heartbeats, and the hub marks results stale after three missed
+	// renewals. 0 means DefaultHeartbeat (1m). A Heartbeat shorter than Interval acts as Interval.
+	// An unchanged summary is never pushed again: liveness is not content.
 	Heartbeat time.Duration
-	// MaxBackoff caps the wait between retries after failed pushes (starting at 1s, doubling);
-	// 0 means DefaultMaxBackoff (1m).
+	// MaxBackoff caps the wait between retries after failed writes (starting at 1s, doubling);
+	// 0 means DefaultMaxBackoff (1m). Lease renewals retry at least once a heartbeat.
 	MaxBackoff time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
-// Pusher pushes one cluster's PolicyReportSummary to the hub. Create it with New; call Run once.
+// Pusher pushes one cluster's PolicyReportSummary to the hub and renews its Lease there. Create
+// it with New; call Run once, or RenewLease and PushSummary once each.
 type Pusher struct {
-	hub    client.Client
-	opts   Options
-	pushes atomic.Int64
+	hub      client.Client
+	opts     Options
+	pushes   atomic.Int64
+	renewals atomic.Int64
 }
 
-// New returns a Pusher writing through hub, a client of the hub whose identity may write
-// PolicyReportSummaries in the namespace o.Cluster.
+// New returns a Pusher writing through hub, a client of the hub whose identity may write the
+// PolicyReportSummary and the Lease LeaseName in the namespace o.Cluster. hub's scheme must hold
+// coordination.k8s.io/v1.
 func New(hub client.Client, o Options) (*Pusher, error) {
 	if hub == nil {
 		return nil, errors.New("push: no hub client")
@@ -72,6 +83,11 @@ func New(hub client.Client, o Options) (*Pusher, error) {
 	o, err := o.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	// The Lease is applied typed; without its group in the scheme every renewal would fail with
+	// a conversion error naming PatchOptions, not the missing registration.
+	if s := hub.Scheme(); s == nil || !s.Recognizes(coordinationv1.SchemeGroupVersion.WithKind("Lease")) {
+		return nil, errors.New("push: the hub client's scheme lacks coordination.k8s.io/v1 (add k8s.io/api/coordination/v1.AddToScheme): the agent's Lease cannot be applied")
 	}
 	return &Pusher{hub: hub, opts: o}, nil
 }
@@ -107,21 +123,100 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// Pushes counts successful writes (for tests and metrics).
+// Pushes counts successful summary writes (for tests and metrics).
 func (p *Pusher) Pushes() int64 { return p.pushes.Load() }
 
-// Run pushes until ctx ends, then returns nil. changed signals (coalesced; a channel buffered 1
-// suits) that the content may have changed; a nil channel means it never does (heartbeats only).
-// build returns the current summary spec with its ContentHash set; Run sets Cluster, GeneratedAt
-// and HeartbeatInterval. build is called from Run's goroutine, right before every write attempt,
-// and on a change signal once Interval has passed, to compare hashes.
-//
-// Run never returns on hub errors: it logs them through the logger of ctx and retries with
-// backoff, rebuilding before each attempt, so the write that succeeds after an outage carries the
-// latest content. Call Run once per Pusher.
+// Renewals counts successful Lease renewals (for tests and metrics).
+func (p *Pusher) Renewals() int64 { return p.renewals.Load() }
+
+// beat is how often the Lease is renewed, and the heartbeat the summary announces: Heartbeat,
+// but not shorter than Interval.
+func (p *Pusher) beat() time.Duration { return max(p.opts.Heartbeat, p.opts.Interval) }
+
+// Run renews the Lease (RenewLease) and pushes the summary (PushSummary), each in its own loop so
+// that a hub refusing or stalling one kind of write never holds up the other, until ctx ends;
+// then it returns nil. Its arguments are PushSummary's.
 func (p *Pusher) Run(ctx context.Context, changed <-chan struct{}, build func() policyhubv1.PolicyReportSummarySpec) error {
 	if build == nil {
 		return errors.New("push: Run needs a build function")
+	}
+	var renewing sync.WaitGroup
+	renewing.Go(func() { p.RenewLease(ctx) })
+	err := p.PushSummary(ctx, changed, build)
+	renewing.Wait()
+	return err
+}
+
+// RenewLease renews the cluster's Lease on the hub at once and then every heartbeat, until ctx
+// ends. A failed renewal is retried with backoff (at least once a heartbeat) and logged through
+// the logger of ctx when it starts failing, when its error changes and when it recovers, never
+// once per attempt. It never touches the summary.
+func (p *Pusher) RenewLease(ctx context.Context) {
+	logger := log.FromContext(ctx).WithValues("cluster", p.opts.Cluster, "lease", LeaseName)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var (
+		s       leaseState
+		lastErr string
+	)
+	for {
+		if ctx.Err() != nil {
+			return
+		}
+		now := p.opts.Now()
+		if next := decideRenewal(s, p.beat()); next.After(now) {
+			timer.Reset(next.Sub(now))
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+			continue
+		}
+		at := p.opts.Now()
+		if err := p.renew(ctx, at); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.Failures++
+			wait := backoff(s.Failures, min(p.opts.MaxBackoff, p.beat()))
+			s.RetryAt = p.opts.Now().Add(wait)
+			// No stack trace and no line per attempt: an unreachable hub or a hub without the
+			// Lease in the agent's Role would repeat the same line every backoff.
+			if msg := err.Error(); msg != lastErr {
+				logger.Info("renewing the agent's Lease on the hub failed; retrying (summaries are pushed regardless)", "error", msg, "attempt", s.Failures, "retryIn", wait)
+				lastErr = msg
+			} else {
+				logger.V(1).Info("renewing the agent's Lease on the hub failed again", "error", msg, "attempt", s.Failures, "retryIn", wait)
+			}
+			continue
+		}
+		switch {
+		case s.Failures > 0:
+			logger.Info("renewed the agent's Lease on the hub after failed attempts", "failedAttempts", s.Failures)
+		case !s.Renewed:
+			logger.Info("renewed the agent's Lease on the hub", "leaseDurationSeconds", leaseDurationSeconds(p.beat()))
+		default:
+			logger.V(1).Info("renewed the agent's Lease on the hub")
+		}
+		p.renewals.Add(1)
+		s, lastErr = leaseState{Renewed: true, LastRenewal: at}, ""
+	}
+}
+
+// PushSummary pushes the summary until ctx ends, then returns nil: once at start, then only when
+// its content hash changed, at most once per Interval. changed signals (coalesced; a channel
+// buffered 1 suits) that the content may have changed; a nil channel means it never does. build
+// returns the current summary spec with its ContentHash set; PushSummary sets Cluster,
+// GeneratedAt and HeartbeatInterval. build is called from PushSummary's goroutine, right before
+// every write attempt, and on a change signal once Interval has passed, to compare hashes.
+//
+// PushSummary never returns on hub errors: it logs them through the logger of ctx and retries
+// with backoff, rebuilding before each attempt, so the write that succeeds after an outage
+// carries the latest content. It never renews the Lease (see RenewLease).
+func (p *Pusher) PushSummary(ctx context.Context, changed <-chan struct{}, build func() policyhubv1.PolicyReportSummarySpec) error {
+	if build == nil {
+		return errors.New("push: PushSummary needs a build function")
 	}
 	logger := log.FromContext(ctx).WithValues("cluster", p.opts.Cluster)
 	timer := time.NewTimer(time.Hour)
@@ -132,16 +227,22 @@ func (p *Pusher) Run(ctx context.Context, changed <-chan struct{}, build func() 
 			return nil
 		}
 		now := p.opts.Now()
-		next, force := decide(s, now, p.opts.Interval, p.opts.Heartbeat)
-		if next.After(now) {
-			// Since Go 1.23 Reset needs no draining: no stale tick is delivered after it.
-			timer.Reset(next.Sub(now))
+		next, force := decide(s, now, p.opts.Interval)
+		if next.IsZero() || next.After(now) {
+			// Since Go 1.23 Reset and Stop need no draining: no stale tick is delivered after them.
+			var tick <-chan time.Time
+			if next.IsZero() {
+				timer.Stop() // nothing is due until a change is signalled
+			} else {
+				timer.Reset(next.Sub(now))
+				tick = timer.C
+			}
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-changed:
 				s.Pending = true
-			case <-timer.C:
+			case <-tick:
 			}
 			continue
 		}
@@ -172,6 +273,35 @@ func (p *Pusher) Run(ctx context.Context, changed <-chan struct{}, build func() 
 		p.pushes.Add(1)
 		s = state{Pushed: true, LastPush: p.opts.Now(), LastHash: spec.ContentHash}
 	}
+}
+
+// renew applies the cluster's Lease with renewTime at. Only spec's holder, duration and renew
+// time are sent, so the agent owns nothing else of it.
+func (p *Pusher) renew(ctx context.Context, at time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	if err := p.hub.Apply(ctx, p.leaseObject(at), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply Lease %s/%s on the hub: %w", p.opts.Cluster, LeaseName, err)
+	}
+	return nil
+}
+
+// leaseObject is the Lease applied at a renewal at: held by the cluster, lasting three
+// heartbeats (as kubelets' node Leases last several renew intervals), renewed at.
+func (p *Pusher) leaseObject(at time.Time) *coordinationv1ac.LeaseApplyConfiguration {
+	return coordinationv1ac.Lease(LeaseName, p.opts.Cluster).WithSpec(coordinationv1ac.LeaseSpec().
+		WithHolderIdentity(p.opts.Cluster).
+		WithLeaseDurationSeconds(leaseDurationSeconds(p.beat())).
+		WithRenewTime(metav1.NewMicroTime(at)))
+}
+
+// leaseDurationSeconds is three heartbeats of beat in whole seconds, rounded up (at most what
+// the field holds).
+func leaseDurationSeconds(beat time.Duration) int32 {
+	if beat >= math.MaxInt32/3*time.Second {
+		return math.MaxInt32
+	}
+	return int32((3*beat + time.Second - 1) / time.Second)
 }
 
 // apply writes spec as the cluster's summary by server-side apply; it never writes status.
@@ -232,7 +362,7 @@ func (p *Pusher) summaryObject(spec policyhubv1.PolicyReportSummarySpec, at time
 	return obj, nil
 }
 
-// state is what Run knows between two decisions.
+// state is what PushSummary knows between two decisions.
 type state struct {
 	// Pushed: a write has succeeded.
 	Pushed bool
@@ -248,14 +378,16 @@ type state struct {
 	RetryAt time.Time
 }
 
-// decide says when Run next builds the summary (next; at or before now means now) and whether
-// that build is written even if its hash is the last pushed one (force):
+// decide says when PushSummary next builds the summary (next; at or before now means now; zero
+// means not until a change is signalled) and whether that build is written even if its hash is
+// the last pushed one (force):
 //   - nothing pushed yet and no failure: now, forced (the push at start);
 //   - after a failure: at RetryAt (not sooner than Interval after the last success), forced,
 //     because whether the failed write landed is unknown;
-//   - a change pending: Interval after the last push, forced only if the heartbeat is due by now;
-//   - otherwise: at the heartbeat (Heartbeat, at least Interval, after the last push), forced.
-func decide(s state, now time.Time, interval, heartbeat time.Duration) (next time.Time, force bool) {
+//   - a change pending: Interval after the last push, written only if the hash changed;
+//   - otherwise: not until a change is signalled. An unchanged summary is never pushed again;
+//     the Lease says the agent is alive.
+func decide(s state, now time.Time, interval time.Duration) (next time.Time, force bool) {
 	if s.Failures > 0 {
 		next = s.RetryAt
 		if s.Pushed {
@@ -266,13 +398,36 @@ func decide(s state, now time.Time, interval, heartbeat time.Duration) (next tim
 	if !s.Pushed {
 		return now, true
 	}
-	beat := s.LastPush.Add(max(heartbeat, interval))
 	if s.Pending {
-		next = s.LastPush.Add(interval)
-	} else {
-		next = beat
+		return s.LastPush.Add(interval), false
 	}
-	return next, !now.Before(beat)
+	return time.Time{}, false
+}
+
+// leaseState is what RenewLease knows between two renewals.
+type leaseState struct {
+	// Renewed: a renewal has succeeded.
+	Renewed bool
+	// LastRenewal is the renewTime of the last successful renewal.
+	LastRenewal time.Time
+	// Failures counts renewals failed since the last success.
+	Failures int
+	// RetryAt is the next attempt after a failure.
+	RetryAt time.Time
+}
+
+// decideRenewal says when RenewLease next renews the Lease (at or before now means now): at start
+// at once, then a heartbeat after the last renewal's renewTime, and after a failure at RetryAt.
+// Summary pushes do not move it, so the Lease alone is a complete record of liveness.
+func decideRenewal(s leaseState, beat time.Duration) time.Time {
+	switch {
+	case s.Failures > 0:
+		return s.RetryAt
+	case !s.Renewed:
+		return time.Time{}
+	default:
+		return s.LastRenewal.Add(beat)
+	}
 }
 
 // needsWrite says whether a build with content hash hash is written: when forced, when it differs
@@ -282,7 +437,7 @@ func needsWrite(force bool, hash, lastHash string) bool {
 }
 
 // backoff is the wait after the failures-th consecutive failed attempt: 1s, doubling, at most
-// maxWait.
+// maxWait. PushSummary and RenewLease count their failures apart.
 func backoff(failures int, maxWait time.Duration) time.Duration {
 	d := firstBackoff
 	for i := 1; i < failures && d < maxWait; i++ {

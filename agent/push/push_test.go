@@ -2,6 +2,7 @@ package push
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -9,50 +10,98 @@ import (
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
-// The writes themselves cross the Kubernetes API: they are tested against real kube-apiservers in
-// e2e/agent_push_outage_test.go. These tests cover the pure decisions.
+// These tests cover the pure decisions; run_test.go runs the loops against a fake hub in virtual
+// time. The writes to a real kube-apiserver are tested in e2e/agent_push_outage_test.go.
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func at(d time.Duration) time.Time { return t0.Add(d) }
 
 func TestDecide(t *testing.T) {
-	const interval, heartbeat = 10 * time.Second, time.Minute
+	const interval = 10 * time.Second
 	pushed := state{Pushed: true, LastPush: t0, LastHash: "h1"}
 	withPending := pushed
 	withPending.Pending = true
 	failedFirst := state{Failures: 1, RetryAt: at(time.Second)}
 	failedAfterPush := state{Pushed: true, LastPush: t0, LastHash: "h1", Failures: 1, RetryAt: at(2 * time.Second)}
 	failedLong := state{Pushed: true, LastPush: t0, LastHash: "h1", Failures: 5, RetryAt: at(5 * time.Minute)}
+	idle := time.Time{}
 	cases := []struct {
-		name      string
-		s         state
-		now       time.Time
-		heartbeat time.Duration
-		next      time.Time
-		force     bool
+		name  string
+		s     state
+		now   time.Time
+		next  time.Time
+		force bool
 	}{
-		{"start: push now, forced", state{}, at(3 * time.Second), heartbeat, at(3 * time.Second), true},
-		{"start with a change signalled: still now", state{Pending: true}, t0, heartbeat, t0, true},
-		{"change before the interval: wait for the interval", withPending, at(2 * time.Second), heartbeat, at(interval), false},
-		{"change after the interval: now, only if changed", withPending, at(30 * time.Second), heartbeat, at(interval), false},
-		{"change when the heartbeat is due: forced", withPending, at(heartbeat), heartbeat, at(interval), true},
-		{"nothing changed: wait for the heartbeat", pushed, at(2 * time.Second), heartbeat, at(heartbeat), false},
-		{"heartbeat due: forced", pushed, at(heartbeat + time.Second), heartbeat, at(heartbeat), true},
-		{"heartbeat shorter than the interval acts as the interval", pushed, at(time.Second), 2 * time.Second, at(interval), false},
-		{"heartbeat shorter than the interval, due", pushed, at(interval), 2 * time.Second, at(interval), true},
-		{"failed at start: retry at RetryAt, forced", failedFirst, t0, heartbeat, at(time.Second), true},
-		{"failed soon after a push: not sooner than the interval", failedAfterPush, at(time.Second), heartbeat, at(interval), true},
-		{"failed long after a push: at RetryAt", failedLong, at(4 * time.Minute), heartbeat, at(5 * time.Minute), true},
-		{"failed with a change pending: still at RetryAt, forced", func() state { s := failedLong; s.Pending = true; return s }(), at(4 * time.Minute), heartbeat, at(5 * time.Minute), true},
+		{"start: push now, forced", state{}, at(3 * time.Second), at(3 * time.Second), true},
+		{"start with a change signalled: still now", state{Pending: true}, t0, t0, true},
+		{"change before the interval: wait for the interval", withPending, at(2 * time.Second), at(interval), false},
+		{"change after the interval: now, only if changed", withPending, at(30 * time.Second), at(interval), false},
+		{"change long after the last push: now, still only if changed", withPending, at(time.Hour), at(interval), false},
+		{"nothing changed: wait for a change, however long", pushed, at(2 * time.Second), idle, false},
+		{"nothing changed for an hour: still no push (liveness is the Lease's)", pushed, at(time.Hour), idle, false},
+		{"failed at start: retry at RetryAt, forced", failedFirst, t0, at(time.Second), true},
+		{"failed soon after a push: not sooner than the interval", failedAfterPush, at(time.Second), at(interval), true},
+		{"failed long after a push: at RetryAt", failedLong, at(4 * time.Minute), at(5 * time.Minute), true},
+		{"failed with a change pending: still at RetryAt, forced", func() state { s := failedLong; s.Pending = true; return s }(), at(4 * time.Minute), at(5 * time.Minute), true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			next, force := decide(c.s, c.now, interval, c.heartbeat)
+			next, force := decide(c.s, c.now, interval)
 			if !next.Equal(c.next) || force != c.force {
-				t.Errorf("decide = (%s, force %t), want (%s, force %t)", next.Sub(t0), force, c.next.Sub(t0), c.force)
+				t.Errorf("decide = (%s, force %t), want (%s, force %t)", show(next), force, show(c.next), c.force)
 			}
 		})
+	}
+}
+
+// show prints a decision's time relative to t0, or "idle" for the zero time.
+func show(next time.Time) string {
+	if next.IsZero() {
+		return "idle"
+	}
+	return next.Sub(t0).String()
+}
+
+func TestDecideRenewal(t *testing.T) {
+	const beat = time.Minute
+	renewed := leaseState{Renewed: true, LastRenewal: at(5 * time.Second)}
+	cases := []struct {
+		name string
+		s    leaseState
+		want time.Time
+	}{
+		{"start: at once", leaseState{}, time.Time{}},
+		{"renewed: a heartbeat after the renewal", renewed, at(5*time.Second + beat)},
+		{"failed at start: at RetryAt", leaseState{Failures: 1, RetryAt: at(time.Second)}, at(time.Second)},
+		{"failed after renewals: at RetryAt", leaseState{Renewed: true, LastRenewal: t0, Failures: 3, RetryAt: at(beat + 4*time.Second)}, at(beat + 4*time.Second)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := decideRenewal(c.s, beat); !got.Equal(c.want) {
+				t.Errorf("decideRenewal = %s, want %s", show(got), show(c.want))
+			}
+		})
+	}
+}
+
+func TestLeaseDurationSeconds(t *testing.T) {
+	cases := []struct {
+		beat time.Duration
+		want int32
+	}{
+		{time.Minute, 180},
+		{time.Second, 3},
+		{1500 * time.Millisecond, 5}, // 4.5s, rounded up
+		{333 * time.Millisecond, 1},
+		{time.Hour, 10800},
+		{math.MaxInt64, math.MaxInt32},
+		{math.MaxInt32 * time.Second, math.MaxInt32},
+	}
+	for _, c := range cases {
+		if got := leaseDurationSeconds(c.beat); got != c.want {
+			t.Errorf("leaseDurationSeconds(%s) = %d, want %d", c.beat, got, c.want)
+		}
 	}
 }
 

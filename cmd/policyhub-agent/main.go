@@ -40,9 +40,9 @@ func run() error {
 	)
 	fs := flag.CommandLine
 	fs.StringVar(&o.Cluster, "cluster-name", "", "This managed cluster's name, as the hub knows it (its cluster-gateway name); the summary goes to the hub namespace of that name. Required.")
-	fs.StringVar(&hubKubeconfig, "hub-kubeconfig", "", "Kubeconfig of the agent's identity on the hub, allowed to write only its cluster's PolicyReportSummary. Required. Its token (token: or tokenFile:) is read again every minute and after the hub refuses it, so a short-lived token can be rotated by rewriting the file (e.g. its Secret) without a restart.")
-	fs.DurationVar(&o.PushInterval, "push-interval", 10*time.Second, "Least time between two pushes to the hub; changes in between are pushed together.")
-	fs.DurationVar(&o.Heartbeat, "heartbeat-interval", time.Minute, "How often an unchanged summary is pushed again, so the hub can tell a live agent (it marks results stale after three missed heartbeats).")
+	fs.StringVar(&hubKubeconfig, "hub-kubeconfig", "", "Kubeconfig of the agent's identity on the hub, allowed to write only its cluster's PolicyReportSummary and its Lease policyhub-agent. Required. Its token (token: or tokenFile:) is read again every minute and after the hub refuses it, so a short-lived token can be rotated by rewriting the file (e.g. its Secret) without a restart.")
+	fs.DurationVar(&o.PushInterval, "push-interval", 10*time.Second, "Least time between two summary pushes to the hub; changes in between are pushed together. An unchanged summary is not pushed again.")
+	fs.DurationVar(&o.Heartbeat, "heartbeat-interval", time.Minute, "How often the agent renews its Lease on the hub so the hub can tell it is alive; the hub marks results stale after three missed renewals.")
 	fs.StringVar(&o.ApplicationLabel, "application-label", "app.oam.dev/name", "Label whose value names a resource's application (KubeVela's by default; e.g. app.kubernetes.io/instance).")
 	fs.IntVar(&o.MaxViolations, "max-violations", 50, "Violations (fail and error results, most severe and newest first) kept in the summary; at most 200.")
 	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", 30*time.Second, "How often the agent looks for report APIs installed after it started (e.g. openreports.io).")
