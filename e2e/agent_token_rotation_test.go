@@ -9,15 +9,18 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/policyhub/policyhub/agent"
 	"github.com/policyhub/policyhub/agent/hubconfig"
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/e2e/fleet"
 )
 
@@ -62,7 +65,7 @@ func TestAgentHubTokenRotation(t *testing.T) {
 	runCtx, cancel := context.WithCancel(log.IntoContext(context.Background(), ctrl.Log.WithName("agent")))
 	done := make(chan error, 1)
 	go func() {
-		// A heartbeat a second: the agent pushes all the time, so a refused token shows at once.
+		// A heartbeat a second: the agent renews its Lease all the time, so a refused token shows at once.
 		done <- agent.Run(runCtx, agent.Options{
 			Cluster: cluster, Managed: testFleet.Cluster(cluster).Config, Hub: hubCfg,
 			PushInterval: 500 * time.Millisecond, Heartbeat: time.Second, DiscoveryInterval: 2 * time.Second,
@@ -75,20 +78,25 @@ func TestAgentHubTokenRotation(t *testing.T) {
 		}
 		deleteSummary(t, cluster)
 	})
-	pushedAfter := func(at time.Time) func() error {
+	// The agent renews its Lease every heartbeat (a second): a write with the token in use.
+	renewedAfter := func(at time.Time) func() error {
 		return func() error {
-			s, err := hubSummaryOf(t, cluster)
-			if err != nil {
+			lease := &coordinationv1.Lease{}
+			if err := hub.Get(ctx, client.ObjectKey{Namespace: cluster, Name: policyhubv1.AgentLeaseName}, lease); err != nil {
 				return err
 			}
-			// generatedAt has whole seconds.
-			if g := s.Spec.GeneratedAt; g == nil || !g.After(at.Add(time.Second)) {
-				return fmt.Errorf("the summary was generated at %v, not after %s", g, at.Format(time.RFC3339))
+			if r := lease.Spec.RenewTime; r == nil || !r.After(at) {
+				return fmt.Errorf("the agent's Lease was renewed at %v, not after %s", r, at.Format(time.RFC3339Nano))
 			}
 			return nil
 		}
 	}
-	eventually(t, time.Minute, 500*time.Millisecond, "a summary pushed with the first token", pushedAfter(time.Now()))
+	started := time.Now()
+	eventually(t, time.Minute, 500*time.Millisecond, "a summary pushed with the first token", func() error {
+		_, err := hubSummaryOf(t, cluster)
+		return err
+	})
+	eventually(t, time.Minute, 500*time.Millisecond, "the Lease renewed with the first token", renewedAfter(started))
 
 	// The rotation: a new token in the file, then the old one ends.
 	write(agentHubToken(t, cluster, newRef))
@@ -111,5 +119,5 @@ func TestAgentHubTokenRotation(t *testing.T) {
 		endedAt = time.Now()
 		return nil
 	})
-	eventually(t, 30*time.Second, 500*time.Millisecond, "a summary pushed with the rotated token, by the same agent", pushedAfter(endedAt))
+	eventually(t, 30*time.Second, 500*time.Millisecond, "the Lease renewed with the rotated token, by the same agent", renewedAfter(endedAt))
 }
