@@ -54,7 +54,9 @@ func ForPolicies(s *policyhubv1.PolicyReportSummary, policies []Policy, now time
 	at, observed := ObservedAt(s, now)
 	r := Results{Stale: JudgedStale(s)}
 	if !at.IsZero() {
-		r.ReportTime = &metav1.Time{Time: at}
+		// Whole seconds, as the API stores a metav1.Time: a status compared with what was read
+		// back must not differ in what cannot be stored (that would be a write changing nothing).
+		r.ReportTime = &metav1.Time{Time: at.Truncate(time.Second)}
 	}
 	offset, _ := ClockOffset(s)
 	if observed {
