@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -48,10 +49,23 @@ func TestQuietAgentWritesNothingOnTheHub(t *testing.T) {
 	// A window counts only if the summary's content did not change in it (Kyverno may still be
 	// reporting when the test starts; a change is rightly written). Five renewals a window.
 	var got map[string]float64
+	var statusDiff string
 	eventually(t, 90*time.Second, 100*time.Millisecond, "a window of five Lease renewals with an unchanged summary", func() error {
 		summary := &policyhubv1.PolicyReportSummary{}
 		if err := hub.Get(ctx, summaryKey, summary); err != nil {
 			return err
+		}
+		fpBefore := &policyhubv1.FleetPolicy{}
+		if err := hub.Get(ctx, client.ObjectKey{Name: name}, fpBefore); err != nil {
+			return err
+		}
+		// Settled first: the hub has observed the summary, and the status shows it as observed.
+		observed := summary.Status.ObservedTime
+		if summary.Status.ObservedGeneration != summary.Generation || observed == nil {
+			return fmt.Errorf("the hub has not observed the summary's generation %d yet", summary.Generation)
+		}
+		if s := clusterStatus(fpBefore, "cluster-1"); s == nil || s.ReportTime == nil || !s.ReportTime.Time.Equal(observed.Time.Truncate(time.Second)) {
+			return fmt.Errorf("the FleetPolicy's status does not show the summary as observed at %v yet: %+v", observed, s)
 		}
 		before := hubWrites(t)
 		renewals := 0
@@ -80,6 +94,17 @@ func TestQuietAgentWritesNothingOnTheHub(t *testing.T) {
 		if after.Spec.ContentHash != summary.Spec.ContentHash {
 			return fmt.Errorf("the summary's content changed in the window (%s to %s): try another", summary.Spec.ContentHash, after.Spec.ContentHash)
 		}
+		fpAfter := &policyhubv1.FleetPolicy{}
+		if err := hub.Get(ctx, client.ObjectKey{Name: name}, fpAfter); err != nil {
+			return err
+		}
+		// The cluster's sync may still be settling (Kyverno confirming the policy in force): a
+		// change of anything but what a heartbeat used to move (the report time, staleness) is
+		// not a heartbeat's doing. What a heartbeat moved fails the test below.
+		statusDiff = fmt.Sprintf("resourceVersion %s to %s\n%s", fpBefore.ResourceVersion, fpAfter.ResourceVersion, cmp.Diff(fpBefore.Status, fpAfter.Status))
+		if diff := cmp.Diff(heartbeatBlind(fpBefore.Status), heartbeatBlind(fpAfter.Status)); diff != "" {
+			return fmt.Errorf("the FleetPolicy's status changed in the window for another reason (-before +after):\n%s", diff)
+		}
 		return nil
 	})
 	t.Logf("hub writes in a window of five renewals: %v", got)
@@ -87,11 +112,24 @@ func TestQuietAgentWritesNothingOnTheHub(t *testing.T) {
 	if got["leases"] < 5 {
 		t.Errorf("%v Lease writes counted in a window of five renewals: the count of writes is broken", got["leases"])
 	}
+	if got["fleetpolicies/status"] != 0 {
+		t.Logf("the FleetPolicy's status in the window (-before +after):\n%s", statusDiff)
+	}
 	for _, resource := range []string{"fleetpolicies/status", "policyreportsummaries", "policyreportsummaries/status", "events"} {
 		if got[resource] != 0 {
 			t.Errorf("%v writes of %s while only heartbeats came: want none", got[resource], resource)
 		}
 	}
+}
+
+// heartbeatBlind is a FleetPolicy status without what heartbeats moved before agents renewed
+// Leases: each cluster's report time and staleness.
+func heartbeatBlind(st policyhubv1.FleetPolicyStatus) policyhubv1.FleetPolicyStatus {
+	st = *st.DeepCopy()
+	for i := range st.Clusters {
+		st.Clusters[i].ReportTime, st.Clusters[i].Stale = nil, false
+	}
+	return st
 }
 
 // hubWrites counts the mutating requests the hub's kube-apiserver has served so far, by resource
