@@ -50,6 +50,7 @@ type options struct {
 	timeout                 time.Duration
 	summaryRate             float64
 	quiet, quietHeartbeat   time.Duration
+	quietWrite              string
 	busy, busyEvery         time.Duration
 	logDir                  string
 	profileDir              string
@@ -65,6 +66,7 @@ func main() {
 	flag.Float64Var(&o.summaryRate, "summary-rate", 100, "summaries written per second in the virtual scenario (1000 agents at their default 10 s push interval: 100/s)")
 	flag.DurationVar(&o.quiet, "quiet", 3*time.Minute, "how long the virtual scenario's quiet fleet runs: every agent renews its Lease each -quiet-heartbeat, nothing else changes (0: skip)")
 	flag.DurationVar(&o.quietHeartbeat, "quiet-heartbeat", time.Minute, "how often each agent renews its Lease in the quiet fleet (the agent's default heartbeat)")
+	flag.StringVar(&o.quietWrite, "quiet-write", "apply", "how renewals are written in the quiet fleet, one window each, comma-separated: apply (server-side apply, as the agent does), merge-patch (renewTime alone), update (kubelet's way)")
 	flag.DurationVar(&o.busy, "busy", 3*time.Minute, "how long the virtual scenario's busy fleet runs: every cluster's results change each -busy-every (0: skip)")
 	flag.DurationVar(&o.busyEvery, "busy-every", 10*time.Second, "how often each cluster's results change in the busy fleet")
 	flag.StringVar(&o.logDir, "log-dir", "", "directory for the hubs' logs (default: a new directory under $TMPDIR, kept and printed)")

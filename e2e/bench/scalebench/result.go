@@ -62,19 +62,13 @@ type result struct {
 		metricLatencies  []float64
 		metricNotReached int
 	}
-	// quiet is the quiet fleet (quietFleet): Lease renewals only.
-	quiet struct {
-		ran              bool
-		took             time.Duration
-		renewals, failed int
-		cores            map[string]float64 // cores of each part over the window
-		hubWrites        map[string]float64
-	}
+	// quiet is the quiet fleet (quietFleet), once per -quiet-write: Lease renewals only.
+	quiet []quietResult
 	// busy is the busy fleet (busyFleet): every cluster's results changing.
 	busy struct {
 		ran                                   bool
 		took                                  time.Duration
-		rounds, failed                        int
+		rounds, failed, skipped               int
 		cores                                 map[string]float64
 		hubWrites                             map[string]float64
 		statusBytesPerMin, summaryBytesPerMin float64
@@ -106,4 +100,13 @@ type result struct {
 	logPath             string
 	stopTook            time.Duration
 	stopKilled          bool
+}
+
+// quietResult is one run of the quiet fleet.
+type quietResult struct {
+	write            string // how renewals were written (-quiet-write)
+	took             time.Duration
+	renewals, failed int
+	cores            map[string]float64 // cores of each part over the window
+	hubWrites        map[string]float64
 }
