@@ -143,19 +143,13 @@ func Heartbeat(s *policyhubv1.PolicyReportSummary) time.Duration {
 // cluster clock running ahead must not make a summary look fresh (nor another hub replica's
 // clock). Zero when neither is known.
 func ObservedAt(s *policyhubv1.PolicyReportSummary, now time.Time) (time.Time, bool) {
-	if Observed(s) {
-		return notAfter(s.Status.ObservedTime.Time, now), true
+	if t := s.Status.ObservedTime; t != nil && s.Status.ObservedGeneration == s.Generation {
+		return notAfter(t.Time, now), true
 	}
 	if s.Spec.GeneratedAt == nil {
 		return time.Time{}, false
 	}
 	return notAfter(s.Spec.GeneratedAt.Time, now), false
-}
-
-// Observed says whether the hub's summary controller has recorded when it saw the summary's
-// current generation.
-func Observed(s *policyhubv1.PolicyReportSummary) bool {
-	return s.Status.ObservedTime != nil && s.Status.ObservedGeneration == s.Generation
 }
 
 func notAfter(t, now time.Time) time.Time {

@@ -184,7 +184,7 @@ func (d *applicationPolicy) targets(ctx context.Context) (*render.Targets, error
 // setResults fills the status with this application's results from the clusters' summaries.
 func (d *applicationPolicy) setResults(read summaryRead, owned map[string][]aggregate.Policy, now time.Time) {
 	d.Status.Clusters = setResults(d.Status.Clusters, read, owned, now)
-	d.Status.Policies, d.Status.TopViolations = applicationResults(d.Spec.Application, d.Status.Clusters, read, owned, &d.Status, now)
+	d.Status.Policies, d.Status.TopViolations = applicationResults(d.Spec.Application, d.Status.Clusters, read.summaries, owned, now)
 	d.Status.Summary = summarize(d.Status.Clusters)
 }
 

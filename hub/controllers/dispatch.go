@@ -179,25 +179,6 @@ type summaryRead struct {
 	heard *heartbeat.Heard
 }
 
-// summary is the cluster's summary to take results from, if it has one; held says to keep what
-// the status shows instead: the summary could not be read, or the hub has not observed its
-// latest generation yet. The summary controller observes it within moments, which wakes the
-// declaration again: a new summary then enters the status once, dated by the hub's clock, not
-// first by the cluster's (generatedAt) and again by the hub's.
-func (r summaryRead) summary(cluster string) (s *policyhubv1.PolicyReportSummary, held bool) {
-	if r.unread[cluster] {
-		return nil, true
-	}
-	s, ok := r.summaries[cluster]
-	if !ok {
-		return nil, false
-	}
-	if !aggregate.Observed(s) {
-		return nil, true
-	}
-	return s, false
-}
-
 // lastHeard is when the hub last heard from the cluster's agent, by its clock: the summary s or,
 // later, its Lease renewed.
 func (r summaryRead) lastHeard(s *policyhubv1.PolicyReportSummary, now time.Time) time.Time {

@@ -69,11 +69,11 @@ func clusterStatuses(old []policyhubv1.ClusterStatus, outcomes []clusterOutcome,
 func setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
 	for i := range clusters {
 		c := &clusters[i]
-		summary, held := read.summary(c.Name)
-		if held {
-			continue // keep what is known (see summaryRead.summary)
+		if read.unread[c.Name] {
+			continue // the summary could not be read just now: keep what is known
 		}
-		if summary == nil {
+		summary, ok := read.summaries[c.Name]
+		if !ok {
 			c.Results, c.Blocked, c.ReportTime, c.Stale = nil, 0, nil, false
 			continue
 		}
@@ -216,29 +216,13 @@ const (
 // which are all the application's, since a generated policy matches only its resources), and the
 // top violations of those policies. The clusters' results are set to the application's totals.
 // An entry a summary lists twice counts once (its first), and no count is negative.
-func applicationResults(app string, clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, prev *policyhubv1.ApplicationPolicyStatus, now time.Time) ([]policyhubv1.ApplicationPolicyResult, []policyhubv1.Violation) {
+func applicationResults(app string, clusters []policyhubv1.ClusterStatus, summaries map[string]*policyhubv1.PolicyReportSummary, owned map[string][]aggregate.Policy, now time.Time) ([]policyhubv1.ApplicationPolicyResult, []policyhubv1.Violation) {
 	var results []policyhubv1.ApplicationPolicyResult
 	var violations [][]policyhubv1.Violation // by cluster, in the clusters' order
 	for i := range clusters {
 		c := &clusters[i]
-		s, held := read.summary(c.Name)
-		if held {
-			// Keep what the status shows of the cluster (see summaryRead.summary).
-			for _, r := range prev.Policies {
-				if r.Cluster == c.Name {
-					results = append(results, r)
-				}
-			}
-			var own []policyhubv1.Violation
-			for _, v := range prev.TopViolations {
-				if v.Cluster == c.Name {
-					own = append(own, v)
-				}
-			}
-			violations = append(violations, own)
-			continue
-		}
-		if s == nil {
+		s, ok := summaries[c.Name]
+		if !ok {
 			continue
 		}
 		total := policyhubv1.ResultCounts{}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -121,14 +120,8 @@ func TestSetResults(t *testing.T) {
 		{Name: "c3", Results: &policyhubv1.ResultCounts{Fail: 9}, Blocked: 1, ReportTime: &metav1.Time{Time: now}},
 		// c4's summary could not be read just now: what is known stays.
 		{Name: "c4", Results: &policyhubv1.ResultCounts{Fail: 4}, Blocked: 2, ReportTime: &metav1.Time{Time: now}},
-		// c5 pushed a new summary the hub has not observed yet: what is known stays until it has.
-		{Name: "c5", Results: &policyhubv1.ResultCounts{Fail: 5}, Blocked: 1, ReportTime: &metav1.Time{Time: now.Add(-time.Minute)}},
 	}
-	unobserved := seenSummary(now.Add(-time.Minute), policyhubv1.PolicyReportSummarySpec{Cluster: "c5", GeneratedAt: &metav1.Time{Time: now},
-		Policies: []policyhubv1.PolicySummary{{Name: "require-labels", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: 50}}}})
-	unobserved.Generation++
-	owned["c5"] = owned["c1"]
-	read := summaryRead{summaries: map[string]*policyhubv1.PolicyReportSummary{"c1": fresh, "c2": stale, "c5": unobserved}, unread: map[string]bool{"c4": true}}
+	read := summaryRead{summaries: map[string]*policyhubv1.PolicyReportSummary{"c1": fresh, "c2": stale}, unread: map[string]bool{"c4": true}}
 	got := setResults(clusters, read, owned, now)
 	if r := got[0].Results; r == nil || *r != (policyhubv1.ResultCounts{Pass: 2, Fail: 1}) || got[0].Blocked != 3 || got[0].Stale ||
 		got[0].ReportTime == nil || !got[0].ReportTime.Equal(&metav1.Time{Time: now.Add(-time.Minute)}) {
@@ -143,10 +136,7 @@ func TestSetResults(t *testing.T) {
 	if got[3].Results == nil || got[3].Results.Fail != 4 || got[3].Blocked != 2 {
 		t.Errorf("c4 (summary unread) lost its results: %+v", got[3])
 	}
-	if got[4].Results == nil || got[4].Results.Fail != 5 || got[4].Blocked != 1 || !got[4].ReportTime.Equal(&metav1.Time{Time: now.Add(-time.Minute)}) {
-		t.Errorf("c5 (summary not observed by the hub yet) did not keep what is known: %+v", got[4])
-	}
-	if s := summarize(got); s.Results.Fail != 10 || s.Violations != 10 {
+	if s := summarize(got); s.Results.Fail != 5 || s.Violations != 5 {
 		t.Errorf("summary %+v", s)
 	}
 }
@@ -177,7 +167,7 @@ func TestApplicationResults(t *testing.T) {
 	}
 	owned := map[string][]aggregate.Policy{"c1": {{Kind: "Policy", Namespace: "shop", Name: "shop-limits"}}, "c2": {{Kind: "Policy", Namespace: "shop", Name: "shop-limits"}}}
 	clusters := []policyhubv1.ClusterStatus{{Name: "c1"}, {Name: "c2"}}
-	results, top := applicationResults("shop", clusters, summaryRead{summaries: summaries}, owned, &policyhubv1.ApplicationPolicyStatus{}, now)
+	results, top := applicationResults("shop", clusters, summaries, owned, now)
 	if len(results) != 1 || results[0].Cluster != "c1" || results[0].Results != (policyhubv1.ResultCounts{Pass: 1, Fail: 2}) || results[0].Blocked != 2 ||
 		results[0].LastBlocked == nil || results[0].LastBlocked.Message == "" {
 		t.Errorf("results %+v", results)
@@ -190,17 +180,6 @@ func TestApplicationResults(t *testing.T) {
 	}
 	if clusters[1].Results != nil {
 		t.Errorf("c2 has no summary, so no results: %+v", clusters[1])
-	}
-
-	// c1 pushes a new summary the hub has not observed yet: the status keeps what it shows of c1
-	// until the hub has, rather than taking it in twice (dated by the cluster, then by the hub).
-	newer := summaries["c1"].DeepCopy()
-	newer.Generation++
-	newer.Spec.Violations = nil
-	prev := &policyhubv1.ApplicationPolicyStatus{Policies: results, TopViolations: top}
-	held, heldTop := applicationResults("shop", clusters, summaryRead{summaries: map[string]*policyhubv1.PolicyReportSummary{"c1": newer}}, owned, prev, now)
-	if !equality.Semantic.DeepEqual(held, results) || !equality.Semantic.DeepEqual(heldTop, top) {
-		t.Errorf("a summary not observed yet changed the results: %+v, top %+v", held, heldTop)
 	}
 }
 
@@ -277,7 +256,7 @@ func TestTopViolationsAreFairAcrossClusters(t *testing.T) {
 		summaries[name] = seenSummary(now, policyhubv1.PolicyReportSummarySpec{Cluster: name, Violations: violations})
 	}
 	clusters := []policyhubv1.ClusterStatus{{Name: "a-hostile"}, {Name: "b-normal"}}
-	_, top := applicationResults("shop", clusters, summaryRead{summaries: summaries}, owned, &policyhubv1.ApplicationPolicyStatus{}, now)
+	_, top := applicationResults("shop", clusters, summaries, owned, now)
 	if len(top) != maxTopViolations {
 		t.Fatalf("%d top violations, want %d", len(top), maxTopViolations)
 	}
