@@ -11,9 +11,11 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	coordinationv1ac "k8s.io/client-go/applyconfigurations/coordination/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -71,6 +73,8 @@ type Pusher struct {
 	opts     Options
 	pushes   atomic.Int64
 	renewals atomic.Int64
+	// leaseApplied: the Lease was applied whole since this Pusher started (RenewLease's only).
+	leaseApplied bool
 }
 
 // New returns a Pusher writing through hub, a client of the hub whose identity may write the
@@ -277,12 +281,30 @@ func (p *Pusher) PushSummary(ctx context.Context, changed <-chan struct{}, build
 
 // renew applies the cluster's Lease with renewTime at. Only spec's holder, duration and renew
 // time are sent, so the agent owns nothing else of it.
+//
+// The first renewal applies the whole Lease (creating it, and taking its fields back should
+// anyone have changed them); later ones patch renewTime alone, which costs the hub's apiserver
+// about 40 % less than an apply at a thousand agents (docs/benchmarks.md, the quiet fleet). A
+// patch that finds no Lease (it was deleted) applies it again. Only RenewLease calls renew.
 func (p *Pusher) renew(ctx context.Context, at time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
+	if p.leaseApplied {
+		patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, metav1.NewMicroTime(at).Format(metav1.RFC3339Micro))
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: p.opts.Cluster, Name: LeaseName}}
+		err := p.hub.Patch(ctx, lease, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(FieldManager))
+		if !apierrors.IsNotFound(err) {
+			if err != nil {
+				return fmt.Errorf("patch Lease %s/%s on the hub: %w", p.opts.Cluster, LeaseName, err)
+			}
+			return nil
+		}
+		p.leaseApplied = false
+	}
 	if err := p.hub.Apply(ctx, p.leaseObject(at), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("apply Lease %s/%s on the hub: %w", p.opts.Cluster, LeaseName, err)
 	}
+	p.leaseApplied = true
 	return nil
 }
 

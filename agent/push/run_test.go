@@ -34,8 +34,8 @@ const (
 	testHeartbeat = time.Minute
 )
 
-// fakeHub is the hub's API: a fake client that counts, by kind, the applies that reached it and
-// the ones that landed, and refuses or stalls one kind on demand.
+// fakeHub is the hub's API: a fake client that counts, by kind, the writes (applies, and the
+// Lease's renewal patches) that reached it and the ones that landed, and refuses or stalls one kind on demand.
 type fakeHub struct {
 	client.WithWatch
 	mu       sync.Mutex
@@ -55,8 +55,30 @@ func newFakeHub(t *testing.T) *fakeHub {
 	}
 	h := &fakeHub{attempts: map[string]int{}, landed: map[string]int{}, fail: map[string]func(context.Context) error{}}
 	h.WithWatch = fake.NewClientBuilder().WithScheme(scheme).WithReturnManagedFields().
-		WithInterceptorFuncs(interceptor.Funcs{Apply: h.apply}).Build()
+		WithInterceptorFuncs(interceptor.Funcs{Apply: h.apply, Patch: h.patch}).Build()
 	return h
+}
+
+// patch counts a Lease renewal's patch as its kind's write, like an apply.
+func (h *fakeHub) patch(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	kind := "Lease"
+	if _, ok := obj.(*coordinationv1.Lease); !ok {
+		return c.Patch(ctx, obj, patch, opts...)
+	}
+	h.mu.Lock()
+	h.attempts[kind]++
+	fail := h.fail[kind]
+	h.mu.Unlock()
+	if fail != nil {
+		return fail(ctx)
+	}
+	if err := c.Patch(ctx, obj, patch, opts...); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.landed[kind]++
+	h.mu.Unlock()
+	return nil
 }
 
 func (h *fakeHub) apply(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
@@ -247,7 +269,7 @@ func TestQuietClusterRenewsTheLeaseOnly(t *testing.T) {
 			}
 		}
 		if _, landed := hub.counts("Lease"); landed < 6 {
-			t.Errorf("%d Lease applies reached the hub, want at least 6", landed)
+			t.Errorf("%d Lease writes reached the hub, want at least 6", landed)
 		}
 		if attempts, landed := hub.counts("PolicyReportSummary"); attempts != 1 || landed != 1 || r.Pushes() != 1 {
 			t.Errorf("summary: %d applies, %d landed, Pushes() %d; want exactly 1 (at start)", attempts, landed, r.Pushes())
@@ -413,12 +435,11 @@ func TestLeaseFields(t *testing.T) {
 			if l.Spec.AcquireTime != nil || l.Spec.LeaseTransitions != nil {
 				t.Errorf("the agent set fields it has no use for: %+v", l.Spec)
 			}
-			managers := []string{}
+			// Applied whole once, then renewed by patching renewTime alone.
 			for _, m := range l.ManagedFields {
-				managers = append(managers, m.Manager+"/"+string(m.Operation))
-			}
-			if len(managers) != 1 || managers[0] != FieldManager+"/Apply" {
-				t.Errorf("managed by %v, want only %s/Apply", managers, FieldManager)
+				if m.Manager != FieldManager {
+					t.Errorf("managed by %s, want only %s", m.Manager, FieldManager)
+				}
 			}
 		}
 		check(startedAt)
@@ -506,6 +527,28 @@ func TestRetryAfterFailureIsForced(t *testing.T) {
 		advance(testInterval)
 		if r.Pushes() != 2 {
 			t.Errorf("Pushes() %d: the retry of content equal to the last push was skipped, want it written", r.Pushes())
+		}
+		r.stop(t)
+	})
+}
+
+// Renewals patch renewTime alone; a Lease deleted meanwhile (by an admin, or a namespace
+// cleanup) is applied whole again at the next renewal.
+func TestDeletedLeaseIsAppliedAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hub := newFakeHub(t)
+		r := start(t, hub, defaultOptions())
+		advance(testHeartbeat)
+		if err := hub.Delete(context.Background(), hub.lease(t)); err != nil {
+			t.Fatal(err)
+		}
+		advance(testHeartbeat)
+		l := hub.lease(t)
+		if d := l.Spec.LeaseDurationSeconds; d == nil || *d != 180 || l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil {
+			t.Errorf("the Lease after its deletion: %+v, want it applied whole again", l.Spec)
+		}
+		if got := r.Renewals(); got != 3 {
+			t.Errorf("%d renewals, want 3", got)
 		}
 		r.stop(t)
 	})
