@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/e2e/fleet"
 )
 
 // A quiet cluster costs the hub nothing: its agent, heartbeating every second with nothing new
@@ -178,22 +177,11 @@ func writesBetween(before, after map[string]float64) map[string]float64 {
 
 // scrapeKubeAPIServer reads a kube-apiserver's /metrics with cfg's credentials.
 func scrapeKubeAPIServer(ctx context.Context, cfg *rest.Config) (map[string]*dto.MetricFamily, error) {
-	httpClient, err := rest.HTTPClientFor(cfg)
+	body, err := fleet.APIServerMetrics(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
+	defer body.Close()
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	return parser.TextToMetricFamilies(resp.Body)
+	return parser.TextToMetricFamilies(body)
 }

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/policyhub/policyhub/e2e/fleet"
 )
 
 // sample is one series of a Prometheus text exposition.
@@ -146,23 +147,12 @@ func (m metricSet) labelValues(name, label string) map[string]bool {
 
 // scrapeAPIServer reads a kube-apiserver's /metrics as the cluster's admin.
 func scrapeAPIServer(ctx context.Context, cfg *rest.Config, names ...string) (metricSet, error) {
-	httpClient, err := rest.HTTPClientFor(cfg)
+	body, err := fleet.APIServerMetrics(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s/metrics: %s", cfg.Host, resp.Status)
-	}
-	return parseMetrics(resp.Body, names...)
+	defer body.Close()
+	return parseMetrics(body, names...)
 }
 
 // percentile is the p-th percentile (0..100) of sorted values, nearest rank.
