@@ -65,6 +65,15 @@ func NewCompliance(reg prometheus.Registerer, now func() time.Time, heard func(c
 // Set records the latest accepted summary of a cluster. It keeps a copy of what the metrics
 // read: the spec, and when the hub saw it.
 func (c *Compliance) Set(cluster string, s *policyhubv1.PolicyReportSummary) {
+	c.mu.Lock()
+	if had := c.summaries[cluster]; had != nil && had.Generation == s.Generation &&
+		had.Status.ObservedGeneration == s.Status.ObservedGeneration && had.Status.ObservedTime.Equal(s.Status.ObservedTime) {
+		// The same summary, seen at the same time (a Lease renewal woke its reconcile): at a
+		// thousand agents renewing, copying every spec again would be most of the hub's work.
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
 	kept := &policyhubv1.PolicyReportSummary{Spec: *s.Spec.DeepCopy()}
 	kept.Generation = s.Generation
 	kept.Status.ObservedGeneration = s.Status.ObservedGeneration

@@ -241,3 +241,28 @@ policyhub_summary_age_seconds{cluster="silent"} 600
 		t.Error(err)
 	}
 }
+
+// A summary set again unchanged (same generation, seen at the same time: its agent's Lease
+// renewal woke the summary's reconcile) keeps the copy already held; a new generation replaces it.
+func TestComplianceSetKeepsAnUnchangedSummary(t *testing.T) {
+	seen := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	reg := prometheus.NewRegistry()
+	c := NewCompliance(reg, func() time.Time { return seen }, nil)
+	summary := func(generation int64, fail int64) *policyhubv1.PolicyReportSummary {
+		s := seenAt(seen, policyhubv1.PolicyReportSummarySpec{Cluster: "c1", GeneratedAt: &metav1.Time{Time: seen},
+			Totals: policyhubv1.ResultCounts{Fail: fail}})
+		s.Generation, s.Status.ObservedGeneration = generation, generation
+		return s
+	}
+	first := summary(1, 1)
+	c.Set("c1", first)
+	held := c.summaries["c1"]
+	c.Set("c1", summary(1, 1))
+	if c.summaries["c1"] != held {
+		t.Error("an unchanged summary was copied again")
+	}
+	c.Set("c1", summary(2, 5))
+	if got := c.summaries["c1"]; got == held || got.Spec.Totals.Fail != 5 {
+		t.Errorf("a new generation was not taken: %+v", got.Spec.Totals)
+	}
+}
