@@ -42,9 +42,33 @@ func LifecycleOf(deleting, suspended, prune bool) (Lifecycle, string) {
 // Prune is a declaration's spec.prune: on unless set off.
 func Prune(prune *bool) bool { return prune == nil || *prune }
 
-// FleetPolicyTargets places and renders a FleetPolicy, with its rollout plan (nil without one).
+// FleetPolicyTargets runs a FleetPolicy down the flow — place, rollout, render — as the hub syncs
+// it and as `kubectl policyhub sync --dry-run` previews it; it returns the rollout plan too (nil
+// without a rollout).
 func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, inv placement.Inventory) (*render.Targets, *rollout.Plan, error) {
-	return rollout.Targets(hubID, fp, inv)
+	sel, err := placement.FleetPolicy(fp.Spec, inv)
+	if err != nil {
+		return nil, nil, &render.InvalidError{Reason: "InvalidPlacement", Err: err}
+	}
+	var plan *rollout.Plan
+	var versions map[string]render.Version // nil: no rollout, every placed cluster gets the spec
+	if fp.Spec.Rollout != nil {
+		placed := make([]string, 0, len(sel.Targets))
+		for _, target := range sel.Targets {
+			placed = append(placed, target.Cluster)
+		}
+		if plan, err = rollout.NewPlan(fp, placed, inv); err != nil {
+			return nil, nil, &render.InvalidError{Reason: "InvalidRollout", Err: err}
+		}
+		versions = plan.Versions()
+	}
+	t, err := render.FleetPolicyTargets(hubID, fp, sel.Targets, versions)
+	if err != nil {
+		return nil, plan, err
+	}
+	t.Unknown = sel.Unknown
+	t.MissingPlacement = placement.MissingPlacement(fp.Spec.Placement, inv, "", "spec.placement")
+	return t, plan, nil
 }
 
 // KubeVelaApplication reads the KubeVela Application an ApplicationPolicy is about: nil when
@@ -78,7 +102,22 @@ func ApplicationPolicyTargets(hubID string, ap *policyhubv1.ApplicationPolicy, a
 			return nil, &render.InvalidError{Reason: "InvalidPlacement", Err: err}
 		}
 	}
-	return render.ApplicationPolicyTargets(hubID, ap, topologies, inv, reach)
+	sel, err := placement.ApplicationPolicy(ap, topologies, inv, reach)
+	if err != nil {
+		return nil, &render.InvalidError{Reason: "InvalidPlacement", Err: err}
+	}
+	t, err := render.ApplicationPolicyTargets(hubID, ap, sel.Targets)
+	if err != nil {
+		return nil, err
+	}
+	t.Unknown = sel.Unknown
+	for _, ng := range sel.NotGranted {
+		t.NotGranted = append(t.NotGranted, ng.Cluster+"/"+ng.Namespace)
+	}
+	if ap.Spec.Placement != nil {
+		t.MissingPlacement = placement.MissingPlacement(*ap.Spec.Placement, inv, ap.Namespace, "spec.placement")
+	}
+	return t, nil
 }
 
 // Leaving are the clusters a declaration's status lists that its targets (placed objects by

@@ -26,12 +26,12 @@ type Owner struct {
 
 // FleetPolicyOwner is the owner of what a FleetPolicy renders.
 func FleetPolicyOwner(hubID, name string) Owner {
-	return Owner{HubID: hubID, Kind: "FleetPolicy", Name: name}
+	return Owner{HubID: hubID, Kind: policyhubv1.KindFleetPolicy, Name: name}
 }
 
 // ApplicationPolicyOwner is the owner of what an ApplicationPolicy renders.
 func ApplicationPolicyOwner(hubID, namespace, name string) Owner {
-	return Owner{HubID: hubID, Kind: "ApplicationPolicy", Namespace: namespace, Name: name}
+	return Owner{HubID: hubID, Kind: policyhubv1.KindApplicationPolicy, Namespace: namespace, Name: name}
 }
 
 // Source is the value of the source annotation: Kind/name or Kind/namespace/name.

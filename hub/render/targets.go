@@ -76,11 +76,6 @@ func AsInvalid(err error) (*InvalidError, bool) {
 	return ie, ok
 }
 
-// FleetPolicyTargets places and renders a FleetPolicy.
-func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, inv placement.Inventory) (*Targets, error) {
-	return FleetPolicyRolloutTargets(hubID, fp, inv, nil)
-}
-
 // Version is the version of a FleetPolicy one cluster gets during a rollout.
 type Version struct {
 	// Template is the version's template; nil is the spec's.
@@ -90,40 +85,23 @@ type Version struct {
 	Mode     policyhubv1.Mode
 }
 
-// Chooser decides the version each placed cluster gets (placed is sorted); a cluster it
-// leaves out gets nothing.
-type Chooser func(placed []string) (map[string]Version, error)
-
-// FleetPolicyRolloutTargets places and renders a FleetPolicy whose versions a rollout chooses
-// (choose nil: every placed cluster gets the spec's template, in the mode placed there).
-func FleetPolicyRolloutTargets(hubID string, fp *policyhubv1.FleetPolicy, inv placement.Inventory, choose Chooser) (*Targets, error) {
-	sel, err := placement.FleetPolicy(fp.Spec, inv)
-	if err != nil {
-		return nil, &InvalidError{Reason: "InvalidPlacement", Err: err}
-	}
+// FleetPolicyTargets renders a FleetPolicy for the clusters its placement selected (placed).
+// versions, when a rollout chose them (non-nil), say which version and mode each cluster gets; a
+// placed cluster without one is held (gets nothing yet). Without a rollout (nil) every placed
+// cluster gets the spec's template, in the mode placed there. Who is placed and what a rollout
+// chooses are decided before (hub/declare): rendering only renders.
+func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, placed []placement.Target, versions map[string]Version) (*Targets, error) {
 	t := &Targets{
 		Source:  FleetPolicyOwner(hubID, fp.Name).Source(),
-		Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}, Unknown: sel.Unknown,
-		MissingPlacement: placement.MissingPlacement(fp.Spec.Placement, inv, "", "spec.placement"),
+		Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{},
 	}
-	if err := checkClusterCount(len(sel.Targets)); err != nil {
-		return nil, err
-	}
-	var versions map[string]Version
-	if choose != nil {
-		placed := make([]string, 0, len(sel.Targets))
-		for _, target := range sel.Targets {
-			placed = append(placed, target.Cluster)
-		}
-		if versions, err = choose(placed); err != nil {
-			return nil, &InvalidError{Reason: "InvalidRollout", Err: err}
-		}
-	}
+	choose := versions != nil
+	var err error
 	// The policy depends only on the version and the mode: render it once per pair, and share it.
 	rendered := map[string]*unstructured.Unstructured{} // mode "" is the template's own
-	for _, target := range sel.Targets {
+	for _, target := range placed {
 		tmpl, revision, mode := &fp.Spec.Template, "", target.Mode
-		if choose != nil {
+		if choose {
 			v, ok := versions[target.Cluster]
 			if !ok {
 				t.Held = append(t.Held, target.Cluster)
@@ -152,44 +130,18 @@ func FleetPolicyRolloutTargets(hubID string, fp *policyhubv1.FleetPolicy, inv pl
 	return t, nil
 }
 
-// checkClusterCount refuses a placement on more clusters than a declaration's status can list.
-func checkClusterCount(n int) error {
-	if n <= policyhubv1.MaxClusters {
-		return nil
-	}
-	return &InvalidError{Reason: "InvalidPlacement", Err: fmt.Errorf(
-		"spec.placement selects %d clusters; one declaration may be placed on at most %d (its status lists each): split it, e.g. by a cluster label", n, policyhubv1.MaxClusters)}
-}
-
-// ApplicationPolicyTargets places (by its placement, else the application's topologies, within
-// what reach grants) and renders an ApplicationPolicy: per cluster, the policies of every target
+// ApplicationPolicyTargets renders an ApplicationPolicy for the places (cluster and target
+// namespace) its placement selected within its grants: per cluster, the policies of every target
 // namespace there.
-func ApplicationPolicyTargets(hubID string, ap *policyhubv1.ApplicationPolicy, topologies []placement.Topology, inv placement.Inventory, reach placement.Reach) (*Targets, error) {
-	sel, err := placement.ApplicationPolicy(ap, topologies, inv, reach)
-	if err != nil {
-		return nil, &InvalidError{Reason: "InvalidPlacement", Err: err}
-	}
-	targets, unknown := sel.Targets, sel.Unknown
-	clusters := map[string]bool{}
-	for _, target := range targets {
-		clusters[target.Cluster] = true
-	}
-	if err := checkClusterCount(len(clusters)); err != nil {
-		return nil, err
-	}
+func ApplicationPolicyTargets(hubID string, ap *policyhubv1.ApplicationPolicy, placed []placement.AppTarget) (*Targets, error) {
 	t := &Targets{
 		Source:  ApplicationPolicyOwner(hubID, ap.Namespace, ap.Name).Source(),
-		Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}, Unknown: unknown,
+		Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{},
 	}
-	for _, ng := range sel.NotGranted {
-		t.NotGranted = append(t.NotGranted, ng.Cluster+"/"+ng.Namespace)
-	}
-	if ap.Spec.Placement != nil {
-		t.MissingPlacement = placement.MissingPlacement(*ap.Spec.Placement, inv, ap.Namespace, "spec.placement")
-	}
+	var err error
 	// The policies depend only on the target namespace: render them once per namespace, and share them.
 	byNamespace := map[string][]*unstructured.Unstructured{}
-	for _, target := range targets {
+	for _, target := range placed {
 		objs, ok := byNamespace[target.Namespace]
 		if !ok {
 			if objs, err = ApplicationPolicy(hubID, ap, target.Namespace); err != nil {

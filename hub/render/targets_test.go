@@ -11,28 +11,27 @@ import (
 	"github.com/policyhub/policyhub/hub/placement"
 )
 
-// A placement on more clusters than a status can list is refused, naming the field, before
-// anything is rendered or dispatched; up to the limit, clusters with the same mode share one
+// Ten thousand placed clusters are rendered for each: clusters with the same mode share one
 // rendered object (memory at fleet scale) and a cluster with another mode gets its own.
 func TestFleetPolicyTargetsClusterCount(t *testing.T) {
-	inventory := func(n int) placement.Inventory {
-		var inv placement.Inventory
-		for i := range n {
-			inv.Clusters = append(inv.Clusters, placement.Cluster{Name: fmt.Sprintf("c-%04d", i), Labels: map[string]string{"env": "prod"}})
-		}
-		return inv
-	}
+	const clusters = 10000
 	fp := fleetPolicy(t, "many", clusterPolicy)
-	fp.Spec.Placement.ClusterSelector = &policyhubv1.ClusterSelector{MatchLabels: map[string]string{"env": "prod"}}
 	audit := policyhubv1.ModeAudit
-	fp.Spec.ClusterOverrides = []policyhubv1.ClusterOverride{{Clusters: []string{"c-0001"}, Mode: &audit}}
-
-	got, err := FleetPolicyTargets("hub-a", fp, inventory(policyhubv1.MaxClusters))
-	if err != nil {
-		t.Fatalf("%d clusters: %v", policyhubv1.MaxClusters, err)
+	var placed []placement.Target
+	for i := range clusters {
+		target := placement.Target{Cluster: fmt.Sprintf("c-%04d", i)}
+		if i == 1 { // a cluster override's mode
+			target.Mode = &audit
+		}
+		placed = append(placed, target)
 	}
-	if len(got.Objects) != policyhubv1.MaxClusters {
-		t.Fatalf("rendered for %d clusters, want %d", len(got.Objects), policyhubv1.MaxClusters)
+
+	got, err := FleetPolicyTargets("hub-a", fp, placed, nil)
+	if err != nil {
+		t.Fatalf("%d clusters: %v", clusters, err)
+	}
+	if len(got.Objects) != clusters {
+		t.Fatalf("rendered for %d clusters, want %d", len(got.Objects), clusters)
 	}
 	a, b := got.Objects["c-0000"][0], got.Objects["c-0002"][0]
 	if a != b {
@@ -41,12 +40,6 @@ func TestFleetPolicyTargetsClusterCount(t *testing.T) {
 	if got.Objects["c-0001"][0].GetAnnotations()[policyhubv1.AnnotationContentHash] == a.GetAnnotations()[policyhubv1.AnnotationContentHash] {
 		t.Error("the cluster with an Audit override got the template's own mode")
 	}
-
-	_, err = FleetPolicyTargets("hub-a", fp, inventory(policyhubv1.MaxClusters+1))
-	invalid, ok := AsInvalid(err)
-	if !ok || invalid.Reason != "InvalidPlacement" || !strings.Contains(err.Error(), "spec.placement selects 1001 clusters") {
-		t.Fatalf("error = %v, want InvalidPlacement naming spec.placement and the count", err)
-	}
 }
 
 // Under a rollout each placed cluster gets the version and mode the rollout chooses: the
@@ -54,24 +47,19 @@ func TestFleetPolicyTargetsClusterCount(t *testing.T) {
 // nothing (held).
 func TestFleetPolicyRolloutTargets(t *testing.T) {
 	fp := fleetPolicy(t, "staged", clusterPolicy)
-	fp.Spec.Placement.Clusters = []string{"a", "b", "c", "d"}
-	inv := placement.Inventory{Clusters: []placement.Cluster{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}}}
+	placed := []placement.Target{{Cluster: "a"}, {Cluster: "b"}, {Cluster: "c"}, {Cluster: "d"}}
 	old := fp.Spec.Template.DeepCopy()
 	old.Metadata.Annotations = map[string]string{"version": "old"}
-	var placedSeen []string
-	got, err := FleetPolicyRolloutTargets("hub-a", fp, inv, func(placed []string) (map[string]Version, error) {
-		placedSeen = placed
-		return map[string]Version{
-			"a": {Mode: policyhubv1.ModeEnforce},
-			"b": {Mode: policyhubv1.ModeAudit},
-			"c": {Template: old, Revision: "r0", Mode: policyhubv1.ModeEnforce},
-		}, nil
+	got, err := FleetPolicyTargets("hub-a", fp, placed, map[string]Version{
+		"a": {Mode: policyhubv1.ModeEnforce},
+		"b": {Mode: policyhubv1.ModeAudit},
+		"c": {Template: old, Revision: "r0", Mode: policyhubv1.ModeEnforce},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(placedSeen, ",") != "a,b,c,d" || strings.Join(got.Held, ",") != "d" || got.Objects["d"] != nil {
-		t.Fatalf("placed %v, held %v, d got %v; want every placed cluster offered and d held", placedSeen, got.Held, got.Objects["d"])
+	if strings.Join(got.Held, ",") != "d" || got.Objects["d"] != nil {
+		t.Fatalf("held %v, d got %v; want d held", got.Held, got.Objects["d"])
 	}
 	if got.Objects["c"][0].GetAnnotations()["version"] != "old" || got.Objects["a"][0].GetAnnotations()["version"] != "" {
 		t.Error("c must keep the old template and a get the current one")
@@ -87,10 +75,6 @@ func TestFleetPolicyRolloutTargets(t *testing.T) {
 	if !strings.Contains(got.Fingerprint(), "[d]") {
 		t.Errorf("fingerprint %q does not change with the held clusters", got.Fingerprint())
 	}
-	_, err = FleetPolicyRolloutTargets("hub-a", fp, inv, func([]string) (map[string]Version, error) { return nil, fmt.Errorf("spec.rollout.waves[0]: bad") })
-	if invalid, ok := AsInvalid(err); !ok || invalid.Reason != "InvalidRollout" {
-		t.Errorf("a chooser's error: %v, want InvalidRollout", err)
-	}
 }
 
 // The Audit of a cluster override and of a rollout wave reach the rendered object through
@@ -98,12 +82,10 @@ func TestFleetPolicyRolloutTargets(t *testing.T) {
 // to the template keeps its enforcement.
 func TestAuditTargetsLeaveNoEnforcement(t *testing.T) {
 	fp := fleetPolicy(t, "p", overridesClusterPolicy)
-	fp.Spec.Placement.Clusters = []string{"audited", "template"}
 	audit := policyhubv1.ModeAudit
-	fp.Spec.ClusterOverrides = []policyhubv1.ClusterOverride{{Clusters: []string{"audited"}, Mode: &audit}}
-	inv := placement.Inventory{Clusters: []placement.Cluster{{Name: "audited"}, {Name: "template"}}}
+	placed := []placement.Target{{Cluster: "audited", Mode: &audit}, {Cluster: "template"}}
 
-	got, err := FleetPolicyTargets("hub-a", fp, inv)
+	got, err := FleetPolicyTargets("hub-a", fp, placed, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,10 +96,8 @@ func TestAuditTargetsLeaveNoEnforcement(t *testing.T) {
 		t.Error("the cluster without override lost the template's enforcement")
 	}
 
-	fp.Spec.ClusterOverrides = nil
-	got, err = FleetPolicyRolloutTargets("hub-a", fp, inv, func([]string) (map[string]Version, error) {
-		return map[string]Version{"audited": {Mode: policyhubv1.ModeAudit}, "template": {Mode: policyhubv1.ModeEnforce}}, nil
-	})
+	got, err = FleetPolicyTargets("hub-a", fp, []placement.Target{{Cluster: "audited"}, {Cluster: "template"}},
+		map[string]Version{"audited": {Mode: policyhubv1.ModeAudit}, "template": {Mode: policyhubv1.ModeEnforce}})
 	if err != nil {
 		t.Fatal(err)
 	}

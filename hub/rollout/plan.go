@@ -24,28 +24,10 @@ type Plan struct {
 	stable *policyhubv1.StableVersion
 }
 
-// Targets places and renders a FleetPolicy as the hub syncs it, and is what `kubectl policyhub
-// sync --dry-run` previews: with a rollout, each placed cluster gets the current template in
-// its wave's mode, else (its wave not reached) the last version that completed the rollout, in
-// Enforce, else nothing. The plan is nil without a rollout.
-func Targets(hubID string, fp *policyhubv1.FleetPolicy, inv placement.Inventory) (*render.Targets, *Plan, error) {
-	if fp.Spec.Rollout == nil {
-		t, err := render.FleetPolicyTargets(hubID, fp, inv)
-		return t, nil, err
-	}
-	var plan *Plan
-	t, err := render.FleetPolicyRolloutTargets(hubID, fp, inv, func(placed []string) (map[string]render.Version, error) {
-		var err error
-		plan, err = newPlan(fp, placed, inv)
-		if err != nil {
-			return nil, err
-		}
-		return plan.versions(), nil
-	})
-	return t, plan, err
-}
-
-func newPlan(fp *policyhubv1.FleetPolicy, placed []string, inv placement.Inventory) (*Plan, error) {
+// NewPlan is a FleetPolicy's rollout over the clusters its placement selected (placed, sorted),
+// with their labels from inv: its waves, their states from the status (reset for a new template
+// version), and the modes those give. Versions says what each cluster gets.
+func NewPlan(fp *policyhubv1.FleetPolicy, placed []string, inv placement.Inventory) (*Plan, error) {
 	revision, err := render.TemplateRevision(fp.Spec.Template)
 	if err != nil {
 		return nil, err
@@ -75,8 +57,10 @@ func newPlan(fp *policyhubv1.FleetPolicy, placed []string, inv placement.Invento
 	return p, nil
 }
 
-// versions are what each cluster of a wave gets; clusters left out get nothing.
-func (p *Plan) versions() map[string]render.Version {
+// Versions are what each cluster of a wave gets, as `kubectl policyhub sync --dry-run` previews
+// too: the current template in its wave's mode, else (its wave not reached) the last version that
+// completed the rollout, in Enforce; clusters left out get nothing (held).
+func (p *Plan) Versions() map[string]render.Version {
 	out := map[string]render.Version{}
 	for _, w := range p.Waves {
 		for _, c := range w.Clusters {
