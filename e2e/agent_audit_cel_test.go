@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 // Kyverno's CEL generation end to end: a FleetPolicy of a ValidatingPolicy that says Deny, with
@@ -46,7 +44,7 @@ spec:
 	if err := c1.Create(ctx, shopDeployment(ns, "web", "")); err != nil {
 		t.Fatalf("spec.mode Audit must let the Deployment in, whatever the template's validationActions: %v", err)
 	}
-	waitResults(t, name, "fail ≥ 1 in cluster-1", func(fp *policyhubv1.FleetPolicy) error {
+	waitResults(t, name, "fail ≥ 1 in cluster-1", func(fp *fleetView) error {
 		s1 := clusterStatus(fp, "cluster-1")
 		if s1 == nil || s1.Results == nil || s1.Results.Fail < 1 {
 			return fmt.Errorf("cluster-1: %+v", s1)

@@ -104,7 +104,7 @@ func TestAgentAuditResultsInStatusAndMetrics(t *testing.T) {
 	if err := c1.Create(ctx, deploy); err != nil {
 		t.Fatalf("Audit mode must let the Deployment in: %v", err)
 	}
-	waitResults(t, name, "fail ≥ 1 in cluster-1, a summary with 0 fail in cluster-2", func(fp *policyhubv1.FleetPolicy) error {
+	waitResults(t, name, "fail ≥ 1 in cluster-1, a summary with 0 fail in cluster-2", func(fp *fleetView) error {
 		s1, s2 := clusterStatus(fp, "cluster-1"), clusterStatus(fp, "cluster-2")
 		switch {
 		case s1 == nil || s1.Results == nil || s1.Results.Fail < 1:
@@ -143,7 +143,7 @@ func TestAgentAuditResultsInStatusAndMetrics(t *testing.T) {
 	if err := c1.Update(ctx, deploy); err != nil {
 		t.Fatal(err)
 	}
-	waitResults(t, name, "cluster-1 back to 0 fail", func(fp *policyhubv1.FleetPolicy) error {
+	waitResults(t, name, "cluster-1 back to 0 fail", func(fp *fleetView) error {
 		if s1 := clusterStatus(fp, "cluster-1"); s1 == nil || s1.Results == nil || s1.Results.Fail != 0 || s1.Results.Pass < 1 {
 			return fmt.Errorf("cluster-1: %+v", s1)
 		}

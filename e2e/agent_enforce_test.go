@@ -23,7 +23,7 @@ func TestAgentCountsBlockedAdmissions(t *testing.T) {
 
 	waitRefused(t, "cluster-2", ns, "Deployments need a team label")
 
-	waitResults(t, name, "the blocked admission in cluster-2's status", func(fp *policyhubv1.FleetPolicy) error {
+	waitResults(t, name, "the blocked admission in cluster-2's status", func(fp *fleetView) error {
 		if s := clusterStatus(fp, "cluster-2"); s == nil || s.Blocked < 1 {
 			return fmt.Errorf("cluster-2: %+v", s)
 		}

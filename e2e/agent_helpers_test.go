@@ -170,10 +170,10 @@ func markSeenAt(ctx context.Context, t *testing.T, cluster string, seen time.Tim
 }
 
 // clusterStatus returns the FleetPolicy's status of the cluster, or nil.
-func clusterStatus(fp *policyhubv1.FleetPolicy, cluster string) *policyhubv1.ClusterStatus {
-	for i := range fp.Status.Clusters {
-		if fp.Status.Clusters[i].Name == cluster {
-			return &fp.Status.Clusters[i]
+func clusterStatus(fp *fleetView, cluster string) *policyhubv1.ClusterStatus {
+	for i := range fp.Clusters {
+		if fp.Clusters[i].Name == cluster {
+			return &fp.Clusters[i]
 		}
 	}
 	return nil
@@ -181,12 +181,13 @@ func clusterStatus(fp *policyhubv1.FleetPolicy, cluster string) *policyhubv1.Clu
 
 // waitResults polls the FleetPolicy until check accepts its status. Reports take Kyverno a while
 // (admission reports are merged after about 10 s; the fleet's background scan runs every 30 s).
-func waitResults(t *testing.T, name, what string, check func(*policyhubv1.FleetPolicy) error) *policyhubv1.FleetPolicy {
+func waitResults(t *testing.T, name, what string, check func(*fleetView) error) *fleetView {
 	t.Helper()
 	hub := directClient(t, testFleet.Hub.Config)
-	fp := &policyhubv1.FleetPolicy{}
+	var fp *fleetView
 	eventually(t, 3*time.Minute, 500*time.Millisecond, what, func() error {
-		if err := hub.Get(testContext(t), client.ObjectKey{Name: name}, fp); err != nil {
+		var err error
+		if fp, err = fleetPolicyWithClusters(testContext(t), hub, name); err != nil {
 			return err
 		}
 		return check(fp)

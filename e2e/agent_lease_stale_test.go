@@ -27,7 +27,7 @@ func TestStoppedAgentTurnsStaleAndFreshAgain(t *testing.T) {
 	}
 	stop := runAgent(t, "cluster-2", heartbeat)
 	t.Cleanup(func() { deleteSummary(t, "cluster-2") })
-	fresh := func(fp *policyhubv1.FleetPolicy) error {
+	fresh := func(fp *fleetView) error {
 		if s := clusterStatus(fp, "cluster-2"); s == nil || s.Results == nil || s.Results.Fail < 1 || s.Stale {
 			return fmt.Errorf("cluster-2: %+v", s)
 		}
@@ -43,7 +43,7 @@ func TestStoppedAgentTurnsStaleAndFreshAgain(t *testing.T) {
 	if err := hub.Get(ctx, summaryKey, before); err != nil {
 		t.Fatal(err)
 	}
-	fp := waitResults(t, name, "cluster-2 stale", func(fp *policyhubv1.FleetPolicy) error {
+	fp := waitResults(t, name, "cluster-2 stale", func(fp *fleetView) error {
 		if s := clusterStatus(fp, "cluster-2"); s == nil || !s.Stale {
 			return fmt.Errorf("cluster-2: %+v", s)
 		}

@@ -31,7 +31,7 @@ func TestAgentOpenReportsGiveTheSameSummary(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fp := waitResults(t, name, "fail ≥ 1 in both clusters", func(fp *policyhubv1.FleetPolicy) error {
+	fp := waitResults(t, name, "fail ≥ 1 in both clusters", func(fp *fleetView) error {
 		for _, cluster := range []string{"cluster-1", "cluster-2"} {
 			if s := clusterStatus(fp, cluster); s == nil || s.Results == nil || s.Results.Fail < 1 {
 				return fmt.Errorf("%s: %+v", cluster, s)

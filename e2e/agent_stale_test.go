@@ -42,7 +42,7 @@ spec:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { deleteSummary(t, "cluster-1") })
-	waitResults(t, name, "the summary's results, fresh", func(fp *policyhubv1.FleetPolicy) error {
+	waitResults(t, name, "the summary's results, fresh", func(fp *fleetView) error {
 		if s := clusterStatus(fp, "cluster-1"); s == nil || s.Results == nil || s.Results.Fail != 2 || s.Stale {
 			return fmt.Errorf("cluster-1: %+v", s)
 		}
@@ -66,7 +66,7 @@ spec:
 	if time.Since(seen) > time.Minute || time.Until(seen) > time.Second {
 		t.Errorf("the hub saw the summary at %v, want about now (its own clock, not the cluster's)", seen)
 	}
-	fp := waitResults(t, name, "the results marked stale, by the hub's clock", func(fp *policyhubv1.FleetPolicy) error {
+	fp := waitResults(t, name, "the results marked stale, by the hub's clock", func(fp *fleetView) error {
 		if s := clusterStatus(fp, "cluster-1"); s == nil || !s.Stale {
 			return fmt.Errorf("cluster-1: %+v", s)
 		}

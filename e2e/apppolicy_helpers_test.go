@@ -46,12 +46,13 @@ func createApplicationPolicy(t *testing.T, manifest string) *policyhubv1.Applica
 }
 
 // waitApplicationPolicy polls the ApplicationPolicy until check accepts it (within timeout).
-func waitApplicationPolicy(t *testing.T, namespace, name string, timeout time.Duration, what string, check func(*policyhubv1.ApplicationPolicy) error) *policyhubv1.ApplicationPolicy {
+func waitApplicationPolicy(t *testing.T, namespace, name string, timeout time.Duration, what string, check func(*appView) error) *appView {
 	t.Helper()
 	hub := directClient(t, testFleet.Hub.Config)
-	ap := &policyhubv1.ApplicationPolicy{}
+	var ap *appView
 	eventually(t, timeout, 300*time.Millisecond, what, func() error {
-		if err := hub.Get(testContext(t), client.ObjectKey{Namespace: namespace, Name: name}, ap); err != nil {
+		var err error
+		if ap, err = applicationPolicyWithClusters(testContext(t), hub, namespace, name); err != nil {
 			return err
 		}
 		if ap.Status.ObservedGeneration != ap.Generation {
@@ -63,10 +64,10 @@ func waitApplicationPolicy(t *testing.T, namespace, name string, timeout time.Du
 }
 
 // apPhases is a check that the ApplicationPolicy's clusters have exactly these phases.
-func apPhases(want map[string]policyhubv1.ClusterPhase) func(*policyhubv1.ApplicationPolicy) error {
-	return func(ap *policyhubv1.ApplicationPolicy) error {
+func apPhases(want map[string]policyhubv1.ClusterPhase) func(*appView) error {
+	return func(ap *appView) error {
 		got := map[string]policyhubv1.ClusterPhase{}
-		for _, c := range ap.Status.Clusters {
+		for _, c := range ap.Clusters {
 			got[c.Name] = c.Phase
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {

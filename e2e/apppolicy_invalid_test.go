@@ -61,7 +61,7 @@ func TestApplicationPolicyInvalidIsNotDispatched(t *testing.T) {
 		`validate: {message: "shop Deployments need a team label", pattern: {metadata: {labels: {team: "?*"}}}}`,
 		`validate: {foreach: [{list: "request.object.spec.template.spec.containers", context: [{name: s, apiCall: {urlPath: /api/v1/secrets}}], deny: {conditions: {any: [{key: "{{ s }}", operator: Equals, value: ""}]}}}]}`, 1)
 	createApplicationPolicy(t, deepCall)
-	ap := waitApplicationPolicy(t, ns, "deep-call", 60*time.Second, "Stalled with the reason", func(ap *policyhubv1.ApplicationPolicy) error {
+	ap := waitApplicationPolicy(t, ns, "deep-call", 60*time.Second, "Stalled with the reason", func(ap *appView) error {
 		for _, c := range ap.Status.Conditions {
 			if c.Type == policyhubv1.ConditionStalled && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "apiCall is not allowed") {
 				return nil
@@ -69,8 +69,8 @@ func TestApplicationPolicyInvalidIsNotDispatched(t *testing.T) {
 		}
 		return fmt.Errorf("conditions %+v", ap.Status.Conditions)
 	})
-	if len(ap.Status.Clusters) != 0 {
-		t.Errorf("a stalled ApplicationPolicy reports clusters: %+v", ap.Status.Clusters)
+	if len(ap.Clusters) != 0 {
+		t.Errorf("a stalled ApplicationPolicy reports clusters: %+v", ap.Clusters)
 	}
 	if got := ownedPolicies(t, "cluster-1", "kyverno.io/v1", "Policy", ns); len(got) != 0 {
 		t.Errorf("a stalled ApplicationPolicy dispatched %v to cluster-1", got)

@@ -49,7 +49,7 @@ func TestApplicationPolicyAuditResults(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ap := waitApplicationPolicy(t, ns, "shop-team", 3*time.Minute, "shop's violation in cluster-1", func(ap *policyhubv1.ApplicationPolicy) error {
+	ap := waitApplicationPolicy(t, ns, "shop-team", 3*time.Minute, "shop's violation in cluster-1", func(ap *appView) error {
 		for _, p := range ap.Status.Policies {
 			if p.Cluster == "cluster-1" && p.Policy == "shop-team" && p.Results.Fail >= 1 {
 				return nil
@@ -67,7 +67,7 @@ func TestApplicationPolicyAuditResults(t *testing.T) {
 	if !seenWeb {
 		t.Errorf("web is not among the top violations: %+v", ap.Status.TopViolations)
 	}
-	if s := ap.Status.Clusters[0]; s.Results == nil || s.Results.Fail != ap.Status.Policies[0].Results.Fail {
+	if s := ap.Clusters[0]; s.Results == nil || s.Results.Fail != ap.Status.Policies[0].Results.Fail {
 		t.Errorf("cluster-1's results are not the application's: %+v", s)
 	}
 }
@@ -87,7 +87,7 @@ func TestApplicationPolicyEnforceBlocked(t *testing.T) {
 	waitApplicationPolicy(t, ns, "shop-team", 90*time.Second, "synced", apPhases(map[string]policyhubv1.ClusterPhase{"cluster-2": "Synced"}))
 
 	waitRefused(t, "cluster-2", ns, "shop Deployments need a team label")
-	waitApplicationPolicy(t, ns, "shop-team", 2*time.Minute, "the refusal in the status, with Kyverno's message", func(ap *policyhubv1.ApplicationPolicy) error {
+	waitApplicationPolicy(t, ns, "shop-team", 2*time.Minute, "the refusal in the status, with Kyverno's message", func(ap *appView) error {
 		for _, p := range ap.Status.Policies {
 			if p.Cluster == "cluster-2" && p.Blocked >= 1 && p.LastBlocked != nil && strings.Contains(p.LastBlocked.Message, "shop Deployments need a team label") {
 				return nil

@@ -285,7 +285,7 @@ func TestCLISyncDryRunMatchesTheSync(t *testing.T) {
 	t.Run("the hub's sync does what was planned", func(t *testing.T) {
 		startHub(t, time.Hour) // stops when this subtest ends
 		fp := waitFleetPolicy(t, name, "synced in both clusters", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Synced"}))
-		for _, c := range fp.Status.Clusters {
+		for _, c := range fp.Clusters {
 			if c.Actions != planned[c.Name] {
 				t.Errorf("%s: the sync did %+v, the dry-run planned %+v", c.Name, c.Actions, planned[c.Name])
 			}
@@ -326,7 +326,7 @@ func TestCLISyncDryRunMatchesTheSync(t *testing.T) {
 	startHub(t, time.Hour)
 	syncCLIDeleteWithHub(t, name)
 	fp := waitFleetPolicy(t, name, "the update synced in both clusters", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Synced"}))
-	for _, c := range fp.Status.Clusters {
+	for _, c := range fp.Clusters {
 		if c.Actions != planned[c.Name] {
 			t.Errorf("%s: the sync did %+v, the dry-run planned %+v", c.Name, c.Actions, planned[c.Name])
 		}

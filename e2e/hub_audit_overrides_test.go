@@ -36,11 +36,11 @@ spec:
     apiVersion: kyverno.io/v1
     kind: ClusterPolicy
     spec: %s`, marshalJSON(tmpl.Object["spec"])))
-	waitFleetPolicy(t, fp.Name, "synced and in force", func(fp *policyhubv1.FleetPolicy) error {
+	waitFleetPolicy(t, fp.Name, "synced and in force", func(fp *fleetView) error {
 		if err := wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"})(fp); err != nil {
 			return err
 		}
-		if c := fp.Status.Clusters[0]; c.InForce == nil || !*c.InForce {
+		if c := fp.Clusters[0]; c.InForce == nil || !*c.InForce {
 			return fmt.Errorf("not in force yet")
 		}
 		return nil

@@ -39,8 +39,8 @@ spec:
 	if ready == nil || ready.Status != "False" || ready.Reason != "Conflict" {
 		t.Errorf("Ready condition %+v, want False/Conflict", ready)
 	}
-	if fp.Status.Clusters[0].Actions.Conflict != 1 || !strings.Contains(fp.Status.Clusters[0].Message, "not managed by policyhub") {
-		t.Errorf("cluster-1 status %+v", fp.Status.Clusters[0])
+	if fp.Clusters[0].Actions.Conflict != 1 || !strings.Contains(fp.Clusters[0].Message, "not managed by policyhub") {
+		t.Errorf("cluster-1 status %+v", fp.Clusters[0])
 	}
 	if fp.Status.Summary.Clusters != 2 || fp.Status.Summary.Synced != 1 || fp.Status.Summary.Failed != 1 {
 		t.Errorf("summary %+v, want 2 clusters, 1 synced, 1 failed", fp.Status.Summary)

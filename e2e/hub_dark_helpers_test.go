@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
@@ -45,7 +44,7 @@ spec:
     spec: `+indentedSpec(fmt.Sprintf("%s-%d", name, i)), name, i, name))
 		names = append(names, fp.Name)
 	}
-	healthy := func(fp *policyhubv1.FleetPolicy) error {
+	healthy := func(fp *fleetView) error {
 		if got := clusterPhases(fp)["cluster-1"]; got != policyhubv1.ClusterPhaseSynced {
 			return fmt.Errorf("cluster-1 is %q", got)
 		}
@@ -57,11 +56,11 @@ spec:
 	}
 	t.Logf("cluster-1 synced for every FleetPolicy %.1fs after the first was created", time.Since(start).Seconds())
 	for _, n := range names {
-		waitFleetPolicyWithin(t, 60*time.Second-time.Since(start), n, name+" shown Failed with its reason", func(fp *policyhubv1.FleetPolicy) error {
+		waitFleetPolicyWithin(t, 60*time.Second-time.Since(start), n, name+" shown Failed with its reason", func(fp *fleetView) error {
 			if err := healthy(fp); err != nil {
 				return err
 			}
-			for _, cs := range fp.Status.Clusters {
+			for _, cs := range fp.Clusters {
 				if cs.Name == name {
 					if cs.Phase != policyhubv1.ClusterPhaseFailed || !strings.Contains(cs.Message, name+": unreachable: "+c.reason) {
 						return fmt.Errorf("%s is %s: %q, want Failed: %q", name, cs.Phase, cs.Message, name+": unreachable: "+c.reason)
@@ -96,12 +95,12 @@ spec:
 }
 
 // waitFleetPolicyWithin is waitFleetPolicy with its own deadline.
-func waitFleetPolicyWithin(t *testing.T, within time.Duration, name, what string, check func(*policyhubv1.FleetPolicy) error) {
+func waitFleetPolicyWithin(t *testing.T, within time.Duration, name, what string, check func(*fleetView) error) {
 	t.Helper()
 	hub := directClient(t, testFleet.Hub.Config)
 	eventually(t, max(within, time.Second), 100*time.Millisecond, what, func() error {
-		fp := &policyhubv1.FleetPolicy{}
-		if err := hub.Get(testContext(t), client.ObjectKey{Name: name}, fp); err != nil {
+		fp, err := fleetPolicyWithClusters(testContext(t), hub, name)
+		if err != nil {
 			return err
 		}
 		return check(fp)

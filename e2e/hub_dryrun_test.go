@@ -23,7 +23,7 @@ spec:
     spec: `+indentedSpec("hub-dryrun"))
 	fp := waitFleetPolicy(t, "e2e-hub-dryrun", "dry-run in both",
 		wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "DryRun", "cluster-2": "DryRun"}))
-	for _, c := range fp.Status.Clusters {
+	for _, c := range fp.Clusters {
 		if len(c.Plan) != 1 || c.Plan[0].Action != "Create" || !strings.Contains(c.Plan[0].Diff, "+  name: e2e-hub-dryrun") {
 			t.Errorf("%s: plan %+v, want one Create with a diff", c.Name, c.Plan)
 		}

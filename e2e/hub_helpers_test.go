@@ -59,13 +59,16 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 		t.Fatal(err)
 	}
 	h := &testHub{registry: prometheus.NewRegistry()}
-	workers, err := controllers.SetupHub(mgr, controllers.HubOptions{
+	workers, err := controllers.SetupHub(testContext(t), mgr, controllers.HubOptions{
 		Gateway: testFleet.Hub.Config, SecretNamespace: testFleet.SecretNamespace, HubID: e2eHubID,
 		Lock: lockOptions(e2eHubID + "/" + t.Name()), Registry: h.registry, Resync: resync,
 		RetryMaxDelay:  2 * time.Second, // outages in tests last seconds
 		ProbeTimeout:   2 * time.Second,
 		StatusCoalesce: time.Second, ApplicationStatusInterval: time.Second, DepartureRecheck: 2 * time.Second,
-		InfoNamespace: e2eHubNamespace,
+		Namespace: e2eHubNamespace,
+		// Ten clusters a slice: a declaration's state spans several slices with the fleet's few
+		// clusters (and the tests' extra ones), as it does at fleet scale.
+		ClustersPerSlice: 10,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -139,13 +142,62 @@ func updateFleetPolicy(t *testing.T, name string, change func(*policyhubv1.Fleet
 	}
 }
 
+// fleetView is a FleetPolicy with its state in each cluster, read from its ClusterStatusSlices.
+type fleetView struct {
+	*policyhubv1.FleetPolicy
+	Clusters []policyhubv1.ClusterStatus
+}
+
+// appView is an ApplicationPolicy with its state in each cluster, read from its ClusterStatusSlices.
+type appView struct {
+	*policyhubv1.ApplicationPolicy
+	Clusters []policyhubv1.ClusterStatus
+}
+
+// clusterStates reads a declaration's state in each cluster from its ClusterStatusSlices (those
+// labelled with its uid, in namespace).
+func clusterStates(ctx context.Context, hub client.Reader, namespace string, decl client.Object) ([]policyhubv1.ClusterStatus, error) {
+	list := &policyhubv1.ClusterStatusSliceList{}
+	if err := hub.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{policyhubv1.LabelDeclarationUID: string(decl.GetUID())}); err != nil {
+		return nil, err
+	}
+	return policyhubv1.JoinClusterStatusSlices(list.Items), nil
+}
+
+// fleetPolicyWithClusters reads a FleetPolicy and its state in each cluster.
+func fleetPolicyWithClusters(ctx context.Context, hub client.Reader, name string) (*fleetView, error) {
+	fp := &policyhubv1.FleetPolicy{}
+	if err := hub.Get(ctx, client.ObjectKey{Name: name}, fp); err != nil {
+		return nil, err
+	}
+	clusters, err := clusterStates(ctx, hub, e2eHubNamespace, fp)
+	if err != nil {
+		return nil, err
+	}
+	return &fleetView{FleetPolicy: fp, Clusters: clusters}, nil
+}
+
+// applicationPolicyWithClusters reads an ApplicationPolicy and its state in each cluster.
+func applicationPolicyWithClusters(ctx context.Context, hub client.Reader, namespace, name string) (*appView, error) {
+	ap := &policyhubv1.ApplicationPolicy{}
+	if err := hub.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, ap); err != nil {
+		return nil, err
+	}
+	clusters, err := clusterStates(ctx, hub, namespace, ap)
+	if err != nil {
+		return nil, err
+	}
+	return &appView{ApplicationPolicy: ap, Clusters: clusters}, nil
+}
+
 // waitFleetPolicy polls the FleetPolicy until check accepts it, and returns it.
-func waitFleetPolicy(t *testing.T, name, what string, check func(*policyhubv1.FleetPolicy) error) *policyhubv1.FleetPolicy {
+func waitFleetPolicy(t *testing.T, name, what string, check func(*fleetView) error) *fleetView {
 	t.Helper()
 	hub := directClient(t, testFleet.Hub.Config)
-	fp := &policyhubv1.FleetPolicy{}
+	var fp *fleetView
 	eventually(t, 90*time.Second, 200*time.Millisecond, what, func() error {
-		if err := hub.Get(testContext(t), client.ObjectKey{Name: name}, fp); err != nil {
+		var err error
+		if fp, err = fleetPolicyWithClusters(testContext(t), hub, name); err != nil {
 			return err
 		}
 		if fp.Status.ObservedGeneration != fp.Generation {
@@ -157,17 +209,17 @@ func waitFleetPolicy(t *testing.T, name, what string, check func(*policyhubv1.Fl
 }
 
 // clusterPhases maps cluster → phase from a FleetPolicy's status.
-func clusterPhases(fp *policyhubv1.FleetPolicy) map[string]policyhubv1.ClusterPhase {
+func clusterPhases(fp *fleetView) map[string]policyhubv1.ClusterPhase {
 	phases := map[string]policyhubv1.ClusterPhase{}
-	for _, c := range fp.Status.Clusters {
+	for _, c := range fp.Clusters {
 		phases[c.Name] = c.Phase
 	}
 	return phases
 }
 
 // wantPhases returns a check that the FleetPolicy's clusters have exactly these phases.
-func wantPhases(want map[string]policyhubv1.ClusterPhase) func(*policyhubv1.FleetPolicy) error {
-	return func(fp *policyhubv1.FleetPolicy) error {
+func wantPhases(want map[string]policyhubv1.ClusterPhase) func(*fleetView) error {
+	return func(fp *fleetView) error {
 		got := clusterPhases(fp)
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			return fmt.Errorf("cluster phases %v, want %v (status %+v)", got, want, fp.Status.Conditions)
@@ -215,7 +267,7 @@ func (h *testHub) syncOps(t *testing.T, cluster, action string) float64 {
 	return 0
 }
 
-func findCondition(fp *policyhubv1.FleetPolicy, kind string) *metav1.Condition {
+func findCondition(fp *fleetView, kind string) *metav1.Condition {
 	for i := range fp.Status.Conditions {
 		if fp.Status.Conditions[i].Type == kind {
 			return &fp.Status.Conditions[i]
@@ -236,13 +288,13 @@ func marshalJSON(v any) []byte {
 
 // allInForce is a waitFleetPolicy check: every cluster of the status is Synced with the policy in
 // force (Kyverno says it is ready), and there is at least one.
-func allInForce(fp *policyhubv1.FleetPolicy) error {
-	for _, c := range fp.Status.Clusters {
+func allInForce(fp *fleetView) error {
+	for _, c := range fp.Clusters {
 		if c.Phase != policyhubv1.ClusterPhaseSynced || c.InForce == nil || !*c.InForce {
 			return fmt.Errorf("%s: phase %s, inForce %v", c.Name, c.Phase, c.InForce)
 		}
 	}
-	if len(fp.Status.Clusters) == 0 {
+	if len(fp.Clusters) == 0 {
 		return fmt.Errorf("no clusters in status")
 	}
 	return nil

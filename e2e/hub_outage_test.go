@@ -60,7 +60,7 @@ spec:
 	enforce := policyhubv1.ModeEnforce
 	updateFleetPolicy(t, fp.Name, func(fp *policyhubv1.FleetPolicy) { fp.Spec.Mode = &enforce })
 	failed := waitFleetPolicy(t, fp.Name, "cluster-2 Failed, cluster-1 Synced", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Failed"}))
-	if msg := failed.Status.Clusters[1].Message; !strings.Contains(msg, "cluster-2") {
+	if msg := failed.Clusters[1].Message; !strings.Contains(msg, "cluster-2") {
 		t.Errorf("cluster-2's message does not say what failed: %q", msg)
 	}
 	if ready := findCondition(failed, policyhubv1.ConditionReady); ready == nil || ready.Status != "False" || ready.Reason != "Failed" {
@@ -88,20 +88,20 @@ spec:
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, 200*time.Millisecond, "deletion held back by the unreachable cluster", func() error {
-		current := &policyhubv1.FleetPolicy{}
-		if err := hub.Get(ctx, client.ObjectKeyFromObject(fp), current); err != nil {
+		current, err := fleetPolicyWithClusters(ctx, hub, fp.Name)
+		if err != nil {
 			return fmt.Errorf("the FleetPolicy went although cluster-2 was not pruned: %v", err)
 		}
 		ready := findCondition(current, policyhubv1.ConditionReady)
 		if ready == nil || ready.Reason != "PruneFailed" {
 			return fmt.Errorf("Ready %+v, want reason PruneFailed", ready)
 		}
-		for _, c := range current.Status.Clusters {
+		for _, c := range current.Clusters {
 			if c.Name == "cluster-2" && strings.Contains(c.Message, "could not prune") {
 				return nil
 			}
 		}
-		return fmt.Errorf("no cluster-2 entry saying it could not be pruned: %+v", current.Status.Clusters)
+		return fmt.Errorf("no cluster-2 entry saying it could not be pruned: %+v", current.Clusters)
 	})
 	// The status says PruneFailed as soon as cluster-2 answered; cluster-1's worker may still be
 	// pruning then: it is pruned meanwhile, cluster-2 still down.

@@ -27,7 +27,7 @@ spec:
     kind: ClusterPolicy
     spec: `+indentedSpec("missing-placement"))
 	const want = "spec.placement.placementRef: the OCM Placement default/no-such-placement does not exist"
-	waitFleetPolicy(t, fp.Name, "Ready False, PlacementNotFound", func(fp *policyhubv1.FleetPolicy) error {
+	waitFleetPolicy(t, fp.Name, "Ready False, PlacementNotFound", func(fp *fleetView) error {
 		ready := meta.FindStatusCondition(fp.Status.Conditions, policyhubv1.ConditionReady)
 		if ready == nil || ready.Status != "False" || ready.Reason != "PlacementNotFound" || ready.Message != want {
 			return errorf("Ready %+v, want False, PlacementNotFound, %q", ready, want)

@@ -28,7 +28,7 @@ spec:
 		fp.Spec.Mode = &audit
 		fp.Spec.Placement.Clusters = nil // would prune cluster-1 if not suspended
 	})
-	waitFleetPolicy(t, fp.Name, "suspended", func(fp *policyhubv1.FleetPolicy) error {
+	waitFleetPolicy(t, fp.Name, "suspended", func(fp *fleetView) error {
 		if c := findCondition(fp, policyhubv1.ConditionReady); c == nil || c.Reason != "Suspended" {
 			return errorf("Ready %+v, want reason Suspended", c)
 		}

@@ -111,7 +111,7 @@ func TestKubeVelaApplicationPolicyLifecycle(t *testing.T) {
 		if err := hub.Patch(ctx, ap, patch); err != nil {
 			t.Fatal(err)
 		}
-		waitApplicationPolicy(t, ns, policyhubv1.KubeVelaEntryName("shop", "team"), 30*time.Second, "reconciled", func(ap *policyhubv1.ApplicationPolicy) error {
+		waitApplicationPolicy(t, ns, policyhubv1.KubeVelaEntryName("shop", "team"), 30*time.Second, "reconciled", func(ap *appView) error {
 			if ap.Status.Summary.Synced != 2 {
 				return fmt.Errorf("summary %+v", ap.Status.Summary)
 			}

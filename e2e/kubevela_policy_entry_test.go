@@ -53,7 +53,7 @@ spec:
   - {name: where, type: topology, properties: {clusters: [cluster-1, cluster-2]}}
 `)
 
-	ap := waitVelaPolicy(t, "kv-shop", policyhubv1.KubeVelaEntryName("shop", "limits"), "the entry's ApplicationPolicy", func(ap *policyhubv1.ApplicationPolicy) error {
+	ap := waitVelaPolicy(t, "kv-shop", policyhubv1.KubeVelaEntryName("shop", "limits"), "the entry's ApplicationPolicy", func(ap *appView) error {
 		if ap.Spec.Mode != policyhubv1.ModeAudit {
 			return errorf("mode %q, want Audit", ap.Spec.Mode)
 		}
@@ -92,7 +92,7 @@ spec:
 			t.Fatal(err)
 		}
 	})
-	updated := waitVelaPolicy(t, "kv-shop", policyhubv1.KubeVelaEntryName("shop", "limits"), "the entry's mode change", func(ap *policyhubv1.ApplicationPolicy) error {
+	updated := waitVelaPolicy(t, "kv-shop", policyhubv1.KubeVelaEntryName("shop", "limits"), "the entry's mode change", func(ap *appView) error {
 		if ap.Spec.Mode != policyhubv1.ModeEnforce {
 			return errorf("mode %q, want Enforce", ap.Spec.Mode)
 		}
@@ -320,12 +320,13 @@ func updateVelaApplication(t *testing.T, hub client.Client, namespace, name stri
 }
 
 // waitVelaPolicy polls the ApplicationPolicy until it exists and check accepts it, and returns it.
-func waitVelaPolicy(t *testing.T, namespace, name, what string, check func(*policyhubv1.ApplicationPolicy) error) *policyhubv1.ApplicationPolicy {
+func waitVelaPolicy(t *testing.T, namespace, name, what string, check func(*appView) error) *appView {
 	t.Helper()
 	hub := directClient(t, testFleet.Hub.Config)
-	ap := &policyhubv1.ApplicationPolicy{}
+	var ap *appView
 	eventually(t, 30*time.Second, 100*time.Millisecond, what, func() error {
-		if err := hub.Get(testContext(t), client.ObjectKey{Namespace: namespace, Name: name}, ap); err != nil {
+		var err error
+		if ap, err = applicationPolicyWithClusters(testContext(t), hub, namespace, name); err != nil {
 			return err
 		}
 		return check(ap)

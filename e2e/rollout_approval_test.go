@@ -30,7 +30,7 @@ func TestRolloutApprovalAndPause(t *testing.T) {
       clusters: [cluster-2]
       gate: {approval: true}`, "team"))
 
-	waitingForApproval := func(fp *policyhubv1.FleetPolicy) error {
+	waitingForApproval := func(fp *fleetView) error {
 		if w := wave(fp, "prod"); w.Phase != policyhubv1.WaveWaiting || w.Reason != "waiting for approval" {
 			return fmt.Errorf("waves %s", wavePhases(fp))
 		}
@@ -61,7 +61,7 @@ func TestRolloutApprovalAndPause(t *testing.T) {
 	if got := fp.Annotations[policyhubv1.AnnotationRolloutApproved]; got != "prod@"+fp.Status.Rollout.Revision {
 		t.Errorf("approval annotation %q", got)
 	}
-	waitFleetPolicy(t, name, "the pause in the status", func(fp *policyhubv1.FleetPolicy) error {
+	waitFleetPolicy(t, name, "the pause in the status", func(fp *fleetView) error {
 		if c := findCondition(fp, policyhubv1.ConditionReady); c == nil || c.Reason != "RolloutPaused" {
 			return fmt.Errorf("Ready %+v", c)
 		}
@@ -72,7 +72,7 @@ func TestRolloutApprovalAndPause(t *testing.T) {
 	if code, out, errOut := cliReadRun(t, "rollout", "resume", name); code != 0 {
 		t.Fatalf("rollout resume: exit %d\n%s%s", code, out, errOut)
 	}
-	waitFleetPolicy(t, name, "resumed and approved: prod Done, Ready", func(fp *policyhubv1.FleetPolicy) error {
+	waitFleetPolicy(t, name, "resumed and approved: prod Done, Ready", func(fp *fleetView) error {
 		if wave(fp, "prod").Phase != policyhubv1.WaveDone {
 			return fmt.Errorf("waves %s", wavePhases(fp))
 		}

@@ -54,7 +54,7 @@ spec:
 }
 
 // wave returns the FleetPolicy's status of the wave, or a Pending one when there is none yet.
-func wave(fp *policyhubv1.FleetPolicy, name string) policyhubv1.WaveStatus {
+func wave(fp *fleetView, name string) policyhubv1.WaveStatus {
 	if fp.Status.Rollout != nil {
 		for _, w := range fp.Status.Rollout.Waves {
 			if w.Name == name {
@@ -66,7 +66,7 @@ func wave(fp *policyhubv1.FleetPolicy, name string) policyhubv1.WaveStatus {
 }
 
 // wavePhases says where every wave is, e.g. "staging=Done prod=Auditing".
-func wavePhases(fp *policyhubv1.FleetPolicy) string {
+func wavePhases(fp *fleetView) string {
 	if fp.Status.Rollout == nil {
 		return "(no rollout status)"
 	}
@@ -77,11 +77,11 @@ func wavePhases(fp *policyhubv1.FleetPolicy) string {
 	return strings.Join(parts, " ")
 }
 
-// readFleetPolicy reads the FleetPolicy from the hub.
-func readFleetPolicy(t *testing.T, name string) *policyhubv1.FleetPolicy {
+// readFleetPolicy reads the FleetPolicy, and its state in each cluster, from the hub.
+func readFleetPolicy(t *testing.T, name string) *fleetView {
 	t.Helper()
-	fp := &policyhubv1.FleetPolicy{}
-	if err := directClient(t, testFleet.Hub.Config).Get(testContext(t), client.ObjectKey{Name: name}, fp); err != nil {
+	fp, err := fleetPolicyWithClusters(testContext(t), directClient(t, testFleet.Hub.Config), name)
+	if err != nil {
 		t.Fatalf("read FleetPolicy %s: %v", name, err)
 	}
 	return fp

@@ -40,7 +40,7 @@ func TestRolloutTemplateChangeHaltsBeforeProd(t *testing.T) {
     - name: prod
       clusters: [cluster-2]`
 	createFleetPolicy(t, rolloutPolicy(name, ns, waves, "team"))
-	first := waitResults(t, name, "the first version rolled out everywhere", func(fp *policyhubv1.FleetPolicy) error {
+	first := waitResults(t, name, "the first version rolled out everywhere", func(fp *fleetView) error {
 		if st := fp.Status.Rollout; st == nil || st.CurrentWave != "" || st.Stable == nil {
 			return fmt.Errorf("waves %s", wavePhases(fp))
 		}
@@ -58,7 +58,7 @@ func TestRolloutTemplateChangeHaltsBeforeProd(t *testing.T) {
 		t.Fatal(err)
 	}
 	updateFleetPolicy(t, name, func(fp *policyhubv1.FleetPolicy) { fp.Spec.Template = stricter.Spec.Template })
-	halted := waitResults(t, name, "staging halts the new version on its fail count", func(fp *policyhubv1.FleetPolicy) error {
+	halted := waitResults(t, name, "staging halts the new version on its fail count", func(fp *fleetView) error {
 		st := fp.Status.Rollout
 		if st == nil || st.Revision == stable {
 			return fmt.Errorf("still revision %s", stable)

@@ -42,7 +42,7 @@ func TestRolloutPromotesWaveByWave(t *testing.T) {
     - name: prod
       clusters: [cluster-2]`, "team"))
 
-	held := waitResults(t, name, "staging holds in Audit on its fail count", func(fp *policyhubv1.FleetPolicy) error {
+	held := waitResults(t, name, "staging holds in Audit on its fail count", func(fp *fleetView) error {
 		if w := wave(fp, "staging"); w.Phase != policyhubv1.WaveWaiting || w.Fail < 1 || !strings.Contains(w.Reason, "fail results, at most 0 allowed") {
 			return fmt.Errorf("waves %s", wavePhases(fp))
 		}

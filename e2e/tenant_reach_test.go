@@ -80,7 +80,7 @@ func TestTenantReachesOnlyWhatIsGranted(t *testing.T) {
 		t.Fatalf("alice creates an ApplicationPolicy in her namespace: %v", err)
 	}
 	t.Cleanup(func() { _ = hub.Delete(ctx, ap) })
-	got := waitApplicationPolicy(t, tenant, "both", 60*time.Second, "synced where granted, NotGranted elsewhere", func(ap *policyhubv1.ApplicationPolicy) error {
+	got := waitApplicationPolicy(t, tenant, "both", 60*time.Second, "synced where granted, NotGranted elsewhere", func(ap *appView) error {
 		if err := apPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"})(ap); err != nil {
 			return err
 		}
@@ -92,6 +92,24 @@ func TestTenantReachesOnlyWhatIsGranted(t *testing.T) {
 		return fmt.Errorf("conditions %+v", ap.Status.Conditions)
 	})
 	t.Logf("Stalled: %s", stalledMessage(got))
+	// She reads her ApplicationPolicy's per-cluster state, and cannot change it: only the hub
+	// writes ClusterStatusSlices.
+	mySlices := &policyhubv1.ClusterStatusSliceList{}
+	if err := alice.List(ctx, mySlices, client.InNamespace(tenant), client.MatchingLabels{policyhubv1.LabelDeclarationUID: string(got.UID)}); err != nil || len(mySlices.Items) != 1 {
+		t.Fatalf("alice lists her ApplicationPolicy's slices: %v (%d)", err, len(mySlices.Items))
+	}
+	forged := mySlices.Items[0].DeepCopy()
+	forged.Clusters = append(forged.Clusters, policyhubv1.ClusterStatus{Name: "cluster-2", Phase: policyhubv1.ClusterPhaseSynced})
+	if err := alice.Update(ctx, forged); !apierrors.IsForbidden(err) {
+		t.Errorf("a tenant updating a ClusterStatusSlice: %v, want Forbidden", err)
+	}
+	forged.ResourceVersion, forged.Name = "", forged.Name+"-forged"
+	if err := alice.Create(ctx, forged); !apierrors.IsForbidden(err) {
+		t.Errorf("a tenant creating a ClusterStatusSlice: %v, want Forbidden", err)
+	}
+	if after, err := applicationPolicyWithClusters(ctx, hub, tenant, "both"); err != nil || len(after.Clusters) != 1 || after.Clusters[0].Name != "cluster-1" {
+		t.Errorf("after the tenant's tries, the slices hold %+v (%v); want cluster-1 alone", after, err)
+	}
 	if names := ownedPolicies(t, "cluster-1", "kyverno.io/v1", "Policy", tenant); len(names) != 1 {
 		t.Errorf("cluster-1/%s holds %v, want the one policy", tenant, names)
 	}
@@ -122,7 +140,7 @@ func TestTenantReachesOnlyWhatIsGranted(t *testing.T) {
 	})
 }
 
-func stalledMessage(ap *policyhubv1.ApplicationPolicy) string {
+func stalledMessage(ap *appView) string {
 	for _, c := range ap.Status.Conditions {
 		if c.Type == policyhubv1.ConditionStalled {
 			return c.Message

@@ -89,7 +89,7 @@ func run() error {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints (heap, CPU and goroutine profiles); empty or 0 disables them.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader among hub replicas on the hub (a Lease), so one replica reconciles at a time.")
-	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "policyhub-system", "Namespace of the hub's leader election Lease.")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "policyhub-system", "The hub's namespace: its leader election Lease, the ConfigMap that publishes its id, and the FleetPolicies' ClusterStatusSlices are there.")
 	version := fs.Bool("version", false, "Print the version, commit, build date and Go version, and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -159,13 +159,14 @@ func run() error {
 	if err := metrics.RegisterBuildInfo(ctrlmetrics.Registry, build); err != nil {
 		return fmt.Errorf("build info metric: %w", err)
 	}
-	workers, err := controllers.SetupHub(mgr, controllers.HubOptions{
+	ctx := ctrl.SetupSignalHandler()
+	workers, err := controllers.SetupHub(ctx, mgr, controllers.HubOptions{
 		Gateway: gatewayCfg, SecretNamespace: o.secretNamespace, HubID: o.hubID, Lock: work.LockOptions{Identity: o.identity},
 		Registry: ctrlmetrics.Registry, Resync: o.resyncInterval, RetryMaxDelay: o.retryMaxDelay,
 		ProbeTimeout: o.probeTimeout, MaxOwnedObjects: o.maxOwnedObjects, MaxConcurrentPasses: o.maxConcurrentPasses,
 		MaxConcurrentReconciles: o.maxConcurrentReconciles,
 		// The hub's namespace: where its leader election Lease is.
-		InfoNamespace: o.leaderElectionNamespace,
+		Namespace: o.leaderElectionNamespace,
 	})
 	if err != nil {
 		return err
@@ -179,7 +180,7 @@ func run() error {
 		return err
 	}
 	ctrl.Log.Info("starting policyhub-hub", "hubID", o.hubID, "identity", o.identity, "gateway", gatewayCfg.Host, "secretNamespace", o.secretNamespace)
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }
 
 // metricsOptions serve /metrics as kubebuilder's scaffold does: HTTPS, each request's bearer

@@ -47,7 +47,7 @@ type ApplicationPolicyReconciler struct {
 // SetupWithManager registers the reconciler: ApplicationPolicy changes, inventory changes,
 // summaries of the clusters it is in, and (with KubeVela) its Application's changes trigger it.
 func (r *ApplicationPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := declarationController(mgr, "applicationpolicy", "ApplicationPolicy", &policyhubv1.ApplicationPolicy{}, &r.DeclarationOptions, r.every, r.inCluster, r.ofPlacement)
+	b := declarationController(mgr, "applicationpolicy", policyhubv1.KindApplicationPolicy, &policyhubv1.ApplicationPolicy{}, &r.DeclarationOptions, r.every, r.inCluster, r.ofPlacement)
 	// A grant given, changed or taken back changes where its tenants' policies may go.
 	b = b.Watches(&policyhubv1.TenantGrant{}, handler.EnqueueRequestsFromMapFunc(r.ofGrant), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	if r.ClusterSetBindings {
@@ -110,14 +110,9 @@ func (r *ApplicationPolicyReconciler) inNamespace(ctx context.Context, obj clien
 	return reqs
 }
 
+// inCluster maps a cluster's summary to the ApplicationPolicies whose slices hold the cluster.
 func (r *ApplicationPolicyReconciler) inCluster(ctx context.Context, summary client.Object) []reconcile.Request {
-	var reqs []reconcile.Request
-	for _, ap := range r.list(ctx) {
-		if listsCluster(ap.Status.Clusters, summary.GetNamespace()) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ap)})
-		}
-	}
-	return reqs
+	return declarationsInCluster(ctx, r.Reader, policyhubv1.KindApplicationPolicy, "", summary.GetNamespace())
 }
 
 func (r *ApplicationPolicyReconciler) ofApplication(ctx context.Context, app client.Object) []reconcile.Request {
@@ -145,18 +140,21 @@ type applicationPolicy struct {
 	r *ApplicationPolicyReconciler
 	// app is its KubeVela Application, when there is one (read by targets).
 	app *unstructured.Unstructured
+	// clusters is its state in each cluster (set by setResults), for the Application's mirror.
+	clusters []policyhubv1.ClusterStatus
 }
 
 func (d *applicationPolicy) object() client.Object { return d.ApplicationPolicy }
+func (d *applicationPolicy) kind() string          { return policyhubv1.KindApplicationPolicy }
 func (d *applicationPolicy) statusValue() any      { return d.Status }
 func (d *applicationPolicy) suspended() bool       { return d.Spec.Suspend }
 func (d *applicationPolicy) prune() bool           { return declare.Prune(d.Spec.Prune) }
 func (d *applicationPolicy) deepCopy() declaration {
-	return &applicationPolicy{ApplicationPolicy: d.ApplicationPolicy.DeepCopy(), r: d.r, app: d.app}
+	return &applicationPolicy{ApplicationPolicy: d.ApplicationPolicy.DeepCopy(), r: d.r, app: d.app, clusters: d.clusters}
 }
 
 func (d *applicationPolicy) status() declarationStatus {
-	return declarationStatus{observedGeneration: &d.Status.ObservedGeneration, conditions: &d.Status.Conditions, clusters: &d.Status.Clusters, summary: &d.Status.Summary}
+	return declarationStatus{observedGeneration: &d.Status.ObservedGeneration, conditions: &d.Status.Conditions, summary: &d.Status.Summary}
 }
 
 func (d *applicationPolicy) source(hubID string) string {
@@ -181,11 +179,13 @@ func (d *applicationPolicy) targets(ctx context.Context) (*render.Targets, error
 	return declare.ApplicationPolicyTargets(d.r.HubID, d.ApplicationPolicy, d.app, inv, grants)
 }
 
-// setResults fills the status with this application's results from the clusters' summaries.
-func (d *applicationPolicy) setResults(read summaryRead, owned map[string][]aggregate.Policy, now time.Time) {
-	d.Status.Clusters = setResults(d.Status.Clusters, read, owned, now)
-	d.Status.Policies, d.Status.TopViolations = applicationResults(d.Spec.Application, d.Status.Clusters, read.summaries, owned, now)
-	d.Status.Summary = summarize(d.Status.Clusters)
+// setResults sets this application's results from the clusters' summaries: in each cluster's
+// state, and per policy with the top violations in the status.
+func (d *applicationPolicy) setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
+	clusters = setResults(clusters, read, owned, now)
+	d.Status.Policies, d.Status.TopViolations = applicationResults(d.Spec.Application, clusters, read.summaries, owned, now)
+	d.clusters = clusters
+	return clusters
 }
 
 // progress: an ApplicationPolicy has no rollout; it is in force where its application runs.
@@ -196,5 +196,5 @@ func (d *applicationPolicy) progress([]clusterOutcome, summaryRead, map[string][
 // afterStatus mirrors the status into the KubeVela Application's status.policy entry.
 
 func (d *applicationPolicy) afterStatus(ctx context.Context) time.Duration {
-	return d.r.mirror(ctx, d.ApplicationPolicy, d.app)
+	return d.r.mirror(ctx, d.ApplicationPolicy, d.clusters, d.app)
 }

@@ -9,8 +9,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -33,6 +35,7 @@ import (
 	"github.com/policyhub/policyhub/hub/heartbeat"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
+	"github.com/policyhub/policyhub/hub/statusslice"
 	"github.com/policyhub/policyhub/hub/work"
 )
 
@@ -41,6 +44,8 @@ import (
 type declaration interface {
 	// object is the API object, for the clients and the Event recorder.
 	object() client.Object
+	// kind is the declaration's Kind (FleetPolicy, ApplicationPolicy).
+	kind() string
 	// status points at the status fields every declaration has.
 	status() declarationStatus
 	// statusValue is the whole status, to tell whether it changed.
@@ -50,8 +55,9 @@ type declaration interface {
 	prune() bool
 	// targets places and renders the declaration.
 	targets(ctx context.Context) (*render.Targets, error)
-	// setResults sets the agents' results in the status from the accepted summaries.
-	setResults(read summaryRead, owned map[string][]aggregate.Policy, now time.Time)
+	// setResults sets the agents' results in the clusters' state, and in the status, from the
+	// accepted summaries.
+	setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus
 	// progress moves what the declaration rolls out, from the clusters' outcomes and summaries.
 	progress(outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress
 	// afterStatus runs once the status is written (e.g. mirroring it elsewhere) and may ask to
@@ -73,7 +79,6 @@ type progress struct {
 type declarationStatus struct {
 	observedGeneration *int64
 	conditions         *[]metav1.Condition
-	clusters           *[]policyhubv1.ClusterStatus
 	summary            *policyhubv1.StatusSummary
 }
 
@@ -111,6 +116,12 @@ type DeclarationOptions struct {
 	// heard well after a version arrived, with nothing new to say, has reported it (freshReport).
 	// Nil: only summaries count.
 	Heard *heartbeat.Heard
+	// Namespace is the hub's own: FleetPolicies' ClusterStatusSlices live there (an
+	// ApplicationPolicy's live in its namespace).
+	Namespace string
+	// ClustersPerSlice is how many clusters one ClusterStatusSlice holds; zero means
+	// policyhubv1.MaxClustersPerSlice.
+	ClustersPerSlice int
 }
 
 // statusQuiet is how many StatusCoalesce a status waits for its first cluster's answer.
@@ -125,21 +136,15 @@ func (o *DeclarationOptions) engine(seen *seenResults) engine {
 	}
 	return engine{
 		client: o.Client, reader: o.Reader, recorder: o.Recorder, hubID: o.HubID, coalesce: coalesce, quiet: statusQuiet * coalesce, seen: seen,
-		secretNamespace: o.SecretNamespace, heard: o.Heard,
+		secretNamespace: o.SecretNamespace, heard: o.Heard, namespace: o.Namespace, sliceSize: o.ClustersPerSlice,
 		dispatch: dispatcher{gateway: o.Gateway, workers: o.Workers},
 	}
 }
 
 // readOnlyList lists the cache's own objects instead of deep copies, for reads that only look
-// (event maps, lookups): at a thousand clusters a declaration's status is ~150 KiB, and every
-// summary or inventory event would copy every declaration. Objects listed with it must never
-// be changed.
+// (event maps, lookups): every summary or inventory event would otherwise copy every
+// declaration. Objects listed with it must never be changed.
 const readOnlyList = client.UnsafeDisableDeepCopyOption(true)
-
-// listsCluster reports whether a declaration's status has an entry for the cluster.
-func listsCluster(clusters []policyhubv1.ClusterStatus, name string) bool {
-	return slices.ContainsFunc(clusters, func(c policyhubv1.ClusterStatus) bool { return c.Name == name })
-}
 
 // engine runs a declaration's lifecycle: finalizer, suspend, placement and rendering, sync of
 // every selected cluster (pruning those no longer selected), status, results, Events.
@@ -156,6 +161,29 @@ type engine struct {
 	quiet time.Duration
 	seen  *seenResults
 	heard *heartbeat.Heard
+	// namespace holds FleetPolicies' ClusterStatusSlices; sliceSize is the clusters per slice.
+	namespace string
+	sliceSize int
+}
+
+// sliceReread is how long a reconcile that found its cached slices behind waits to read them again.
+const sliceReread = 200 * time.Millisecond
+
+// sliceOwner names the declaration's ClusterStatusSlices.
+func (e engine) sliceOwner(d declaration) statusslice.Owner {
+	obj := d.object()
+	ns := obj.GetNamespace()
+	if ns == "" {
+		ns = e.namespace
+	}
+	return statusslice.Owner{Kind: d.kind(), Name: obj.GetName(), UID: string(obj.GetUID()), Namespace: ns}
+}
+
+// writeSlices makes the declaration's ClusterStatusSlices hold clusters, writing only the slices
+// that change.
+func (e engine) writeSlices(ctx context.Context, d declaration, clusters []policyhubv1.ClusterStatus, have []policyhubv1.ClusterStatusSlice) error {
+	changes := statusslice.Split(e.sliceOwner(d), clusters, have, e.sliceSize)
+	return statusslice.Apply(ctx, e.client, d.object(), policyhubv1.GroupVersion.WithKind(d.kind()), changes)
 }
 
 func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d declaration) (ctrl.Result, error) {
@@ -196,6 +224,11 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	owner := e.sliceOwner(d)
+	before, have, err := statusslice.Read(ctx, e.reader, owner.Namespace, owner.UID)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	now := time.Now()
 	// The token names what the declaration wants: a new generation, annotation (a requested
 	// reconcile) or rendering makes the workers sync it again; the same token costs nothing.
@@ -204,7 +237,7 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 	wants := targetWants(targets, prune, token)
 	// Clusters that were synced before and are no longer selected: prune there, then forget them.
 	// With prune off the policies stay there and the cluster just leaves the status.
-	leaving := declare.Leaving(*st.clusters, targets.Objects)
+	leaving := declare.Leaving(before, targets.Objects)
 	if !prune {
 		for _, c := range leaving {
 			e.dispatch.workers.Drop(c, source)
@@ -226,11 +259,12 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	e.seen.fresh(key, kept)
-	*st.clusters = clusterStatuses(*st.clusters, kept, metav1.NewTime(now))
+	clusters := clusterStatuses(before, kept, metav1.NewTime(now))
 	owned := ownedPolicies(targets.Objects)
-	read := readSummaries(ctx, e.reader, *st.clusters)
+	read := readSummaries(ctx, e.reader, clusters)
 	read.heard = e.heard
-	d.setResults(read, owned, now)
+	clusters = d.setResults(clusters, read, owned, now)
+	*st.summary = summarize(clusters)
 	prog := d.progress(kept, read, owned, now)
 	*st.observedGeneration = obj.GetGeneration()
 	var reconciling *metav1.Condition
@@ -240,7 +274,7 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 	case pending > 0:
 		reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Progressing", Message: fmt.Sprintf("waiting for %d clusters", pending)}
 	}
-	ready := readyCondition(*st.clusters, targets.Unknown, targets.MissingPlacement, obj.GetGeneration())
+	ready := readyCondition(clusters, targets.Unknown, targets.MissingPlacement, obj.GetGeneration())
 	if prog.holding != "" && ready.Status == metav1.ConditionTrue {
 		msg := policyhubv1.TruncateMessage(prog.holding, 1024)
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, prog.reason, msg
@@ -250,6 +284,13 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 	}
 	stalled := notGranted(&ready, obj.GetNamespace(), targets.NotGranted)
 	setConditions(st.conditions, ready, reconciling, stalled)
+	if err := e.writeSlices(ctx, d, clusters, have); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			// The cache had not seen the last write of a slice yet: read again shortly.
+			return ctrl.Result{RequeueAfter: sliceReread}, nil
+		}
+		return ctrl.Result{}, err
+	}
 	if err := e.patchStatus(ctx, orig, d); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -257,7 +298,7 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 		(was == nil || was.Reason != ready.Reason || was.Message != ready.Message) {
 		e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ready.Reason, "Place", "%s", ready.Message)
 	}
-	emitSyncEvents(e.recorder, obj, *orig.status().clusters, kept)
+	emitSyncEvents(e.recorder, obj, before, kept)
 	wake := d.afterStatus(ctx)
 	return ctrl.Result{RequeueAfter: minPositive(wake, prog.wake)}, nil
 }
@@ -294,8 +335,13 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 	}
 	orig := d.deepCopy()
 	st := d.status()
+	owner := e.sliceOwner(d)
+	before, have, err := statusslice.Read(ctx, e.reader, owner.Namespace, owner.UID)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	var clusters []string
-	for _, c := range *st.clusters {
+	for _, c := range before {
 		clusters = append(clusters, c.Name)
 	}
 	if d.prune() {
@@ -326,7 +372,9 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 			}
 		}
 		if len(stuck) > 0 {
-			*st.clusters = clusterStatuses(*st.clusters, stuck, metav1.Now())
+			if err := e.writeSlices(ctx, d, clusterStatuses(before, stuck, metav1.Now()), have); err != nil {
+				return ctrl.Result{}, err
+			}
 			setConditions(st.conditions, metav1.Condition{
 				Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "PruneFailed", ObservedGeneration: obj.GetGeneration(),
 				Message: fmt.Sprintf("deleting: %d clusters still hold its policies and could not be pruned; the finalizer stays until they are", len(stuck)),
@@ -342,6 +390,10 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 		if pending > 0 {
 			return ctrl.Result{}, nil // the workers' results wake this reconcile
 		}
+	}
+	// No garbage collector need run on the hub: the slices go with the declaration.
+	if err := statusslice.Apply(ctx, e.client, obj, schema.GroupVersionKind{}, statusslice.Changes{Delete: have}); err != nil {
+		return ctrl.Result{}, err
 	}
 	patch := client.MergeFrom(d.deepCopy().object())
 	controllerutil.RemoveFinalizer(obj, Finalizer)
@@ -397,9 +449,20 @@ func (e engine) stalled(ctx context.Context, d, orig declaration, reason string,
 	return ctrl.Result{}, nil
 }
 
-// patchStatus writes the status when it changed (a no-op resync writes nothing).
+// patchStatus writes the status when it changed (a no-op resync writes nothing). A change of
+// the pass, warn or skip totals alone is not written: they move with every agent's summary, and
+// are taken along when anything else changes.
 func (e engine) patchStatus(ctx context.Context, orig, d declaration) error {
-	if equality.Semantic.DeepEqual(orig.statusValue(), d.statusValue()) {
+	was, now := orig.status().summary, d.status().summary
+	if was != nil && now != nil {
+		current := now.Results
+		now.Results.Pass, now.Results.Warn, now.Results.Skip = was.Results.Pass, was.Results.Warn, was.Results.Skip
+		same := equality.Semantic.DeepEqual(orig.statusValue(), d.statusValue())
+		now.Results = current
+		if same {
+			return nil
+		}
+	} else if equality.Semantic.DeepEqual(orig.statusValue(), d.statusValue()) {
 		return nil
 	}
 	if err := e.client.Status().Patch(ctx, d.object(), client.MergeFrom(orig.object())); err != nil {
@@ -463,10 +526,10 @@ func summaryChanged() predicate.Predicate {
 	}}
 }
 
-// summaryCoalesce is how long a declaration waits after an agent's summary before its status
-// takes the new results in: a thousand agents push about a hundred summaries a second, and each
-// declaration placed on all their clusters then writes its status (~160 KiB at a thousand
-// clusters) once for the summaries of that while, not once per summary.
+// summaryCoalesce is how long a declaration waits after an agent's summary before it takes the
+// new results in: a thousand agents push about a hundred summaries a second, and each declaration
+// placed on all their clusters then rewrites the slices of the clusters that reported (and its
+// status, when a count moved) once for the summaries of that while, not once per summary.
 const summaryCoalesce = 500 * time.Millisecond
 
 // enqueueAfter enqueues what mapFn maps an event's object to, after delay. An object already

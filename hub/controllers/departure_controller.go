@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/work"
@@ -108,20 +106,13 @@ func (r *DepartureReconciler) recheck() time.Duration {
 	return r.Recheck
 }
 
-// stillNeeded reports whether a declaration's status still lists the cluster.
+// stillNeeded reports whether a declaration's ClusterStatusSlices still hold the cluster.
 func (r *DepartureReconciler) stillNeeded(ctx context.Context, cluster string) (bool, error) {
-	fleet := &policyhubv1.FleetPolicyList{}
-	if err := r.Reader.List(ctx, fleet, readOnlyList); err != nil {
-		return false, fmt.Errorf("list FleetPolicies: %w", err)
+	slices, err := slicesOf(ctx, r.Reader, cluster)
+	if err != nil {
+		return false, fmt.Errorf("list the declarations in cluster %s: %w", cluster, err)
 	}
-	if slices.ContainsFunc(fleet.Items, func(fp policyhubv1.FleetPolicy) bool { return listsCluster(fp.Status.Clusters, cluster) }) {
-		return true, nil
-	}
-	apps := &policyhubv1.ApplicationPolicyList{}
-	if err := r.Reader.List(ctx, apps, readOnlyList); err != nil {
-		return false, fmt.Errorf("list ApplicationPolicies: %w", err)
-	}
-	return slices.ContainsFunc(apps.Items, func(ap policyhubv1.ApplicationPolicy) bool { return listsCluster(ap.Status.Clusters, cluster) }), nil
+	return len(slices) > 0, nil
 }
 
 // takeRecheck reports whether the cluster was waiting for its recheck, which it no longer is.

@@ -38,7 +38,7 @@ type FleetPolicyReconciler struct {
 // SetupWithManager registers the reconciler: FleetPolicy spec changes, and changes of the
 // inventory (gateway credential Secrets, metadata only), trigger it.
 func (r *FleetPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return declarationController(mgr, "fleetpolicy", "FleetPolicy", &policyhubv1.FleetPolicy{}, &r.DeclarationOptions, r.everyFleetPolicy, r.fleetPoliciesInCluster, r.fleetPoliciesOfPlacement).Complete(r)
+	return declarationController(mgr, "fleetpolicy", policyhubv1.KindFleetPolicy, &policyhubv1.FleetPolicy{}, &r.DeclarationOptions, r.everyFleetPolicy, r.fleetPoliciesInCluster, r.fleetPoliciesOfPlacement).Complete(r)
 }
 
 func (r *FleetPolicyReconciler) everyFleetPolicy(ctx context.Context, _ client.Object) []reconcile.Request {
@@ -72,21 +72,10 @@ func (r *FleetPolicyReconciler) fleetPoliciesOfPlacement(ctx context.Context, ob
 	return reqs
 }
 
-// fleetPoliciesInCluster maps a cluster's summary to the FleetPolicies synced to that cluster:
-// their results come from it.
+// fleetPoliciesInCluster maps a cluster's summary to the FleetPolicies whose slices (in the hub's
+// namespace) hold the cluster: their results come from it.
 func (r *FleetPolicyReconciler) fleetPoliciesInCluster(ctx context.Context, summary client.Object) []reconcile.Request {
-	list := &policyhubv1.FleetPolicyList{}
-	if err := r.Client.List(ctx, list, readOnlyList); err != nil {
-		log.FromContext(ctx).Error(err, "list FleetPolicies after a summary change")
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, fp := range list.Items {
-		if listsCluster(fp.Status.Clusters, summary.GetNamespace()) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fp)})
-		}
-	}
-	return reqs
+	return declarationsInCluster(ctx, r.Reader, policyhubv1.KindFleetPolicy, r.Namespace, summary.GetNamespace())
 }
 
 // Reconcile runs placement → render → sync for one FleetPolicy and records the outcome.
@@ -112,6 +101,7 @@ type fleetPolicy struct {
 }
 
 func (d *fleetPolicy) object() client.Object { return d.FleetPolicy }
+func (d *fleetPolicy) kind() string          { return policyhubv1.KindFleetPolicy }
 func (d *fleetPolicy) statusValue() any      { return d.Status }
 func (d *fleetPolicy) suspended() bool       { return d.Spec.Suspend }
 func (d *fleetPolicy) prune() bool           { return declare.Prune(d.Spec.Prune) }
@@ -120,7 +110,7 @@ func (d *fleetPolicy) deepCopy() declaration {
 }
 
 func (d *fleetPolicy) status() declarationStatus {
-	return declarationStatus{observedGeneration: &d.Status.ObservedGeneration, conditions: &d.Status.Conditions, clusters: &d.Status.Clusters, summary: &d.Status.Summary}
+	return declarationStatus{observedGeneration: &d.Status.ObservedGeneration, conditions: &d.Status.Conditions, summary: &d.Status.Summary}
 }
 
 func (d *fleetPolicy) source(hubID string) string {
@@ -141,9 +131,8 @@ func (d *fleetPolicy) progress(outcomes []clusterOutcome, read summaryRead, owne
 	return d.progressRollout(outcomes, read, owned, now)
 }
 
-func (d *fleetPolicy) setResults(read summaryRead, owned map[string][]aggregate.Policy, now time.Time) {
-	d.Status.Clusters = setResults(d.Status.Clusters, read, owned, now)
-	d.Status.Summary = summarize(d.Status.Clusters)
+func (d *fleetPolicy) setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
+	return setResults(clusters, read, owned, now)
 }
 
 func (d *fleetPolicy) afterStatus(context.Context) time.Duration {

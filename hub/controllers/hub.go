@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -39,9 +41,12 @@ type HubOptions struct {
 	MaxConcurrentPasses int
 	// MaxConcurrentReconciles bounds the declarations of each kind reconciled at once.
 	MaxConcurrentReconciles int
-	// InfoNamespace, when set, is where the hub publishes its id for the CLI (a ConfigMap
-	// policyhub-hub-info).
-	InfoNamespace string
+	// Namespace is the hub's own (required): it publishes its id there for the CLI (a ConfigMap
+	// policyhub-hub-info), and keeps FleetPolicies' ClusterStatusSlices there.
+	Namespace string
+	// ClustersPerSlice is how many clusters one ClusterStatusSlice holds; zero means
+	// policyhubv1.MaxClustersPerSlice.
+	ClustersPerSlice int
 	// StatusCoalesce: see DeclarationOptions; zero means 2s.
 	StatusCoalesce time.Duration
 	// ApplicationStatusInterval and DepartureRecheck: see ApplicationPolicyReconciler and
@@ -53,7 +58,13 @@ type HubOptions struct {
 // the KubeVela adapter where the hub serves KubeVela's Application), cluster departures,
 // PolicyReportSummary — over one set of per-cluster workers, which it returns: Close them on
 // shutdown so the sync Leases still held are given up.
-func SetupHub(mgr ctrl.Manager, o HubOptions) (*work.Workers, error) {
+func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Workers, error) {
+	if o.Namespace == "" {
+		return nil, errors.New("the hub's namespace is required: FleetPolicies' ClusterStatusSlices live there")
+	}
+	if err := indexSlices(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("index ClusterStatusSlices by cluster: %w", err)
+	}
 	syncMetrics := metrics.NewSync(o.Registry)
 	results := &ResultEvents{}
 	workers, err := work.NewWorkers(work.WorkersOptions{
@@ -80,6 +91,7 @@ func SetupHub(mgr ctrl.Manager, o HubOptions) (*work.Workers, error) {
 		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: o.Gateway, SecretNamespace: o.SecretNamespace,
 		HubID: o.HubID, Workers: workers, Results: results, Recorder: mgr.GetEventRecorder("policyhub-hub"),
 		StatusCoalesce: o.StatusCoalesce, MaxConcurrentReconciles: o.MaxConcurrentReconciles, OCMPlacements: ocm, Heard: heard,
+		Namespace: o.Namespace, ClustersPerSlice: o.ClustersPerSlice,
 	}
 	setup := func() error {
 		if err := (&FleetPolicyReconciler{DeclarationOptions: declarations, Rollouts: metrics.NewRollout(o.Registry)}).SetupWithManager(mgr); err != nil {
@@ -101,10 +113,8 @@ func SetupHub(mgr ctrl.Manager, o HubOptions) (*work.Workers, error) {
 		if err := appPolicies.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("ApplicationPolicy controller: %w", err)
 		}
-		if o.InfoNamespace != "" {
-			if err := mgr.Add(hubInfo{client: mgr.GetClient(), namespace: o.InfoNamespace, hubID: o.HubID}); err != nil {
-				return fmt.Errorf("publish the hub's id: %w", err)
-			}
+		if err := mgr.Add(hubInfo{client: mgr.GetClient(), namespace: o.Namespace, hubID: o.HubID}); err != nil {
+			return fmt.Errorf("publish the hub's id: %w", err)
 		}
 		summaries := &SummaryReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub"), Heard: heard,

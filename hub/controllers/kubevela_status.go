@@ -26,7 +26,7 @@ const maxMirroredClusters = 20
 
 // applicationPolicyStatus is the compact status mirrored into a KubeVela Application's
 // status.policy entry: enough for `vela status` and dashboards, bounded.
-func applicationPolicyStatus(ap *policyhubv1.ApplicationPolicy) map[string]any {
+func applicationPolicyStatus(ap *policyhubv1.ApplicationPolicy, clusters []policyhubv1.ClusterStatus) map[string]any {
 	ready := apimeta.FindStatusCondition(ap.Status.Conditions, policyhubv1.ConditionReady)
 	out := map[string]any{
 		"applicationPolicy": ap.Name,
@@ -41,7 +41,7 @@ func applicationPolicyStatus(ap *policyhubv1.ApplicationPolicy) map[string]any {
 	}
 	// Violations per cluster, only where there are some, and bounded.
 	byCluster := map[string]any{}
-	for _, c := range ap.Status.Clusters {
+	for _, c := range clusters {
 		if c.Results != nil && len(byCluster) < maxMirroredClusters {
 			if v := aggregate.AddCount(c.Results.Fail, c.Results.Error); v > 0 {
 				byCluster[c.Name] = v
@@ -74,12 +74,12 @@ func applicationPolicyStatus(ap *policyhubv1.ApplicationPolicy) map[string]any {
 // status.policy entry, when it changed and not more often than ApplicationStatusInterval per
 // Application (each write makes KubeVela reconcile the Application). It never touches the
 // Application's conditions. It returns when to try again if it had to wait (zero otherwise).
-func (r *ApplicationPolicyReconciler) mirror(ctx context.Context, ap *policyhubv1.ApplicationPolicy, app *unstructured.Unstructured) time.Duration {
+func (r *ApplicationPolicyReconciler) mirror(ctx context.Context, ap *policyhubv1.ApplicationPolicy, clusters []policyhubv1.ClusterStatus, app *unstructured.Unstructured) time.Duration {
 	entry := ap.Annotations[policyhubv1.AnnotationKubeVelaPolicyEntry]
 	if app == nil || entry == "" {
 		return 0
 	}
-	want := map[string]any{"name": entry, "type": policyhubv1.KubeVelaPolicyType, "status": applicationPolicyStatus(ap)}
+	want := map[string]any{"name": entry, "type": policyhubv1.KubeVelaPolicyType, "status": applicationPolicyStatus(ap, clusters)}
 	policies, _, _ := unstructured.NestedSlice(app.Object, "status", "policy")
 	updated := make([]any, 0, len(policies)+1)
 	found := false

@@ -22,6 +22,7 @@ func TestApplicationPolicyStatus(t *testing.T) {
 	ap.Name = "shop-limits"
 	ap.Status.Summary = policyhubv1.StatusSummary{Clusters: 30, Synced: 29, Violations: 40}
 	ap.Status.Conditions = []metav1.Condition{{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "SyncFailed", Message: strings.Repeat("m", 300)}}
+	var clusters []policyhubv1.ClusterStatus
 	for i := range 30 {
 		c := policyhubv1.ClusterStatus{Name: fmt.Sprintf("cluster-%02d", i)}
 		if i%6 != 5 { // 25 clusters with violations, 5 without
@@ -29,7 +30,7 @@ func TestApplicationPolicyStatus(t *testing.T) {
 		} else {
 			c.Results = &policyhubv1.ResultCounts{Pass: 3}
 		}
-		ap.Status.Clusters = append(ap.Status.Clusters, c)
+		clusters = append(clusters, c)
 	}
 	ap.Status.Policies = []policyhubv1.ApplicationPolicyResult{
 		{Cluster: "cluster-00", Policy: "shop-limits", Blocked: 2, LastBlocked: &policyhubv1.BlockedAdmission{Message: "later refusal", Time: at(30)}},
@@ -37,7 +38,7 @@ func TestApplicationPolicyStatus(t *testing.T) {
 		{Cluster: "cluster-02", Policy: "shop-limits"},
 	}
 
-	got := applicationPolicyStatus(ap)
+	got := applicationPolicyStatus(ap, clusters)
 	if got["applicationPolicy"] != "shop-limits" || got["clusters"] != int64(30) || got["synced"] != int64(29) || got["violations"] != int64(40) {
 		t.Errorf("counts: %v", got)
 	}
@@ -56,7 +57,7 @@ func TestApplicationPolicyStatus(t *testing.T) {
 	}
 
 	ap.Status.Policies = nil
-	if got := applicationPolicyStatus(ap); got["blocked"] != nil || got["lastBlocked"] != nil {
+	if got := applicationPolicyStatus(ap, clusters); got["blocked"] != nil || got["lastBlocked"] != nil {
 		t.Errorf("nothing refused, yet blocked %v, lastBlocked %v", got["blocked"], got["lastBlocked"])
 	}
 }

@@ -83,9 +83,11 @@ func setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned ma
 	return clusters
 }
 
-// summarize totals the clusters' state.
+// summarize totals the clusters' state and names the clusters that need attention most (see
+// attention): bounded at any fleet size.
 func summarize(clusters []policyhubv1.ClusterStatus) policyhubv1.StatusSummary {
 	var s policyhubv1.StatusSummary
+	var needing []policyhubv1.ClusterStatus
 	for _, c := range clusters {
 		s.Clusters++
 		switch {
@@ -93,6 +95,14 @@ func summarize(clusters []policyhubv1.ClusterStatus) policyhubv1.StatusSummary {
 			s.Synced++
 		case c.Phase.Failing():
 			s.Failed++
+		case c.Phase == policyhubv1.ClusterPhasePending:
+			s.Pending++
+		}
+		if c.Stale {
+			s.Stale++
+		}
+		if c.Phase.ProblemRank() > 0 || c.Stale {
+			needing = append(needing, c)
 		}
 		if c.Results != nil {
 			// Saturating: a cluster's largest counts must not wrap the totals negative, which
@@ -101,7 +111,28 @@ func summarize(clusters []policyhubv1.ClusterStatus) policyhubv1.StatusSummary {
 		}
 	}
 	s.Violations = aggregate.AddCount(s.Results.Fail, s.Results.Error)
+	s.Attention, s.AttentionOmitted = attention(needing, policyhubv1.MaxAttention)
 	return s
+}
+
+// attention keeps the n clusters that need attention most: the worst phase first (see
+// ClusterPhase.ProblemRank), a silent agent before a heard one, then by name; and counts the rest.
+func attention(needing []policyhubv1.ClusterStatus, n int) ([]policyhubv1.ClusterAttention, int32) {
+	sort.Slice(needing, func(i, j int) bool {
+		a, b := needing[i], needing[j]
+		if ra, rb := a.Phase.ProblemRank(), b.Phase.ProblemRank(); ra != rb {
+			return ra > rb
+		}
+		if a.Stale != b.Stale {
+			return a.Stale
+		}
+		return a.Name < b.Name
+	})
+	var out []policyhubv1.ClusterAttention
+	for _, c := range needing[:min(n, len(needing))] {
+		out = append(out, policyhubv1.ClusterAttention{Name: c.Name, Phase: c.Phase, Message: policyhubv1.TruncateMessage(c.Message, 256), Stale: c.Stale})
+	}
+	return out, int32(len(needing) - len(out))
 }
 
 // readyCondition says, kstatus-style, whether every selected cluster holds the declaration.
@@ -126,6 +157,10 @@ func readyCondition(clusters []policyhubv1.ClusterStatus, unknown []string, miss
 	}
 	for _, name := range unknown {
 		problems = append(problems, name+": unknown cluster")
+	}
+	if len(problems) > policyhubv1.MaxAttention {
+		// The message names as many clusters as the attention list; a thousand names would only be cut.
+		problems = append(problems[:policyhubv1.MaxAttention:policyhubv1.MaxAttention], fmt.Sprintf("and %d more", len(problems)-policyhubv1.MaxAttention))
 	}
 	switch {
 	case missingPlacement != "":

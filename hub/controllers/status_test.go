@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/statusslice"
 	"github.com/policyhub/policyhub/hub/work"
 )
 
@@ -73,13 +75,16 @@ func TestReadyCondition(t *testing.T) {
 
 func TestSummarize(t *testing.T) {
 	s := summarize([]policyhubv1.ClusterStatus{
-		{Phase: "Synced", Results: &policyhubv1.ResultCounts{Pass: 3, Fail: 2}},
-		{Phase: "DryRun"},
-		{Phase: "Conflict", Results: &policyhubv1.ResultCounts{Error: 1}},
-		{Phase: "Pending"},
+		{Name: "a", Phase: "Synced", Results: &policyhubv1.ResultCounts{Pass: 3, Fail: 2}},
+		{Name: "b", Phase: "DryRun"},
+		{Name: "c", Phase: "Conflict", Message: "not ours", Results: &policyhubv1.ResultCounts{Error: 1}},
+		{Name: "d", Phase: "Pending"},
+		{Name: "e", Phase: "Synced", Stale: true},
 	})
-	want := policyhubv1.StatusSummary{Clusters: 4, Synced: 2, Failed: 1, Results: policyhubv1.ResultCounts{Pass: 3, Fail: 2, Error: 1}, Violations: 3}
-	if s != want {
+	want := policyhubv1.StatusSummary{Clusters: 5, Synced: 3, Failed: 1, Pending: 1, Stale: 1,
+		Results: policyhubv1.ResultCounts{Pass: 3, Fail: 2, Error: 1}, Violations: 3,
+		Attention: []policyhubv1.ClusterAttention{{Name: "c", Phase: "Conflict", Message: "not ours"}, {Name: "d", Phase: "Pending"}, {Name: "e", Phase: "Synced", Stale: true}}}
+	if !equality.Semantic.DeepEqual(s, want) {
 		t.Errorf("summary %+v, want %+v", s, want)
 	}
 }
@@ -183,18 +188,21 @@ func TestApplicationResults(t *testing.T) {
 	}
 }
 
-// A declaration placed on a thousand clusters keeps its status well under etcd's 1.5 MiB
-// request limit (target: 256 KiB), with every cluster's phase, counts and results in it.
-func TestStatusOfAThousandClustersIsBounded(t *testing.T) {
+// A declaration placed on ten thousand clusters keeps its status under 32 KiB, whatever state
+// its clusters are in: counts, conditions, and the worst clusters by name, the rest counted;
+// every cluster's state is in slices of at most a hundred clusters, each far under etcd's
+// 1.5 MiB request limit.
+func TestStatusOfTenThousandClustersIsBounded(t *testing.T) {
 	now := metav1.NewTime(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
 	var outcomes []clusterOutcome
 	summaries := map[string]*policyhubv1.PolicyReportSummary{}
 	owned := map[string][]aggregate.Policy{}
-	for i := range 1000 {
-		name := fmt.Sprintf("prod-eu-west-%04d", i)
+	const n = 10000
+	for i := range n {
+		name := fmt.Sprintf("prod-eu-west-%05d", i)
 		phase, message := policyhubv1.ClusterPhaseSynced, "created 1, updated 0, deleted 0, unchanged 0"
 		if i%10 == 0 { // a tenth dark: their reason is kept
-			phase, message = policyhubv1.ClusterPhaseFailed, name+": unreachable: no answer within 5s"
+			phase, message = policyhubv1.ClusterPhaseFailed, name+": unreachable: no answer within 5s "+strings.Repeat("and more ", 200)
 		}
 		result := &work.DeclarationResult{Phase: phase, Message: message, Actions: policyhubv1.ActionCounts{Created: 1}}
 		if phase == policyhubv1.ClusterPhaseSynced {
@@ -206,24 +214,43 @@ func TestStatusOfAThousandClustersIsBounded(t *testing.T) {
 		owned[name] = []aggregate.Policy{{Kind: "ClusterPolicy", Name: "require-labels"}}
 	}
 	fp := &policyhubv1.FleetPolicy{}
-	fp.Status.Clusters = clusterStatuses(nil, outcomes, now)
-	fp.Status.Clusters = setResults(fp.Status.Clusters, summaryRead{summaries: summaries}, owned, now.Time)
-	fp.Status.Summary = summarize(fp.Status.Clusters)
-	setConditions(&fp.Status.Conditions, readyCondition(fp.Status.Clusters, nil, "", 1), nil, nil)
+	clusters := clusterStatuses(nil, outcomes, now)
+	clusters = setResults(clusters, summaryRead{summaries: summaries}, owned, now.Time)
+	fp.Status.Summary = summarize(clusters)
+	setConditions(&fp.Status.Conditions, readyCondition(clusters, nil, "", 1), nil, nil)
 	raw, err := json.Marshal(fp.Status)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(fp.Status.Clusters) != 1000 {
-		t.Fatalf("%d clusters in status, want every one of 1000", len(fp.Status.Clusters))
-	}
-	const limit = 256 << 10
-	t.Logf("status of 1000 clusters: %d bytes (%.0f per cluster)", len(raw), float64(len(raw))/1000)
+	const limit = 32 << 10
+	t.Logf("status of %d clusters: %d bytes", n, len(raw))
 	if len(raw) > limit {
-		t.Errorf("status of 1000 clusters is %d bytes, want at most %d", len(raw), limit)
+		t.Errorf("status of %d clusters is %d bytes, want at most %d", n, len(raw), limit)
 	}
-	if fp.Status.Clusters[0].Message == "" || fp.Status.Clusters[1].Message != "" {
-		t.Errorf("messages: failed %q (want the reason), synced %q (want none: the counts say it)", fp.Status.Clusters[0].Message, fp.Status.Clusters[1].Message)
+	sum := fp.Status.Summary
+	if sum.Clusters != n || sum.Failed != n/10 || len(sum.Attention) != policyhubv1.MaxAttention || sum.AttentionOmitted != n/10-policyhubv1.MaxAttention {
+		t.Errorf("summary: %d clusters, %d failed, %d named for attention and %d omitted; want %d, %d, %d and %d",
+			sum.Clusters, sum.Failed, len(sum.Attention), sum.AttentionOmitted, n, n/10, policyhubv1.MaxAttention, n/10-policyhubv1.MaxAttention)
+	}
+
+	changes := statusslice.Split(statusslice.Owner{Kind: "FleetPolicy", Name: "many", UID: "u", Namespace: "hub"}, clusters, nil, 0)
+	if len(changes.Write) != n/policyhubv1.MaxClustersPerSlice {
+		t.Errorf("%d slices, want %d", len(changes.Write), n/policyhubv1.MaxClustersPerSlice)
+	}
+	largest := 0
+	for _, slice := range changes.Write {
+		raw, err := json.Marshal(slice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		largest = max(largest, len(raw))
+	}
+	t.Logf("largest slice: %d bytes", largest)
+	if largest > 256<<10 {
+		t.Errorf("largest slice is %d bytes, want at most 256 KiB", largest)
+	}
+	if clusters[0].Message == "" || clusters[1].Message != "" {
+		t.Errorf("messages: failed %q (want the reason), synced %q (want none: the counts say it)", clusters[0].Message, clusters[1].Message)
 	}
 }
 

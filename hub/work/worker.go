@@ -567,7 +567,7 @@ func sameContent(a, b Declaration) bool {
 // confirms reports whether next only confirms prev: the same wanted state, Synced before and
 // still, and the pass changed nothing there. The kept result goes on saying what the last sync
 // that changed something did, and when; so a resync that finds nothing to do changes no status
-// (at a thousand clusters a status rewrite is ~160 KiB).
+// nor any slice of per-cluster state.
 func confirms(prev, next Result) bool {
 	a := next.Actions
 	return prev.Token == next.Token && prev.Phase == policyhubv1.ClusterPhaseSynced && next.Phase == policyhubv1.ClusterPhaseSynced &&

@@ -223,13 +223,8 @@ type ApplicationPolicyStatus struct {
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// Clusters is the sync state in each selected cluster.
-	// +optional
-	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=1000
-	Clusters []ClusterStatus `json:"clusters,omitempty"`
-
-	// Summary totals the clusters' state.
+	// Summary totals the clusters' state and names those that need attention; the state in each
+	// cluster is in the declaration's ClusterStatusSlices (kubectl policyhub status NAME).
 	// +optional
 	Summary StatusSummary `json:"summary,omitempty"`
 

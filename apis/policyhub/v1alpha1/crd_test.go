@@ -49,8 +49,8 @@ func TestEveryCRDFieldIsDocumented(t *testing.T) {
 func generatedCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("..", "..", "..", "config", "crd", "*.yaml"))
-	if err != nil || len(files) != 4 {
-		t.Fatalf("want the 4 generated CRDs in config/crd, found %v (%v)", files, err)
+	if err != nil || len(files) != 5 {
+		t.Fatalf("want the 5 generated CRDs in config/crd, found %v (%v)", files, err)
 	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, file := range files {
@@ -123,29 +123,38 @@ func walkSchema(s apiextensionsv1.JSONSchemaProps, visit func(apiextensionsv1.JS
 	}
 }
 
-// The declarations' status.clusters holds MaxClusters entries: the CRDs' MaxItems (a marker,
-// which cannot name the constant) must say the same, or a placement the hub accepts could not
-// have its status written.
-func TestStatusClustersHoldMaxClusters(t *testing.T) {
+// The bounds the hub fills lists to are the CRDs' MaxItems (markers, which cannot name the
+// constants): a ClusterStatusSlice holds MaxClustersPerSlice clusters, a declaration's
+// status.summary.attention MaxAttention; were they to differ, a slice or status the hub makes
+// would be refused.
+func TestListBoundsMatchTheCRDs(t *testing.T) {
 	checked := 0
 	for _, crd := range generatedCRDs(t) {
 		for _, version := range crd.Spec.Versions {
-			status, ok := version.Schema.OpenAPIV3Schema.Properties["status"]
+			root := version.Schema.OpenAPIV3Schema.Properties
+			if clusters, ok := root["clusters"]; ok && crd.Spec.Names.Kind == "ClusterStatusSlice" {
+				checked++
+				if clusters.MaxItems == nil || *clusters.MaxItems != MaxClustersPerSlice {
+					t.Errorf("%s: clusters maxItems = %v, want MaxClustersPerSlice (%d)", crd.Name, clusters.MaxItems, MaxClustersPerSlice)
+				}
+			}
+			status, ok := root["status"]
 			if !ok {
 				continue
 			}
-			clusters, ok := status.Properties["clusters"]
-			if !ok {
-				continue
+			if _, ok := status.Properties["clusters"]; ok {
+				t.Errorf("%s: status.clusters is back: a declaration's per-cluster state lives in ClusterStatusSlices", crd.Name)
 			}
-			checked++
-			if clusters.MaxItems == nil || *clusters.MaxItems != MaxClusters {
-				t.Errorf("%s %s: status.clusters maxItems = %v, want MaxClusters (%d)", crd.Name, version.Name, clusters.MaxItems, MaxClusters)
+			if attention, ok := status.Properties["summary"].Properties["attention"]; ok {
+				checked++
+				if attention.MaxItems == nil || *attention.MaxItems != MaxAttention {
+					t.Errorf("%s: status.summary.attention maxItems = %v, want MaxAttention (%d)", crd.Name, attention.MaxItems, MaxAttention)
+				}
 			}
 		}
 	}
-	if checked != 2 {
-		t.Errorf("found status.clusters in %d CRDs, want 2 (FleetPolicy, ApplicationPolicy)", checked)
+	if checked != 3 {
+		t.Errorf("checked %d lists, want 3 (slice clusters, FleetPolicy and ApplicationPolicy attention)", checked)
 	}
 }
 

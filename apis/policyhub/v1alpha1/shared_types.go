@@ -271,11 +271,6 @@ type PlannedChange struct {
 	Message string `json:"message,omitempty"`
 }
 
-// MaxClusters is how many clusters one declaration may be placed on: its status lists each
-// (the CRDs' status.clusters MaxItems, which must stay equal), and a thousand entries keep the
-// status near 160 KiB, well under etcd's 1.5 MiB request limit.
-const MaxClusters = 1000
-
 // ClusterStatus is the state of one declaration in one managed cluster.
 type ClusterStatus struct {
 	// Name of the managed cluster.
@@ -321,9 +316,10 @@ type ClusterStatus struct {
 	Stale bool `json:"stale,omitempty"`
 }
 
-// StatusSummary totals a declaration's state across its clusters.
+// StatusSummary totals a declaration's state across its clusters, bounded at any fleet size: the
+// state in each cluster is in the declaration's ClusterStatusSlices.
 type StatusSummary struct {
-	// Clusters selected by the placement.
+	// Clusters selected by the placement (and clusters still being pruned).
 	// +optional
 	Clusters int32 `json:"clusters,omitempty"`
 	// Synced clusters (phase Synced or DryRun).
@@ -332,12 +328,45 @@ type StatusSummary struct {
 	// Failed clusters (phase Failed, Conflict, Unsupported or LockHeld).
 	// +optional
 	Failed int32 `json:"failed,omitempty"`
-	// Results totals report results across clusters.
+	// Pending clusters: selected, no result yet.
+	// +optional
+	Pending int32 `json:"pending,omitempty"`
+	// Stale clusters: their agent has not been heard for three heartbeats.
+	// +optional
+	Stale int32 `json:"stale,omitempty"`
+	// Results totals report results across clusters. The status is not written for a change of
+	// the pass, warn or skip counts alone: they are as of the last write, taken along when
+	// violations or anything else changes (the hub's metrics have them live).
 	// +optional
 	Results ResultCounts `json:"results,omitempty"`
 	// Violations is results.fail + results.error across clusters, for printer columns and dashboards.
 	// +optional
 	Violations int64 `json:"violations,omitempty"`
+	// Attention names the clusters that need it most — not synced (worst phase first) or with a
+	// silent agent — at most 20; attentionOmitted counts the rest.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	Attention []ClusterAttention `json:"attention,omitempty"`
+	// AttentionOmitted counts the clusters needing attention that attention leaves out.
+	// +optional
+	AttentionOmitted int32 `json:"attentionOmitted,omitempty"`
+}
+
+// ClusterAttention is a cluster that needs attention: its phase and why.
+type ClusterAttention struct {
+	// Name of the cluster.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Phase of the declaration in the cluster.
+	Phase ClusterPhase `json:"phase"`
+	// Message says why, cut to 256 characters.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Message string `json:"message,omitempty"`
+	// Stale is true when the cluster's agent has not been heard for three heartbeats.
+	// +optional
+	Stale bool `json:"stale,omitempty"`
 }
 
 // Violation is one failing (or erroring) result, kept for users to act on.

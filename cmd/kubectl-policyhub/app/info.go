@@ -229,11 +229,6 @@ func buildInfo(app, ns string, summaries map[string]*policyhubv1.PolicyReportSum
 	seenViolation := map[string]bool{}
 	for _, ap := range aps {
 		report.ApplicationPolicies = append(report.ApplicationPolicies, ap.Name)
-		reportTimes := map[string]*metav1.Time{}
-		stale := map[string]bool{}
-		for _, c := range ap.Status.Clusters {
-			reportTimes[c.Name], stale[c.Name] = c.ReportTime, c.Stale
-		}
 		for _, p := range ap.Status.Policies {
 			// The status names a generated policy by name; the summaries, like this report,
 			// name a namespaced policy namespace/name.
@@ -245,8 +240,11 @@ func buildInfo(app, ns string, summaries map[string]*policyhubv1.PolicyReportSum
 				// (a refused create leaves no object to read the application label from).
 				r.Blocked = max(r.Blocked, p.Blocked)
 			} else {
-				results[k] = &appResult{Cluster: p.Cluster, Policy: ref, Results: toReportCounts(p.Results), Blocked: p.Blocked,
-					ReportTime: reportTimes[p.Cluster], Stale: stale[p.Cluster]}
+				r := &appResult{Cluster: p.Cluster, Policy: ref, Results: toReportCounts(p.Results), Blocked: p.Blocked}
+				if s, ok := summaries[p.Cluster]; ok { // a summary that left the policy out (truncated)
+					r.ReportTime, r.Stale = reportTime(s, now), live.stale(s, now)
+				}
+				results[k] = r
 			}
 			if p.LastBlocked != nil {
 				b := appBlocked{Cluster: p.Cluster, Policy: ref, Count: p.Blocked, Message: oneLine(p.LastBlocked.Message), Time: p.LastBlocked.Time}

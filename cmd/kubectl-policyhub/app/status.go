@@ -21,8 +21,8 @@ func init() { commands = append(commands, newStatusCommand) }
 
 // Kinds of declaration, as printed.
 const (
-	kindFleetPolicy       = "FleetPolicy"
-	kindApplicationPolicy = "ApplicationPolicy"
+	kindFleetPolicy       = policyhubv1.KindFleetPolicy
+	kindApplicationPolicy = policyhubv1.KindApplicationPolicy
 )
 
 // statusReport is the -o json|yaml output of `status`.
@@ -280,7 +280,11 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 		if fp.Spec.Mode != nil {
 			d.Mode = string(*fp.Spec.Mode)
 		}
-		d.fill(fp.Status.Conditions, fp.Status.Clusters)
+		clusters, err := clusterStates(ctx, c, fp, policyhubv1.KindFleetPolicy)
+		if err != nil {
+			return nil, err
+		}
+		d.fill(fp.Status.Conditions, clusters)
 		report.Declarations = append(report.Declarations, d)
 	}
 	slices.SortFunc(aps, func(a, b policyhubv1.ApplicationPolicy) int {
@@ -290,7 +294,11 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 		ap := &aps[i]
 		d := declarationStatus{Kind: kindApplicationPolicy, Namespace: ap.Namespace, Name: ap.Name, Application: ap.Spec.Application,
 			Mode: string(ap.Spec.Mode), UpToDate: ap.Status.ObservedGeneration == ap.Generation}
-		d.fill(ap.Status.Conditions, ap.Status.Clusters)
+		clusters, err := clusterStates(ctx, c, ap, policyhubv1.KindApplicationPolicy)
+		if err != nil {
+			return nil, err
+		}
+		d.fill(ap.Status.Conditions, clusters)
 		report.Declarations = append(report.Declarations, d)
 	}
 	return report, nil

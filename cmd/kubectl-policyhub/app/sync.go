@@ -263,7 +263,11 @@ func (so *syncOptions) declarations(ctx context.Context, hub client.Client, inv 
 			continue
 		}
 		source := render.FleetPolicyOwner(so.hubID, fp.Name).Source()
-		d, ok, err := syncDeclarationOf(source, fp.DeletionTimestamp != nil, fp.Spec.Suspend, fp.Spec.Prune, fp.Status.Clusters, note,
+		clusters, err := clusterStates(ctx, hub, fp, policyhubv1.KindFleetPolicy)
+		if err != nil {
+			return nil, nil, err
+		}
+		d, ok, err := syncDeclarationOf(source, fp.DeletionTimestamp != nil, fp.Spec.Suspend, fp.Spec.Prune, clusters, note,
 			func() (*render.Targets, error) {
 				// As the hub syncs it: a rollout gives each cluster its wave's version and mode.
 				t, _, err := declare.FleetPolicyTargets(so.hubID, fp, inv)
@@ -292,7 +296,11 @@ func (so *syncOptions) declarations(ctx context.Context, hub client.Client, inv 
 			continue
 		}
 		source := render.ApplicationPolicyOwner(so.hubID, ap.Namespace, ap.Name).Source()
-		d, ok, err := syncDeclarationOf(source, ap.DeletionTimestamp != nil, ap.Spec.Suspend, ap.Spec.Prune, ap.Status.Clusters, note,
+		clusters, err := clusterStates(ctx, hub, ap, policyhubv1.KindApplicationPolicy)
+		if err != nil {
+			return nil, nil, err
+		}
+		d, ok, err := syncDeclarationOf(source, ap.DeletionTimestamp != nil, ap.Spec.Suspend, ap.Spec.Prune, clusters, note,
 			func() (*render.Targets, error) {
 				var app *unstructured.Unstructured
 				if ap.Spec.Placement == nil {

@@ -36,6 +36,12 @@ func (b *bench) busyFleet(ctx context.Context, r *result, h *hubProc) error {
 	if err != nil {
 		return err
 	}
+	stopSlices, err := observeEach(ctx, b.informer, &policyhubv1.ClusterStatusSlice{}, obs.observe)
+	if err != nil {
+		stop()
+		return err
+	}
+	defer stopSlices()
 	defer stop()
 	logf("%s: busy fleet: %d clusters each pushing new results every %s for %s...", r.name, len(names), b.o.busyEvery, b.o.busy)
 	writes := b.hubWrites(ctx)
@@ -166,8 +172,22 @@ func (o *busyObserver) written(ci, k int, at time.Time) {
 
 func (o *busyObserver) observe(obj any) {
 	now := time.Now()
-	fp, ok := obj.(*policyhubv1.FleetPolicy)
-	if !ok || !strings.HasPrefix(fp.Name, o.prefix) {
+	written, ok := obj.(client.Object)
+	if !ok {
+		return
+	}
+	var name string
+	var clusters []policyhubv1.ClusterStatus
+	switch x := obj.(type) {
+	case *policyhubv1.FleetPolicy:
+		name = x.Name
+	case *policyhubv1.ClusterStatusSlice:
+		if x.Declaration.Kind != policyhubv1.KindFleetPolicy {
+			return
+		}
+		name, clusters = x.Declaration.Name, x.Clusters
+	}
+	if !strings.HasPrefix(name, o.prefix) {
 		return
 	}
 	o.mu.Lock()
@@ -175,13 +195,16 @@ func (o *busyObserver) observe(obj any) {
 	if !o.started {
 		return
 	}
-	if o.versions[fp.Name] != fp.ResourceVersion {
-		o.versions[fp.Name] = fp.ResourceVersion
-		if raw, err := json.Marshal(fp); err == nil {
+	// Bytes written: each new version of a FleetPolicy or of one of its slices.
+	key := fmt.Sprintf("%T/%s/%s", obj, written.GetNamespace(), written.GetName())
+	if o.versions[key] != written.GetResourceVersion() {
+		o.versions[key] = written.GetResourceVersion()
+		if raw, err := json.Marshal(obj); err == nil {
 			o.bytes += int64(len(raw))
 		}
 	}
-	for _, c := range fp.Status.Clusters {
+	fp := struct{ Name string }{name}
+	for _, c := range clusters {
 		ci, ok := o.index[c.Name]
 		if !ok || c.Results == nil || c.Results.Pass < busyPass(0) {
 			continue

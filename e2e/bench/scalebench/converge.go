@@ -24,6 +24,8 @@ func (b *bench) startHub(ctx context.Context, hubID, secretNamespace string) (*h
 		"--leader-elect=false",
 		"--gateway-secret-namespace="+secretNamespace,
 		"--resync-interval=1h",
+		// The hub's own namespace (FleetPolicies' ClusterStatusSlices): one the fleet has.
+		"--leader-election-namespace="+b.f.SecretNamespace,
 	)
 	if err != nil {
 		return nil, err

@@ -22,7 +22,7 @@ import (
 
 // requiredHubFlags are the only flags of policyhub-hub the benchmark relies on (the hub's flag
 // set is being reworked; these are checked against --help before anything starts).
-var requiredHubFlags = []string{"kubeconfig", "hub-id", "leader-elect", "metrics-bind-address", "metrics-secure", "health-probe-bind-address", "pprof-bind-address", "gateway-secret-namespace", "resync-interval"}
+var requiredHubFlags = []string{"kubeconfig", "hub-id", "leader-elect", "metrics-bind-address", "metrics-secure", "health-probe-bind-address", "pprof-bind-address", "gateway-secret-namespace", "resync-interval", "leader-election-namespace"}
 
 // buildHub builds cmd/policyhub-hub of the working tree into dir and checks its flags.
 func buildHub(root, dir string) (string, error) {

@@ -278,6 +278,9 @@ func (b *bench) setup(ctx context.Context) error {
 	if b.informer, err = cache.New(cfg, cache.Options{Scheme: scheme, ByObject: map[client.Object]cache.ByObject{}}); err != nil {
 		return err
 	}
+	if _, err := b.informer.GetInformer(ctx, &policyhubv1.ClusterStatusSlice{}); err != nil {
+		return err
+	}
 	if _, err := b.informer.GetInformer(ctx, &policyhubv1.FleetPolicy{}); err != nil {
 		return err
 	}

@@ -31,13 +31,23 @@ type tracker struct {
 	// expect says which results a cluster's entry must show to count (set before the summaries are written).
 	expect func(fp, cluster string) (policyhubv1.ResultCounts, bool)
 	latest map[string]*policyhubv1.FleetPolicy
+	// slices are the latest of the FleetPolicies' ClusterStatusSlices, by namespace/name.
+	slices map[string]*policyhubv1.ClusterStatusSlice
 }
 
 func newTracker(ctx context.Context, informers cache.Informers, prefix string) (*tracker, func(), error) {
 	t := &tracker{prefix: prefix, synced: map[string]map[string]time.Time{}, failed: map[string]map[string]time.Time{},
-		results: map[string]map[string]time.Time{}, latest: map[string]*policyhubv1.FleetPolicy{}}
-	stop, err := observeEach(ctx, informers, &policyhubv1.FleetPolicy{}, t.observe)
-	return t, stop, err
+		results: map[string]map[string]time.Time{}, latest: map[string]*policyhubv1.FleetPolicy{}, slices: map[string]*policyhubv1.ClusterStatusSlice{}}
+	stopFleet, err := observeEach(ctx, informers, &policyhubv1.FleetPolicy{}, t.observe)
+	if err != nil {
+		return nil, nil, err
+	}
+	stopSlices, err := observeEach(ctx, informers, &policyhubv1.ClusterStatusSlice{}, t.observe)
+	if err != nil {
+		stopFleet()
+		return nil, nil, err
+	}
+	return t, func() { stopFleet(); stopSlices() }, nil
 }
 
 // observeEach calls observe with every version of obj's kind the informer sees added or
@@ -59,22 +69,29 @@ func observeEach(ctx context.Context, informers cache.Informers, obj client.Obje
 
 func (t *tracker) observe(obj any) {
 	now := time.Now()
-	fp, ok := obj.(*policyhubv1.FleetPolicy)
-	if !ok || !strings.HasPrefix(fp.Name, t.prefix) {
+	if fp, ok := obj.(*policyhubv1.FleetPolicy); ok && strings.HasPrefix(fp.Name, t.prefix) {
+		t.mu.Lock()
+		t.latest[fp.Name] = fp
+		t.mu.Unlock()
 		return
 	}
+	slice, ok := obj.(*policyhubv1.ClusterStatusSlice)
+	if !ok || slice.Declaration.Kind != policyhubv1.KindFleetPolicy || !strings.HasPrefix(slice.Declaration.Name, t.prefix) {
+		return
+	}
+	name := slice.Declaration.Name
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.latest[fp.Name] = fp
+	t.slices[slice.Namespace+"/"+slice.Name] = slice
 	stamp := func(m map[string]map[string]time.Time, cluster string) {
-		if m[fp.Name] == nil {
-			m[fp.Name] = map[string]time.Time{}
+		if m[name] == nil {
+			m[name] = map[string]time.Time{}
 		}
-		if _, seen := m[fp.Name][cluster]; !seen {
-			m[fp.Name][cluster] = now
+		if _, seen := m[name][cluster]; !seen {
+			m[name][cluster] = now
 		}
 	}
-	for _, c := range fp.Status.Clusters {
+	for _, c := range slice.Clusters {
 		switch c.Phase {
 		case policyhubv1.ClusterPhaseSynced:
 			stamp(t.synced, c.Name)
@@ -82,7 +99,7 @@ func (t *tracker) observe(obj any) {
 			stamp(t.failed, c.Name)
 		}
 		if t.expect != nil && c.Results != nil {
-			if want, ok := t.expect(fp.Name, c.Name); ok && *c.Results == want {
+			if want, ok := t.expect(name, c.Name); ok && *c.Results == want {
 				stamp(t.results, c.Name)
 			}
 		}
@@ -163,13 +180,13 @@ func (t *tracker) waitAll(ctx context.Context, k stampKind, fps, clusters []stri
 	}
 }
 
-// phases counts the latest status's cluster entries by phase, over the scenario's FleetPolicies.
+// phases counts the latest cluster entries by phase, over the scenario's FleetPolicies.
 func (t *tracker) phases() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	counts := map[policyhubv1.ClusterPhase]int{}
-	for _, fp := range t.latest {
-		for _, c := range fp.Status.Clusters {
+	for _, slice := range t.slices {
+		for _, c := range slice.Clusters {
 			counts[c.Phase]++
 		}
 	}
@@ -190,8 +207,8 @@ func (t *tracker) messages(phase policyhubv1.ClusterPhase, clusters map[string]b
 	defer t.mu.Unlock()
 	seen := map[string]bool{}
 	var out []string
-	for _, fp := range t.latest {
-		for _, c := range fp.Status.Clusters {
+	for _, slice := range t.slices {
+		for _, c := range slice.Clusters {
 			if c.Phase == phase && (clusters == nil || clusters[c.Name]) && !seen[c.Message] && len(out) < n {
 				seen[c.Message] = true
 				out = append(out, c.Name+": "+c.Message)

@@ -69,11 +69,22 @@ func (b *bench) floorRun(ctx context.Context, prefix string, watched bool) (cost
 			return err
 		}
 		orig := fp.DeepCopy()
-		fp.Status = syncedStatus(b.clusterNames(), fp.Generation, metav1.Now())
+		status, clusters := syncedStatus(b.clusterNames(), fp.Generation, metav1.Now())
+		fp.Status = status
 		if err := hub.Status().Patch(ctx, fp, client.MergeFrom(orig)); err != nil {
 			return fmt.Errorf("status of %s: %w", fp.Name, err)
 		}
-		recorder.Eventf(fp, nil, corev1.EventTypeNormal, "Synced", "Sync", "%s", syncedNote(fp.Status.Clusters))
+		// The clusters' state, in the declaration's one ClusterStatusSlice (a few clusters).
+		slice := &policyhubv1.ClusterStatusSlice{
+			ObjectMeta: metav1.ObjectMeta{Namespace: b.f.SecretNamespace, Name: policyhubv1.ClusterStatusSliceName(policyhubv1.KindFleetPolicy, string(fp.UID), 0),
+				Labels: map[string]string{policyhubv1.LabelDeclarationUID: string(fp.UID)}},
+			Declaration: policyhubv1.DeclarationRef{Kind: policyhubv1.KindFleetPolicy, Name: fp.Name, UID: string(fp.UID)},
+			Clusters:    clusters,
+		}
+		if err := hub.Create(ctx, slice); err != nil {
+			return fmt.Errorf("ClusterStatusSlice of %s: %w", fp.Name, err)
+		}
+		recorder.Eventf(fp, nil, corev1.EventTypeNormal, "Synced", "Sync", "%s", syncedNote(clusters))
 		return nil
 	}
 
@@ -102,24 +113,28 @@ func (b *bench) floorRun(ctx context.Context, prefix string, watched bool) (cost
 			return cost{}, cost{}, err
 		}
 	}
+	if err := hub.DeleteAllOf(ctx, &policyhubv1.ClusterStatusSlice{}, client.InNamespace(b.f.SecretNamespace), client.HasLabels{policyhubv1.LabelDeclarationUID}); err != nil {
+		return cost{}, cost{}, err
+	}
 	return apply, noop, nil
 }
 
 // syncedStatus is the status policyhub writes for a FleetPolicy just synced everywhere.
-func syncedStatus(clusters []string, generation int64, now metav1.Time) policyhubv1.FleetPolicyStatus {
+func syncedStatus(names []string, generation int64, now metav1.Time) (policyhubv1.FleetPolicyStatus, []policyhubv1.ClusterStatus) {
 	s := policyhubv1.FleetPolicyStatus{ObservedGeneration: generation}
-	for _, name := range clusters {
-		s.Clusters = append(s.Clusters, policyhubv1.ClusterStatus{
+	var clusters []policyhubv1.ClusterStatus
+	for _, name := range names {
+		clusters = append(clusters, policyhubv1.ClusterStatus{
 			Name: name, Phase: policyhubv1.ClusterPhaseSynced, LastSyncTime: &now,
 			Message: "created 1, updated 0, deleted 0, unchanged 0", Actions: policyhubv1.ActionCounts{Created: 1},
 		})
 	}
-	s.Summary = policyhubv1.StatusSummary{Clusters: int32(len(clusters)), Synced: int32(len(clusters))}
+	s.Summary = policyhubv1.StatusSummary{Clusters: int32(len(names)), Synced: int32(len(names))}
 	s.Conditions = []metav1.Condition{{
 		Type: policyhubv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Synced", ObservedGeneration: generation,
-		Message: fmt.Sprintf("synced in %d clusters", len(clusters)), LastTransitionTime: now,
+		Message: fmt.Sprintf("synced in %d clusters", len(names)), LastTransitionTime: now,
 	}}
-	return s
+	return s, clusters
 }
 
 // syncedNote is the note of policyhub's Synced Event for these clusters.

@@ -45,8 +45,8 @@ func (b *bench) policyhub(ctx context.Context, prefix string) (cost, cost, error
 		return cost{}, cost{}, err
 	}
 	registry := prometheus.NewRegistry()
-	workers, err := controllers.SetupHub(mgr, controllers.HubOptions{
-		Gateway: hubCfg, SecretNamespace: b.f.SecretNamespace, HubID: hubID,
+	workers, err := controllers.SetupHub(ctx, mgr, controllers.HubOptions{
+		Gateway: hubCfg, SecretNamespace: b.f.SecretNamespace, HubID: hubID, Namespace: b.f.SecretNamespace,
 		Lock: work.LockOptions{Identity: hubID + "/bench"}, Registry: registry, Resync: time.Hour,
 		MaxConcurrentReconciles: 8,
 	})
@@ -142,7 +142,7 @@ func (b *bench) policyhub(ctx context.Context, prefix string) (cost, cost, error
 // hub cache's informer rather than polling the cache, so the clock stops as the last status
 // arrives, not up to a polling interval later (the loops' clocks stop as their last write returns).
 func (b *bench) waitSynced(ctx context.Context, informers cache.Informers, names []string) error {
-	informer, err := informers.GetInformer(ctx, &policyhubv1.FleetPolicy{})
+	informer, err := informers.GetInformer(ctx, &policyhubv1.ClusterStatusSlice{})
 	if err != nil {
 		return err
 	}
@@ -154,12 +154,13 @@ func (b *bench) waitSynced(ctx context.Context, informers cache.Informers, names
 	synced := map[string]bool{}
 	all := make(chan struct{})
 	check := func(obj any) {
-		fp, ok := obj.(*policyhubv1.FleetPolicy)
-		if !ok || !want[fp.Name] || fp.Status.ObservedGeneration != fp.Generation {
+		// A FleetPolicy's clusters (a few here) are in one ClusterStatusSlice.
+		slice, ok := obj.(*policyhubv1.ClusterStatusSlice)
+		if !ok || slice.Declaration.Kind != policyhubv1.KindFleetPolicy || !want[slice.Declaration.Name] {
 			return
 		}
 		n := 0
-		for _, c := range fp.Status.Clusters {
+		for _, c := range slice.Clusters {
 			if c.Phase == policyhubv1.ClusterPhaseSynced {
 				n++
 			}
@@ -169,8 +170,8 @@ func (b *bench) waitSynced(ctx context.Context, informers cache.Informers, names
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if !synced[fp.Name] {
-			synced[fp.Name] = true
+		if !synced[slice.Declaration.Name] {
+			synced[slice.Declaration.Name] = true
 			if len(synced) == len(want) {
 				close(all)
 			}

@@ -1,0 +1,61 @@
+package statusslice
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// Read lists a declaration's slices (from the hub's cache, for the hub) and joins their clusters.
+func Read(ctx context.Context, r client.Reader, namespace, uid string) ([]policyhubv1.ClusterStatus, []policyhubv1.ClusterStatusSlice, error) {
+	list := &policyhubv1.ClusterStatusSliceList{}
+	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{policyhubv1.LabelDeclarationUID: uid}); err != nil {
+		return nil, nil, fmt.Errorf("list the ClusterStatusSlices of %s: %w", uid, err)
+	}
+	return policyhubv1.JoinClusterStatusSlices(list.Items), list.Items, nil
+}
+
+// Apply makes the changes, each slice owned by the declaration (controller reference; without a
+// garbage collector, Delete removes them). An update is conditional on the slice's
+// resourceVersion as read: a stale read fails with a conflict, and the declaration's next
+// reconcile reads again.
+func Apply(ctx context.Context, c client.Client, owner client.Object, gvk schema.GroupVersionKind, changes Changes) error {
+	for i := range changes.Write {
+		s := &changes.Write[i]
+		s.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: owner.GetName(), UID: owner.GetUID(), Controller: ptr.To(true),
+		}}
+		s.ManagedFields = nil
+		var err error
+		if s.ResourceVersion == "" {
+			err = c.Create(ctx, s)
+		} else {
+			err = c.Update(ctx, s)
+		}
+		if err != nil {
+			return fmt.Errorf("write ClusterStatusSlice %s/%s: %w", s.Namespace, s.Name, err)
+		}
+	}
+	for i := range changes.Delete {
+		if err := c.Delete(ctx, &changes.Delete[i]); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete ClusterStatusSlice %s/%s: %w", changes.Delete[i].Namespace, changes.Delete[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// DeleteAll removes a declaration's slices (it is going away).
+func DeleteAll(ctx context.Context, c client.Client, r client.Reader, namespace, uid string) error {
+	_, have, err := Read(ctx, r, namespace, uid)
+	if err != nil {
+		return err
+	}
+	return Apply(ctx, c, nil, schema.GroupVersionKind{}, Changes{Delete: have})
+}
