@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -18,7 +16,8 @@ import (
 	fakeclientset "k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
-	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/policyhub/policyhub/internal/logtest"
 )
 
 // withoutKyverno is the discovery of a cluster where Kyverno is not installed: none of its report
@@ -82,40 +81,14 @@ func fakeCollector(d discovery.DiscoveryInterface) *Collector {
 	return newCollector(Options{DiscoveryInterval: 30 * time.Second}, nil, metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme()), fakeclientset.NewClientset(), d)
 }
 
-// infoLines collects the lines logged at V(0).
-type infoLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *infoLines) count(substr string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range l.lines {
-		if strings.Contains(line, substr) {
-			n++
-		}
-	}
-	return n
-}
-
-func (l *infoLines) context() context.Context {
-	return log.IntoContext(context.Background(), funcr.New(func(_, args string) {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.lines = append(l.lines, args)
-	}, funcr.Options{}))
-}
-
 // On a cluster without Kyverno the collector is synced after its first discovery, with no report
 // API and no webhooks, and nothing is logged as a failure: the agent pushes at once that the
 // cluster runs no Kyverno, instead of waiting out SyncTimeout.
 func TestCollectorWithoutKyvernoSyncsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := fakeCollector(newAggregatedDiscovery(withoutKyverno))
-		logs := &infoLines{}
-		ctx, cancel := context.WithCancel(logs.context())
+		logs := &logtest.Lines{}
+		ctx, cancel := context.WithCancel(logs.Context(context.Background()))
 		done := make(chan error, 1)
 		go func() { done <- c.Run(ctx) }()
 		synctest.Wait()
@@ -127,8 +100,8 @@ func TestCollectorWithoutKyvernoSyncsAtOnce(t *testing.T) {
 		}
 		time.Sleep(2 * time.Minute) // four more discoveries
 		synctest.Wait()
-		if n := logs.count("failed"); n != 0 {
-			t.Errorf("%d failure lines for a cluster that simply runs no Kyverno: %v", n, logs.lines)
+		if n := logs.Count("failed"); n != 0 {
+			t.Errorf("%d failure lines for a cluster that simply runs no Kyverno: %v", n, logs)
 		}
 		cancel()
 		if err := <-done; err != nil {
@@ -148,8 +121,8 @@ func TestCollectorLogsDiscoveryFailureOnce(t *testing.T) {
 		}))
 		d.fail(kyverno, errors.New("the server is currently unable to handle the request"))
 		c := fakeCollector(d)
-		logs := &infoLines{}
-		ctx, cancel := context.WithCancel(logs.context())
+		logs := &logtest.Lines{}
+		ctx, cancel := context.WithCancel(logs.Context(context.Background()))
 		done := make(chan error, 1)
 		go func() { done <- c.Run(ctx) }()
 		time.Sleep(2*time.Minute + time.Second) // five discoveries
@@ -157,13 +130,13 @@ func TestCollectorLogsDiscoveryFailureOnce(t *testing.T) {
 		if c.Synced() {
 			t.Error("synced although discovery never succeeded")
 		}
-		if n := logs.count("discovery of report and policy APIs failed"); n != 1 {
-			t.Errorf("the failure was logged %d times in five attempts, want once: %v", n, logs.lines)
+		if n := logs.Count("discovery of report and policy APIs failed"); n != 1 {
+			t.Errorf("the failure was logged %d times in five attempts, want once: %v", n, logs)
 		}
 		d.fail(kyverno, nil)
 		time.Sleep(30 * time.Second)
 		synctest.Wait()
-		if n := logs.count("succeeded after failing"); n != 1 {
+		if n := logs.Count("succeeded after failing"); n != 1 {
 			t.Errorf("the recovery was logged %d times, want once", n)
 		}
 		if !c.Synced() {

@@ -10,7 +10,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/go-logr/logr/funcr"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/internal/logtest"
 )
 
 // These tests run Pusher.Run against controller-runtime's fake client (which serves server-side
@@ -170,30 +169,12 @@ func (c *content) build() policyhubv1.PolicyReportSummarySpec {
 	return policyhubv1.PolicyReportSummarySpec{ContentHash: c.hash, Totals: policyhubv1.ResultCounts{Pass: int64(len(c.hash))}}
 }
 
-// logLines collects the Info lines (V(0)) logged through a context.
-type logLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logLines) count(substr string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range l.lines {
-		if strings.Contains(line, substr) {
-			n++
-		}
-	}
-	return n
-}
-
 // run is a Pusher running in the bubble until stop.
 type run struct {
 	*Pusher
 	changed chan struct{}
 	src     *content
-	logs    *logLines
+	logs    *logtest.Lines
 	cancel  context.CancelFunc
 	done    chan error
 }
@@ -204,13 +185,8 @@ func start(t *testing.T, hub client.Client, o Options) *run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &logLines{}
-	logger := funcr.New(func(prefix, args string) {
-		logs.mu.Lock()
-		defer logs.mu.Unlock()
-		logs.lines = append(logs.lines, args)
-	}, funcr.Options{})
-	ctx, cancel := context.WithCancel(log.IntoContext(context.Background(), logger))
+	logs := &logtest.Lines{}
+	ctx, cancel := context.WithCancel(logs.Context(context.Background()))
 	r := &run{Pusher: p, changed: make(chan struct{}, 1), src: &content{hash: "v1"}, logs: logs, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- p.Run(ctx, r.changed, r.src.build) }()
 	synctest.Wait()
@@ -396,7 +372,7 @@ func TestSummariesPushedWhileLeaseFails(t *testing.T) {
 				if attempts, _ := hub.counts("Lease"); attempts < 10 {
 					t.Errorf("%d renewal attempts in eleven heartbeats, want at least 10", attempts)
 				}
-				if n := r.logs.count("renewing the agent's Lease on the hub failed"); n != 1 {
+				if n := r.logs.Count("renewing the agent's Lease on the hub failed"); n != 1 {
 					t.Errorf("the renewal failure was logged %d times at V(0), want once (same error each time)", n)
 				}
 				hub.failing("Lease", nil)
@@ -404,7 +380,7 @@ func TestSummariesPushedWhileLeaseFails(t *testing.T) {
 				if r.Renewals() != 1 {
 					t.Errorf("%d renewals after the hub took Leases again, want 1", r.Renewals())
 				}
-				if n := r.logs.count("renewed the agent's Lease on the hub after failed attempts"); n != 1 {
+				if n := r.logs.Count("renewed the agent's Lease on the hub after failed attempts"); n != 1 {
 					t.Errorf("the recovery was logged %d times, want once", n)
 				}
 				r.stop(t)
