@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,52 +47,22 @@ func (b *bench) busyFleet(ctx context.Context, r *result, h *hubProc) error {
 	before := b.snapshot(h)
 	start := time.Now()
 	obs.start()
-	spacing := time.Duration(float64(b.o.busyEvery) / float64(len(names)))
-	// As an agent does: one write in flight per cluster; a round that comes while the last write
-	// is still on its way is skipped (the agent pushes its latest content when it can), so a
-	// slow hub sees fewer writes, not a growing queue.
-	inFlight := make([]atomic.Bool, len(names))
-	var wg sync.WaitGroup
 	var mu sync.Mutex
-	var failed, skipped int
 	var summaryBytes int64
-	end := start.Add(b.o.busy)
-	for k := range rounds {
-		for ci := range names {
-			at := start.Add(time.Duration(k)*b.o.busyEvery + time.Duration(ci)*spacing)
-			if !at.Before(end) {
-				break
-			}
-			if wait := time.Until(at); wait > 0 {
-				time.Sleep(wait)
-			}
-			if !inFlight[ci].CompareAndSwap(false, true) {
-				mu.Lock()
-				skipped++
-				mu.Unlock()
-				continue
-			}
-			wg.Go(func() {
-				defer inFlight[ci].Store(false)
-				u, err := b.summary(r, ci)
-				if err == nil {
-					setBusyRound(u, k)
-					raw, _ := json.Marshal(u.Object)
-					err = b.hub.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("policyhub-agent"), client.ForceOwnership)
-					obs.written(ci, k, time.Now())
-					mu.Lock()
-					summaryBytes += int64(len(raw))
-					mu.Unlock()
-				}
-				if err != nil {
-					mu.Lock()
-					failed++
-					mu.Unlock()
-				}
-			})
+	done := pacedWrites(start, start.Add(b.o.busy), b.o.busyEvery, len(names), func(ci, k int) error {
+		u, err := b.summary(r, ci)
+		if err != nil {
+			return err
 		}
-	}
-	wg.Wait()
+		setBusyRound(u, k)
+		raw, _ := json.Marshal(u.Object)
+		err = b.hub.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("policyhub-agent"), client.ForceOwnership)
+		obs.written(ci, k, time.Now())
+		mu.Lock()
+		summaryBytes += int64(len(raw))
+		mu.Unlock()
+		return err
+	})
 	took := time.Since(start)
 	after := b.snapshot(h)
 	writesAfter := b.hubWrites(ctx)
@@ -101,16 +70,13 @@ func (b *bench) busyFleet(ctx context.Context, r *result, h *hubProc) error {
 	// (a write not shown by then counts as never).
 	obs.waitLast(time.Now().Add(2 * time.Minute))
 	q := &r.busy
-	q.ran, q.took, q.failed, q.skipped, q.rounds = true, took, failed, skipped, rounds
-	q.cores = map[string]float64{}
-	for part, cpu := range cpuBetween(before, after) {
-		q.cores[part] = cpu / took.Seconds()
-	}
+	q.ran, q.took, q.failed, q.skipped, q.rounds = true, took, done.failed, done.skipped, rounds
+	q.cores = coresBetween(before, after, took)
 	q.hubWrites = writesBetween(writes, writesAfter)
 	q.statusBytesPerMin, q.summaryBytesPerMin = float64(obs.statusBytes())/took.Minutes(), float64(summaryBytes)/took.Minutes()
 	q.latencies, q.notReached = obs.latencies()
 	logf("%s: busy fleet: %d rounds in %s (%d writes skipped: the cluster's last still in flight); hub apiserver %.2f cores, hub %.2f cores; summary → status p99 %.2fs (%d not reached); writes %s", r.name, rounds,
-		took.Round(time.Second), skipped, q.cores[partHubAPIServer], q.cores[partHub], percentile(q.latencies, 99), q.notReached, writesLine(q.hubWrites))
+		took.Round(time.Second), done.skipped, q.cores[partHubAPIServer], q.cores[partHub], percentile(q.latencies, 99), q.notReached, writesLine(q.hubWrites))
 	return nil
 }
 

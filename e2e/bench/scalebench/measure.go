@@ -71,10 +71,7 @@ func (b *bench) measureState(ctx context.Context, h *hubProc, baselineWatches fl
 	t0 := time.Now()
 	time.Sleep(10 * time.Second)
 	after := b.snapshot(h)
-	s.idleCores = map[string]float64{}
-	for part, v := range cpuBetween(before, after) {
-		s.idleCores[part] = v / time.Since(t0).Seconds()
-	}
+	s.idleCores = coresBetween(before, after, time.Since(t0))
 	s.gatewayRSS = float64(after[partGateway].RSS)
 	s.hubAPIRSS = float64(after[partHubAPIServer].RSS)
 	return s, nil

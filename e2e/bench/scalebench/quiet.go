@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -92,42 +91,14 @@ func (b *bench) quietRun(ctx context.Context, r *result, h *hubProc, write strin
 	writes := b.hubWrites(ctx)
 	before := b.snapshot(h)
 	start := time.Now()
-	spacing := time.Duration(float64(b.o.quietHeartbeat) / float64(len(names)))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var failed int
-	sem := make(chan struct{}, 200)
-	renewals := 0
-	for n := 0; ; n++ {
-		at := start.Add(time.Duration(n) * spacing)
-		if !at.Before(start.Add(b.o.quiet)) {
-			break
-		}
-		if wait := time.Until(at); wait > 0 {
-			time.Sleep(wait)
-		}
-		sem <- struct{}{}
-		renewals++
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := renew(n % len(names)); err != nil {
-				mu.Lock()
-				failed++
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	done := pacedWrites(start, start.Add(b.o.quiet), b.o.quietHeartbeat, len(names), func(ci, _ int) error { return renew(ci) })
 	took := time.Since(start)
 	after := b.snapshot(h)
 	q.took = took
-	q.renewals, q.failed = renewals, failed
-	q.cores = map[string]float64{}
-	for part, cpu := range cpuBetween(before, after) {
-		q.cores[part] = cpu / took.Seconds()
-	}
+	q.renewals, q.failed = done.made, done.failed
+	q.cores = coresBetween(before, after, took)
 	q.hubWrites = writesBetween(writes, b.hubWrites(ctx))
-	logf("%s: quiet fleet (%s): %d renewals (%d failed) in %s; hub apiserver %.3f cores, hub %.3f cores; writes %s", r.name, write, renewals, failed,
+	logf("%s: quiet fleet (%s): %d renewals (%d failed) in %s; hub apiserver %.3f cores, hub %.3f cores; writes %s", r.name, write, q.renewals, q.failed,
 		took.Round(time.Second), q.cores[partHubAPIServer], q.cores[partHub], writesLine(q.hubWrites))
 	return q, nil
 }
