@@ -507,25 +507,3 @@ func TestRetryAfterFailureIsForced(t *testing.T) {
 		r.stop(t)
 	})
 }
-
-// Renewals patch renewTime alone; a Lease deleted meanwhile (by an admin, or a namespace
-// cleanup) is applied whole again at the next renewal.
-func TestDeletedLeaseIsAppliedAgain(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		hub := newFakeHub(t)
-		r := start(t, hub, defaultOptions())
-		advance(testHeartbeat)
-		if err := hub.Delete(context.Background(), hub.lease(t)); err != nil {
-			t.Fatal(err)
-		}
-		advance(testHeartbeat)
-		l := hub.lease(t)
-		if d := l.Spec.LeaseDurationSeconds; d == nil || *d != 180 || l.Spec.HolderIdentity == nil || l.Spec.RenewTime == nil {
-			t.Errorf("the Lease after its deletion: %+v, want it applied whole again", l.Spec)
-		}
-		if got := r.Renewals(); got != 3 {
-			t.Errorf("%d renewals, want 3", got)
-		}
-		r.stop(t)
-	})
-}
