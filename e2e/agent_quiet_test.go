@@ -58,13 +58,15 @@ func TestQuietAgentWritesNothingOnTheHub(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		// Settled first: the hub has observed the summary, and the status shows it as observed.
+		// Settled first: the hub has observed the summary...
 		observed := summary.Status.ObservedTime
 		if summary.Status.ObservedGeneration != summary.Generation || observed == nil {
 			return fmt.Errorf("the hub has not observed the summary's generation %d yet", summary.Generation)
 		}
-		if s := clusterStatus(fpBefore, "cluster-1"); s == nil || s.ReportTime == nil || !s.ReportTime.Time.Equal(observed.Time.Truncate(time.Second)) {
-			return fmt.Errorf("the FleetPolicy's status does not show the summary as observed at %v yet: %+v", observed, s)
+		// ...and has had the time to take it in: its summary events wait 500 ms, the test hub's
+		// status a second (a pass count moving alone rewrites nothing, so no write marks it).
+		if age := time.Since(observed.Time); age < 3*time.Second {
+			return fmt.Errorf("the summary was observed %s ago: the hub may still be taking it in", age)
 		}
 		before := hubWrites(t)
 		renewals := 0

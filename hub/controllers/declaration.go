@@ -450,19 +450,15 @@ func (e engine) stalled(ctx context.Context, d, orig declaration, reason string,
 }
 
 // patchStatus writes the status when it changed (a no-op resync writes nothing). A change of
-// the pass, warn or skip totals alone is not written: they move with every agent's summary, and
-// are taken along when anything else changes.
+// the pass, warn or skip totals alone is not written (policyhubv1.ResultCounts.WithoutChurn):
+// they move with every agent's summary, and are taken along when anything else changes.
 func (e engine) patchStatus(ctx context.Context, orig, d declaration) error {
 	was, now := orig.status().summary, d.status().summary
-	if was != nil && now != nil {
-		current := now.Results
-		now.Results.Pass, now.Results.Warn, now.Results.Skip = was.Results.Pass, was.Results.Warn, was.Results.Skip
-		same := equality.Semantic.DeepEqual(orig.statusValue(), d.statusValue())
-		now.Results = current
-		if same {
-			return nil
-		}
-	} else if equality.Semantic.DeepEqual(orig.statusValue(), d.statusValue()) {
+	current := now.Results
+	now.Results.Pass, now.Results.Warn, now.Results.Skip = was.Results.Pass, was.Results.Warn, was.Results.Skip
+	same := equality.Semantic.DeepEqual(orig.statusValue(), d.statusValue())
+	now.Results = current
+	if same {
 		return nil
 	}
 	if err := e.client.Status().Patch(ctx, d.object(), client.MergeFrom(orig.object())); err != nil {

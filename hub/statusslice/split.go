@@ -34,7 +34,7 @@ type Changes struct {
 // Split assigns clusters (one entry per name) to slices of at most size clusters and
 // MaxSliceBytes, keeping every cluster in the slice that holds it now, so that a change in one
 // cluster, or a cluster joining or leaving, rewrites one slice; the slices whose content does not
-// change are not written. size ≤ 0 or above policyhubv1.MaxClustersPerSlice means the maximum.
+// change, or changes only in pass, warn or skip counts and report times, are not written. size ≤ 0 or above policyhubv1.MaxClustersPerSlice means the maximum.
 func Split(owner Owner, clusters []policyhubv1.ClusterStatus, have []policyhubv1.ClusterStatusSlice, size int) Changes {
 	if size <= 0 || size > policyhubv1.MaxClustersPerSlice {
 		size = policyhubv1.MaxClustersPerSlice
@@ -128,13 +128,28 @@ func Split(owner Owner, clusters []policyhubv1.ClusterStatus, have []policyhubv1
 		slice.Labels = labels
 		slice.Declaration = policyhubv1.DeclarationRef{Kind: owner.Kind, Name: owner.Name, UID: owner.UID}
 		slice.Clusters = s.clusters
-		if s.old != nil && equality.Semantic.DeepEqual(s.old.Clusters, slice.Clusters) &&
+		if s.old != nil && sameState(s.old.Clusters, slice.Clusters) &&
 			s.old.Declaration == slice.Declaration && s.old.Labels[policyhubv1.LabelDeclarationUID] == owner.UID {
-			continue // unchanged: nothing to write
+			continue // unchanged but for churn: nothing to write
 		}
 		changes.Write = append(changes.Write, slice)
 	}
 	return changes
+}
+
+// sameState says whether two lists of clusters differ only in what moves with every agent's
+// summary (policyhubv1.ClusterStatus.WithoutChurn): pass counts moving in a busy fleet rewrite no
+// slice.
+func sameState(a, b []policyhubv1.ClusterStatus) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !equality.Semantic.DeepEqual(a[i].WithoutChurn(), b[i].WithoutChurn()) {
+			return false
+		}
+	}
+	return true
 }
 
 // indexOf is the index a slice's name ends with; -1 when it ends with none.

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
@@ -129,4 +132,33 @@ func TestSplitReplacesForeignNames(t *testing.T) {
 	if len(c.Delete) != 1 || len(c.Write) != 1 || c.Write[0].ResourceVersion != "" || c.Write[0].Name != policyhubv1.ClusterStatusSliceName(owner.Kind, owner.UID, 0) {
 		t.Errorf("write %s, delete %s; want the foreign slice deleted and slice 0 created", names(c.Write), names(c.Delete))
 	}
+}
+
+// In a busy fleet every summary moves pass counts: those alone (and the report time) rewrite no
+// slice; a fail count, a phase or staleness does, and then the slice takes the latest of all.
+func TestSplitIgnoresChurn(t *testing.T) {
+	at := func(pass, fail int64, sec int) []policyhubv1.ClusterStatus {
+		cs := clusters(3, policyhubv1.ClusterPhaseSynced)
+		ts := metav1.NewTime(time.Unix(int64(sec), 0))
+		cs[1].Results, cs[1].ReportTime = &policyhubv1.ResultCounts{Pass: pass, Fail: fail, Skip: pass}, &ts
+		return cs
+	}
+	have := stored(nil, Split(owner, at(10, 1, 1), nil, 0))
+	if c := Split(owner, at(11, 1, 2), have, 0); len(c.Write) != 0 {
+		t.Errorf("pass, skip and report time moved: wrote %s, want nothing", names(c.Write))
+	}
+	c := Split(owner, at(12, 2, 3), have, 0)
+	if len(c.Write) != 1 || c.Write[0].Clusters[1].Results.Pass != 12 || !c.Write[0].Clusters[1].ReportTime.Equal(ptrTime(3)) {
+		t.Errorf("a fail count moved: wrote %s, want the slice with the latest pass count and report time", names(c.Write))
+	}
+	stale := at(10, 1, 1)
+	stale[2].Stale = true
+	if c := Split(owner, stale, have, 0); len(c.Write) != 1 {
+		t.Errorf("a cluster turned stale: wrote %s, want its slice", names(c.Write))
+	}
+}
+
+func ptrTime(sec int) *metav1.Time {
+	ts := metav1.NewTime(time.Unix(int64(sec), 0))
+	return &ts
 }

@@ -316,6 +316,22 @@ type ClusterStatus struct {
 	Stale bool `json:"stale,omitempty"`
 }
 
+// WithoutChurn is the result counts without those that move with every agent's summary (pass,
+// warn, skip): a change of those alone does not make the hub write a declaration's status or
+// slices; they are taken along when anything else changes.
+func (r ResultCounts) WithoutChurn() ResultCounts { return ResultCounts{Fail: r.Fail, Error: r.Error} }
+
+// WithoutChurn is the cluster's state without what moves with every agent's summary: the pass,
+// warn and skip counts and the report time (see ResultCounts.WithoutChurn).
+func (c ClusterStatus) WithoutChurn() ClusterStatus {
+	if c.Results != nil {
+		r := c.Results.WithoutChurn()
+		c.Results = &r
+	}
+	c.ReportTime = nil
+	return c
+}
+
 // StatusSummary totals a declaration's state across its clusters, bounded at any fleet size: the
 // state in each cluster is in the declaration's ClusterStatusSlices.
 type StatusSummary struct {

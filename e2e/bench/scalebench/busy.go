@@ -15,8 +15,8 @@ import (
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
-// busyPass is the pass count a summary of round k reports for every policy: the round is read
-// back from the statuses by it.
+// busyPass is the count (pass or fail, -busy-moves) a summary of round k reports for every policy: the round is read
+// back from the slices by it.
 func busyPass(round int) int64 { return 1000 + int64(round) }
 
 // busyFleet is a fleet whose results keep moving (pod churn): every cluster's agent pushes a
@@ -30,7 +30,10 @@ func (b *bench) busyFleet(ctx context.Context, r *result, h *hubProc) error {
 	}
 	names := r.clusterNames
 	rounds := int(b.o.busy / b.o.busyEvery)
-	obs := newBusyObserver(r.prefix, len(r.fps), names, rounds)
+	if b.o.busyMoves != "pass" && b.o.busyMoves != "fail" {
+		return fmt.Errorf("-busy-moves %q: pass or fail", b.o.busyMoves)
+	}
+	obs := newBusyObserver(r.prefix, len(r.fps), names, rounds, b.o.busyMoves)
 	stop, err := observeEach(ctx, b.informer, &policyhubv1.FleetPolicy{}, obs.observe)
 	if err != nil {
 		return err
@@ -54,7 +57,7 @@ func (b *bench) busyFleet(ctx context.Context, r *result, h *hubProc) error {
 		if err != nil {
 			return err
 		}
-		setBusyRound(u, k)
+		setBusyRound(u, k, b.o.busyMoves)
 		raw, _ := json.Marshal(u.Object)
 		err = b.hub.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("policyhub-agent"), client.ForceOwnership)
 		obs.written(ci, k, time.Now())
@@ -80,19 +83,19 @@ func (b *bench) busyFleet(ctx context.Context, r *result, h *hubProc) error {
 	return nil
 }
 
-// setBusyRound makes a summary report round k: every policy's pass count is busyPass(k), so its
-// content (and hash) changes every round.
-func setBusyRound(u *unstructured.Unstructured, k int) {
+// setBusyRound makes a summary report round k: every policy's count of result moved (pass or
+// fail) is busyPass(k), so its content (and hash) changes every round.
+func setBusyRound(u *unstructured.Unstructured, k int, moved string) {
 	policies, _, _ := unstructured.NestedSlice(u.Object, "spec", "policies")
-	var pass int64
+	var total int64
 	for _, p := range policies {
 		if m, ok := p.(map[string]any); ok {
-			_ = unstructured.SetNestedField(m, busyPass(k), "results", "pass")
-			pass += busyPass(k)
+			_ = unstructured.SetNestedField(m, busyPass(k), "results", moved)
+			total += busyPass(k)
 		}
 	}
 	_ = unstructured.SetNestedSlice(u.Object, policies, "spec", "policies")
-	_ = unstructured.SetNestedField(u.Object, pass, "spec", "totals", "pass")
+	_ = unstructured.SetNestedField(u.Object, total, "spec", "totals", moved)
 	hash, _, _ := unstructured.NestedString(u.Object, "spec", "contentHash")
 	_ = unstructured.SetNestedField(u.Object, fmt.Sprintf("%s-round-%d", hash, k), "spec", "contentHash")
 }
@@ -103,6 +106,8 @@ type busyObserver struct {
 	prefix string
 	fps    int
 	index  map[string]int
+	// count is the count a round moves.
+	count func(*policyhubv1.ResultCounts) int64
 
 	mu        sync.Mutex
 	started   bool
@@ -113,8 +118,11 @@ type busyObserver struct {
 	bytes     int64
 }
 
-func newBusyObserver(prefix string, fps int, clusters []string, rounds int) *busyObserver {
-	o := &busyObserver{prefix: prefix, fps: fps, index: map[string]int{}, versions: map[string]string{}}
+func newBusyObserver(prefix string, fps int, clusters []string, rounds int, moved string) *busyObserver {
+	o := &busyObserver{prefix: prefix, fps: fps, index: map[string]int{}, versions: map[string]string{}, count: func(r *policyhubv1.ResultCounts) int64 { return r.Fail }}
+	if moved == "pass" {
+		o.count = func(r *policyhubv1.ResultCounts) int64 { return r.Pass }
+	}
 	for i, c := range clusters {
 		o.index[c] = i
 		o.writtenAt = append(o.writtenAt, make([]time.Time, rounds))
@@ -172,10 +180,10 @@ func (o *busyObserver) observe(obj any) {
 	fp := struct{ Name string }{name}
 	for _, c := range clusters {
 		ci, ok := o.index[c.Name]
-		if !ok || c.Results == nil || c.Results.Pass < busyPass(0) {
+		if !ok || c.Results == nil || o.count(c.Results) < busyPass(0) {
 			continue
 		}
-		round := int(c.Results.Pass - busyPass(0))
+		round := int(o.count(c.Results) - busyPass(0))
 		if round >= len(o.reached[ci]) || round <= o.seen[ci][fp.Name]-1 {
 			continue
 		}

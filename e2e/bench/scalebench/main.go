@@ -52,6 +52,7 @@ type options struct {
 	quiet, quietHeartbeat   time.Duration
 	quietWrite              string
 	busy, busyEvery         time.Duration
+	busyMoves               string
 	logDir                  string
 	profileDir              string
 }
@@ -69,6 +70,7 @@ func main() {
 	flag.StringVar(&o.quietWrite, "quiet-write", "apply", "how renewals are written in the quiet fleet, one window each, comma-separated: apply (server-side apply, as the agent does), merge-patch (renewTime alone), update (kubelet's way)")
 	flag.DurationVar(&o.busy, "busy", 3*time.Minute, "how long the virtual scenario's busy fleet runs: every cluster's results change each -busy-every (0: skip)")
 	flag.DurationVar(&o.busyEvery, "busy-every", 10*time.Second, "how often each cluster's results change in the busy fleet")
+	flag.StringVar(&o.busyMoves, "busy-moves", "fail", "which count the busy fleet's rounds move: fail (every cluster's violations change every round: the worst case, each shown in the slices) or pass (pod churn that passes: the hub writes nothing for it, so no latency is measured)")
 	flag.StringVar(&o.logDir, "log-dir", "", "directory for the hubs' logs (default: a new directory under $TMPDIR, kept and printed)")
 	flag.StringVar(&o.profileDir, "profile", "", "directory for the hubs' pprof profiles: heap and goroutines once settled, CPU over the first 30 s of converging and of the no-op resync, and the first 60 s of the aggregation (none when empty)")
 	flag.Parse()
