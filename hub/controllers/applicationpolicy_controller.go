@@ -146,9 +146,16 @@ type applicationPolicy struct {
 
 func (d *applicationPolicy) object() client.Object { return d.ApplicationPolicy }
 func (d *applicationPolicy) kind() string          { return policyhubv1.KindApplicationPolicy }
-func (d *applicationPolicy) statusValue() any      { return d.Status }
-func (d *applicationPolicy) suspended() bool       { return d.Spec.Suspend }
-func (d *applicationPolicy) prune() bool           { return declare.Prune(d.Spec.Prune) }
+func (d *applicationPolicy) statusWithoutChurn() any {
+	st := *d.Status.DeepCopy()
+	st.Summary.Results = st.Summary.Results.WithoutChurn()
+	for i := range st.Policies {
+		st.Policies[i].Results = st.Policies[i].Results.WithoutChurn()
+	}
+	return st
+}
+func (d *applicationPolicy) suspended() bool { return d.Spec.Suspend }
+func (d *applicationPolicy) prune() bool     { return declare.Prune(d.Spec.Prune) }
 func (d *applicationPolicy) deepCopy() declaration {
 	return &applicationPolicy{ApplicationPolicy: d.ApplicationPolicy.DeepCopy(), r: d.r, app: d.app, clusters: d.clusters}
 }

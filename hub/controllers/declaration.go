@@ -48,8 +48,10 @@ type declaration interface {
 	kind() string
 	// status points at the status fields every declaration has.
 	status() declarationStatus
-	// statusValue is the whole status, to tell whether it changed.
-	statusValue() any
+	// statusWithoutChurn is the status without what moves with every agent's summary (pass,
+	// warn and skip counts: policyhubv1.ResultCounts.WithoutChurn), to tell whether it changed
+	// enough to be written.
+	statusWithoutChurn() any
 	source(hubID string) string
 	suspended() bool
 	prune() bool
@@ -453,12 +455,7 @@ func (e engine) stalled(ctx context.Context, d, orig declaration, reason string,
 // the pass, warn or skip totals alone is not written (policyhubv1.ResultCounts.WithoutChurn):
 // they move with every agent's summary, and are taken along when anything else changes.
 func (e engine) patchStatus(ctx context.Context, orig, d declaration) error {
-	was, now := orig.status().summary, d.status().summary
-	current := now.Results
-	now.Results.Pass, now.Results.Warn, now.Results.Skip = was.Results.Pass, was.Results.Warn, was.Results.Skip
-	same := equality.Semantic.DeepEqual(orig.statusValue(), d.statusValue())
-	now.Results = current
-	if same {
+	if equality.Semantic.DeepEqual(orig.statusWithoutChurn(), d.statusWithoutChurn()) {
 		return nil
 	}
 	if err := e.client.Status().Patch(ctx, d.object(), client.MergeFrom(orig.object())); err != nil {

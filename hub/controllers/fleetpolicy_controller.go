@@ -102,9 +102,13 @@ type fleetPolicy struct {
 
 func (d *fleetPolicy) object() client.Object { return d.FleetPolicy }
 func (d *fleetPolicy) kind() string          { return policyhubv1.KindFleetPolicy }
-func (d *fleetPolicy) statusValue() any      { return d.Status }
-func (d *fleetPolicy) suspended() bool       { return d.Spec.Suspend }
-func (d *fleetPolicy) prune() bool           { return declare.Prune(d.Spec.Prune) }
+func (d *fleetPolicy) statusWithoutChurn() any {
+	st := *d.Status.DeepCopy()
+	st.Summary.Results = st.Summary.Results.WithoutChurn()
+	return st
+}
+func (d *fleetPolicy) suspended() bool { return d.Spec.Suspend }
+func (d *fleetPolicy) prune() bool     { return declare.Prune(d.Spec.Prune) }
 func (d *fleetPolicy) deepCopy() declaration {
 	return &fleetPolicy{FleetPolicy: d.FleetPolicy.DeepCopy(), r: d.r, rollout: d.rollout, transitions: d.transitions}
 }

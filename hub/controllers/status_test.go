@@ -335,3 +335,28 @@ func TestTopViolations(t *testing.T) {
 		})
 	}
 }
+
+// A status whose pass, warn or skip counts alone moved is not written (they move with every
+// agent's summary); a moved fail count, or anything else, is.
+func TestStatusChurnIsNotAChange(t *testing.T) {
+	fp := func(pass, fail int64) declaration {
+		d := &fleetPolicy{FleetPolicy: &policyhubv1.FleetPolicy{}}
+		d.Status.Summary = policyhubv1.StatusSummary{Clusters: 2, Results: policyhubv1.ResultCounts{Pass: pass, Skip: pass, Warn: pass, Fail: fail}}
+		return d
+	}
+	ap := func(pass, fail int64) declaration {
+		d := &applicationPolicy{ApplicationPolicy: &policyhubv1.ApplicationPolicy{}}
+		d.Status.Policies = []policyhubv1.ApplicationPolicyResult{{Cluster: "c1", Policy: "p", Results: policyhubv1.ResultCounts{Pass: pass, Fail: fail}}}
+		return d
+	}
+	for _, kind := range []struct {
+		name string
+		make func(pass, fail int64) declaration
+	}{{"FleetPolicy", fp}, {"ApplicationPolicy", ap}} {
+		same := equality.Semantic.DeepEqual(kind.make(1, 3).statusWithoutChurn(), kind.make(9, 3).statusWithoutChurn())
+		moved := equality.Semantic.DeepEqual(kind.make(1, 3).statusWithoutChurn(), kind.make(1, 4).statusWithoutChurn())
+		if !same || moved {
+			t.Errorf("%s: pass moved counts as a change: %v; fail moved counts as none: %v", kind.name, !same, moved)
+		}
+	}
+}
