@@ -228,7 +228,9 @@ type ApplicationPolicyStatus struct {
 	// +optional
 	Summary StatusSummary `json:"summary,omitempty"`
 
-	// Policies are this application's results per generated policy and cluster; at most 100 entries.
+	// Policies are this application's results per generated policy and cluster; at most 100
+	// entries. Pass, warn and skip counts are as of the status's last write: they alone do not
+	// rewrite it.
 	// +optional
 	// +kubebuilder:validation:MaxItems=100
 	Policies []ApplicationPolicyResult `json:"policies,omitempty"`

@@ -301,7 +301,8 @@ type ClusterStatus struct {
 	// +optional
 	PlanTruncated int32 `json:"planTruncated,omitempty"`
 	// Results are the policy report results of this declaration's policies in this cluster,
-	// from the cluster's latest PolicyReportSummary.
+	// from the cluster's latest PolicyReportSummary. Fail and error are always the latest; pass,
+	// warn and skip (and reportTime) as of the slice's last write: they alone do not rewrite it.
 	// +optional
 	Results *ResultCounts `json:"results,omitempty"`
 	// Blocked counts admissions this declaration's policies refused in this cluster.
