@@ -142,6 +142,10 @@ func (b *bench) print(commit string) {
 					fmt.Printf("| busy fleet: summary written → its results in every FleetPolicy's slices | %s |\n", latencyLine(r.busy.latencies, r.busy.notReached))
 				}
 			}
+			if n := len(r.cli.times); n > 0 {
+				fmt.Printf("| `kubectl policyhub status NAME -o json` of one FleetPolicy: every cluster listed, %d runs | median %.2fs, max %.2fs; %d of %d clusters, %d KiB |\n",
+					n, r.cli.times[n/2], r.cli.times[n-1], r.cli.listed, r.clusters, r.cli.bytes/1024)
+			}
 			if r.floor.ran {
 				fmt.Printf("| status write floor (hub stopped): every FleetPolicy's status written once, %d at a time, fastest of %d rounds | %s (hub kube-apiserver %.1f CPU-s a round) |\n",
 					floorConcurrency, r.floor.rounds, r.floor.round.Round(10*time.Millisecond), r.floor.cpu[partHubAPIServer]/float64(r.floor.rounds))

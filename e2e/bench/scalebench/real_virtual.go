@@ -134,6 +134,10 @@ func (b *bench) runVirtual(ctx context.Context) error {
 		_, _, _ = h.stop()
 		return fmt.Errorf("virtual: busy fleet: %w", err)
 	}
+	if err := b.cliStatus(ctx, r); err != nil {
+		_, _, _ = h.stop()
+		return fmt.Errorf("virtual: %w", err)
+	}
 	if err := b.finish(ctx, r, h); err != nil {
 		return err
 	}

@@ -75,6 +75,11 @@ type result struct {
 		latencies                             []float64 // seconds, sorted
 		notReached                            int
 	}
+	// cli is `kubectl policyhub status NAME` of one FleetPolicy (cliStatus).
+	cli struct {
+		times         []float64 // seconds, sorted
+		listed, bytes int
+	}
 	// floor is the status write floor (statusFloor), measured after the aggregation.
 	floor struct {
 		ran    bool
