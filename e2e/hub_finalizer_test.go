@@ -40,7 +40,7 @@ spec:
 	patch := client.MergeFrom(synced.DeepCopy())
 	synced.Finalizers = nil
 	synced.Annotations = map[string]string{"e2e/reconcile": "1"}
-	if err := hub.Patch(ctx, synced, patch); err != nil {
+	if err := hub.Patch(ctx, synced.FleetPolicy, patch); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, 200*time.Millisecond, "the finalizer restored", func() error {

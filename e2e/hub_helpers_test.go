@@ -154,6 +154,14 @@ type appView struct {
 	Clusters []policyhubv1.ClusterStatus
 }
 
+// notAnObject shadows the API object's DeepCopyObject in the views, so that a view is no
+// client.Object: passing one to a client (which fails at run time, its type unknown to the
+// scheme) does not compile. Pass its FleetPolicy or ApplicationPolicy.
+type notAnObject struct{}
+
+func (fleetView) DeepCopyObject() notAnObject { return notAnObject{} }
+func (appView) DeepCopyObject() notAnObject   { return notAnObject{} }
+
 // clusterStates reads a declaration's state in each cluster from its ClusterStatusSlices (those
 // labelled with its uid, in namespace).
 func clusterStates(ctx context.Context, hub client.Reader, namespace string, decl client.Object) ([]policyhubv1.ClusterStatus, error) {
