@@ -23,6 +23,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/controllers"
+	"github.com/policyhub/policyhub/hub/statusslice"
 	"github.com/policyhub/policyhub/hub/work"
 )
 
@@ -162,14 +163,11 @@ type notAnObject struct{}
 func (fleetView) DeepCopyObject() notAnObject { return notAnObject{} }
 func (appView) DeepCopyObject() notAnObject   { return notAnObject{} }
 
-// clusterStates reads a declaration's state in each cluster from its ClusterStatusSlices (those
-// labelled with its uid, in namespace).
+// clusterStates reads a declaration's state in each cluster from its ClusterStatusSlices in
+// namespace, as the hub does.
 func clusterStates(ctx context.Context, hub client.Reader, namespace string, decl client.Object) ([]policyhubv1.ClusterStatus, error) {
-	list := &policyhubv1.ClusterStatusSliceList{}
-	if err := hub.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{policyhubv1.LabelDeclarationUID: string(decl.GetUID())}); err != nil {
-		return nil, err
-	}
-	return policyhubv1.JoinClusterStatusSlices(list.Items), nil
+	clusters, _, err := statusslice.Read(ctx, hub, namespace, string(decl.GetUID()))
+	return clusters, err
 }
 
 // fleetPolicyWithClusters reads a FleetPolicy and its state in each cluster.
