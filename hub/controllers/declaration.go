@@ -346,6 +346,14 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 	for _, c := range before {
 		clusters = append(clusters, c.Name)
 	}
+	if len(have) == 0 && st.summary.Clusters > 0 && d.prune() {
+		// Its status counts clusters but no slice names them: written by a hub before the slices
+		// (or the cache has not seen them yet). Where it was synced is unknown, so every cluster
+		// of the fleet is asked to prune it: a cluster without its objects has nothing to do.
+		if clusters, err = e.fleetClusters(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if d.prune() {
 		// A cluster that left the fleet (its credential Secret is gone) cannot be reached to prune:
 		// waiting for it would hold the finalizer (and the namespace of an ApplicationPolicy) forever.
@@ -409,18 +417,31 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 	return ctrl.Result{}, nil
 }
 
+// fleetClusters are the clusters that have a cluster-gateway credential Secret.
+func (e engine) fleetClusters(ctx context.Context) ([]string, error) {
+	secrets, err := placement.CredentialSecrets(ctx, e.reader, e.secretNamespace)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(secrets))
+	for _, s := range secrets {
+		names = append(names, s.Name)
+	}
+	return names, nil
+}
+
 // leftFleet are the clusters that no longer have a cluster-gateway credential Secret.
 func (e engine) leftFleet(ctx context.Context, clusters []string) ([]string, error) {
 	if len(clusters) == 0 {
 		return nil, nil
 	}
-	secrets, err := placement.CredentialSecrets(ctx, e.reader, e.secretNamespace)
+	fleet, err := e.fleetClusters(ctx)
 	if err != nil {
 		return nil, err
 	}
 	known := map[string]bool{}
-	for _, s := range secrets {
-		known[s.Name] = true
+	for _, name := range fleet {
+		known[name] = true
 	}
 	var left []string
 	for _, c := range clusters {
