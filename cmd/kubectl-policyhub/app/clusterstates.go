@@ -15,8 +15,8 @@ import (
 const slicePage = 50
 
 // clusterStates reads a declaration's state in each of its clusters from its ClusterStatusSlices,
-// in pages. namespace is the ApplicationPolicy's; "" (a FleetPolicy) reads the slices of any
-// namespace that the declaration owns (they are in the hub's).
+// in pages: an ApplicationPolicy's in its namespace; a FleetPolicy's (cluster-scoped, its slices
+// in the hub's namespace) in any namespace, only those it owns.
 func clusterStates(ctx context.Context, c client.Reader, decl client.Object, kind string) ([]policyhubv1.ClusterStatus, error) {
 	var slices []policyhubv1.ClusterStatusSlice
 	opts := []client.ListOption{client.MatchingLabels{policyhubv1.LabelDeclarationUID: string(decl.GetUID())}, client.Limit(slicePage)}
