@@ -23,14 +23,20 @@ import (
 // to say, renews its Lease and rewrites neither its summary nor anything the hub derives from it.
 // Counted on the hub kube-apiserver's own request metrics over a window of at least five
 // renewals: no FleetPolicy status write, no summary write, no summary status write, no Event.
+// And the agent's results reach the status without the FleetPolicy being placed or rendered
+// again: the status half takes them in (the hub's policyhub_declaration_renders_total).
 func TestQuietAgentWritesNothingOnTheHub(t *testing.T) {
-	startHub(t, time.Hour)
+	h := startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns, name = "agent-quiet", "agent-quiet-team"
 	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
 	createNamespace(ctx, t, c1, ns)
 	createFleetPolicy(t, teamLabelPolicy(name, ns, "Audit", "cluster-1"))
 	waitFleetPolicy(t, name, "synced", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
+	rendersSynced := h.renders(t, policyhubv1.KindFleetPolicy)
+	if rendersSynced < 1 {
+		t.Fatalf("%v renderings counted for a synced FleetPolicy: the count is broken", rendersSynced)
+	}
 	if err := c1.Create(ctx, shopDeployment(ns, "web", "")); err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +116,9 @@ func TestQuietAgentWritesNothingOnTheHub(t *testing.T) {
 		return nil
 	})
 	t.Logf("hub writes in a window of five renewals: %v", got)
+	if n := h.renders(t, policyhubv1.KindFleetPolicy); n != rendersSynced {
+		t.Errorf("the FleetPolicy was rendered %v times while only the agent's results and heartbeats came: want none (status half only)", n-rendersSynced)
+	}
 	// The count sees writes at all: the five renewals are Lease writes (with the apiserver's own).
 	if got["leases"] < 5 {
 		t.Errorf("%v Lease writes counted in a window of five renewals: the count of writes is broken", got["leases"])

@@ -273,6 +273,28 @@ func (h *testHub) syncOps(t *testing.T, cluster, action string) float64 {
 	return 0
 }
 
+// renders reads the hub's policyhub_declaration_renders_total for a declaration kind.
+func (h *testHub) renders(t *testing.T, kind string) float64 {
+	t.Helper()
+	families, err := h.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "policyhub_declaration_renders_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "kind" && l.GetValue() == kind {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
 func findCondition(fp *fleetView, kind string) *metav1.Condition {
 	for i := range fp.Status.Conditions {
 		if fp.Status.Conditions[i].Type == kind {

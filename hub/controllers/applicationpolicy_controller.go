@@ -40,25 +40,25 @@ type ApplicationPolicyReconciler struct {
 	// status (each write makes KubeVela reconcile the Application); zero means 10s.
 	ApplicationStatusInterval time.Duration
 
-	seen      seenResults
+	room      resultsRoom
 	appWrites appWriteClock
 }
 
 // SetupWithManager registers the reconciler: ApplicationPolicy changes, inventory changes,
 // summaries of the clusters it is in, and (with KubeVela) its Application's changes trigger it.
 func (r *ApplicationPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := declarationController(mgr, "applicationpolicy", policyhubv1.KindApplicationPolicy, &policyhubv1.ApplicationPolicy{}, &r.DeclarationOptions, r.every, r.inCluster, r.ofPlacement)
+	b := declarationController(mgr, "applicationpolicy", policyhubv1.KindApplicationPolicy, &policyhubv1.ApplicationPolicy{}, &r.DeclarationOptions, &r.room, r.every, r.inCluster, r.ofPlacement)
 	// A grant given, changed or taken back changes where its tenants' policies may go.
-	b = b.Watches(&policyhubv1.TenantGrant{}, handler.EnqueueRequestsFromMapFunc(r.ofGrant), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	b = b.Watches(&policyhubv1.TenantGrant{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.ofGrant)), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	if r.ClusterSetBindings {
 		binding := &metav1.PartialObjectMetadata{}
 		binding.SetGroupVersionKind(clusterv1beta2.GroupVersion.WithKind("ManagedClusterSetBinding"))
-		b = b.Watches(binding, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.OnlyMetadata, builder.WithPredicates(createOrDelete()))
+		b = b.Watches(binding, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.inNamespace)), builder.OnlyMetadata, builder.WithPredicates(createOrDelete()))
 	}
 	if r.KubeVela {
 		app := &unstructured.Unstructured{}
 		app.SetGroupVersionKind(policyhubv1.KubeVelaApplicationGVK)
-		b = b.Watches(app, handler.EnqueueRequestsFromMapFunc(r.ofApplication), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+		b = b.Watches(app, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.ofApplication)), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	}
 	return b.Complete(r)
 }
@@ -131,15 +131,13 @@ func (r *ApplicationPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, ap); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return r.engine(&r.seen).reconcile(ctx, req.NamespacedName, &applicationPolicy{ApplicationPolicy: ap, r: r})
+	return r.engine(&r.room).reconcile(ctx, req.NamespacedName, &applicationPolicy{ApplicationPolicy: ap, r: r})
 }
 
 // applicationPolicy is an ApplicationPolicy as the engine's declaration.
 type applicationPolicy struct {
 	*policyhubv1.ApplicationPolicy
 	r *ApplicationPolicyReconciler
-	// app is its KubeVela Application, when there is one (read by targets).
-	app *unstructured.Unstructured
 	// clusters is its state in each cluster (set by setResults), for the Application's mirror.
 	clusters []policyhubv1.ClusterStatus
 }
@@ -157,7 +155,7 @@ func (d *applicationPolicy) statusWithoutChurn() any {
 func (d *applicationPolicy) suspended() bool { return d.Spec.Suspend }
 func (d *applicationPolicy) prune() bool     { return declare.Prune(d.Spec.Prune) }
 func (d *applicationPolicy) deepCopy() declaration {
-	return &applicationPolicy{ApplicationPolicy: d.ApplicationPolicy.DeepCopy(), r: d.r, app: d.app, clusters: d.clusters}
+	return &applicationPolicy{ApplicationPolicy: d.ApplicationPolicy.DeepCopy(), r: d.r, clusters: d.clusters}
 }
 
 func (d *applicationPolicy) status() declarationStatus {
@@ -168,22 +166,36 @@ func (d *applicationPolicy) source(hubID string) string {
 	return render.ApplicationPolicyOwner(hubID, d.Namespace, d.Name).Source()
 }
 
-func (d *applicationPolicy) targets(ctx context.Context) (*render.Targets, error) {
+func (d *applicationPolicy) render(ctx context.Context) (*rendering, error) {
 	inv, err := placement.ReadInventory(ctx, d.r.Reader, d.r.SecretNamespace)
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster inventory: %w", err)
 	}
-	d.app = nil
-	if d.r.KubeVela {
-		if d.app, err = declare.KubeVelaApplication(ctx, d.r.Reader, d.ApplicationPolicy); err != nil {
-			return nil, err
-		}
+	app, err := d.application(ctx)
+	if err != nil {
+		return nil, err
 	}
 	grants, err := placement.ReadGrants(ctx, d.r.Reader, d.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	return declare.ApplicationPolicyTargets(d.r.HubID, d.ApplicationPolicy, d.app, inv, grants)
+	t, err := declare.ApplicationPolicyTargets(d.r.HubID, d.ApplicationPolicy, app, inv, grants)
+	if err != nil {
+		return nil, err
+	}
+	return &rendering{targets: t}, nil
+}
+
+// renderInput: what an ApplicationPolicy renders from besides its spec (the inventory, grants,
+// its Application) comes with events.
+func (d *applicationPolicy) renderInput() string { return "" }
+
+// application is its KubeVela Application, when the hub serves them and it names one.
+func (d *applicationPolicy) application(ctx context.Context) (*unstructured.Unstructured, error) {
+	if !d.r.KubeVela {
+		return nil, nil
+	}
+	return declare.KubeVelaApplication(ctx, d.r.Reader, d.ApplicationPolicy)
 }
 
 // setResults sets this application's results from the clusters' summaries: in each cluster's
@@ -196,12 +208,17 @@ func (d *applicationPolicy) setResults(clusters []policyhubv1.ClusterStatus, rea
 }
 
 // progress: an ApplicationPolicy has no rollout; it is in force where its application runs.
-func (d *applicationPolicy) progress([]clusterOutcome, summaryRead, map[string][]aggregate.Policy, time.Time) progress {
+func (d *applicationPolicy) progress(*rendering, []clusterOutcome, summaryRead, map[string][]aggregate.Policy, time.Time) progress {
 	return progress{}
 }
 
-// afterStatus mirrors the status into the KubeVela Application's status.policy entry.
-
+// afterStatus mirrors the status into the KubeVela Application's status.policy entry, read now
+// (the mirror's write is guarded by the Application's resourceVersion).
 func (d *applicationPolicy) afterStatus(ctx context.Context) time.Duration {
-	return d.r.mirror(ctx, d.ApplicationPolicy, d.clusters, d.app)
+	app, err := d.application(ctx)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "read the application to mirror the status into")
+		return time.Second
+	}
+	return d.r.mirror(ctx, d.ApplicationPolicy, d.clusters, app)
 }

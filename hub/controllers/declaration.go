@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -33,6 +32,7 @@ import (
 	"github.com/policyhub/policyhub/hub/declare"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/heartbeat"
+	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/statusslice"
@@ -55,13 +55,18 @@ type declaration interface {
 	source(hubID string) string
 	suspended() bool
 	prune() bool
-	// targets places and renders the declaration.
-	targets(ctx context.Context) (*render.Targets, error)
+	// render places the declaration and renders what each placed cluster gets (the engine
+	// fills in the rendering's input, epoch and token).
+	render(ctx context.Context) (*rendering, error)
+	// renderInput is what render reads from the declaration besides its spec and annotations
+	// (e.g. a FleetPolicy's rollout state): a rendering is reused while it is the same.
+	renderInput() string
 	// setResults sets the agents' results in the clusters' state, and in the status, from the
 	// accepted summaries.
 	setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus
-	// progress moves what the declaration rolls out, from the clusters' outcomes and summaries.
-	progress(outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress
+	// progress moves what the declaration rolls out (made by the rendering r), from the
+	// clusters' outcomes and summaries.
+	progress(r *rendering, outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress
 	// afterStatus runs once the status is written (e.g. mirroring it elsewhere) and may ask to
 	// be woken again.
 	afterStatus(ctx context.Context) time.Duration
@@ -124,20 +129,22 @@ type DeclarationOptions struct {
 	// ClustersPerSlice is how many clusters one ClusterStatusSlice holds; zero means
 	// policyhubv1.MaxClustersPerSlice.
 	ClustersPerSlice int
+	// Renders counts the declarations rendered (nil: not counted).
+	Renders *metrics.Renders
 }
 
 // statusQuiet is how many StatusCoalesce a status waits for its first cluster's answer.
 const statusQuiet = 5
 
-// engine returns the engine that reconciles declarations with these options; seen is the
-// reconciler's memory of the results it announced.
-func (o *DeclarationOptions) engine(seen *seenResults) engine {
+// engine returns the engine that reconciles declarations with these options; room is the
+// reconciler's memory of its declarations between reconciles.
+func (o *DeclarationOptions) engine(room *resultsRoom) engine {
 	coalesce := o.StatusCoalesce
 	if coalesce <= 0 {
 		coalesce = 2 * time.Second
 	}
 	return engine{
-		client: o.Client, reader: o.Reader, recorder: o.Recorder, hubID: o.HubID, coalesce: coalesce, quiet: statusQuiet * coalesce, seen: seen,
+		client: o.Client, reader: o.Reader, recorder: o.Recorder, hubID: o.HubID, coalesce: coalesce, quiet: statusQuiet * coalesce, room: room, renders: o.Renders,
 		secretNamespace: o.SecretNamespace, heard: o.Heard, namespace: o.Namespace, sliceSize: o.ClustersPerSlice,
 		dispatch: dispatcher{gateway: o.Gateway, workers: o.Workers},
 	}
@@ -148,8 +155,11 @@ func (o *DeclarationOptions) engine(seen *seenResults) engine {
 // declaration. Objects listed with it must never be changed.
 const readOnlyList = client.UnsafeDisableDeepCopyOption(true)
 
-// engine runs a declaration's lifecycle: finalizer, suspend, placement and rendering, sync of
-// every selected cluster (pruning those no longer selected), status, results, Events.
+// engine runs a declaration's lifecycle: finalizer and suspend here; then the flow in two halves,
+// the dispatch half towards the clusters (placement and rendering, sync of every selected
+// cluster, pruning those no longer selected: dispatchHalf) and the status half back from them
+// (the workers' outcomes and the agents' results → per-cluster state, status, Events:
+// statusHalf), which meet in the results room.
 type engine struct {
 	client   client.Client
 	reader   client.Reader
@@ -161,8 +171,10 @@ type engine struct {
 	coalesce        time.Duration
 	// quiet bounds how long a status waits for the first cluster to answer (see statusWait).
 	quiet time.Duration
-	seen  *seenResults
+	room  *resultsRoom
 	heard *heartbeat.Heard
+	// renders counts the renderings the dispatch half makes (nil: not counted).
+	renders *metrics.Renders
 	// namespace holds FleetPolicies' ClusterStatusSlices; sliceSize is the clusters per slice.
 	namespace string
 	sliceSize int
@@ -188,6 +200,9 @@ func (e engine) writeSlices(ctx context.Context, d declaration, clusters []polic
 	return statusslice.Apply(ctx, e.client, d.object(), policyhubv1.GroupVersion.WithKind(d.kind()), changes)
 }
 
+// reconcile keeps the finalizer, or lets a deleted declaration go (finalize); a suspended one
+// only says so. Otherwise the dispatch half hands the clusters what the declaration wants, and
+// the status half writes what they answered.
 func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d declaration) (ctrl.Result, error) {
 	source := d.source(e.hubID)
 	obj := d.object()
@@ -219,90 +234,19 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 		return ctrl.Result{}, e.patchStatus(ctx, orig, d)
 	}
 
-	targets, err := d.targets(ctx)
+	owner := e.sliceOwner(d)
+	before, have, err := statusslice.Read(ctx, e.reader, owner.Namespace, owner.UID)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	sent, err := e.dispatchHalf(ctx, key, d, before)
 	if invalid, ok := render.AsInvalid(err); ok {
 		return e.stalled(ctx, d, orig, invalid.Reason, invalid.Err)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	owner := e.sliceOwner(d)
-	before, have, err := statusslice.Read(ctx, e.reader, owner.Namespace, owner.UID)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	now := time.Now()
-	// The token names what the declaration wants: a new generation, annotation (a requested
-	// reconcile) or rendering makes the workers sync it again; the same token costs nothing.
-	token := fmt.Sprint(obj.GetGeneration(), obj.GetAnnotations(), targets.Fingerprint())
-	prune := d.prune()
-	wants := targetWants(targets, prune, token)
-	// Clusters that were synced before and are no longer selected: prune there, then forget them.
-	// With prune off the policies stay there and the cluster just leaves the status.
-	leaving := declare.Leaving(before, targets.Objects)
-	if !prune {
-		for _, c := range leaving {
-			e.dispatch.workers.Drop(c, source)
-		}
-		leaving = nil
-	}
-	wants = append(wants, pruneWants(source, leaving)...)
-	outcomes := e.dispatch.want(wants)
-	kept, failing, pending := keepOutcomes(outcomes, targets)
-	wantedAt, answeredAt := e.seen.since(key, token, pending < len(kept), now)
-	for _, o := range outcomes {
-		if targets.Objects[o.cluster] == nil && !o.pending && o.result.Phase == policyhubv1.ClusterPhaseSynced {
-			e.dispatch.workers.Drop(o.cluster, source) // pruned there: nothing more to want
-		}
-	}
-	// Coalesce: right after a change, wait a little for the clusters' results so the status is
-	// written once; the workers' results wake this reconcile as they come.
-	if wait := statusWait(now, wantedAt, answeredAt, pending, e.coalesce, e.quiet); wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
-	e.seen.fresh(key, kept)
-	clusters := clusterStatuses(before, kept, metav1.NewTime(now))
-	owned := ownedPolicies(targets.Objects)
-	read := readSummaries(ctx, e.reader, clusters)
-	read.heard = e.heard
-	clusters = d.setResults(clusters, read, owned, now)
-	*st.summary = summarize(clusters)
-	prog := d.progress(kept, read, owned, now)
-	*st.observedGeneration = obj.GetGeneration()
-	var reconciling *metav1.Condition
-	switch {
-	case failing:
-		reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "RetryingClusters", Message: "some clusters failed or were locked; their workers retry with backoff"}
-	case pending > 0:
-		reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Progressing", Message: fmt.Sprintf("waiting for %d clusters", pending)}
-	}
-	ready := readyCondition(clusters, targets.Unknown, targets.MissingPlacement, obj.GetGeneration())
-	if prog.holding != "" && ready.Status == metav1.ConditionTrue {
-		msg := policyhubv1.TruncateMessage(prog.holding, 1024)
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, prog.reason, msg
-		if reconciling == nil {
-			reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: prog.reason, Message: msg}
-		}
-	}
-	stalled := notGranted(&ready, obj.GetNamespace(), targets.NotGranted)
-	setConditions(st.conditions, ready, reconciling, stalled)
-	if err := e.writeSlices(ctx, d, clusters, have); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-			// The cache had not seen the last write of a slice yet: read again shortly.
-			return ctrl.Result{RequeueAfter: sliceReread}, nil
-		}
-		return ctrl.Result{}, err
-	}
-	if err := e.patchStatus(ctx, orig, d); err != nil {
-		return ctrl.Result{}, err
-	}
-	if was := meta.FindStatusCondition(*orig.status().conditions, policyhubv1.ConditionReady); (ready.Reason == ReasonPlacementNotFound || ready.Reason == ReasonNotGranted) &&
-		(was == nil || was.Reason != ready.Reason || was.Message != ready.Message) {
-		e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ready.Reason, "Place", "%s", ready.Message)
-	}
-	emitSyncEvents(e.recorder, obj, before, kept)
-	wake := d.afterStatus(ctx)
-	return ctrl.Result{RequeueAfter: minPositive(wake, prog.wake)}, nil
+	return e.statusHalf(ctx, key, d, orig, sent, before, have)
 }
 
 // keepOutcomes drops the clusters a declaration left and was pruned from, and says whether a
@@ -413,7 +357,7 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 	for _, c := range clusters {
 		e.dispatch.workers.Drop(c, source)
 	}
-	e.seen.forget(key)
+	e.room.forget(key)
 	return ctrl.Result{}, nil
 }
 
@@ -500,7 +444,11 @@ func minPositive(a, b time.Duration) time.Duration {
 // joining, leaving or changing labels: cluster-gateway's credential Secrets, metadata only), the
 // agents' summaries of the clusters it is in, and the results the clusters' workers publish for
 // it. Nothing is retried here: the workers retry their clusters and publish what they find.
-func declarationController(mgr ctrl.Manager, name, kind string, obj client.Object, o *DeclarationOptions, every, inCluster, ofPlacement handler.MapFunc) *builder.TypedBuilder[reconcile.Request] {
+//
+// What a rendering is made from besides the declaration (the inventory, OCM placements) marks its
+// rendering for renewal in room as it maps (resultsRoom.rerendering); summaries and results do not.
+func declarationController(mgr ctrl.Manager, name, kind string, obj client.Object, o *DeclarationOptions, room *resultsRoom, every, inCluster, ofPlacement handler.MapFunc) *builder.TypedBuilder[reconcile.Request] {
+	every, ofPlacement = room.rerendering(every), room.rerendering(ofPlacement)
 	credentials := predicate.NewPredicateFuncs(func(c client.Object) bool {
 		_, ok := c.GetLabels()[gateway.CredentialTypeLabel]
 		return ok && c.GetNamespace() == o.SecretNamespace

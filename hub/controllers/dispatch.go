@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +18,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/declare"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/heartbeat"
 	"github.com/policyhub/policyhub/hub/render"
@@ -27,6 +27,73 @@ import (
 
 // What every declaration's reconciler shares: dispatching to the clusters through the gateway,
 // remembering clean syncs, reading the agents' summaries.
+
+// dispatched is what the dispatch half handed the clusters' workers, and what they answered so
+// far: all the status half knows of the clusters besides the agents' summaries.
+type dispatched struct {
+	*rendering
+	// kept are the clusters' outcomes, without the clusters the declaration left and was pruned
+	// from; failing says whether one is failing (its worker retries it), pending how many have
+	// no result yet.
+	kept    []clusterOutcome
+	failing bool
+	pending int
+}
+
+// dispatchHalf runs a declaration's flow towards its clusters: spec and inventory → declare
+// (place → rollout → render) → the wanted state to each cluster's worker, including the prune of
+// the clusters it left. The rendering is the results room's while nothing it was made from
+// changed, so that a reconcile woken by results or summaries renders nothing.
+func (e engine) dispatchHalf(ctx context.Context, key types.NamespacedName, d declaration, before []policyhubv1.ClusterStatus) (dispatched, error) {
+	r, err := e.render(ctx, key, d)
+	if err != nil {
+		return dispatched{}, err
+	}
+	source := d.source(e.hubID)
+	prune := d.prune()
+	wants := targetWants(r.targets, prune, r.token)
+	// Clusters that were synced before and are no longer selected: prune there, then forget them.
+	// With prune off the policies stay there and the cluster just leaves the status.
+	leaving := declare.Leaving(before, r.targets.Objects)
+	if !prune {
+		for _, c := range leaving {
+			e.dispatch.workers.Drop(c, source)
+		}
+		leaving = nil
+	}
+	wants = append(wants, pruneWants(source, leaving)...)
+	outcomes := e.dispatch.want(wants)
+	kept, failing, pending := keepOutcomes(outcomes, r.targets)
+	for _, o := range outcomes {
+		if r.targets.Objects[o.cluster] == nil && !o.pending && o.result.Phase == policyhubv1.ClusterPhaseSynced {
+			e.dispatch.workers.Drop(o.cluster, source) // pruned there: nothing more to want
+		}
+	}
+	return dispatched{rendering: r, kept: kept, failing: failing, pending: pending}, nil
+}
+
+// render returns the declaration's rendering: the results room's, when neither the declaration
+// (its generation, annotations and renderInput) nor anything read from elsewhere changed since
+// it was made; else a new one, kept there.
+func (e engine) render(ctx context.Context, key types.NamespacedName, d declaration) (*rendering, error) {
+	obj := d.object()
+	input := fmt.Sprint(obj.GetGeneration(), obj.GetAnnotations(), d.renderInput())
+	r, epoch := e.room.rendered(key, input)
+	if r != nil {
+		return r, nil
+	}
+	e.renders.Rendered(d.kind())
+	r, err := d.render(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.input, r.epoch = input, epoch
+	// The token names what the declaration wants: a new generation, annotation (a requested
+	// reconcile) or rendering makes the workers sync it again; the same token costs nothing.
+	r.token = fmt.Sprint(obj.GetGeneration(), obj.GetAnnotations(), r.targets.Fingerprint())
+	e.room.keep(key, r)
+	return r, nil
+}
 
 // dispatcher hands declarations' desired state to the per-cluster workers and reads back their
 // latest results. It never waits for a cluster.
@@ -83,89 +150,6 @@ func pruneWants(source string, clusters []string) []wantedIn {
 		wants = append(wants, wantedIn{cluster: c, decl: work.Declaration{Source: source, Prune: true}, token: tokenPrune})
 	}
 	return wants
-}
-
-// seenResults remembers, per declaration and cluster, the newest worker result already turned
-// into status and Events, so a result is announced once however often the declaration is
-// reconciled, and when a declaration first asked for its current state and first heard from a
-// cluster about it (to coalesce its status writes). The zero value is ready to use.
-type seenResults struct {
-	mu   sync.Mutex
-	last map[types.NamespacedName]*seen
-}
-
-type seen struct {
-	token      string
-	wantedAt   time.Time
-	answeredAt time.Time
-	seq        map[string]uint64
-}
-
-// since returns when the declaration first wanted token (now, if it is new) and when a cluster
-// first answered for it (zero until answered is true in a call).
-func (s *seenResults) since(key types.NamespacedName, token string, answered bool, now time.Time) (wantedAt, answeredAt time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.last == nil {
-		s.last = map[types.NamespacedName]*seen{}
-	}
-	e := s.last[key]
-	if e == nil {
-		e = &seen{seq: map[string]uint64{}}
-		s.last[key] = e
-	}
-	if e.token != token {
-		e.token, e.wantedAt, e.answeredAt = token, now, time.Time{}
-	}
-	if answered && e.answeredAt.IsZero() {
-		e.answeredAt = now
-	}
-	return e.wantedAt, e.answeredAt
-}
-
-// statusWait is how much longer a declaration's status waits for its clusters' results, so that
-// it is written once for all of them rather than once per cluster; zero means write it now.
-// With every cluster answered it waits no more. Otherwise it waits coalesce from the first
-// answer: clusters fed the same burst of work answer close together, and a slow one is shown
-// Pending after that. A status that could only say "every cluster Pending" tells nothing the
-// stale observedGeneration does not (kstatus reads it as in progress), so it waits for the
-// first answer, up to quiet. A dark cluster answers at once (Failed), so it holds nothing back.
-func statusWait(now, wantedAt, answeredAt time.Time, pending int, coalesce, quiet time.Duration) time.Duration {
-	if pending == 0 {
-		return 0
-	}
-	due := wantedAt.Add(quiet)
-	if !answeredAt.IsZero() {
-		due = answeredAt.Add(coalesce)
-	}
-	return max(due.Sub(now), 0)
-}
-
-// fresh marks the outcomes already announced as not written (their write was announced), and
-// records the rest as announced.
-func (s *seenResults) fresh(key types.NamespacedName, outcomes []clusterOutcome) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.last[key]
-	if e == nil {
-		return
-	}
-	for i := range outcomes {
-		o := &outcomes[i]
-		if o.pending {
-			continue
-		}
-		if o.seq <= e.seq[o.cluster] {
-			o.wrote = false
-		}
-		e.seq[o.cluster] = max(e.seq[o.cluster], o.seq)
-	}
-}
-
-func (s *seenResults) forget(key types.NamespacedName) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.last, key)
 }
 
 // summaryRead is what a reconcile read of its clusters' summaries.

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -17,7 +18,6 @@ import (
 	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
-	"github.com/policyhub/policyhub/hub/rollout"
 )
 
 // Finalizer keeps a FleetPolicy until its policies are pruned from every cluster.
@@ -27,9 +27,9 @@ const Finalizer = "policyhub.io/prune"
 type FleetPolicyReconciler struct {
 	DeclarationOptions
 
-	// synced remembers, per FleetPolicy, the last sync that left every cluster in a final state,
-	// so a reconcile woken only by an agent's summary updates the results without syncing again.
-	seen seenResults
+	// room remembers, per FleetPolicy, its last rendering and the results announced, so that a
+	// reconcile woken by an agent's summary or a worker's result renders nothing.
+	room resultsRoom
 
 	// Rollouts exports the rollouts' state as metrics.
 	Rollouts *metrics.Rollout
@@ -38,7 +38,7 @@ type FleetPolicyReconciler struct {
 // SetupWithManager registers the reconciler: FleetPolicy spec changes, and changes of the
 // inventory (gateway credential Secrets, metadata only), trigger it.
 func (r *FleetPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return declarationController(mgr, "fleetpolicy", policyhubv1.KindFleetPolicy, &policyhubv1.FleetPolicy{}, &r.DeclarationOptions, r.everyFleetPolicy, r.fleetPoliciesInCluster, r.fleetPoliciesOfPlacement).Complete(r)
+	return declarationController(mgr, "fleetpolicy", policyhubv1.KindFleetPolicy, &policyhubv1.FleetPolicy{}, &r.DeclarationOptions, &r.room, r.everyFleetPolicy, r.fleetPoliciesInCluster, r.fleetPoliciesOfPlacement).Complete(r)
 }
 
 func (r *FleetPolicyReconciler) everyFleetPolicy(ctx context.Context, _ client.Object) []reconcile.Request {
@@ -87,16 +87,15 @@ func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return r.engine(&r.seen).reconcile(ctx, req.NamespacedName, &fleetPolicy{FleetPolicy: fp, r: r})
+	return r.engine(&r.room).reconcile(ctx, req.NamespacedName, &fleetPolicy{FleetPolicy: fp, r: r})
 }
 
 // fleetPolicy is a FleetPolicy as the engine's declaration.
 type fleetPolicy struct {
 	*policyhubv1.FleetPolicy
 	r *FleetPolicyReconciler
-	// rollout is this reconcile's rollout plan, when spec.rollout is set (see targets), and
-	// transitions the Events of its step, recorded once the status is written.
-	rollout     *rollout.Plan
+	// transitions are the Events of this reconcile's rollout step, recorded once the status is
+	// written.
 	transitions []rolloutEvent
 }
 
@@ -110,7 +109,7 @@ func (d *fleetPolicy) statusWithoutChurn() any {
 func (d *fleetPolicy) suspended() bool { return d.Spec.Suspend }
 func (d *fleetPolicy) prune() bool     { return declare.Prune(d.Spec.Prune) }
 func (d *fleetPolicy) deepCopy() declaration {
-	return &fleetPolicy{FleetPolicy: d.FleetPolicy.DeepCopy(), r: d.r, rollout: d.rollout, transitions: d.transitions}
+	return &fleetPolicy{FleetPolicy: d.FleetPolicy.DeepCopy(), r: d.r, transitions: d.transitions}
 }
 
 func (d *fleetPolicy) status() declarationStatus {
@@ -121,18 +120,33 @@ func (d *fleetPolicy) source(hubID string) string {
 	return render.FleetPolicyOwner(hubID, d.Name).Source()
 }
 
-func (d *fleetPolicy) targets(ctx context.Context) (*render.Targets, error) {
+func (d *fleetPolicy) render(ctx context.Context) (*rendering, error) {
 	inv, err := placement.ReadInventory(ctx, d.r.Reader, d.r.SecretNamespace)
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster inventory: %w", err)
 	}
 	t, plan, err := declare.FleetPolicyTargets(d.r.HubID, d.FleetPolicy, inv)
-	d.rollout = plan
-	return t, err
+	if err != nil {
+		return nil, err
+	}
+	return &rendering{targets: t, rollout: plan}, nil
 }
 
-func (d *fleetPolicy) progress(outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress {
-	return d.progressRollout(outcomes, read, owned, now)
+// renderInput is the rollout's state, when it rolls out: the plan, and so what each wave's
+// clusters get, follows the waves' phases.
+func (d *fleetPolicy) renderInput() string {
+	if d.Spec.Rollout == nil || d.Status.Rollout == nil {
+		return ""
+	}
+	state, err := json.Marshal(d.Status.Rollout)
+	if err != nil {
+		return fmt.Sprint(d.Status.Rollout) // never for a status read from the API
+	}
+	return string(state)
+}
+
+func (d *fleetPolicy) progress(r *rendering, outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress {
+	return d.progressRollout(r.rollout, outcomes, read, owned, now)
 }
 
 func (d *fleetPolicy) setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {

@@ -17,10 +17,9 @@ type rolloutEvent struct {
 	eventType, reason, message string
 }
 
-// progressRollout makes one step of the rollout from the clusters' outcomes and summaries,
+// progressRollout makes one step of the rollout plan (nil: none) from the clusters' outcomes and summaries,
 // and records the new state in the status.
-func (d *fleetPolicy) progressRollout(outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress {
-	plan := d.rollout
+func (d *fleetPolicy) progressRollout(plan *rollout.Plan, outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress {
 	if plan == nil {
 		d.Status.Rollout = nil
 		return progress{}

@@ -91,7 +91,7 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: o.Gateway, SecretNamespace: o.SecretNamespace,
 		HubID: o.HubID, Workers: workers, Results: results, Recorder: mgr.GetEventRecorder("policyhub-hub"),
 		StatusCoalesce: o.StatusCoalesce, MaxConcurrentReconciles: o.MaxConcurrentReconciles, OCMPlacements: ocm, Heard: heard,
-		Namespace: o.Namespace, ClustersPerSlice: o.ClustersPerSlice,
+		Namespace: o.Namespace, ClustersPerSlice: o.ClustersPerSlice, Renders: metrics.NewRenders(o.Registry),
 	}
 	setup := func() error {
 		if err := (&FleetPolicyReconciler{DeclarationOptions: declarations, Rollouts: metrics.NewRollout(o.Registry)}).SetupWithManager(mgr); err != nil {

@@ -1,19 +1,82 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/work"
 )
+
+// statusHalf runs a declaration's flow back from its clusters: the workers' outcomes (sent) and
+// the agents' summaries → each cluster's state (its ClusterStatusSlices), the rollout's next
+// step, the bounded status, Events. It renders nothing: what each cluster was asked for is the
+// dispatch half's. Right after a change it waits a little for the clusters' results, so the
+// status is written once for all; the workers' results wake it as they come.
+func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, orig declaration, sent dispatched, before []policyhubv1.ClusterStatus, have []policyhubv1.ClusterStatusSlice) (ctrl.Result, error) {
+	obj := d.object()
+	st := d.status()
+	now := time.Now()
+	wantedAt, answeredAt := e.room.since(key, sent.token, sent.pending < len(sent.kept), now)
+	if wait := statusWait(now, wantedAt, answeredAt, sent.pending, e.coalesce, e.quiet); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	e.room.fresh(key, sent.kept)
+	clusters := clusterStatuses(before, sent.kept, metav1.NewTime(now))
+	owned := ownedPolicies(sent.targets.Objects)
+	read := readSummaries(ctx, e.reader, clusters)
+	read.heard = e.heard
+	clusters = d.setResults(clusters, read, owned, now)
+	*st.summary = summarize(clusters)
+	prog := d.progress(sent.rendering, sent.kept, read, owned, now)
+	*st.observedGeneration = obj.GetGeneration()
+	var reconciling *metav1.Condition
+	switch {
+	case sent.failing:
+		reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "RetryingClusters", Message: "some clusters failed or were locked; their workers retry with backoff"}
+	case sent.pending > 0:
+		reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Progressing", Message: fmt.Sprintf("waiting for %d clusters", sent.pending)}
+	}
+	ready := readyCondition(clusters, sent.targets.Unknown, sent.targets.MissingPlacement, obj.GetGeneration())
+	if prog.holding != "" && ready.Status == metav1.ConditionTrue {
+		msg := policyhubv1.TruncateMessage(prog.holding, 1024)
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, prog.reason, msg
+		if reconciling == nil {
+			reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: prog.reason, Message: msg}
+		}
+	}
+	stalled := notGranted(&ready, obj.GetNamespace(), sent.targets.NotGranted)
+	setConditions(st.conditions, ready, reconciling, stalled)
+	if err := e.writeSlices(ctx, d, clusters, have); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			// The cache had not seen the last write of a slice yet: read again shortly.
+			return ctrl.Result{RequeueAfter: sliceReread}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if err := e.patchStatus(ctx, orig, d); err != nil {
+		return ctrl.Result{}, err
+	}
+	if was := apimeta.FindStatusCondition(*orig.status().conditions, policyhubv1.ConditionReady); (ready.Reason == ReasonPlacementNotFound || ready.Reason == ReasonNotGranted) &&
+		(was == nil || was.Reason != ready.Reason || was.Message != ready.Message) {
+		e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ready.Reason, "Place", "%s", ready.Message)
+	}
+	emitSyncEvents(e.recorder, obj, before, sent.kept)
+	wake := d.afterStatus(ctx)
+	return ctrl.Result{RequeueAfter: minPositive(wake, prog.wake)}, nil
+}
 
 // clusterOutcome is what one reconcile learnt about one cluster.
 type clusterOutcome struct {

@@ -33,8 +33,8 @@ func TestStatusWait(t *testing.T) {
 	}
 }
 
-func TestSeenResultsAnsweredOncePerToken(t *testing.T) {
-	var s seenResults
+func TestResultsRoomAnsweredOncePerToken(t *testing.T) {
+	var s resultsRoom
 	key := types.NamespacedName{Name: "a"}
 	t0 := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
 	wanted, answered := s.since(key, "v1", false, t0)

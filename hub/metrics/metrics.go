@@ -88,3 +88,28 @@ func reason(p policyhubv1.ClusterPhase) string {
 	}
 	return strings.ToLower(b.String())
 }
+
+// Renders counts the declarations placed and rendered, by kind: the dispatch half of a
+// declaration's reconcile. It moves with what renderings depend on (specs, the inventory,
+// placements, grants, rollout steps), never with the agents' results or the workers' outcomes,
+// which the status half takes in without rendering again.
+type Renders struct {
+	total *prometheus.CounterVec
+}
+
+// NewRenders creates the renders counter and registers it with reg.
+func NewRenders(reg prometheus.Registerer) *Renders {
+	m := &Renders{total: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "policyhub_declaration_renders_total",
+		Help: "Declarations placed and rendered, by kind (FleetPolicy, ApplicationPolicy).",
+	}, []string{"kind"})}
+	reg.MustRegister(m.total)
+	return m
+}
+
+// Rendered records one rendering of a declaration of kind; a nil Renders records nothing.
+func (m *Renders) Rendered(kind string) {
+	if m != nil {
+		m.total.WithLabelValues(kind).Inc()
+	}
+}

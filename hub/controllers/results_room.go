@@ -1,0 +1,167 @@
+package controllers
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/policyhub/policyhub/hub/render"
+	"github.com/policyhub/policyhub/hub/rollout"
+)
+
+// resultsRoom is a reconciler's memory of its declarations between the two halves of the flow.
+// The dispatch half leaves there what it rendered, so that the status half, woken by the
+// workers' results and the agents' summaries many times more often than anything a rendering
+// depends on changes, reads it instead of placing and rendering again. The results are recorded
+// there per cluster: the newest one already announced (a result is announced once however often
+// the declaration is reconciled), and when the current wanted state was first asked for and
+// first answered (to coalesce status writes). The zero value is ready to use.
+type resultsRoom struct {
+	mu   sync.Mutex
+	last map[types.NamespacedName]*roomEntry
+}
+
+type roomEntry struct {
+	// epoch counts the events that may change a rendering (inventory, placements, grants, the
+	// application); a rendering is good only for the epoch it was made in.
+	epoch    uint64
+	rendered *rendering
+
+	token      string
+	wantedAt   time.Time
+	answeredAt time.Time
+	seq        map[string]uint64
+}
+
+// rendering is what the dispatch half made of a declaration: where it goes and what each
+// cluster gets (targets), the rollout plan that chose the versions, and the token naming that
+// wanted state for the workers.
+type rendering struct {
+	// input names what the rendering was made from that is read from the declaration itself
+	// (see engine.renderInput); what is read from elsewhere moves epoch.
+	input   string
+	epoch   uint64
+	targets *render.Targets
+	rollout *rollout.Plan
+	token   string
+}
+
+// entry returns key's entry, made on first use; r.mu must be held.
+func (r *resultsRoom) entry(key types.NamespacedName) *roomEntry {
+	if r.last == nil {
+		r.last = map[types.NamespacedName]*roomEntry{}
+	}
+	e := r.last[key]
+	if e == nil {
+		e = &roomEntry{seq: map[string]uint64{}}
+		r.last[key] = e
+	}
+	return e
+}
+
+// rendered returns key's last rendering when it was made from input and no event since may have
+// changed it; otherwise nil, and the epoch a new rendering, made from what is read after this
+// call, is to be kept under.
+func (r *resultsRoom) rendered(key types.NamespacedName, input string) (*rendering, uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.entry(key)
+	if e.rendered != nil && e.rendered.epoch == e.epoch && e.rendered.input == input {
+		return e.rendered, e.epoch
+	}
+	return nil, e.epoch
+}
+
+// keep records a rendering made in its epoch; one made before a later event is never used.
+func (r *resultsRoom) keep(key types.NamespacedName, made *rendering) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.entry(key).rendered = made
+}
+
+// rerender says that what key's rendering was made from may have changed.
+func (r *resultsRoom) rerender(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.entry(key).epoch++
+}
+
+// rerendering wraps an event map of something a rendering is made from (the inventory, an OCM
+// placement, a grant, an application): the declarations it maps to render again before they
+// dispatch. It marks them before they are queued, so a reconcile that starts after the event
+// never uses a rendering made before it.
+func (r *resultsRoom) rerendering(mapFn handler.MapFunc) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		reqs := mapFn(ctx, obj)
+		for _, req := range reqs {
+			r.rerender(req.NamespacedName)
+		}
+		return reqs
+	}
+}
+
+// since returns when the declaration first wanted token (now, if it is new) and when a cluster
+// first answered for it (zero until answered is true in a call).
+func (r *resultsRoom) since(key types.NamespacedName, token string, answered bool, now time.Time) (wantedAt, answeredAt time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.entry(key)
+	if e.token != token {
+		e.token, e.wantedAt, e.answeredAt = token, now, time.Time{}
+	}
+	if answered && e.answeredAt.IsZero() {
+		e.answeredAt = now
+	}
+	return e.wantedAt, e.answeredAt
+}
+
+// fresh marks the outcomes already announced as not written (their write was announced), and
+// records the rest as announced.
+func (r *resultsRoom) fresh(key types.NamespacedName, outcomes []clusterOutcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.last[key]
+	if e == nil {
+		return
+	}
+	for i := range outcomes {
+		o := &outcomes[i]
+		if o.pending {
+			continue
+		}
+		if o.seq <= e.seq[o.cluster] {
+			o.wrote = false
+		}
+		e.seq[o.cluster] = max(e.seq[o.cluster], o.seq)
+	}
+}
+
+// forget drops everything about key (the declaration is gone).
+func (r *resultsRoom) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.last, key)
+}
+
+// statusWait is how much longer a declaration's status waits for its clusters' results, so that
+// it is written once for all of them rather than once per cluster; zero means write it now.
+// With every cluster answered it waits no more. Otherwise it waits coalesce from the first
+// answer: clusters fed the same burst of work answer close together, and a slow one is shown
+// Pending after that. A status that could only say "every cluster Pending" tells nothing the
+// stale observedGeneration does not (kstatus reads it as in progress), so it waits for the
+// first answer, up to quiet. A dark cluster answers at once (Failed), so it holds nothing back.
+func statusWait(now, wantedAt, answeredAt time.Time, pending int, coalesce, quiet time.Duration) time.Duration {
+	if pending == 0 {
+		return 0
+	}
+	due := wantedAt.Add(quiet)
+	if !answeredAt.IsZero() {
+		due = answeredAt.Add(coalesce)
+	}
+	return max(due.Sub(now), 0)
+}
