@@ -165,8 +165,9 @@ func (appView) DeepCopyObject() notAnObject   { return notAnObject{} }
 
 // clusterStates reads a declaration's state in each cluster from its ClusterStatusSlices in
 // namespace, as the hub does.
-func clusterStates(ctx context.Context, hub client.Reader, namespace string, decl client.Object) ([]policyhubv1.ClusterStatus, error) {
-	clusters, _, err := statusslice.Read(ctx, hub, namespace, string(decl.GetUID()))
+func clusterStates(ctx context.Context, hub client.Reader, namespace, kind string, decl client.Object) ([]policyhubv1.ClusterStatus, error) {
+	owner := statusslice.Owner{Kind: kind, Name: decl.GetName(), UID: string(decl.GetUID()), Namespace: namespace}
+	clusters, _, err := statusslice.Read(ctx, hub, owner)
 	return clusters, err
 }
 
@@ -176,7 +177,7 @@ func fleetPolicyWithClusters(ctx context.Context, hub client.Reader, name string
 	if err := hub.Get(ctx, client.ObjectKey{Name: name}, fp); err != nil {
 		return nil, err
 	}
-	clusters, err := clusterStates(ctx, hub, e2eHubNamespace, fp)
+	clusters, err := clusterStates(ctx, hub, e2eHubNamespace, policyhubv1.KindFleetPolicy, fp)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +190,7 @@ func applicationPolicyWithClusters(ctx context.Context, hub client.Reader, names
 	if err := hub.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, ap); err != nil {
 		return nil, err
 	}
-	clusters, err := clusterStates(ctx, hub, namespace, ap)
+	clusters, err := clusterStates(ctx, hub, namespace, policyhubv1.KindApplicationPolicy, ap)
 	if err != nil {
 		return nil, err
 	}

@@ -235,7 +235,7 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 	}
 
 	owner := e.sliceOwner(d)
-	before, have, err := statusslice.Read(ctx, e.reader, owner.Namespace, owner.UID)
+	before, have, err := statusslice.Read(ctx, e.reader, owner)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -282,7 +282,7 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 	orig := d.deepCopy()
 	st := d.status()
 	owner := e.sliceOwner(d)
-	before, have, err := statusslice.Read(ctx, e.reader, owner.Namespace, owner.UID)
+	before, have, err := statusslice.Read(ctx, e.reader, owner)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -3,23 +3,29 @@ package statusslice
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
-// Read lists a declaration's slices (from the hub's cache, for the hub) and joins their clusters.
-func Read(ctx context.Context, r client.Reader, namespace, uid string) ([]policyhubv1.ClusterStatus, []policyhubv1.ClusterStatusSlice, error) {
+// Read lists a declaration's slices in owner.Namespace (from the hub's cache, for the hub) and
+// joins their clusters. Only the declaration's own slices count (ClusterStatusSlice.Of).
+func Read(ctx context.Context, r client.Reader, owner Owner) ([]policyhubv1.ClusterStatus, []policyhubv1.ClusterStatusSlice, error) {
 	list := &policyhubv1.ClusterStatusSliceList{}
-	if err := r.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{policyhubv1.LabelDeclarationUID: uid}); err != nil {
-		return nil, nil, fmt.Errorf("list the ClusterStatusSlices of %s: %w", uid, err)
+	if err := r.List(ctx, list, client.InNamespace(owner.Namespace), client.MatchingLabels{policyhubv1.LabelDeclarationUID: owner.UID}); err != nil {
+		return nil, nil, fmt.Errorf("list the ClusterStatusSlices of %s %s: %w", owner.Kind, owner.Name, err)
 	}
-	return policyhubv1.JoinClusterStatusSlices(list.Items), list.Items, nil
+	own := slices.DeleteFunc(list.Items, func(s policyhubv1.ClusterStatusSlice) bool {
+		return !s.Of(owner.Kind, owner.Name, types.UID(owner.UID))
+	})
+	return policyhubv1.JoinClusterStatusSlices(own), own, nil
 }
 
 // Apply makes the changes, each slice owned by the declaration (controller reference; without a
@@ -49,13 +55,4 @@ func Apply(ctx context.Context, c client.Client, owner client.Object, gvk schema
 		}
 	}
 	return nil
-}
-
-// DeleteAll removes a declaration's slices (it is going away).
-func DeleteAll(ctx context.Context, c client.Client, r client.Reader, namespace, uid string) error {
-	_, have, err := Read(ctx, r, namespace, uid)
-	if err != nil {
-		return err
-	}
-	return Apply(ctx, c, nil, schema.GroupVersionKind{}, Changes{Delete: have})
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // A declaration's state in each of its clusters lives in ClusterStatusSlices, as a Service's
@@ -82,6 +83,17 @@ func init() {
 // and uid (names may be too long to add to), and the index.
 func ClusterStatusSliceName(kind, uid string, index int) string {
 	return fmt.Sprintf("%s-%s-%d", strings.ToLower(kind), uid, index)
+}
+
+// Of says whether the slice is the state of the declaration kind/name with that uid: it names it,
+// and it is the slice's controller. Readers (the hub, the CLI) join only such slices: a slice
+// that carries a declaration's uid label without being its own says nothing about it.
+func (s *ClusterStatusSlice) Of(kind, name string, uid types.UID) bool {
+	if s.Declaration.Kind != kind || s.Declaration.Name != name || s.Declaration.UID != string(uid) {
+		return false
+	}
+	ref := metav1.GetControllerOfNoCopy(s)
+	return ref != nil && ref.UID == uid && ref.Kind == kind && ref.Name == name
 }
 
 // JoinClusterStatusSlices is a declaration's state in every cluster its slices hold, by name.

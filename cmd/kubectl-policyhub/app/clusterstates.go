@@ -32,8 +32,7 @@ func clusterStates(ctx context.Context, c client.Reader, decl client.Object, kin
 			return nil, fmt.Errorf("list the ClusterStatusSlices of %s %s: %w", kind, decl.GetName(), err)
 		}
 		for _, s := range list.Items {
-			// Only the declaration's own: its kind, name and uid, owned by it.
-			if s.Declaration.Kind == kind && s.Declaration.Name == decl.GetName() && ownedBy(&s, decl) {
+			if s.Of(kind, decl.GetName(), decl.GetUID()) {
 				slices = append(slices, s)
 			}
 		}
@@ -42,14 +41,4 @@ func clusterStates(ctx context.Context, c client.Reader, decl client.Object, kin
 		}
 	}
 	return policyhubv1.JoinClusterStatusSlices(slices), nil
-}
-
-// ownedBy says whether obj's controller is owner.
-func ownedBy(obj client.Object, owner client.Object) bool {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.Controller != nil && *ref.Controller && ref.UID == owner.GetUID() {
-			return true
-		}
-	}
-	return false
 }
