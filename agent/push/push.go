@@ -11,13 +11,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	coordinationv1ac "k8s.io/client-go/applyconfigurations/coordination/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -66,15 +60,25 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Pusher pushes one cluster's PolicyReportSummary to the hub and renews its Lease there. Create
-// it with New; call Run once, or RenewLease and PushSummary once each.
+// Pusher pushes one cluster's PolicyReportSummary to the hub and renews its Lease there: it
+// decides when, and its Writes write. Create it with New; call Run once, or RenewLease and
+// PushSummary once each.
 type Pusher struct {
-	hub      client.Client
+	writes   Writes
 	opts     Options
 	pushes   atomic.Int64
 	renewals atomic.Int64
-	// leaseApplied: the Lease was applied whole since this Pusher started (RenewLease's only).
-	leaseApplied bool
+}
+
+// Writes are the two writes a Pusher makes on the hub: the hub's API (APIWrites, as New makes
+// it), or, where only a Pusher's timing is under test, a record of what it was asked to write.
+// RenewLease calls Renew and PushSummary calls Summary, each from its own goroutine, one attempt
+// at a time, under a deadline.
+type Writes interface {
+	// Renew renews the cluster's Lease with renewTime at.
+	Renew(ctx context.Context, at time.Time) error
+	// Summary writes spec as the cluster's summary, generated at at.
+	Summary(ctx context.Context, spec policyhubv1.PolicyReportSummarySpec, at time.Time) error
 }
 
 // New returns a Pusher writing through hub, a client of the hub whose identity may write the
@@ -93,7 +97,34 @@ func New(hub client.Client, o Options) (*Pusher, error) {
 	if s := hub.Scheme(); s == nil || !s.Recognizes(coordinationv1.SchemeGroupVersion.WithKind("Lease")) {
 		return nil, errors.New("push: the hub client's scheme lacks coordination.k8s.io/v1 (add k8s.io/api/coordination/v1.AddToScheme): the agent's Lease cannot be applied")
 	}
-	return &Pusher{hub: hub, opts: o}, nil
+	return &Pusher{writes: &APIWrites{hub: hub, cluster: o.Cluster, beat: o.beat()}, opts: o}, nil
+}
+
+// NewWith returns a Pusher whose writes go to w instead of the hub's API.
+func NewWith(w Writes, o Options) (*Pusher, error) {
+	if w == nil {
+		return nil, errors.New("push: no writes")
+	}
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Pusher{writes: w, opts: o}, nil
+}
+
+// Write writes spec as the cluster's summary once, as PushSummary does, under the same deadline:
+// for benchmarks that stand for many agents' writes, one Pusher each.
+func (p *Pusher) Write(ctx context.Context, spec policyhubv1.PolicyReportSummarySpec, at time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	return p.writes.Summary(ctx, spec, at)
+}
+
+// renew renews the Lease once, under the attempt's deadline.
+func (p *Pusher) renew(ctx context.Context, at time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	return p.writes.Renew(ctx, at)
 }
 
 // withDefaults checks o and fills in the defaults.
@@ -135,7 +166,9 @@ func (p *Pusher) Renewals() int64 { return p.renewals.Load() }
 
 // beat is how often the Lease is renewed, and the heartbeat the summary announces: Heartbeat,
 // but not shorter than Interval.
-func (p *Pusher) beat() time.Duration { return max(p.opts.Heartbeat, p.opts.Interval) }
+func (p *Pusher) beat() time.Duration { return p.opts.beat() }
+
+func (o Options) beat() time.Duration { return max(o.Heartbeat, o.Interval) }
 
 // Run renews the Lease (RenewLease) and pushes the summary (PushSummary), each in its own loop so
 // that a hub refusing or stalling one kind of write never holds up the other, until ctx ends;
@@ -258,7 +291,7 @@ func (p *Pusher) PushSummary(ctx context.Context, changed <-chan struct{}, build
 			continue
 		}
 		at := p.opts.Now()
-		err := p.apply(ctx, spec, at)
+		err := p.Write(ctx, spec, at)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -279,44 +312,6 @@ func (p *Pusher) PushSummary(ctx context.Context, changed <-chan struct{}, build
 	}
 }
 
-// renew applies the cluster's Lease with renewTime at. Only spec's holder, duration and renew
-// time are sent, so the agent owns nothing else of it.
-//
-// The first renewal applies the whole Lease (creating it, and taking its fields back should
-// anyone have changed them); later ones patch renewTime alone, which costs the hub's apiserver
-// about 40 % less than an apply at a thousand agents (docs/benchmarks.md, the quiet fleet). A
-// patch that finds no Lease (it was deleted) applies it again. Only RenewLease calls renew.
-func (p *Pusher) renew(ctx context.Context, at time.Time) error {
-	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
-	defer cancel()
-	if p.leaseApplied {
-		patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, metav1.NewMicroTime(at).Format(metav1.RFC3339Micro))
-		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: p.opts.Cluster, Name: LeaseName}}
-		err := p.hub.Patch(ctx, lease, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(FieldManager))
-		if !apierrors.IsNotFound(err) {
-			if err != nil {
-				return fmt.Errorf("patch Lease %s/%s on the hub: %w", p.opts.Cluster, LeaseName, err)
-			}
-			return nil
-		}
-		p.leaseApplied = false
-	}
-	if err := p.hub.Apply(ctx, p.leaseObject(at), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply Lease %s/%s on the hub: %w", p.opts.Cluster, LeaseName, err)
-	}
-	p.leaseApplied = true
-	return nil
-}
-
-// leaseObject is the Lease applied at a renewal at: held by the cluster, lasting three
-// heartbeats (as kubelets' node Leases last several renew intervals), renewed at.
-func (p *Pusher) leaseObject(at time.Time) *coordinationv1ac.LeaseApplyConfiguration {
-	return coordinationv1ac.Lease(LeaseName, p.opts.Cluster).WithSpec(coordinationv1ac.LeaseSpec().
-		WithHolderIdentity(p.opts.Cluster).
-		WithLeaseDurationSeconds(leaseDurationSeconds(p.beat())).
-		WithRenewTime(metav1.NewMicroTime(at)))
-}
-
 // leaseDurationSeconds is three heartbeats of beat in whole seconds, rounded up (at most what
 // the field holds).
 func leaseDurationSeconds(beat time.Duration) int32 {
@@ -324,64 +319,6 @@ func leaseDurationSeconds(beat time.Duration) int32 {
 		return math.MaxInt32
 	}
 	return int32((3*beat + time.Second - 1) / time.Second)
-}
-
-// apply writes spec as the cluster's summary by server-side apply; it never writes status.
-func (p *Pusher) apply(ctx context.Context, spec policyhubv1.PolicyReportSummarySpec, at time.Time) error {
-	obj, err := p.summaryObject(spec, at)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
-	defer cancel()
-	if err := p.hub.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply %s/%s on the hub: %w", p.opts.Cluster, SummaryName, err)
-	}
-	return nil
-}
-
-// summaryObject is the object applied: only apiVersion, kind, namespace, name and spec, so the
-// agent owns nothing else (status is the hub's).
-func (p *Pusher) summaryObject(spec policyhubv1.PolicyReportSummarySpec, at time.Time) (*unstructured.Unstructured, error) {
-	spec.Cluster = p.opts.Cluster
-	generated := metav1.NewTime(at)
-	spec.GeneratedAt = &generated
-	spec.HeartbeatInterval = &metav1.Duration{Duration: max(p.opts.Heartbeat, p.opts.Interval)}
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
-	if err != nil {
-		return nil, fmt.Errorf("push: encode the summary: %w", err)
-	}
-	// Zero counts and false are omitted from JSON. Applied as an empty object, a struct whose
-	// fields this manager owned would lose them all and turn null on the hub, which the schema
-	// refuses: every count and the webhook flag are sent explicitly.
-	t := spec.Totals
-	content["totals"] = map[string]any{"pass": t.Pass, "fail": t.Fail, "warn": t.Warn, "error": t.Error, "skip": t.Skip}
-	engine, _ := content["engine"].(map[string]any)
-	if engine == nil {
-		engine = map[string]any{}
-	}
-	engine["kyvernoWebhooks"] = spec.Engine.KyvernoWebhooks
-	content["engine"] = engine
-	// spec.policies is a map list keyed by name, namespace and kind: the keys are sent even when
-	// empty (the CRD defaults them), so the apply does not depend on the apiserver's defaulting
-	// of list keys.
-	if policies, ok := content["policies"].([]any); ok {
-		for _, p := range policies {
-			if entry, ok := p.(map[string]any); ok {
-				for _, key := range []string{"namespace", "kind"} {
-					if _, set := entry[key]; !set {
-						entry[key] = ""
-					}
-				}
-			}
-		}
-	}
-	obj := &unstructured.Unstructured{Object: map[string]any{"spec": content}}
-	obj.SetAPIVersion(policyhubv1.GroupVersion.String())
-	obj.SetKind("PolicyReportSummary")
-	obj.SetNamespace(p.opts.Cluster)
-	obj.SetName(SummaryName)
-	return obj, nil
 }
 
 // state is what PushSummary knows between two decisions.

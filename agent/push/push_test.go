@@ -7,11 +7,18 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
-// These tests cover the pure decisions; run_test.go runs the loops against a fake hub in virtual
-// time. The writes to a real kube-apiserver are tested in e2e/agent_push_outage_test.go.
+// These tests cover the pure decisions and what is written; run_test.go runs the loops in virtual
+// time against a record of their writes. The writes to a real kube-apiserver are tested in e2e
+// (agent_push_outage_test.go, agent_lease_recreate_test.go, agent_summary_recreate_test.go).
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
@@ -180,17 +187,20 @@ func TestOptionsDefaults(t *testing.T) {
 	if _, err := New(nil, Options{Cluster: "c"}); err == nil {
 		t.Error("New accepted no hub client")
 	}
+	if _, err := NewWith(nil, Options{Cluster: "c"}); err == nil {
+		t.Error("NewWith accepted no writes")
+	}
 }
 
 func TestSummaryObject(t *testing.T) {
-	p := &Pusher{opts: Options{Cluster: "cluster-1", Interval: 10 * time.Second, Heartbeat: time.Minute}}
+	w := &APIWrites{cluster: "cluster-1", beat: time.Minute}
 	spec := policyhubv1.PolicyReportSummarySpec{
 		Cluster:     "someone-else",
 		ContentHash: "abc",
 		Totals:      policyhubv1.ResultCounts{Pass: 3, Fail: 1},
 		Policies:    []policyhubv1.PolicySummary{{Name: "cluster-wide"}, {Name: "limits", Namespace: "shop", Kind: "Policy"}},
 	}
-	obj, err := p.summaryObject(spec, t0)
+	obj, err := w.summaryObject(spec, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,5 +246,56 @@ func TestSummaryObject(t *testing.T) {
 	// The caller's spec is not touched.
 	if spec.Cluster != "someone-else" || spec.GeneratedAt != nil {
 		t.Errorf("summaryObject changed the caller's spec: %+v", spec)
+	}
+}
+
+// The Lease says who holds it (the cluster), for how long (three beats) and when it was renewed,
+// and nothing else the agent has no use for.
+func TestLeaseObject(t *testing.T) {
+	l := (&APIWrites{cluster: "cluster-1", beat: time.Minute}).leaseObject(t0)
+	if l.Name == nil || *l.Name != LeaseName || l.Namespace == nil || *l.Namespace != "cluster-1" {
+		t.Errorf("Lease %v/%v, want cluster-1/%s", l.Namespace, l.Name, LeaseName)
+	}
+	spec := l.Spec
+	if h := spec.HolderIdentity; h == nil || *h != "cluster-1" {
+		t.Errorf("holderIdentity %v, want cluster-1", h)
+	}
+	if d := spec.LeaseDurationSeconds; d == nil || *d != 180 {
+		t.Errorf("leaseDurationSeconds %v, want 180 (3 × 1m)", d)
+	}
+	if rt := spec.RenewTime; rt == nil || !rt.Time.Equal(t0) {
+		t.Errorf("renewTime %v, want %s", rt, t0)
+	}
+	if spec.AcquireTime != nil || spec.LeaseTransitions != nil || spec.Strategy != nil || spec.PreferredHolder != nil {
+		t.Errorf("the agent sets fields it has no use for: %+v", spec)
+	}
+}
+
+// A Heartbeat shorter than Interval acts as Interval in what New writes: the Lease lasts three
+// intervals and the summary announces the interval, so the two never disagree.
+func TestNewWritesWithTheLongerOfHeartbeatAndInterval(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := coordinationv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	// Never used: nothing is written here.
+	hub, err := client.New(&rest.Config{Host: "https://127.0.0.1:1"}, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(hub, Options{Cluster: "cluster-1", Interval: 10 * time.Second, Heartbeat: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := p.writes.(*APIWrites)
+	if d := w.leaseObject(t0).Spec.LeaseDurationSeconds; d == nil || *d != 30 {
+		t.Errorf("leaseDurationSeconds %v, want 30", d)
+	}
+	obj, err := w.summaryObject(policyhubv1.PolicyReportSummarySpec{}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hb, _, _ := unstructured.NestedString(obj.Object, "spec", "heartbeatInterval"); hb != "10s" {
+		t.Errorf("spec.heartbeatInterval %q, want 10s", hb)
 	}
 }

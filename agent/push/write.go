@@ -1,0 +1,150 @@
+package push
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	coordinationv1ac "k8s.io/client-go/applyconfigurations/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// APIWrites are a Pusher's writes through the hub's API: each object applied whole once (creating
+// it, and taking back what the agent owns should anyone have changed it), then patched with
+// what changed, which the hub's apiserver serves for less than an apply (docs/benchmarks.md: the
+// quiet fleet for the Lease, the busy fleet for the summary). A patch that finds its object
+// gone (deleted) applies it again.
+type APIWrites struct {
+	hub     client.Client
+	cluster string
+	// beat is the Lease's renewal interval, and the heartbeat the summary announces.
+	beat time.Duration
+	// leaseApplied, summaryApplied: applied whole since this started.
+	leaseApplied, summaryApplied bool
+}
+
+// Renew applies the cluster's Lease with renewTime at. Only spec's holder, duration and renew
+// time are sent, so the agent owns nothing else of it.
+//
+// The first renewal applies the whole Lease (creating it, and taking its fields back should
+// anyone have changed them); later ones patch renewTime alone, which costs the hub's apiserver
+// about 40 % less than an apply at a thousand agents (docs/benchmarks.md, the quiet fleet). A
+// patch that finds no Lease (it was deleted) applies it again.
+func (w *APIWrites) Renew(ctx context.Context, at time.Time) error {
+	if w.leaseApplied {
+		patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, metav1.NewMicroTime(at).Format(metav1.RFC3339Micro))
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: w.cluster, Name: LeaseName}}
+		err := w.hub.Patch(ctx, lease, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(FieldManager))
+		if !apierrors.IsNotFound(err) {
+			if err != nil {
+				return fmt.Errorf("patch Lease %s/%s on the hub: %w", w.cluster, LeaseName, err)
+			}
+			return nil
+		}
+		w.leaseApplied = false
+	}
+	if err := w.hub.Apply(ctx, w.leaseObject(at), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply Lease %s/%s on the hub: %w", w.cluster, LeaseName, err)
+	}
+	w.leaseApplied = true
+	return nil
+}
+
+// leaseObject is the Lease applied at a renewal at: held by the cluster, lasting three
+// heartbeats (as kubelets' node Leases last several renew intervals), renewed at.
+func (w *APIWrites) leaseObject(at time.Time) *coordinationv1ac.LeaseApplyConfiguration {
+	return coordinationv1ac.Lease(LeaseName, w.cluster).WithSpec(coordinationv1ac.LeaseSpec().
+		WithHolderIdentity(w.cluster).
+		WithLeaseDurationSeconds(leaseDurationSeconds(w.beat)).
+		WithRenewTime(metav1.NewMicroTime(at)))
+}
+
+// Summary writes spec as the cluster's summary on the hub, generated at at; it never writes
+// status.
+//
+// The first write applies the whole summary (creating it, and taking its spec back should anyone
+// have changed it); later ones replace spec alone with a JSON patch, which the hub's apiserver
+// serves for less than an apply, as the Lease's renewals (docs/benchmarks.md, the busy fleet).
+// A patch that finds no summary (it was deleted) applies it again.
+func (w *APIWrites) Summary(ctx context.Context, spec policyhubv1.PolicyReportSummarySpec, at time.Time) error {
+	obj, err := w.summaryObject(spec, at)
+	if err != nil {
+		return err
+	}
+	if w.summaryApplied {
+		patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec", "value": obj.Object["spec"]}})
+		if err != nil {
+			return fmt.Errorf("push: encode the summary: %w", err)
+		}
+		target := &unstructured.Unstructured{}
+		target.SetGroupVersionKind(obj.GroupVersionKind())
+		target.SetNamespace(obj.GetNamespace())
+		target.SetName(obj.GetName())
+		err = w.hub.Patch(ctx, target, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(FieldManager))
+		if !apierrors.IsNotFound(err) {
+			if err != nil {
+				return fmt.Errorf("patch %s/%s on the hub: %w", w.cluster, SummaryName, err)
+			}
+			return nil
+		}
+		w.summaryApplied = false
+	}
+	if err := w.hub.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply %s/%s on the hub: %w", w.cluster, SummaryName, err)
+	}
+	w.summaryApplied = true
+	return nil
+}
+
+// summaryObject is the object applied: only apiVersion, kind, namespace, name and spec, so the
+// agent owns nothing else (status is the hub's).
+func (w *APIWrites) summaryObject(spec policyhubv1.PolicyReportSummarySpec, at time.Time) (*unstructured.Unstructured, error) {
+	spec.Cluster = w.cluster
+	generated := metav1.NewTime(at)
+	spec.GeneratedAt = &generated
+	spec.HeartbeatInterval = &metav1.Duration{Duration: w.beat}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
+	if err != nil {
+		return nil, fmt.Errorf("push: encode the summary: %w", err)
+	}
+	// Zero counts and false are omitted from JSON. Applied as an empty object, a struct whose
+	// fields this manager owned would lose them all and turn null on the hub, which the schema
+	// refuses: every count and the webhook flag are sent explicitly.
+	t := spec.Totals
+	content["totals"] = map[string]any{"pass": t.Pass, "fail": t.Fail, "warn": t.Warn, "error": t.Error, "skip": t.Skip}
+	engine, _ := content["engine"].(map[string]any)
+	if engine == nil {
+		engine = map[string]any{}
+	}
+	engine["kyvernoWebhooks"] = spec.Engine.KyvernoWebhooks
+	content["engine"] = engine
+	// spec.policies is a map list keyed by name, namespace and kind: the keys are sent even when
+	// empty (the CRD defaults them), so the apply does not depend on the apiserver's defaulting
+	// of list keys.
+	if policies, ok := content["policies"].([]any); ok {
+		for _, p := range policies {
+			if entry, ok := p.(map[string]any); ok {
+				for _, key := range []string{"namespace", "kind"} {
+					if _, set := entry[key]; !set {
+						entry[key] = ""
+					}
+				}
+			}
+		}
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{"spec": content}}
+	obj.SetAPIVersion(policyhubv1.GroupVersion.String())
+	obj.SetKind("PolicyReportSummary")
+	obj.SetNamespace(w.cluster)
+	obj.SetName(SummaryName)
+	return obj, nil
+}
