@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clusterv1beta2 "open-cluster-management.io/api/cluster/v1beta2"
@@ -129,6 +130,9 @@ func (r *ApplicationPolicyReconciler) ofApplication(ctx context.Context, app cli
 func (r *ApplicationPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ap := &policyhubv1.ApplicationPolicy{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ap); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.room.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return r.engine(&r.room).reconcile(ctx, req.NamespacedName, &applicationPolicy{ApplicationPolicy: ap, r: r})

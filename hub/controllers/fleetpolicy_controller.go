@@ -82,8 +82,11 @@ func (r *FleetPolicyReconciler) fleetPoliciesInCluster(ctx context.Context, summ
 func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	fp := &policyhubv1.FleetPolicy{}
 	if err := r.Client.Get(ctx, req.NamespacedName, fp); err != nil {
-		if apierrors.IsNotFound(err) && r.Rollouts != nil {
-			r.Rollouts.Delete(req.Name)
+		if apierrors.IsNotFound(err) {
+			r.room.forget(req.NamespacedName)
+			if r.Rollouts != nil {
+				r.Rollouts.Delete(req.Name)
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -12,6 +12,9 @@
 //     with nothing to change costs, and how long an agent's summary takes to reach the statuses.
 //   - dark: the virtual scenario with 10 % of the names black-holed and 5 % refusing connections:
 //     how much the healthy names' convergence slows, and how soon every dark name shows Failed.
+//   - cli: `kubectl policyhub status NAME` of a FleetPolicy on M clusters (-cli-clusters), its
+//     ClusterStatusSlices written by the benchmark: the CLI's read at a fleet size the other
+//     scenarios do not reach on one machine.
 package main
 
 import (
@@ -53,6 +56,7 @@ type options struct {
 	quietWrite              string
 	busy, busyEvery         time.Duration
 	busyMoves               string
+	cliClusters             int
 	logDir                  string
 	profileDir              string
 }
@@ -62,7 +66,7 @@ func main() {
 	flag.IntVar(&o.real, "real", 16, "real managed clusters (kube-apiservers); fewer are started when the machine's memory does not hold them (the output says so)")
 	flag.IntVar(&o.virtual, "virtual", 1000, "cluster names for the virtual and dark scenarios: gateway credential Secrets pointing at the real apiservers, round-robin")
 	flag.IntVar(&o.policies, "policies", 50, "FleetPolicies, each a small kyverno.io/v1 ClusterPolicy placed in every cluster of the scenario")
-	flag.StringVar(&o.only, "only", "real,virtual,dark", "scenarios to run, comma-separated: real, virtual, dark (dark runs virtual too: it is dark's baseline)")
+	flag.StringVar(&o.only, "only", "real,virtual,dark,cli", "scenarios to run, comma-separated: real, virtual, dark (dark runs virtual too: it is dark's baseline), cli (kubectl policyhub status at -cli-clusters)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "deadline of each measured wait (convergence, dark clusters Failed, summaries in status); the table then says \"not reached in\" it")
 	flag.Float64Var(&o.summaryRate, "summary-rate", 100, "summaries written per second in the virtual scenario (1000 agents at their default 10 s push interval: 100/s)")
 	flag.DurationVar(&o.quiet, "quiet", 3*time.Minute, "how long the virtual scenario's quiet fleet runs: every agent renews its Lease each -quiet-heartbeat, nothing else changes (0: skip)")
@@ -71,6 +75,7 @@ func main() {
 	flag.DurationVar(&o.busy, "busy", 3*time.Minute, "how long the virtual scenario's busy fleet runs: every cluster's results change each -busy-every (0: skip)")
 	flag.DurationVar(&o.busyEvery, "busy-every", 10*time.Second, "how often each cluster's results change in the busy fleet")
 	flag.StringVar(&o.busyMoves, "busy-moves", "fail", "which count the busy fleet's rounds move: fail (every cluster's violations change every round: the worst case, each shown in the slices) or pass (pod churn that passes: the hub writes nothing for it, so no latency is measured)")
+	flag.IntVar(&o.cliClusters, "cli-clusters", 10000, "clusters of the cli scenario's FleetPolicy: its ClusterStatusSlices are written by the benchmark and `kubectl policyhub status` is timed reading them")
 	flag.StringVar(&o.logDir, "log-dir", "", "directory for the hubs' logs (default: a new directory under $TMPDIR, kept and printed)")
 	flag.StringVar(&o.profileDir, "profile", "", "directory for the hubs' pprof profiles: heap and goroutines once settled, CPU over the first 30 s of converging and of the no-op resync, and the first 60 s of the aggregation (none when empty)")
 	flag.Parse()
@@ -106,6 +111,7 @@ type bench struct {
 	idle     hubState // the hub with no cluster and no FleetPolicy
 	trackers map[string]*tracker
 	results  []*result
+	cli      *result // the cli scenario
 	notes    []string
 }
 
@@ -114,17 +120,17 @@ func run(o options) error {
 	scenarios := map[string]bool{}
 	for _, s := range strings.Split(o.only, ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "real", "virtual":
+		case "real", "virtual", "cli":
 			scenarios[s] = true
 		case "dark":
 			scenarios["dark"], scenarios["virtual"] = true, true
 		case "":
 		default:
-			return fmt.Errorf("-only: unknown scenario %q (real, virtual, dark)", s)
+			return fmt.Errorf("-only: unknown scenario %q (real, virtual, dark, cli)", s)
 		}
 	}
-	if o.real < 1 || o.policies < 1 || (scenarios["virtual"] && o.virtual < 1) {
-		return errors.New("-real, -policies and -virtual must be positive")
+	if o.real < 1 || o.policies < 1 || (scenarios["virtual"] && o.virtual < 1) || (scenarios["cli"] && o.cliClusters < 1) {
+		return errors.New("-real, -policies, -virtual and -cli-clusters must be positive")
 	}
 	root, err := moduleRoot()
 	if err != nil {
@@ -182,7 +188,7 @@ func run(o options) error {
 	for _, s := range []struct {
 		name string
 		run  func(context.Context) error
-	}{{"real", b.runReal}, {"virtual", b.runVirtual}, {"dark", b.runDark}} {
+	}{{"real", b.runReal}, {"virtual", b.runVirtual}, {"dark", b.runDark}, {"cli", b.runCLI}} {
 		if !scenarios[s.name] {
 			continue
 		}

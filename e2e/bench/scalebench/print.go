@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 func (b *bench) print(commit string) {
@@ -180,6 +182,15 @@ func (b *bench) print(commit string) {
 		}
 	}
 
+	if c := b.cli; c != nil && len(c.cli.times) > 0 {
+		n := len(c.cli.times)
+		fmt.Printf("\nThe cli scenario: a FleetPolicy on %d clusters, its %d ClusterStatusSlices written by the benchmark:\n\n", c.clusters, (c.clusters+policyhubv1.MaxClustersPerSlice-1)/policyhubv1.MaxClustersPerSlice)
+		fmt.Println("| measure | value |")
+		fmt.Println("|---|---|")
+		fmt.Printf("| `kubectl policyhub status NAME -o json`, every cluster listed, %d runs | median %.2fs, max %.2fs; %d of %d clusters, %d KiB |\n",
+			n, c.cli.times[n/2], c.cli.times[n-1], c.cli.listed, c.clusters, c.cli.bytes/1024)
+	}
+
 	b.printTargets()
 
 	fmt.Println("\nhub logs, and how long each hub took to end on SIGTERM:")
@@ -244,6 +255,10 @@ func (b *bench) printTargets() {
 		}
 		fmt.Printf("| dark: every dark cluster Failed within 60 s | %s | %s |\n", fmtDur(d.dark.failed, d.dark.failedOK, o.timeout),
 			verdict(d.dark.failedOK && d.dark.failed <= time.Minute))
+	}
+	if c := b.cli; c != nil && len(c.cli.times) > 0 {
+		worst := c.cli.times[len(c.cli.times)-1]
+		fmt.Printf("| `kubectl policyhub status NAME` ≤ 3 s at 10,000 clusters | max %.2fs at %d clusters | %s |\n", worst, c.clusters, verdict(worst <= 3 && c.clusters >= 10000))
 	}
 	v := byName["virtual"]
 	if v == nil {
