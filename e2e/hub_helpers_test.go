@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -253,43 +254,33 @@ func errorf(format string, args ...any) error { return fmt.Errorf(format, args..
 // syncOps reads the hub's policyhub_sync_operations_total for a cluster and action.
 func (h *testHub) syncOps(t *testing.T, cluster, action string) float64 {
 	t.Helper()
-	families, err := h.registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "policyhub_sync_operations_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["cluster"] == cluster && labels["action"] == action {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return h.counter(t, "policyhub_sync_operations_total", map[string]string{"cluster": cluster, "action": action})
 }
 
 // renders reads the hub's policyhub_declaration_renders_total for a declaration kind.
 func (h *testHub) renders(t *testing.T, kind string) float64 {
+	t.Helper()
+	return h.counter(t, "policyhub_declaration_renders_total", map[string]string{"kind": kind})
+}
+
+// counter reads the hub's counter metric of the series with labels (0 when there is none yet).
+func (h *testHub) counter(t *testing.T, metric string, labels map[string]string) float64 {
 	t.Helper()
 	families, err := h.registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() != "policyhub_declaration_renders_total" {
+		if f.GetName() != metric {
 			continue
 		}
 		for _, m := range f.GetMetric() {
+			got := map[string]string{}
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "kind" && l.GetValue() == kind {
-					return m.GetCounter().GetValue()
-				}
+				got[l.GetName()] = l.GetValue()
+			}
+			if maps.Equal(got, labels) {
+				return m.GetCounter().GetValue()
 			}
 		}
 	}

@@ -278,12 +278,7 @@ func TestNewWritesWithTheLongerOfHeartbeatAndInterval(t *testing.T) {
 	if err := coordinationv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	// Never used: nothing is written here.
-	hub, err := client.New(&rest.Config{Host: "https://127.0.0.1:1"}, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := New(hub, Options{Cluster: "cluster-1", Interval: 10 * time.Second, Heartbeat: 2 * time.Second})
+	p, err := New(unreachableHub(t, scheme), Options{Cluster: "cluster-1", Interval: 10 * time.Second, Heartbeat: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,4 +293,15 @@ func TestNewWritesWithTheLongerOfHeartbeatAndInterval(t *testing.T) {
 	if hb, _, _ := unstructured.NestedString(obj.Object, "spec", "heartbeatInterval"); hb != "10s" {
 		t.Errorf("spec.heartbeatInterval %q, want 10s", hb)
 	}
+}
+
+// unreachableHub is a client with scheme that is never used to reach a hub: for what New checks
+// and makes before any request.
+func unreachableHub(t *testing.T, scheme *runtime.Scheme) client.Client {
+	t.Helper()
+	hub, err := client.New(&rest.Config{Host: "https://127.0.0.1:1"}, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hub
 }

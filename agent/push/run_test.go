@@ -12,8 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/internal/logtest"
@@ -433,12 +431,7 @@ func TestNewNeedsCoordinationInTheScheme(t *testing.T) {
 	if err := policyhubv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	// Never used: New refuses it before any request.
-	hub, err := client.New(&rest.Config{Host: "https://127.0.0.1:1"}, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := New(hub, Options{Cluster: testCluster}); err == nil || !strings.Contains(err.Error(), "coordination.k8s.io/v1") {
+	if _, err := New(unreachableHub(t, scheme), Options{Cluster: testCluster}); err == nil || !strings.Contains(err.Error(), "coordination.k8s.io/v1") {
 		t.Errorf("New with a scheme without coordination.k8s.io/v1: error %v, want one naming it", err)
 	}
 }

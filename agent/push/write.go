@@ -40,22 +40,29 @@ type APIWrites struct {
 // about 40 % less than an apply at a thousand agents (docs/benchmarks.md, the quiet fleet). A
 // patch that finds no Lease (it was deleted) applies it again.
 func (w *APIWrites) Renew(ctx context.Context, at time.Time) error {
-	if w.leaseApplied {
-		patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, metav1.NewMicroTime(at).Format(metav1.RFC3339Micro))
-		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: w.cluster, Name: LeaseName}}
-		err := w.hub.Patch(ctx, lease, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(FieldManager))
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: w.cluster, Name: LeaseName}}
+	patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, metav1.NewMicroTime(at).Format(metav1.RFC3339Micro))
+	return w.patchOrApply(ctx, &w.leaseApplied, "Lease "+w.cluster+"/"+LeaseName,
+		lease, client.RawPatch(types.MergePatchType, []byte(patch)), w.leaseObject(at))
+}
+
+// patchOrApply patches obj, once *applied says it was applied whole since this started; else, or
+// when the patch finds it gone, applies it whole.
+func (w *APIWrites) patchOrApply(ctx context.Context, applied *bool, what string, obj client.Object, patch client.Patch, whole runtime.ApplyConfiguration) error {
+	if *applied {
+		err := w.hub.Patch(ctx, obj, patch, client.FieldOwner(FieldManager))
 		if !apierrors.IsNotFound(err) {
 			if err != nil {
-				return fmt.Errorf("patch Lease %s/%s on the hub: %w", w.cluster, LeaseName, err)
+				return fmt.Errorf("patch %s on the hub: %w", what, err)
 			}
 			return nil
 		}
-		w.leaseApplied = false
+		*applied = false
 	}
-	if err := w.hub.Apply(ctx, w.leaseObject(at), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply Lease %s/%s on the hub: %w", w.cluster, LeaseName, err)
+	if err := w.hub.Apply(ctx, whole, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("apply %s on the hub: %w", what, err)
 	}
-	w.leaseApplied = true
+	*applied = true
 	return nil
 }
 
@@ -80,29 +87,16 @@ func (w *APIWrites) Summary(ctx context.Context, spec policyhubv1.PolicyReportSu
 	if err != nil {
 		return err
 	}
-	if w.summaryApplied {
-		patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec", "value": obj.Object["spec"]}})
-		if err != nil {
-			return fmt.Errorf("push: encode the summary: %w", err)
-		}
-		target := &unstructured.Unstructured{}
-		target.SetGroupVersionKind(obj.GroupVersionKind())
-		target.SetNamespace(obj.GetNamespace())
-		target.SetName(obj.GetName())
-		err = w.hub.Patch(ctx, target, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(FieldManager))
-		if !apierrors.IsNotFound(err) {
-			if err != nil {
-				return fmt.Errorf("patch %s/%s on the hub: %w", w.cluster, SummaryName, err)
-			}
-			return nil
-		}
-		w.summaryApplied = false
+	patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec", "value": obj.Object["spec"]}})
+	if err != nil {
+		return fmt.Errorf("push: encode the summary: %w", err)
 	}
-	if err := w.hub.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply %s/%s on the hub: %w", w.cluster, SummaryName, err)
-	}
-	w.summaryApplied = true
-	return nil
+	target := &unstructured.Unstructured{}
+	target.SetGroupVersionKind(obj.GroupVersionKind())
+	target.SetNamespace(obj.GetNamespace())
+	target.SetName(obj.GetName())
+	return w.patchOrApply(ctx, &w.summaryApplied, "PolicyReportSummary "+w.cluster+"/"+SummaryName,
+		target, client.RawPatch(types.JSONPatchType, patch), client.ApplyConfigurationFromUnstructured(obj))
 }
 
 // summaryObject is the object applied: only apiVersion, kind, namespace, name and spec, so the
