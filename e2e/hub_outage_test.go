@@ -19,7 +19,13 @@ import (
 // Tests of this package never run in parallel, so swapping testFleet is safe.
 func useOwnFleet(t *testing.T) *fleet.Fleet {
 	t.Helper()
-	own := fleet.StartForTest(t, fleet.Options{})
+	return useOwnFleetWith(t, fleet.Options{})
+}
+
+// useOwnFleetWith is useOwnFleet with a fleet started with opts.
+func useOwnFleetWith(t *testing.T, opts fleet.Options) *fleet.Fleet {
+	t.Helper()
+	own := fleet.StartForTest(t, opts)
 	shared := testFleet
 	testFleet = own
 	t.Cleanup(func() { testFleet = shared })
