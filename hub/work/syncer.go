@@ -158,25 +158,34 @@ func NewSyncer(opts Options) (*Syncer, error) {
 
 // Forget drops the client and watch cache of a cluster (it left the fleet, or its endpoint
 // changed), and gives up its sync Lease if this process holds it.
+//
+// A watch cache is never stopped with s.mu held (here and below): stopping one waits for its
+// event handlers, and a handler (Workers.ownedChanged) waits for the workers' lock, which a pass
+// holds while it reads the Syncer (unconfirmed takes s.mu). Stopping under s.mu deadlocked the
+// hub at 1000 clusters when a probe failed while another cluster's pass was publishing.
 func (s *Syncer) Forget(cluster string) {
 	s.ReleaseLease(cluster)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cc, ok := s.clients[cluster]; ok {
-		cc.stopCache()
-		delete(s.clients, cluster)
-	}
+	cc, ok := s.clients[cluster]
+	delete(s.clients, cluster)
 	delete(s.writers, cluster)
 	s.leases.forget(cluster)
+	s.mu.Unlock()
+	if ok {
+		cc.stopCache()
+	}
 }
 
 // dropClients stops the cluster's watch cache and drops its clients, if they are still cc.
 func (s *Syncer) dropClients(cluster string, cc *clusterClients) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.clients[cluster] == cc {
-		cc.stopCache()
+	current := s.clients[cluster] == cc
+	if current {
 		delete(s.clients, cluster)
+	}
+	s.mu.Unlock()
+	if current {
+		cc.stopCache()
 	}
 }
 
@@ -190,10 +199,11 @@ func (s *Syncer) Close() {
 		h.release()
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for name, cc := range s.clients {
+	all := s.clients
+	s.clients = map[string]*clusterClients{}
+	s.mu.Unlock()
+	for _, cc := range all {
 		cc.stopCache()
-		delete(s.clients, name)
 	}
 }
 
@@ -218,13 +228,24 @@ func (s *Syncer) ReleaseLease(cluster string) {
 }
 
 func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
+	cc, replaced, err := s.clientsAt(c)
+	if replaced != nil {
+		replaced.stopCache() // not under s.mu: see Forget
+	}
+	return cc, err
+}
+
+// clientsAt returns the cluster's clients, made for its current address; replaced are the ones
+// made for an address it no longer has, to be stopped by the caller.
+func (s *Syncer) clientsAt(c Cluster) (_ *clusterClients, replaced *clusterClients, _ error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cc, ok := s.clients[c.Name]; ok {
 		if cc.host == c.Config.Host {
-			return cc, nil
+			return cc, nil, nil
 		}
-		cc.stopCache()
+		delete(s.clients, c.Name)
+		replaced = cc
 	}
 	cc := &clusterClients{name: c.Name, host: c.Config.Host}
 	cfg := rest.CopyConfig(c.Config)
@@ -242,26 +263,26 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 	// goroutines that serve them) at once, not after the transport's idle timeout.
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
+		return nil, replaced, fmt.Errorf("client for cluster %s: %w", c.Name, err)
 	}
 	cacheHTTP, err := rest.HTTPClientFor(cacheCfg)
 	if err != nil {
-		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
+		return nil, replaced, fmt.Errorf("client for cluster %s: %w", c.Name, err)
 	}
 	if cc.clientset, err = kubernetes.NewForConfigAndClient(cfg, httpClient); err != nil {
-		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
+		return nil, replaced, fmt.Errorf("client for cluster %s: %w", c.Name, err)
 	}
 	mapper := newGroupMapper(cc.clientset.Discovery(), s.opts.DiscoveryRecheck)
 	cc.mapper = mapper
 	if cc.client, err = client.New(cfg, client.Options{HTTPClient: httpClient, Mapper: mapper}); err != nil {
-		return nil, fmt.Errorf("client for cluster %s: %w", c.Name, err)
+		return nil, replaced, fmt.Errorf("client for cluster %s: %w", c.Name, err)
 	}
 	// Plans never read managedFields or status (keepWhatPlansRead): the cache does not keep
 	// them. It holds only this hub's objects: what it plans and prunes. Others' objects matter
 	// only where one would be created over: the name cache (see namesOf) answers that.
 	owned := labels.SelectorFromSet(labels.Set{policyhubv1.LabelManagedBy: s.opts.HubID})
 	if cc.cache, err = cache.New(cacheCfg, cache.Options{HTTPClient: cacheHTTP, Mapper: mapper, DefaultLabelSelector: owned, DefaultTransform: s.keepWhatPlansRead}); err != nil {
-		return nil, fmt.Errorf("watch cache for cluster %s: %w", c.Name, err)
+		return nil, replaced, fmt.Errorf("watch cache for cluster %s: %w", c.Name, err)
 	}
 	cacheCtx, stopCache := context.WithCancel(context.Background())
 	var caches sync.WaitGroup
@@ -302,7 +323,7 @@ func (s *Syncer) clientsFor(c Cluster) (*clusterClients, error) {
 		}
 	})
 	s.clients[c.Name] = cc
-	return cc, nil
+	return cc, replaced, nil
 }
 
 // namesOf is the cluster's name cache: the metadata of every object (anyone's) of the kinds
