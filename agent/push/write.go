@@ -19,10 +19,9 @@ import (
 )
 
 // APIWrites are a Pusher's writes through the hub's API: each object applied whole once (creating
-// it, and taking back what the agent owns should anyone have changed it), then patched with
-// what changed, which the hub's apiserver serves for less than an apply (docs/benchmarks.md: the
-// quiet fleet for the Lease, the busy fleet for the summary). A patch that finds its object
-// gone (deleted) applies it again.
+// it, and taking back what the agent owns should anyone have changed it), then patched (for the
+// Lease, about 40 % less of the apiserver than an apply: docs/benchmarks.md, the quiet fleet).
+// A patch that finds its object gone (deleted) applies it again.
 type APIWrites struct {
 	hub     client.Client
 	cluster string
@@ -79,9 +78,10 @@ func (w *APIWrites) leaseObject(at time.Time) *coordinationv1ac.LeaseApplyConfig
 // status.
 //
 // The first write applies the whole summary (creating it, and taking its spec back should anyone
-// have changed it); later ones replace spec alone with a JSON patch, which the hub's apiserver
-// serves for less than an apply, as the Lease's renewals (docs/benchmarks.md, the busy fleet).
-// A patch that finds no summary (it was deleted) applies it again.
+// have changed it); later ones replace spec with a JSON patch, as the Lease's renewals patch. For
+// the summary the verb hardly matters to the apiserver (docs/benchmarks.md, session 15's busy
+// fleet: ~5 % less a write); the patch keeps every write of an agent after its first the same
+// kind. A patch that finds no summary (it was deleted) applies it again.
 func (w *APIWrites) Summary(ctx context.Context, spec policyhubv1.PolicyReportSummarySpec, at time.Time) error {
 	obj, err := w.summaryObject(spec, at)
 	if err != nil {
