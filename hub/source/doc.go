@@ -1,0 +1,6 @@
+// Package source reads the policies a declaration takes from elsewhere, before the hub's flow
+// declares, places and renders them: a policy library as `kyverno oci push` writes it to an OCI
+// registry. What it returns is bounded (policies, bytes), pinned (the manifest's digest) and
+// reduced to what a policy is (apiVersion, kind, name, namespace, labels, annotations, spec):
+// an artifact is as hostile as any other input until checked.
+package source
