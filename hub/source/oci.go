@@ -164,6 +164,10 @@ func parsePolicy(data []byte) (*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("kind %q of apiVersion %q: not a Kyverno policy (ClusterPolicy or Policy of kyverno.io/v1 or v2beta1)", kind, apiVersion)
 	}
 	policy := strip(u)
+	// As a FleetPolicy's template (PolicyTemplate's rules): Kyverno refuses longer names.
+	if n := policy.GetName(); len(n) > 63 {
+		return nil, fmt.Errorf("%s metadata.name %q is longer than 63 characters: Kyverno refuses policy names longer than that", kind, n)
+	}
 	if errs := validation.IsDNS1123Subdomain(policy.GetName()); len(errs) > 0 {
 		return nil, fmt.Errorf("%s metadata.name %q: %s", kind, policy.GetName(), strings.Join(errs, "; "))
 	}
