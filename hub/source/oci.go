@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 // What `kyverno oci push` writes (Kyverno 1.9 to 1.19, cmd/cli/kubectl-kyverno/commands/oci): an
@@ -164,25 +166,20 @@ func parsePolicy(data []byte) (*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("kind %q of apiVersion %q: not a Kyverno policy (ClusterPolicy or Policy of kyverno.io/v1 or v2beta1)", kind, apiVersion)
 	}
 	policy := strip(u)
-	// As a FleetPolicy's template (PolicyTemplate's rules): Kyverno refuses longer names.
-	if n := policy.GetName(); len(n) > 63 {
-		return nil, fmt.Errorf("%s metadata.name %q is longer than 63 characters: Kyverno refuses policy names longer than that", kind, n)
+	// What a FleetPolicy's template is held to at admission, these are held to here.
+	if err := policyhubv1.CheckPolicy(policy.Object); err != nil {
+		return nil, fmt.Errorf("%s %q: %w", kind, policy.GetName(), err)
 	}
-	if errs := validation.IsDNS1123Subdomain(policy.GetName()); len(errs) > 0 {
-		return nil, fmt.Errorf("%s metadata.name %q: %s", kind, policy.GetName(), strings.Join(errs, "; "))
+	if policy.GetName() == "" {
+		return nil, fmt.Errorf("%s: metadata.name is required", kind)
 	}
-	switch ns := policy.GetNamespace(); {
-	case kind == "Policy" && ns == "":
-		return nil, fmt.Errorf("%s %s: metadata.namespace is required (a Policy lives in a namespace)", kind, policy.GetName())
-	case kind == "ClusterPolicy" && ns != "":
+	if ns := policy.GetNamespace(); kind == "ClusterPolicy" && ns != "" {
 		return nil, fmt.Errorf("%s %s: metadata.namespace %q: a ClusterPolicy has none", kind, policy.GetName(), ns)
-	case ns != "":
+	}
+	if ns := policy.GetNamespace(); ns != "" {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 			return nil, fmt.Errorf("%s %s: metadata.namespace %q: %s", kind, policy.GetName(), ns, strings.Join(errs, "; "))
 		}
-	}
-	if _, ok := policy.Object["spec"].(map[string]any); !ok {
-		return nil, fmt.Errorf("%s %s: no spec", kind, policy.GetName())
 	}
 	return policy, nil
 }
