@@ -42,11 +42,14 @@ var DefaultLimits = Limits{MaxPolicies: 500, MaxPolicyBytes: 1 << 20, MaxTotalBy
 
 // Artifact is a set of policies read from a source.
 type Artifact struct {
-	// Digest pins what was read: the manifest's digest ("sha256:…"); a tag moved later names
-	// another digest.
+	// Digest pins what was read ("sha256:…"): an OCI artifact's manifest digest (a tag moved later
+	// names another), or a Flux artifact's digest as verified.
 	Digest string
 	// Policies, sorted by kind, namespace and name, each reduced to what a policy is (see strip).
 	Policies []*unstructured.Unstructured
+	// Skipped counts the documents read that are not Kyverno policies (a kustomization.yaml, other
+	// manifests in a Git folder): left out, not an error.
+	Skipped int
 }
 
 // policyKinds are the kinds a Kyverno artifact may hold, by apiVersion: what `kyverno oci push`
@@ -154,7 +157,8 @@ func readPolicy(img v1.Image, l v1.Descriptor, limits Limits) (*unstructured.Uns
 	return parsePolicy(data)
 }
 
-// parsePolicy reads one Kyverno policy from YAML and strips it to what a policy is.
+// parsePolicy reads one Kyverno policy of the kinds `kyverno oci push` writes from YAML and
+// strips it to what a policy is.
 func parsePolicy(data []byte) (*unstructured.Unstructured, error) {
 	obj := map[string]any{}
 	if err := yaml.Unmarshal(data, &obj); err != nil {
@@ -165,18 +169,26 @@ func parsePolicy(data []byte) (*unstructured.Unstructured, error) {
 	if !slices.Contains(policyKinds[apiVersion], kind) {
 		return nil, fmt.Errorf("kind %q of apiVersion %q: not a Kyverno policy (ClusterPolicy or Policy of kyverno.io/v1 or v2beta1)", kind, apiVersion)
 	}
+	return member(u)
+}
+
+// member is a policy of a library stripped to what a policy is, if it is one a FleetPolicy's
+// template could be (policyhubv1.CheckPolicy: these never passed admission) with a name and a
+// namespace only where its kind has one.
+func member(u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	kind := u.GetKind()
 	policy := strip(u)
-	// What a FleetPolicy's template is held to at admission, these are held to here.
 	if err := policyhubv1.CheckPolicy(policy.Object); err != nil {
 		return nil, fmt.Errorf("%s %q: %w", kind, policy.GetName(), err)
 	}
 	if policy.GetName() == "" {
 		return nil, fmt.Errorf("%s: metadata.name is required", kind)
 	}
-	if ns := policy.GetNamespace(); kind == "ClusterPolicy" && ns != "" {
+	ns := policy.GetNamespace()
+	if kind == "ClusterPolicy" && ns != "" {
 		return nil, fmt.Errorf("%s %s: metadata.namespace %q: a ClusterPolicy has none", kind, policy.GetName(), ns)
 	}
-	if ns := policy.GetNamespace(); ns != "" {
+	if ns != "" {
 		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 			return nil, fmt.Errorf("%s %s: metadata.namespace %q: %s", kind, policy.GetName(), ns, strings.Join(errs, "; "))
 		}

@@ -1,0 +1,195 @@
+package source
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// FetchArchive reads the policies of a Flux source's artifact (a GitRepository, Bucket or
+// OCIRepository, as its status.artifact names it: url and digest): it downloads the tarball,
+// bounded by limits.MaxTotalBytes, verifies the digest before reading a byte of it, and takes
+// every Kyverno policy (any kind of kyverno.io or policies.kyverno.io a FleetPolicy's template
+// may be) in the .yaml and .yml files under dir, recursively, each file one or more documents.
+// Documents that are not Kyverno policies (a kustomization.yaml, other manifests) are left out
+// and counted; links are not followed. A policy twice, a file or the set over limits, or a
+// document that is a Kyverno object but not a valid policy is an error naming it.
+func FetchArchive(ctx context.Context, client *http.Client, url, digest, dir string, limits Limits) (*Artifact, error) {
+	verifier, want, err := digestOf(digest)
+	if err != nil {
+		return nil, err
+	}
+	root, err := cleanDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("artifact %s: %w", url, err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("download the artifact: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("download the artifact %s: %s", url, resp.Status)
+	}
+	var archive bytes.Buffer
+	n, err := io.Copy(io.MultiWriter(&archive, verifier), io.LimitReader(resp.Body, limits.MaxTotalBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("download the artifact %s: %w", url, err)
+	}
+	if n > limits.MaxTotalBytes {
+		return nil, fmt.Errorf("the artifact %s is over %d bytes", url, limits.MaxTotalBytes)
+	}
+	if got := hex.EncodeToString(verifier.Sum(nil)); got != want {
+		return nil, fmt.Errorf("the artifact %s does not match its digest: it is %s:%s, the source says %s", url, strings.SplitN(digest, ":", 2)[0], got, digest)
+	}
+	art, err := readArchive(&archive, root, limits)
+	if err != nil {
+		return nil, fmt.Errorf("the artifact %s: %w", url, err)
+	}
+	art.Digest = digest
+	return art, nil
+}
+
+// digestOf is the hash a digest ("algorithm:hex") names and its hex; Flux's default is sha256.
+func digestOf(digest string) (hash.Hash, string, error) {
+	algorithm, hexSum, ok := strings.Cut(digest, ":")
+	var h hash.Hash
+	switch algorithm {
+	case "sha256":
+		h = sha256.New()
+	case "sha384":
+		h = sha512.New384()
+	case "sha512":
+		h = sha512.New()
+	default:
+		if !ok {
+			return nil, "", fmt.Errorf("digest %q: want algorithm:hex, e.g. sha256:…", digest)
+		}
+		return nil, "", fmt.Errorf("digest algorithm %q is not supported: sha256, sha384 or sha512 (source-controller's --artifact-digest-algo)", algorithm)
+	}
+	if _, err := hex.DecodeString(hexSum); err != nil || len(hexSum) != 2*h.Size() {
+		return nil, "", fmt.Errorf("digest %q: not a %s sum", digest, algorithm)
+	}
+	return h, strings.ToLower(hexSum), nil
+}
+
+// cleanDir is dir as a prefix of the archive's paths ("" for the whole archive); it may not
+// climb out of it.
+func cleanDir(dir string) (string, error) {
+	if slices.Contains(strings.Split(dir, "/"), "..") {
+		return "", fmt.Errorf("path %q: may not contain '..'", dir)
+	}
+	clean := strings.TrimPrefix(path.Clean("/"+dir), "/")
+	if clean == "" {
+		return "", nil
+	}
+	return clean + "/", nil
+}
+
+// readArchive takes the policies of a gzipped tarball's YAML files under root.
+func readArchive(r io.Reader, root string, limits Limits) (*Artifact, error) {
+	gz, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, fmt.Errorf("not a gzipped tarball: %w", err)
+	}
+	defer gz.Close()
+	tr := tar.NewReader(gz)
+	art := &Artifact{}
+	seen := map[string]string{}
+	var total int64
+	for {
+		hdr, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read the tarball: %w", err)
+		}
+		name := strings.TrimPrefix(path.Clean("/"+hdr.Name), "/")
+		if hdr.Typeflag != tar.TypeReg || !strings.HasPrefix(name, root) ||
+			(!strings.HasSuffix(name, ".yaml") && !strings.HasSuffix(name, ".yml")) {
+			continue // directories, links, other files, other folders
+		}
+		if hdr.Size > limits.MaxPolicyBytes {
+			return nil, fmt.Errorf("%s is %d bytes, over the %d a file may have", name, hdr.Size, limits.MaxPolicyBytes)
+		}
+		if total += hdr.Size; total > limits.MaxTotalBytes {
+			return nil, fmt.Errorf("its YAML files under %q are over %d bytes", root, limits.MaxTotalBytes)
+		}
+		data, err := io.ReadAll(io.LimitReader(tr, limits.MaxPolicyBytes+1))
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, err)
+		}
+		policies, skipped, err := policiesIn(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		art.Skipped += skipped
+		for _, p := range policies {
+			id := identity(p)
+			if first, dup := seen[id]; dup {
+				return nil, fmt.Errorf("%s is in %s and %s: a policy may be in a set once", id, first, name)
+			}
+			seen[id] = name
+			if len(art.Policies) == limits.MaxPolicies {
+				return nil, fmt.Errorf("more than %d policies under %q", limits.MaxPolicies, root)
+			}
+			art.Policies = append(art.Policies, p)
+		}
+	}
+	slices.SortFunc(art.Policies, func(a, b *unstructured.Unstructured) int { return strings.Compare(identity(a), identity(b)) })
+	return art, nil
+}
+
+// policiesIn are the Kyverno policies of one YAML file's documents, and how many documents were
+// something else.
+func policiesIn(data []byte) (policies []*unstructured.Unstructured, skipped int, _ error) {
+	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for i := 1; ; i++ {
+		doc, err := docs.Read()
+		if errors.Is(err, io.EOF) {
+			return policies, skipped, nil
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("document %d: %w", i, err)
+		}
+		obj := map[string]any{}
+		if err := yaml.Unmarshal(doc, &obj); err != nil {
+			return nil, 0, fmt.Errorf("document %d: not a YAML object: %w", i, err)
+		}
+		if len(obj) == 0 {
+			continue // empty, or comments only
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		if group := u.GroupVersionKind().Group; group != "kyverno.io" && group != "policies.kyverno.io" {
+			skipped++
+			continue
+		}
+		p, err := member(u)
+		if err != nil {
+			return nil, 0, fmt.Errorf("document %d: %w", i, err)
+		}
+		policies = append(policies, p)
+	}
+}
