@@ -12,9 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Cluster is one kube-apiserver of the fleet: the hub or a managed cluster.
@@ -101,6 +103,21 @@ func (c *Cluster) startFirst(ctx context.Context, pickPort func() (int, error)) 
 			return err
 		}
 	}
+}
+
+// installCRDs installs crds through c. kube-apiserver v1.36.3 can die while CRDs are installed
+// in a burst: a nil pointer in kube-openapi's cached spec merger (pkg/cached/cache.go:264, seen
+// starting a test's own fleet, 2026-11-26), a race in the apiserver, not in what is applied. An
+// apiserver that died so is started again and the CRDs applied again, once.
+func (c *Cluster) installCRDs(ctx context.Context, cl client.Client, crds []*unstructured.Unstructured) error {
+	err := installCRDs(ctx, cl, crds)
+	if err == nil || c.apiserver.running() || !logSays(c.apiserver.logPath, "pkg/cached/cache.go") {
+		return err
+	}
+	if serr := c.StartAPIServer(ctx); serr != nil {
+		return fmt.Errorf("%w; started again after kube-openapi's panic, it did not come up: %v", err, serr)
+	}
+	return installCRDs(ctx, cl, crds)
 }
 
 // moveTo makes the (stopped) apiserver serve on port: its flag, URL, Config and kubeconfig.

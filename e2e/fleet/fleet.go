@@ -206,7 +206,7 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	}
 	g, gctx = errgroup.WithContext(ctx)
 	g.Go(func() error {
-		if err := installCRDs(gctx, hub, hubCRDObjs); err != nil {
+		if err := f.Hub.installCRDs(gctx, hub, hubCRDObjs); err != nil {
 			return fmt.Errorf("hub CRDs: %w", err)
 		}
 		if err := installAdmission(gctx, hub); err != nil {
@@ -237,7 +237,7 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 			if err != nil {
 				return fmt.Errorf("cluster %s: %w", c.Name, err)
 			}
-			if err := installCRDs(gctx, cl, managedCRDObjs); err != nil {
+			if err := c.installCRDs(gctx, cl, managedCRDObjs); err != nil {
 				return fmt.Errorf("cluster %s CRDs: %w", c.Name, err)
 			}
 			if m.Kyverno {
