@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the real parts of the local fleet (etcd, kube-apiserver, cluster-gateway, Kyverno, and
-# KubeVela's vela-core) from the Go module proxy through the wrapper modules in e2e/testbin, into a
+# Builds the real parts of the local fleet (etcd, kube-apiserver, cluster-gateway, Kyverno and its
+# CLI, and KubeVela's vela-core) from the Go module proxy through the wrapper modules in e2e/testbin, into a
 # cache outside the clone so that a fresh clone on the same machine reuses them. Installs
 # Prometheus from Debian when it is missing.
 # Prints where the binaries are on its last line (the directory the e2e harness reads).
@@ -63,7 +63,8 @@ build cluster-gateway v1.9.1 cluster-gateway "-s -w" \
 	github.com/oam-dev/cluster-gateway/cmd/apiserver cluster-gateway
 build kyverno v1.19.1 kyverno "-s -w" \
 	github.com/kyverno/kyverno/cmd/kyverno kyverno \
-	github.com/kyverno/kyverno/cmd/reports-controller reports-controller
+	github.com/kyverno/kyverno/cmd/reports-controller reports-controller \
+	github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno kyverno-cli
 # KubeVela's controller, to run the kyverno-policy policy under the real thing (issue 16), and its
 # CLI, which enables addons (config/kubevela/addon).
 build kubevela v1.10.6 kubevela "-s -w -X github.com/oam-dev/kubevela/version.VelaVersion=v1.10.6" \

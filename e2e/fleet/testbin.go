@@ -43,6 +43,20 @@ func TestbinDir() (string, error) {
 	return filepath.Join(cache, "policyhub", "testbin"), nil
 }
 
+// KyvernoCLI is the path of the Kyverno CLI (`kyverno oci push`), built by `make testbin` from the
+// same module as the fleet's Kyverno.
+func KyvernoCLI() (string, error) {
+	dir, err := TestbinDir()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kyverno-"+KyvernoVersion, "kyverno-cli")
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("%s is missing: run `make testbin` to build the fleet's binaries", path)
+	}
+	return path, nil
+}
+
 // findBinaries locates the programs, all in the testbin directory at the versions above (never
 // one on PATH, such as Debian's older etcd, so every run sees the same parts); Kyverno's only when
 // withKyverno (it is the slowest to build), vela-core only when withKubeVela.

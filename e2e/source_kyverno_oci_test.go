@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/policyhub/policyhub/e2e/fleet"
+	"github.com/policyhub/policyhub/hub/source"
+)
+
+// A policy library pushed by the real Kyverno CLI (`kyverno oci push`, built from the same module
+// as the fleet's Kyverno) to an OCI registry behind basic auth is read by hub/source as the CLI
+// wrote it: pinned to the manifest's digest, each ClusterPolicy and Policy stripped to what a
+// policy is. The ValidatingPolicy in the pushed folder is not in the artifact: the v1.19 CLI
+// pushes only kyverno.io kinds. Wrong credentials read nothing.
+func TestKyvernoCLIPushedLibraryIsRead(t *testing.T) {
+	cli, err := fleet.KyvernoCLI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const user, password = "platform", "s3cret"
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
+			w.Header().Set("WWW-Authenticate", `Basic realm="policies"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+
+	library := t.TempDir()
+	for file, content := range map[string]string{
+		"require-labels.yaml": `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: require-labels
+  annotations:
+    policies.kyverno.io/severity: medium
+spec:
+  rules:
+  - name: check-team
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    validate:
+      failureAction: Audit
+      message: "label team is required"
+      pattern:
+        metadata:
+          labels:
+            team: "?*"
+`,
+		"limits.yaml": `apiVersion: kyverno.io/v1
+kind: Policy
+metadata:
+  name: require-limits
+  namespace: shop
+spec:
+  rules:
+  - name: limits
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    validate:
+      failureAction: Audit
+      message: "memory limits are required"
+      pattern:
+        spec:
+          containers:
+          - resources:
+              limits:
+                memory: "?*"
+`,
+		"disallow-host-path.yaml": `apiVersion: policies.kyverno.io/v1
+kind: ValidatingPolicy
+metadata:
+  name: disallow-host-path
+spec:
+  validationActions: [Audit]
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: [v1]
+      operations: [CREATE, UPDATE]
+      resources: [pods]
+  validations:
+  - expression: "!has(object.spec.volumes) || object.spec.volumes.all(v, !has(v.hostPath))"
+`,
+	} {
+		if err := os.WriteFile(filepath.Join(library, file), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dockerConfig := t.TempDir()
+	auths, err := json.Marshal(map[string]any{"auths": map[string]any{host: map[string]string{
+		"auth": base64.StdEncoding.EncodeToString([]byte(user + ":" + password)),
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dockerConfig, "config.json"), auths, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ref := host + "/policies/baseline:v1"
+	push := exec.CommandContext(testContext(t), cli, "oci", "push", "-i", ref, library)
+	push.Env = append(os.Environ(), "KYVERNO_EXPERIMENTAL=true", "DOCKER_CONFIG="+dockerConfig)
+	if out, err := push.CombinedOutput(); err != nil {
+		t.Fatalf("kyverno oci push: %v\n%s", err, out)
+	}
+
+	creds := authn.FromConfig(authn.AuthConfig{Username: user, Password: password})
+	keychain := staticKeychain{creds}
+	art, err := source.PullOCI(testContext(t), ref, keychain, source.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := remote.Head(parsed, remote.WithAuth(creds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if art.Digest != head.Digest.String() {
+		t.Errorf("digest %s, want the manifest's %s", art.Digest, head.Digest)
+	}
+	var got []string
+	for _, p := range art.Policies {
+		got = append(got, fmt.Sprintf("%s %s/%s", p.GetKind(), p.GetNamespace(), p.GetName()))
+		if _, ok := p.Object["status"]; ok {
+			t.Errorf("%s kept the status the CLI wrote", p.GetName())
+		}
+		if _, ok := p.Object["metadata"].(map[string]any)["creationTimestamp"]; ok {
+			t.Errorf("%s kept the creationTimestamp the CLI wrote", p.GetName())
+		}
+	}
+	if want := "[ClusterPolicy /require-labels Policy shop/require-limits]"; fmt.Sprint(got) != want {
+		t.Errorf("policies %v, want %s (the ValidatingPolicy is not pushed by the v1.19 CLI)", got, want)
+	}
+	if sev := art.Policies[0].GetAnnotations()["policies.kyverno.io/severity"]; sev != "medium" {
+		t.Errorf("the annotations were lost: %v", art.Policies[0].GetAnnotations())
+	}
+
+	wrong := staticKeychain{authn.FromConfig(authn.AuthConfig{Username: user, Password: "wrong"})}
+	if _, err := source.PullOCI(testContext(t), ref, wrong, source.DefaultLimits); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("with wrong credentials: %v, want a 401", err)
+	}
+}
+
+// staticKeychain gives every registry one authenticator.
+type staticKeychain struct{ authn.Authenticator }
+
+func (k staticKeychain) Resolve(authn.Resource) (authn.Authenticator, error) {
+	return k.Authenticator, nil
+}
