@@ -4,23 +4,18 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/policyhub/policyhub/e2e/fleet"
 	"github.com/policyhub/policyhub/hub/source"
+	"github.com/policyhub/policyhub/internal/registrytest"
 )
 
 // A policy library pushed by the real Kyverno CLI (`kyverno oci push`, built from the same module
@@ -34,17 +29,7 @@ func TestKyvernoCLIPushedLibraryIsRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	const user, password = "platform", "s3cret"
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != user || p != password {
-			w.Header().Set("WWW-Authenticate", `Basic realm="policies"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		reg.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host := registrytest.Serve(t, user, password)
 
 	library := t.TempDir()
 	for file, content := range map[string]string{
@@ -128,9 +113,7 @@ spec:
 		t.Fatalf("kyverno oci push: %v\n%s", err, out)
 	}
 
-	creds := authn.FromConfig(authn.AuthConfig{Username: user, Password: password})
-	keychain := staticKeychain{creds}
-	art, err := source.PullOCI(testContext(t), ref, keychain, source.DefaultLimits)
+	art, err := source.PullOCI(testContext(t), ref, registrytest.Keychain(user, password), source.DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +121,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	head, err := remote.Head(parsed, remote.WithAuth(creds))
+	head, err := remote.Head(parsed, remote.WithAuthFromKeychain(registrytest.Keychain(user, password)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,15 +145,7 @@ spec:
 		t.Errorf("the annotations were lost: %v", art.Policies[0].GetAnnotations())
 	}
 
-	wrong := staticKeychain{authn.FromConfig(authn.AuthConfig{Username: user, Password: "wrong"})}
-	if _, err := source.PullOCI(testContext(t), ref, wrong, source.DefaultLimits); err == nil || !strings.Contains(err.Error(), "401") {
+	if _, err := source.PullOCI(testContext(t), ref, registrytest.Keychain(user, "wrong"), source.DefaultLimits); err == nil || !strings.Contains(err.Error(), "401") {
 		t.Errorf("with wrong credentials: %v, want a 401", err)
 	}
-}
-
-// staticKeychain gives every registry one authenticator.
-type staticKeychain struct{ authn.Authenticator }
-
-func (k staticKeychain) Resolve(authn.Resource) (authn.Authenticator, error) {
-	return k.Authenticator, nil
 }

@@ -3,22 +3,19 @@ package source
 import (
 	"context"
 	"fmt"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/policyhub/policyhub/internal/registrytest"
 )
 
 // These tests pull from go-containerregistry's registry (a real OCI distribution server, in
@@ -32,28 +29,10 @@ const testUser, testPassword = "platform", "s3cret"
 // testRegistry serves a registry that takes only testUser's requests; it returns its host.
 func testRegistry(t *testing.T) string {
 	t.Helper()
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if user, password, ok := r.BasicAuth(); !ok || user != testUser || password != testPassword {
-			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		reg.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
+	return registrytest.Serve(t, testUser, testPassword)
 }
 
-// keychain gives every registry these credentials.
-type keychain authn.Basic
-
-func (k keychain) Resolve(authn.Resource) (authn.Authenticator, error) {
-	b := authn.Basic(k)
-	return &b, nil
-}
-
-var testKeychain = keychain{Username: testUser, Password: testPassword}
+var testKeychain = registrytest.Keychain(testUser, testPassword)
 
 // layer is one policy layer as kyverno oci push writes it.
 type layer struct {
@@ -190,7 +169,7 @@ func TestPullOCIRefuses(t *testing.T) {
 		want     string
 	}{
 		{name: "wrong credentials", config: KyvernoConfigMediaType, layers: []layer{clusterPolicy("a")},
-			keychain: keychain{Username: testUser, Password: "wrong"}, want: "401"},
+			keychain: registrytest.Keychain(testUser, "wrong"), want: "401"},
 		{name: "a container image, not a policy artifact", config: types.OCIConfigJSON, layers: []layer{clusterPolicy("a")},
 			want: `config media type "application/vnd.oci.image.config.v1+json"`},
 		{name: "a layer that is not a Kyverno policy", config: KyvernoConfigMediaType,
