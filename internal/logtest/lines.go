@@ -9,8 +9,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// Lines collects the Info lines (V(0)) and errors logged through a context made by Context.
+// Lines collects the Info lines (up to V(Verbosity), V(0) by default) and errors logged through
+// a context made by Context.
 type Lines struct {
+	Verbosity int
+
 	mu    sync.Mutex
 	lines []string
 }
@@ -21,7 +24,7 @@ func (l *Lines) Context(ctx context.Context) context.Context {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.lines = append(l.lines, args)
-	}, funcr.Options{}))
+	}, funcr.Options{Verbosity: l.Verbosity}))
 }
 
 // Count is how many lines contain substr.
