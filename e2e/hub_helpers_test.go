@@ -54,7 +54,7 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:                  controllers.CacheOptions(testFleet.SecretNamespace),
+		Cache:                  controllers.CacheOptions(testFleet.SecretNamespace, e2eHubNamespace),
 		Client:                 controllers.ClientOptions(),
 	})
 	if err != nil {

@@ -1,19 +1,10 @@
 package e2e
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-
-	"github.com/policyhub/policyhub/e2e/fleet"
 	"github.com/policyhub/policyhub/hub/source"
 	"github.com/policyhub/policyhub/internal/registrytest"
 )
@@ -24,15 +15,11 @@ import (
 // policy is. The ValidatingPolicy in the pushed folder is not in the artifact: the v1.19 CLI
 // pushes only kyverno.io kinds. Wrong credentials read nothing.
 func TestKyvernoCLIPushedLibraryIsRead(t *testing.T) {
-	cli, err := fleet.KyvernoCLI()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const user, password = "platform", "s3cret"
 	host := registrytest.Serve(t, user, password)
 
-	library := t.TempDir()
-	for file, content := range map[string]string{
+	ref := host + "/policies/baseline:v1"
+	digest := kyvernoPush(t, ref, user, password, map[string]string{
 		"require-labels.yaml": `apiVersion: kyverno.io/v1
 kind: ClusterPolicy
 metadata:
@@ -91,42 +78,14 @@ spec:
   validations:
   - expression: "!has(object.spec.volumes) || object.spec.volumes.all(v, !has(v.hostPath))"
 `,
-	} {
-		if err := os.WriteFile(filepath.Join(library, file), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dockerConfig := t.TempDir()
-	auths, err := json.Marshal(map[string]any{"auths": map[string]any{host: map[string]string{
-		"auth": base64.StdEncoding.EncodeToString([]byte(user + ":" + password)),
-	}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dockerConfig, "config.json"), auths, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ref := host + "/policies/baseline:v1"
-	push := exec.CommandContext(testContext(t), cli, "oci", "push", "-i", ref, library)
-	push.Env = append(os.Environ(), "KYVERNO_EXPERIMENTAL=true", "DOCKER_CONFIG="+dockerConfig)
-	if out, err := push.CombinedOutput(); err != nil {
-		t.Fatalf("kyverno oci push: %v\n%s", err, out)
-	}
+	})
 
 	art, err := source.PullOCI(testContext(t), ref, registrytest.Keychain(user, password), source.DefaultLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	parsed, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	head, err := remote.Head(parsed, remote.WithAuthFromKeychain(registrytest.Keychain(user, password)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if art.Digest != head.Digest.String() {
-		t.Errorf("digest %s, want the manifest's %s", art.Digest, head.Digest)
+	if art.Digest != digest {
+		t.Errorf("digest %s, want the manifest's %s", art.Digest, digest)
 	}
 	var got []string
 	for _, p := range art.Policies {

@@ -150,7 +150,7 @@ func run() error {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "policyhub-hub." + o.hubID,
 		LeaderElectionNamespace: o.leaderElectionNamespace,
-		Cache:                   controllers.CacheOptions(o.secretNamespace),
+		Cache:                   controllers.CacheOptions(o.secretNamespace, o.leaderElectionNamespace),
 		Client:                  controllers.ClientOptions(),
 	})
 	if err != nil {

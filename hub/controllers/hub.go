@@ -54,7 +54,7 @@ type HubOptions struct {
 	ApplicationStatusInterval, DepartureRecheck time.Duration
 }
 
-// SetupHub registers every controller of the hub with mgr — FleetPolicy, ApplicationPolicy (and
+// SetupHub registers every controller of the hub with mgr — FleetPolicy, PolicySet, ApplicationPolicy (and
 // the KubeVela adapter where the hub serves KubeVela's Application), cluster departures,
 // PolicyReportSummary — over one set of per-cluster workers, which it returns: Close them on
 // shutdown so the sync Leases still held are given up.
@@ -96,6 +96,9 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 	setup := func() error {
 		if err := (&FleetPolicyReconciler{DeclarationOptions: declarations, Rollouts: metrics.NewRollout(o.Registry)}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("FleetPolicy controller: %w", err)
+		}
+		if err := (&PolicySetReconciler{DeclarationOptions: declarations, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("PolicySet controller: %w", err)
 		}
 		departures := &DepartureReconciler{Reader: mgr.GetClient(), SecretNamespace: o.SecretNamespace, Workers: workers, Metrics: syncMetrics, Recheck: o.DepartureRecheck}
 		if err := departures.SetupWithManager(mgr); err != nil {

@@ -5,6 +5,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,14 +21,20 @@ import (
 // the cache does not keep them: they are often the largest part of an object, and every read
 // copies the object. Of the Leases, only the agents' are cached (AgentLeaseName), and of each only
 // what liveness needs (see keepRenewal): an agent writes its Lease, and whatever it puts in one
-// costs the hub no memory.
-func CacheOptions(secretNamespace string) cache.Options {
+// costs the hub no memory. Of the ConfigMaps, only the policy libraries in the hub's namespace
+// (hubNamespace) are cached, those PolicySets read (labelled policyhubv1.LabelPolicyLibrary).
+func CacheOptions(secretNamespace, hubNamespace string) cache.Options {
+	library, err := labels.NewRequirement(policyhubv1.LabelPolicyLibrary, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant label key: cannot fail
+	}
 	secretMeta := &metav1.PartialObjectMetadata{}
 	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			secretMeta:                         {Namespaces: map[string]cache.Config{secretNamespace: {}}},
 			&policyhubv1.PolicyReportSummary{}: {Field: fields.OneTermEqualSelector("metadata.name", policyhubv1.SummaryName)},
+			&corev1.ConfigMap{}:                {Namespaces: map[string]cache.Config{hubNamespace: {}}, Label: labels.NewSelector().Add(*library)},
 			&coordinationv1.Lease{}:            {Field: fields.OneTermEqualSelector("metadata.name", policyhubv1.AgentLeaseName), Transform: keepRenewal},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -49,6 +50,10 @@ type rendering struct {
 	targets *render.Targets
 	rollout *rollout.Plan
 	token   string
+	// revision is the version every cluster synced in full holds (a PolicySet's source
+	// digest; "" for kinds without versions); members are a set's members rendered.
+	revision string
+	members  []*unstructured.Unstructured
 }
 
 // entry returns key's entry, made on first use; r.mu must be held.

@@ -12,6 +12,7 @@ import (
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/rollout"
+	"github.com/policyhub/policyhub/hub/source"
 )
 
 // Lifecycle is what a declaration's lifecycle lets it want.
@@ -69,6 +70,27 @@ func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, inv placement
 	t.Unknown = sel.Unknown
 	t.MissingPlacement = placement.MissingPlacement(fp.Spec.Placement, inv, "", "spec.placement")
 	return t, plan, nil
+}
+
+// PolicySetTargets runs a PolicySet down the flow — select its members from the source's
+// policies, place, render — as the hub syncs it and as `kubectl policyhub sync --dry-run`
+// previews it; it returns the members selected.
+func PolicySetTargets(hubID string, ps *policyhubv1.PolicySet, policies []*unstructured.Unstructured, inv placement.Inventory) (*render.Targets, []*unstructured.Unstructured, error) {
+	members, err := source.Select(policies, ps.Spec.Select)
+	if err != nil {
+		return nil, nil, &render.InvalidError{Reason: "InvalidSelect", Err: err}
+	}
+	sel, err := placement.PolicySet(ps.Spec, inv)
+	if err != nil {
+		return nil, nil, &render.InvalidError{Reason: "InvalidPlacement", Err: err}
+	}
+	t, err := render.PolicySetTargets(hubID, ps, members, sel.Targets)
+	if err != nil {
+		return nil, nil, err
+	}
+	t.Unknown = sel.Unknown
+	t.MissingPlacement = placement.MissingPlacement(ps.Spec.Placement, inv, "", "spec.placement")
+	return t, members, nil
 }
 
 // KubeVelaApplication reads the KubeVela Application an ApplicationPolicy is about: nil when

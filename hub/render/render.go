@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -217,15 +218,28 @@ func SetMode(obj *unstructured.Unstructured, mode policyhubv1.Mode) error {
 	}
 	gvk := obj.GroupVersionKind()
 	switch {
-	case gvk.Group == kyvernoGroup && (gvk.Kind == "ClusterPolicy" || gvk.Kind == "Policy"):
+	case ruleFailureActions(gvk):
 		return setRuleFailureActions(obj, mode)
-	case gvk.Group == policiesGroup && slices.Contains([]string{
-		"ValidatingPolicy", "NamespacedValidatingPolicy", "ImageValidatingPolicy", "NamespacedImageValidatingPolicy",
-	}, gvk.Kind):
+	case validationActions(gvk):
 		return setValidationActions(obj, mode)
 	default:
 		return fmt.Errorf("mode %s does not apply to %s %s: only validating kinds have a failure action", mode, gvk.GroupKind(), obj.GetName())
 	}
+}
+
+// HasMode says whether policies of the kind have a failure action a mode rewrites (SetMode).
+func HasMode(gvk schema.GroupVersionKind) bool {
+	return ruleFailureActions(gvk) || validationActions(gvk)
+}
+
+func ruleFailureActions(gvk schema.GroupVersionKind) bool {
+	return gvk.Group == kyvernoGroup && (gvk.Kind == "ClusterPolicy" || gvk.Kind == "Policy")
+}
+
+func validationActions(gvk schema.GroupVersionKind) bool {
+	return gvk.Group == policiesGroup && slices.Contains([]string{
+		"ValidatingPolicy", "NamespacedValidatingPolicy", "ImageValidatingPolicy", "NamespacedImageValidatingPolicy",
+	}, gvk.Kind)
 }
 
 func setRuleFailureActions(obj *unstructured.Unstructured, mode policyhubv1.Mode) error {

@@ -48,9 +48,25 @@ func (t *Targets) Clusters() []string {
 // object (its content hash), dry-run and the unknown clusters.
 func (t *Targets) Fingerprint() string {
 	var b strings.Builder
-	for _, c := range t.Clusters() {
+	// Clusters share their objects (a set's hundred members, in a thousand clusters): each
+	// shared list is summed up once, and named by its index after that.
+	type list struct {
+		array **unstructured.Unstructured // the list's backing array: the same only when shared
+		n     int
+	}
+	shared := map[list]int{}
+	for i, c := range t.Clusters() {
 		fmt.Fprintf(&b, "%s/%v:", c, t.DryRun[c])
-		for _, obj := range t.Objects[c] {
+		objs := t.Objects[c]
+		if len(objs) > 1 {
+			key := list{&objs[0], len(objs)}
+			if j, ok := shared[key]; ok {
+				fmt.Fprintf(&b, " =%d;", j)
+				continue
+			}
+			shared[key] = i
+		}
+		for _, obj := range objs {
 			fmt.Fprintf(&b, " %s/%s/%s@%s", obj.GetKind(), obj.GetNamespace(), obj.GetName(), obj.GetAnnotations()[policyhubv1.AnnotationContentHash])
 		}
 		b.WriteString(";")

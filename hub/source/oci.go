@@ -63,9 +63,9 @@ var policyKinds = map[string][]string{
 // ("registry/repo@sha256:…"), with the credentials keychain holds for its registry (nil:
 // anonymous). An index, another kind of artifact, a layer that is not one Kyverno policy, a
 // policy listed twice or anything over limits is an error that names it; nothing is returned
-// then.
-func PullOCI(ctx context.Context, ref string, keychain authn.Keychain, limits Limits) (*Artifact, error) {
-	r, err := name.ParseReference(ref)
+// then. nameOpts say how to read ref (name.Insecure: over plain HTTP).
+func PullOCI(ctx context.Context, ref string, keychain authn.Keychain, limits Limits, nameOpts ...name.Option) (*Artifact, error) {
+	r, err := name.ParseReference(ref, nameOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("OCI reference %q: %w", ref, err)
 	}

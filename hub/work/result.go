@@ -20,6 +20,9 @@ type DeclarationResult struct {
 	// Plan lists the changes of a dry-run (at most 20, with diffs); PlanTruncated counts the rest.
 	Plan          []policyhubv1.PlannedChange
 	PlanTruncated int32
+	// Problems are the objects that failed or conflict, with why (at most maxProblems): which
+	// members of a set need attention. Not kept in any status as such.
+	Problems []policyhubv1.PlannedChange
 	// InForce, for a Synced declaration, says whether Kyverno in the cluster has reported every
 	// policy of it ready (see readiness.go); nil otherwise.
 	InForce *bool
@@ -65,6 +68,7 @@ func (r *ClusterResult) record(i int, w *workPlan, dryRun bool) {
 			res.Actions.Failed++
 			entry.Action, entry.Message = string(ActionFailed), policyhubv1.TruncateMessage(c.err.Error(), 1024)
 			failures = append(failures, fmt.Sprintf("%s: %v", plan.KeyOf(obj), c.err))
+			res.problem(entry)
 		case c.action == ActionCreate:
 			res.Actions.Created++
 		case c.action == ActionUpdate:
@@ -76,6 +80,7 @@ func (r *ClusterResult) record(i int, w *workPlan, dryRun bool) {
 		case c.action == ActionConflict:
 			res.Actions.Conflict++
 			conflicts = append(conflicts, c.message)
+			res.problem(entry)
 		}
 		if dryRun && entry.Action != string(ActionUnchanged) {
 			if len(res.Plan) < maxPlan {
@@ -97,6 +102,17 @@ func (r *ClusterResult) record(i int, w *workPlan, dryRun bool) {
 		res.Message = fmt.Sprintf("dry-run, nothing was persisted: would create %d, update %d, delete %d; %d unchanged", a.Created, a.Updated, a.Deleted, a.Unchanged)
 	default:
 		res.Phase, res.Message = policyhubv1.ClusterPhaseSynced, counts
+	}
+}
+
+// maxProblems is how many failed or conflicting objects a result names.
+const maxProblems = 10
+
+// problem keeps an object that failed or conflicts, without its diff.
+func (r *DeclarationResult) problem(c policyhubv1.PlannedChange) {
+	if len(r.Problems) < maxProblems {
+		c.Diff = ""
+		r.Problems = append(r.Problems, c)
 	}
 }
 

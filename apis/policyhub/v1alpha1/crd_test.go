@@ -49,8 +49,8 @@ func TestEveryCRDFieldIsDocumented(t *testing.T) {
 func generatedCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("..", "..", "..", "config", "crd", "*.yaml"))
-	if err != nil || len(files) != 5 {
-		t.Fatalf("want the 5 generated CRDs in config/crd, found %v (%v)", files, err)
+	if err != nil || len(files) != 6 {
+		t.Fatalf("want the 6 generated CRDs in config/crd, found %v (%v)", files, err)
 	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, file := range files {
@@ -151,10 +151,22 @@ func TestListBoundsMatchTheCRDs(t *testing.T) {
 					t.Errorf("%s: status.summary.attention maxItems = %v, want MaxAttention (%d)", crd.Name, attention.MaxItems, MaxAttention)
 				}
 			}
+			if crd.Spec.Names.Kind == KindPolicySet {
+				for path, want := range map[string]int64{"attentionMembers": MaxAttentionMembers, "changes.added": MaxChangedMembers, "changes.changed": MaxChangedMembers, "changes.removed": MaxChangedMembers} {
+					checked++
+					prop := status
+					for _, p := range strings.Split(path, ".") {
+						prop = prop.Properties[p]
+					}
+					if prop.MaxItems == nil || *prop.MaxItems != want {
+						t.Errorf("%s: status.%s maxItems = %v, want %d", crd.Name, path, prop.MaxItems, want)
+					}
+				}
+			}
 		}
 	}
-	if checked != 3 {
-		t.Errorf("checked %d lists, want 3 (slice clusters, FleetPolicy and ApplicationPolicy attention)", checked)
+	if checked != 8 {
+		t.Errorf("checked %d lists, want 8 (slice clusters, FleetPolicy, PolicySet and ApplicationPolicy attention, PolicySet members)", checked)
 	}
 }
 

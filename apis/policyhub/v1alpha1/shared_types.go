@@ -315,6 +315,11 @@ type ClusterStatus struct {
 	// renewed nor a new summary) for three of its heartbeat intervals.
 	// +optional
 	Stale bool `json:"stale,omitempty"`
+	// Revision is the version of the declaration the cluster last synced in full: a PolicySet's
+	// source digest. Absent for kinds without versions and for clusters never synced.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Revision string `json:"revision,omitempty"`
 }
 
 // WithoutChurn is the result counts without those that move with every agent's summary (pass,

@@ -1,0 +1,352 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KindPolicySet is the PolicySet's Kind, as a ClusterStatusSlice and a rendered object's source
+// name it.
+const KindPolicySet = "PolicySet"
+
+// Bounds of a PolicySet's status: it stays small at any library and fleet size.
+const (
+	// MaxAttentionMembers is how many members status.attentionMembers names.
+	MaxAttentionMembers = 20
+	// MaxChangedMembers is how many members each list of status.changes names.
+	MaxChangedMembers = 20
+)
+
+// Labels of a PolicySet's snapshots: hub ConfigMaps in the hub's namespace, one per source
+// revision, holding the set's members as read (gzip JSON under SnapshotKey), so that the hub
+// renders without reading the source again and keeps the last good version when it cannot.
+const (
+	// LabelPolicySet, on a snapshot, is the name of the PolicySet it belongs to.
+	LabelPolicySet = "policyhub.io/policyset"
+	// LabelPolicyLibrary, on a ConfigMap in the hub's namespace, offers the policies in it to the
+	// PolicySets whose spec.source.configMaps selects it by its labels.
+	LabelPolicyLibrary = "policyhub.io/policy-library"
+	// SnapshotKey is the binaryData key of a snapshot: the members, gzip-compressed JSON.
+	SnapshotKey = "members.json.gz"
+)
+
+// PolicySetSpec declares a library of Kyverno policies and the clusters it must run in: every
+// member goes to every selected cluster, as one FleetPolicy would take one policy there.
+// +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.placementRef) || (has(self.placement.placementRef.namespace) && size(self.placement.placementRef.namespace) > 0)",message="placement.placementRef.namespace is required on a PolicySet, which is cluster-scoped"
+type PolicySetSpec struct {
+	// Source is where the policies come from: an OCI artifact, labelled ConfigMaps on the hub,
+	// or the policies listed here.
+	Source PolicySetSource `json:"source"`
+
+	// Select narrows the source's policies to the set's members; empty takes every one.
+	// +optional
+	Select *MemberSelector `json:"select,omitempty"`
+
+	// Placement selects the clusters. Empty selects none.
+	// +optional
+	Placement Placement `json:"placement,omitempty"`
+
+	// Mode overrides the failure action of every validating member (see FleetPolicy's
+	// spec.mode); members that validate nothing (mutating, generating, exceptions) keep theirs.
+	// Unset keeps each member's own.
+	// +optional
+	Mode *Mode `json:"mode,omitempty"`
+
+	// DryRun plans and dry-run applies everywhere (admission runs, nothing persists).
+	// +optional
+	DryRun bool `json:"dryRun,omitempty"`
+
+	// ClusterOverrides change mode, dry-run or inclusion for some of the selected clusters.
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	ClusterOverrides []ClusterOverride `json:"clusterOverrides,omitempty"`
+
+	// Suspend stops syncing and reading the source; what the clusters hold stays as it is.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// Prune deletes members from clusters that are no longer selected, members the source no
+	// longer holds, and every member when the PolicySet is deleted. Only objects policyhub owns
+	// are ever deleted.
+	// +optional
+	// +kubebuilder:default=true
+	Prune *bool `json:"prune,omitempty"`
+}
+
+// PolicySetSource is where a PolicySet's policies come from: exactly one of oci, configMaps,
+// inline.
+// +kubebuilder:validation:XValidation:rule="[has(self.oci), has(self.configMaps), has(self.inline)].filter(x, x).size() == 1",message="spec.source needs exactly one of oci, configMaps, inline"
+type PolicySetSource struct {
+	// OCI is an artifact as `kyverno oci push` writes it: one layer per ClusterPolicy or Policy.
+	// +optional
+	OCI *OCISource `json:"oci,omitempty"`
+
+	// ConfigMaps takes every Kyverno policy in the ConfigMaps of the hub's namespace that carry
+	// the label policyhub.io/policy-library and match the selector: each key ending in .yaml or
+	// .yml holds one or more YAML documents.
+	// +optional
+	ConfigMaps *ConfigMapSource `json:"configMaps,omitempty"`
+
+	// Inline lists the policies in the PolicySet itself.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=50
+	Inline []PolicyTemplate `json:"inline,omitempty"`
+}
+
+// OCISource is an OCI artifact of Kyverno policies.
+type OCISource struct {
+	// Ref is the artifact's reference: registry/repository:tag, or @sha256:digest to pin it. A
+	// tag is read again every interval and a new digest is a new version of the set.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="!self.contains('://')",message="spec.source.oci.ref is an OCI reference (registry/repository:tag or @sha256:digest), not a URL: leave out the scheme"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('@') || self.matches('@sha256:[a-f0-9]{64}$')",message="spec.source.oci.ref: a digest must be @sha256: and 64 lowercase hex digits"
+	Ref string `json:"ref"`
+
+	// SecretRef names a docker-registry Secret (kubernetes.io/dockerconfigjson) in the hub's
+	// namespace with the registry's credentials; anonymous without it.
+	// +optional
+	SecretRef *LocalSecretReference `json:"secretRef,omitempty"`
+
+	// Interval is how often a tag is read again; a digest never is. Default 5m, at least 30s.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s')",message="spec.source.oci.interval must be at least 30s"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// Insecure reads the registry over plain HTTP (a registry on a private network only).
+	// +optional
+	Insecure bool `json:"insecure,omitempty"`
+}
+
+// LocalSecretReference names a Secret in the hub's namespace.
+type LocalSecretReference struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// ConfigMapSource selects the ConfigMaps of a PolicySet among the hub's policy libraries.
+type ConfigMapSource struct {
+	// Selector selects ConfigMaps by their labels, among those labelled
+	// policyhub.io/policy-library in the hub's namespace. Empty selects all of them.
+	// +optional
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// MemberSelector narrows a source's policies to a set's members: a policy is a member when it
+// matches every include list given and no exclude list.
+type MemberSelector struct {
+	// IncludeKinds keeps only policies of these kinds (e.g. ClusterPolicy).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=63
+	IncludeKinds []string `json:"includeKinds,omitempty"`
+
+	// ExcludeKinds leaves out policies of these kinds.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=63
+	ExcludeKinds []string `json:"excludeKinds,omitempty"`
+
+	// IncludeNames keeps only policies of these names.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=500
+	// +kubebuilder:validation:items:MaxLength=253
+	IncludeNames []string `json:"includeNames,omitempty"`
+
+	// ExcludeNames leaves out policies of these names.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=500
+	// +kubebuilder:validation:items:MaxLength=253
+	ExcludeNames []string `json:"excludeNames,omitempty"`
+
+	// LabelSelector keeps only policies whose own labels match.
+	// +optional
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+}
+
+// PolicySetStatus is the observed state of a PolicySet: its source, its members and its clusters.
+type PolicySetStatus struct {
+	// ObservedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled (kstatus-compatible), and SourceReady: False while
+	// the source cannot be read, the clusters keeping the last version read.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Source is the version of the source the set runs.
+	// +optional
+	Source *SourceStatus `json:"source,omitempty"`
+
+	// Members counts the set's members and those failing somewhere.
+	// +optional
+	Members MemberCounts `json:"members,omitempty"`
+
+	// Changes are the members the last new version added, changed and removed.
+	// +optional
+	Changes *VersionChanges `json:"changes,omitempty"`
+
+	// AttentionMembers names the members that failed or conflict in some cluster, with the
+	// clusters' message (Kyverno's, when Kyverno refused it), at most 20.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	AttentionMembers []MemberAttention `json:"attentionMembers,omitempty"`
+
+	// Summary totals the clusters' state and names those that need attention; the state in each
+	// cluster (and the revision it runs) is in the set's ClusterStatusSlices.
+	// +optional
+	Summary StatusSummary `json:"summary,omitempty"`
+}
+
+// SourceStatus is a version of a PolicySet's source, as read.
+type SourceStatus struct {
+	// Revision names the version: the OCI tag or digest asked for, "inline", or "configmaps".
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Revision string `json:"revision,omitempty"`
+	// Digest pins the version: the OCI manifest's digest, or the sha256 of the members read.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Digest string `json:"digest,omitempty"`
+	// Snapshot is the hub ConfigMap (in the hub's namespace) holding the version's members.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Snapshot string `json:"snapshot,omitempty"`
+	// ReadAt is when this version was first read.
+	// +optional
+	ReadAt *metav1.Time `json:"readAt,omitempty"`
+	// Members counts the policies the source holds.
+	// +optional
+	Members int32 `json:"members,omitempty"`
+	// Skipped counts the documents the source holds that are not Kyverno policies.
+	// +optional
+	Skipped int32 `json:"skipped,omitempty"`
+	// LastError says why the source could not be read last time, "" when it could.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	LastError string `json:"lastError,omitempty"`
+}
+
+// MemberCounts counts a set's members.
+type MemberCounts struct {
+	// Total members after spec.select.
+	// +optional
+	Total int32 `json:"total,omitempty"`
+	// Failed members: failed in at least one cluster.
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+	// Conflict members: another owner holds the same object in at least one cluster.
+	// +optional
+	Conflict int32 `json:"conflict,omitempty"`
+}
+
+// MemberRef names a member: kind, namespace (namespaced kinds) and name.
+type MemberRef struct {
+	// Kind of the member, e.g. ClusterPolicy.
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// Namespace of a namespaced member.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the member.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// VersionChanges are the members a new version of the source added, changed and removed, at
+// most 20 each; omitted counts those left out.
+type VersionChanges struct {
+	// From is the digest of the version before ("" for the first version read).
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	From string `json:"from,omitempty"`
+	// To is the digest of the new version.
+	// +kubebuilder:validation:MaxLength=128
+	To string `json:"to"`
+	// Added members: in the new version only.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	Added []MemberRef `json:"added,omitempty"`
+	// Changed members: in both, with different content.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	Changed []MemberRef `json:"changed,omitempty"`
+	// Removed members: in the version before only; pruned from the clusters.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=20
+	Removed []MemberRef `json:"removed,omitempty"`
+	// Omitted counts the members left out of the three lists.
+	// +optional
+	Omitted int32 `json:"omitted,omitempty"`
+}
+
+// MemberAttention is a member that failed or conflicts in some clusters.
+type MemberAttention struct {
+	MemberRef `json:",inline"`
+	// Action is Failed or Conflict.
+	// +kubebuilder:validation:Enum=Failed;Conflict
+	Action string `json:"action"`
+	// Clusters counts the clusters where it is so.
+	Clusters int32 `json:"clusters"`
+	// Cluster is one of them, whose message this is.
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster"`
+	// Message says why, as the cluster answered (Kyverno's own message when it refused the member).
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Message string `json:"message,omitempty"`
+}
+
+// PolicySet runs a library of Kyverno policies — from an OCI artifact, ConfigMaps on the hub, or
+// listed inline — in every cluster its placement selects, as one declaration.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=pset,categories=policyhub
+// +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members.total`
+// +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.source.revision`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.summary.clusters`
+// +kubebuilder:printcolumn:name="Synced",type=integer,JSONPath=`.status.summary.synced`
+// +kubebuilder:printcolumn:name="Violations",type=integer,JSONPath=`.status.summary.violations`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Digest",type=string,priority=1,JSONPath=`.status.source.digest`
+// +kubebuilder:printcolumn:name="Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+type PolicySet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec declares the library and where it runs.
+	Spec PolicySetSpec `json:"spec"`
+
+	// Status is the library's version and state in the clusters.
+	// +optional
+	Status PolicySetStatus `json:"status,omitempty"`
+}
+
+// PolicySetList is a list of PolicySet.
+// +kubebuilder:object:root=true
+type PolicySetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PolicySet `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PolicySet{}, &PolicySetList{})
+}

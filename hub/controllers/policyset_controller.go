@@ -1,0 +1,252 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/declare"
+	"github.com/policyhub/policyhub/hub/placement"
+	"github.com/policyhub/policyhub/hub/render"
+	"github.com/policyhub/policyhub/hub/source"
+)
+
+// PolicySetReconciler syncs PolicySets: a source step reads the set's source when it is due and
+// keeps each version read in a snapshot on the hub (policyset_source.go); the engine then places
+// and renders the snapshot's members like a FleetPolicy's one policy, and brings back their
+// state.
+type PolicySetReconciler struct {
+	DeclarationOptions
+
+	// APIReader reads what the cache does not hold: snapshots, registry Secrets.
+	APIReader client.Reader
+	// Limits bound what a source may bring in; zero means source.DefaultLimits.
+	Limits source.Limits
+
+	room    resultsRoom
+	sources sourceRoom
+}
+
+// SetupWithManager registers the reconciler: PolicySet changes, the inventory, the policy
+// library ConfigMaps of the hub's namespace, and the agents' summaries and workers' results of
+// the sets' clusters trigger it.
+func (r *PolicySetReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Limits == (source.Limits{}) {
+		r.Limits = source.DefaultLimits
+	}
+	b := declarationController(mgr, "policyset", policyhubv1.KindPolicySet, &policyhubv1.PolicySet{}, &r.DeclarationOptions, &r.room, r.every, r.inCluster, r.ofPlacement)
+	inHub := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Namespace })
+	b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.ofLibrary), builder.WithPredicates(inHub))
+	return b.Complete(r)
+}
+
+func (r *PolicySetReconciler) list(ctx context.Context) []policyhubv1.PolicySet {
+	list := &policyhubv1.PolicySetList{}
+	if err := r.Client.List(ctx, list, readOnlyList); err != nil {
+		log.FromContext(ctx).Error(err, "list PolicySets")
+		return nil
+	}
+	return list.Items
+}
+
+func (r *PolicySetReconciler) every(ctx context.Context, _ client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	for _, ps := range r.list(ctx) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ps)})
+	}
+	return reqs
+}
+
+func (r *PolicySetReconciler) ofPlacement(ctx context.Context, obj client.Object) []reconcile.Request {
+	key := placement.PlacementOf(obj)
+	var reqs []reconcile.Request
+	for _, ps := range r.list(ctx) {
+		if placement.Names(&ps.Spec.Placement, "", key) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ps)})
+		}
+	}
+	return reqs
+}
+
+func (r *PolicySetReconciler) inCluster(ctx context.Context, summary client.Object) []reconcile.Request {
+	return declarationsInCluster(ctx, r.Reader, policyhubv1.KindPolicySet, r.Namespace, summary.GetNamespace())
+}
+
+// ofLibrary maps a policy library ConfigMap (created, changed or deleted) to the sets reading
+// ConfigMaps, and marks their source due: a library may start or stop matching a selector.
+func (r *PolicySetReconciler) ofLibrary(ctx context.Context, _ client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	for _, ps := range r.list(ctx) {
+		if ps.Spec.Source.ConfigMaps != nil {
+			key := client.ObjectKeyFromObject(&ps)
+			r.sources.touch(key)
+			reqs = append(reqs, reconcile.Request{NamespacedName: key})
+		}
+	}
+	return reqs
+}
+
+// Reconcile reads the set's source when due, then runs place → render → sync over the version
+// kept, and records the outcome.
+func (r *PolicySetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ps := &policyhubv1.PolicySet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ps); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.room.forget(req.NamespacedName)
+			r.sources.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	d := &policySet{PolicySet: ps, r: r}
+	engine := r.engine(&r.room)
+	if !ps.DeletionTimestamp.IsZero() {
+		// The snapshots go with the set; the hub does not wait for the garbage collector.
+		if err := r.deleteSnapshots(ctx, ps, ""); err != nil {
+			return ctrl.Result{}, err
+		}
+		return engine.reconcile(ctx, req.NamespacedName, d)
+	}
+	if ps.Spec.Suspend {
+		return engine.reconcile(ctx, req.NamespacedName, d)
+	}
+	read, err := r.readSource(ctx, req.NamespacedName, ps)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if read.members == nil {
+		// No version was ever read: nothing to dispatch; the status says why.
+		return ctrl.Result{RequeueAfter: read.wake}, nil
+	}
+	d.members = read.members
+	res, err := engine.reconcile(ctx, req.NamespacedName, d)
+	res.RequeueAfter = minPositive(res.RequeueAfter, read.wake)
+	return res, err
+}
+
+// policySet is a PolicySet as the engine's declaration.
+type policySet struct {
+	*policyhubv1.PolicySet
+	r *PolicySetReconciler
+	// members are the policies of the version kept (status.source.snapshot).
+	members *source.Artifact
+}
+
+func (d *policySet) object() client.Object { return d.PolicySet }
+func (d *policySet) kind() string          { return policyhubv1.KindPolicySet }
+func (d *policySet) statusWithoutChurn() any {
+	st := *d.Status.DeepCopy()
+	st.Summary.Results = st.Summary.Results.WithoutChurn()
+	return st
+}
+func (d *policySet) suspended() bool { return d.Spec.Suspend }
+func (d *policySet) prune() bool     { return declare.Prune(d.Spec.Prune) }
+func (d *policySet) deepCopy() declaration {
+	return &policySet{PolicySet: d.PolicySet.DeepCopy(), r: d.r, members: d.members}
+}
+
+func (d *policySet) status() declarationStatus {
+	return declarationStatus{observedGeneration: &d.Status.ObservedGeneration, conditions: &d.Status.Conditions, summary: &d.Status.Summary}
+}
+
+func (d *policySet) source(hubID string) string {
+	return render.PolicySetOwner(hubID, d.Name).Source()
+}
+
+func (d *policySet) render(ctx context.Context) (*rendering, error) {
+	inv, err := placement.ReadInventory(ctx, d.r.Reader, d.r.SecretNamespace)
+	if err != nil {
+		return nil, fmt.Errorf("read the cluster inventory: %w", err)
+	}
+	t, members, err := declare.PolicySetTargets(d.r.HubID, d.PolicySet, d.members.Policies, inv)
+	if err != nil {
+		return nil, err
+	}
+	return &rendering{targets: t, revision: d.members.Digest, members: members}, nil
+}
+
+// renderInput is the version the set runs: a new one renders anew.
+func (d *policySet) renderInput() string {
+	if d.members == nil {
+		return ""
+	}
+	return d.members.Digest
+}
+
+func (d *policySet) setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
+	return setResults(clusters, read, owned, now)
+}
+
+// progress counts the members and names those failing or in conflict somewhere, from the
+// workers' outcomes: a member Kyverno refuses fails alone, and says so here with Kyverno's words.
+func (d *policySet) progress(r *rendering, outcomes []clusterOutcome, _ summaryRead, _ map[string][]aggregate.Policy, _ time.Time) progress {
+	d.Status.Members = policyhubv1.MemberCounts{Total: int32(len(r.members))}
+	d.Status.AttentionMembers, d.Status.Members.Failed, d.Status.Members.Conflict = memberAttention(outcomes)
+	return progress{}
+}
+
+func (d *policySet) afterStatus(context.Context) time.Duration { return 0 }
+
+// memberAttention folds the clusters' failed and conflicting objects into the members that need
+// attention (at most policyhubv1.MaxAttentionMembers: failed first, then the most clusters), and
+// counts the members failed and in conflict.
+func memberAttention(outcomes []clusterOutcome) (attention []policyhubv1.MemberAttention, failed, conflict int32) {
+	type key struct {
+		ref    policyhubv1.MemberRef
+		action string
+	}
+	byMember := map[key]*policyhubv1.MemberAttention{}
+	for _, o := range outcomes {
+		if o.pending {
+			continue
+		}
+		for _, p := range o.result.Problems {
+			k := key{policyhubv1.MemberRef{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}, p.Action}
+			if a, ok := byMember[k]; ok {
+				a.Clusters++
+				continue
+			}
+			byMember[k] = &policyhubv1.MemberAttention{MemberRef: k.ref, Action: p.Action, Clusters: 1, Cluster: o.cluster, Message: policyhubv1.TruncateMessage(p.Message, 512)}
+			if p.Action == string(policyhubv1.ClusterPhaseFailed) {
+				failed++
+			} else {
+				conflict++
+			}
+		}
+	}
+	all := make([]policyhubv1.MemberAttention, 0, len(byMember))
+	for _, a := range byMember {
+		all = append(all, *a)
+	}
+	sort.Slice(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if a.Action != b.Action {
+			return a.Action == string(policyhubv1.ClusterPhaseFailed)
+		}
+		if a.Clusters != b.Clusters {
+			return a.Clusters > b.Clusters
+		}
+		return memberKey(a.MemberRef) < memberKey(b.MemberRef)
+	})
+	if len(all) > policyhubv1.MaxAttentionMembers {
+		all = all[:policyhubv1.MaxAttentionMembers]
+	}
+	if len(all) == 0 {
+		all = nil
+	}
+	return all, failed, conflict
+}
+
+func memberKey(m policyhubv1.MemberRef) string { return m.Kind + "/" + m.Namespace + "/" + m.Name }

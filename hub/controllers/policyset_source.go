@@ -1,0 +1,372 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/source"
+)
+
+// The source step of a PolicySet: read the source when it is due, keep each new version in a
+// snapshot on the hub, record it in status.source, and hand the engine the version kept. A source
+// that cannot be read (unreachable, refused, or holding something that is not a valid library)
+// changes nothing in the clusters: they keep the last version read, and SourceReady says why.
+
+// ConditionSourceReady is a PolicySet's condition on its source: False while it cannot be read.
+const ConditionSourceReady = "SourceReady"
+
+// Source timings.
+const (
+	// defaultSourceInterval is how often an OCI tag is read again.
+	defaultSourceInterval = 5 * time.Minute
+	// sourceRetryMin and sourceRetryMax bound the backoff after a failed read.
+	sourceRetryMin, sourceRetryMax = 5 * time.Second, 5 * time.Minute
+	// sourceReadTimeout bounds one read of a source.
+	sourceReadTimeout = time.Minute
+)
+
+// sourceRoom remembers, per set, when its source was read and the version kept, so that a
+// reconcile woken by a summary reads neither the source nor the snapshot.
+type sourceRoom struct {
+	mu  sync.Mutex
+	set map[types.NamespacedName]*sourceState
+}
+
+type sourceState struct {
+	// generation is the spec the source was last read for; due is when to read it again (zero:
+	// only when the spec changes or touch is called).
+	generation int64
+	due        time.Time
+	dirty      bool
+	retry      time.Duration
+	// kept is the version the set runs, read from its snapshot.
+	kept *source.Artifact
+}
+
+func (s *sourceRoom) state(key types.NamespacedName) *sourceState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.set == nil {
+		s.set = map[types.NamespacedName]*sourceState{}
+	}
+	st := s.set[key]
+	if st == nil {
+		st = &sourceState{}
+		s.set[key] = st
+	}
+	return st
+}
+
+// touch marks a set's source due now (its ConfigMaps changed).
+func (s *sourceRoom) touch(key types.NamespacedName) {
+	st := s.state(key)
+	s.mu.Lock()
+	st.dirty = true
+	s.mu.Unlock()
+}
+
+func (s *sourceRoom) forget(key types.NamespacedName) {
+	s.mu.Lock()
+	delete(s.set, key)
+	s.mu.Unlock()
+}
+
+// sourceRead is what the source step hands on: the members of the version kept (nil: none was
+// ever read) and when to read the source again.
+type sourceRead struct {
+	members *source.Artifact
+	wake    time.Duration
+}
+
+// readSource reads the set's source when due and writes what changed in status.source (one
+// status write per new version or new error, never per read).
+func (r *PolicySetReconciler) readSource(ctx context.Context, key types.NamespacedName, ps *policyhubv1.PolicySet) (sourceRead, error) {
+	st := r.sources.state(key)
+	r.sources.mu.Lock()
+	now := time.Now()
+	due := st.generation != ps.Generation || st.dirty || (!st.due.IsZero() && !now.Before(st.due)) || st.kept == nil
+	r.sources.mu.Unlock()
+	if !due {
+		return sourceRead{members: st.kept, wake: until(st.due, now)}, nil
+	}
+
+	orig := ps.DeepCopy()
+	kept := st.kept
+	if kept == nil || (ps.Status.Source != nil && kept.Digest != ps.Status.Source.Digest) {
+		// A hub that just started: the version kept is in the snapshot the status names.
+		var err error
+		if kept, err = r.readSnapshot(ctx, ps); err != nil {
+			return sourceRead{}, err
+		}
+	}
+	readCtx, cancel := context.WithTimeout(ctx, sourceReadTimeout)
+	art, revision, readErr := r.read(readCtx, ps)
+	cancel()
+	if readErr == nil {
+		readErr = r.keep(ctx, ps, kept, art, revision)
+	}
+	if readErr == nil {
+		kept = art
+	}
+
+	next := r.nextRead(ps, now, readErr, st.retry)
+	r.sources.mu.Lock()
+	st.generation, st.dirty, st.kept, st.due = ps.Generation, false, kept, next.due
+	st.retry = next.retry
+	r.sources.mu.Unlock()
+
+	r.recordRead(ps, kept, readErr)
+	if err := r.patchSourceStatus(ctx, orig, ps); err != nil {
+		return sourceRead{}, err
+	}
+	return sourceRead{members: kept, wake: until(next.due, now)}, nil
+}
+
+// until is how long from now to t (zero t: never).
+func until(t, now time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return max(t.Sub(now), time.Millisecond)
+}
+
+type nextRead struct {
+	due   time.Time
+	retry time.Duration
+}
+
+// nextRead says when to read again: after a failure with backoff; an OCI tag every interval; a
+// digest, ConfigMaps and inline policies only when they change.
+func (r *PolicySetReconciler) nextRead(ps *policyhubv1.PolicySet, now time.Time, readErr error, retry time.Duration) nextRead {
+	if readErr != nil {
+		retry = min(max(retry*2, sourceRetryMin), sourceRetryMax)
+		return nextRead{due: now.Add(retry), retry: retry}
+	}
+	if oci := ps.Spec.Source.OCI; oci != nil && !pinned(oci.Ref) {
+		interval := defaultSourceInterval
+		if oci.Interval != nil {
+			interval = max(oci.Interval.Duration, 30*time.Second)
+		}
+		return nextRead{due: now.Add(interval)}
+	}
+	return nextRead{}
+}
+
+// pinned says whether an OCI reference names a digest.
+func pinned(ref string) bool {
+	_, err := name.NewDigest(ref)
+	return err == nil
+}
+
+// read reads the set's source, and names its revision.
+func (r *PolicySetReconciler) read(ctx context.Context, ps *policyhubv1.PolicySet) (*source.Artifact, string, error) {
+	src := ps.Spec.Source
+	switch {
+	case src.OCI != nil:
+		keychain, err := r.keychain(ctx, src.OCI.SecretRef)
+		if err != nil {
+			return nil, "", err
+		}
+		var opts []name.Option
+		if src.OCI.Insecure {
+			opts = append(opts, name.Insecure)
+		}
+		art, err := source.PullOCI(ctx, src.OCI.Ref, keychain, r.Limits, opts...)
+		return art, src.OCI.Ref, err
+	case src.ConfigMaps != nil:
+		sel := labels.Everything()
+		if src.ConfigMaps.Selector != nil {
+			var err error
+			if sel, err = metav1.LabelSelectorAsSelector(src.ConfigMaps.Selector); err != nil {
+				return nil, "", fmt.Errorf("spec.source.configMaps.selector: %w", err)
+			}
+		}
+		list := &corev1.ConfigMapList{}
+		if err := r.Reader.List(ctx, list, client.InNamespace(r.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return nil, "", fmt.Errorf("list the policy library ConfigMaps: %w", err)
+		}
+		var libraries []corev1.ConfigMap
+		for _, cm := range list.Items {
+			if _, ok := cm.Labels[policyhubv1.LabelPolicyLibrary]; ok {
+				libraries = append(libraries, cm)
+			}
+		}
+		art, err := source.ConfigMaps(libraries, r.Limits)
+		return art, "configmaps", err
+	default:
+		art, err := source.Inline(src.Inline, r.Limits)
+		return art, "inline", err
+	}
+}
+
+// keychain reads the registry credentials of a docker-registry Secret in the hub's namespace.
+func (r *PolicySetReconciler) keychain(ctx context.Context, ref *policyhubv1.LocalSecretReference) (authn.Keychain, error) {
+	if ref == nil {
+		return nil, nil
+	}
+	secret := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: ref.Name}, secret); err != nil {
+		return nil, fmt.Errorf("spec.source.oci.secretRef: read Secret %s/%s: %w", r.Namespace, ref.Name, err)
+	}
+	keychain, err := source.RegistryKeychain(ctx, secret)
+	if err != nil {
+		return nil, fmt.Errorf("spec.source.oci.secretRef: Secret %s/%s: %w", r.Namespace, ref.Name, err)
+	}
+	return keychain, nil
+}
+
+// keep makes art the set's version: its snapshot written, status.source and status.changes
+// recorded (against kept, the version before), older snapshots deleted. The same version again
+// changes nothing.
+func (r *PolicySetReconciler) keep(ctx context.Context, ps *policyhubv1.PolicySet, kept, art *source.Artifact, revision string) error {
+	if kept != nil && kept.Digest == art.Digest && ps.Status.Source != nil && ps.Status.Source.Digest == art.Digest {
+		ps.Status.Source.Revision = revision
+		return nil
+	}
+	snapshot, err := source.NewSnapshot(r.Namespace, ps, art)
+	if err != nil {
+		return err
+	}
+	if err := controllerutil.SetControllerReference(ps, snapshot, r.Client.Scheme()); err != nil {
+		return fmt.Errorf("own the snapshot: %w", err)
+	}
+	if err := r.Client.Create(ctx, snapshot); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("write snapshot %s/%s: %w", snapshot.Namespace, snapshot.Name, err)
+	}
+	changes := &policyhubv1.VersionChanges{To: art.Digest}
+	var before []*unstructured.Unstructured
+	if kept != nil {
+		changes.From = kept.Digest
+		before = kept.Policies
+	}
+	changes.Added, changes.Changed, changes.Removed, changes.Omitted = source.Changes(before, art.Policies)
+	ps.Status.Changes = changes
+	ps.Status.Source = &policyhubv1.SourceStatus{
+		Revision: revision, Digest: art.Digest, Snapshot: snapshot.Name, ReadAt: &metav1.Time{Time: time.Now()},
+		Members: int32(len(art.Policies)), Skipped: int32(art.Skipped),
+	}
+	return r.deleteSnapshots(ctx, ps, snapshot.Name)
+}
+
+// recordRead sets SourceReady and status.source.lastError from the read's outcome.
+func (r *PolicySetReconciler) recordRead(ps *policyhubv1.PolicySet, kept *source.Artifact, readErr error) {
+	cond := metav1.Condition{Type: ConditionSourceReady, Status: metav1.ConditionTrue, Reason: "Read", ObservedGeneration: ps.Generation}
+	if ps.Status.Source != nil {
+		cond.Message = fmt.Sprintf("%d members from %s (%s)", ps.Status.Source.Members, ps.Status.Source.Revision, ps.Status.Source.Digest)
+	}
+	if readErr != nil {
+		msg := policyhubv1.TruncateMessage(readErr.Error(), 1024)
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "ReadFailed", msg
+		if kept != nil {
+			cond.Message = policyhubv1.TruncateMessage(fmt.Sprintf("%s; the clusters keep version %s", readErr, kept.Digest), 1024)
+		} else {
+			// Nothing was ever read: nothing can be dispatched.
+			apimeta.SetStatusCondition(&ps.Status.Conditions, metav1.Condition{
+				Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "SourceNotReady", ObservedGeneration: ps.Generation,
+				Message: policyhubv1.TruncateMessage("the source could not be read, nothing was dispatched: "+readErr.Error(), 1024),
+			})
+			ps.Status.ObservedGeneration = ps.Generation
+		}
+		if ps.Status.Source == nil {
+			ps.Status.Source = &policyhubv1.SourceStatus{}
+		}
+		ps.Status.Source.LastError = msg
+		if was := apimeta.FindStatusCondition(ps.Status.Conditions, ConditionSourceReady); was == nil || was.Status != metav1.ConditionFalse {
+			r.Recorder.Eventf(ps, nil, corev1.EventTypeWarning, "SourceReadFailed", "ReadSource", "%s", cond.Message)
+		}
+	} else if ps.Status.Source != nil {
+		ps.Status.Source.LastError = ""
+	}
+	apimeta.SetStatusCondition(&ps.Status.Conditions, cond)
+}
+
+// patchSourceStatus writes the source step's part of the status when it changed.
+func (r *PolicySetReconciler) patchSourceStatus(ctx context.Context, orig, ps *policyhubv1.PolicySet) error {
+	if sameSourceStatus(orig, ps) {
+		return nil
+	}
+	if orig.Status.Source == nil || ps.Status.Source == nil || orig.Status.Source.Digest != ps.Status.Source.Digest {
+		r.Recorder.Eventf(ps, nil, corev1.EventTypeNormal, "NewVersion", "ReadSource", "version %s of %s: %d members", ps.Status.Source.Digest, ps.Status.Source.Revision, ps.Status.Source.Members)
+	}
+	if err := r.Client.Status().Patch(ctx, ps, client.MergeFrom(orig)); err != nil {
+		return fmt.Errorf("update status.source: %w", err)
+	}
+	return nil
+}
+
+func sameSourceStatus(a, b *policyhubv1.PolicySet) bool {
+	ca, cb := apimeta.FindStatusCondition(a.Status.Conditions, ConditionSourceReady), apimeta.FindStatusCondition(b.Status.Conditions, ConditionSourceReady)
+	ra, rb := apimeta.FindStatusCondition(a.Status.Conditions, policyhubv1.ConditionReady), apimeta.FindStatusCondition(b.Status.Conditions, policyhubv1.ConditionReady)
+	return equality.Semantic.DeepEqual(a.Status.Source, b.Status.Source) && equality.Semantic.DeepEqual(a.Status.Changes, b.Status.Changes) &&
+		sameCondition(ca, cb) && sameCondition(ra, rb)
+}
+
+func sameCondition(a, b *metav1.Condition) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message && a.ObservedGeneration == b.ObservedGeneration
+}
+
+// readSnapshot reads the version status.source names from its snapshot (nil: none yet).
+func (r *PolicySetReconciler) readSnapshot(ctx context.Context, ps *policyhubv1.PolicySet) (*source.Artifact, error) {
+	if ps.Status.Source == nil || ps.Status.Source.Snapshot == "" {
+		return nil, nil
+	}
+	cm := &corev1.ConfigMap{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: ps.Status.Source.Snapshot}, cm)
+	if apierrors.IsNotFound(err) {
+		log.FromContext(ctx).Info("the snapshot of the version kept is gone; reading the source again", "snapshot", ps.Status.Source.Snapshot)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot %s/%s: %w", r.Namespace, ps.Status.Source.Snapshot, err)
+	}
+	if !metav1.IsControlledBy(cm, ps) {
+		return nil, fmt.Errorf("snapshot %s/%s is not this PolicySet's (its controller reference): not read", r.Namespace, cm.Name)
+	}
+	art, err := source.ReadSnapshot(cm, r.Limits)
+	if err != nil {
+		return nil, err
+	}
+	return art, nil
+}
+
+// deleteSnapshots deletes the set's snapshots but keep ("" deletes all).
+func (r *PolicySetReconciler) deleteSnapshots(ctx context.Context, ps *policyhubv1.PolicySet, keep string) error {
+	if ps.UID == "" {
+		return nil
+	}
+	list := &corev1.ConfigMapList{}
+	if err := r.APIReader.List(ctx, list, client.InNamespace(r.Namespace), client.MatchingLabels{policyhubv1.LabelDeclarationUID: string(ps.UID)}); err != nil {
+		return fmt.Errorf("list the snapshots of PolicySet %s: %w", ps.Name, err)
+	}
+	for i := range list.Items {
+		cm := &list.Items[i]
+		if cm.Name == keep || !metav1.IsControlledBy(cm, ps) {
+			continue
+		}
+		if err := r.Client.Delete(ctx, cm, client.Preconditions{UID: &cm.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete snapshot %s/%s: %w", cm.Namespace, cm.Name, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+package controllers
+
+import (
+	"fmt"
+	"testing"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/work"
+)
+
+// A set's members that fail or conflict are named once each, with the clusters they do so in,
+// failures first and most clusters first, bounded; pending clusters say nothing yet.
+func TestMemberAttention(t *testing.T) {
+	problem := func(action, name, msg string) policyhubv1.PlannedChange {
+		return policyhubv1.PlannedChange{Action: action, APIVersion: "kyverno.io/v1", Kind: "ClusterPolicy", Name: name, Message: msg}
+	}
+	outcome := func(cluster string, pending bool, problems ...policyhubv1.PlannedChange) clusterOutcome {
+		return clusterOutcome{cluster: cluster, pending: pending, result: &work.DeclarationResult{Problems: problems}}
+	}
+	got, failed, conflict := memberAttention([]clusterOutcome{
+		outcome("a", false, problem("Failed", "bad", "admission webhook denied: rule r: invalid pattern"), problem("Conflict", "taken", "owned by another")),
+		outcome("b", false, problem("Failed", "bad", "admission webhook denied"), problem("Failed", "other", "refused")),
+		outcome("c", true, problem("Failed", "pending-only", "not counted")),
+	})
+	if failed != 2 || conflict != 1 || len(got) != 3 {
+		t.Fatalf("failed %d conflict %d attention %v: want 2, 1 and 3 entries", failed, conflict, got)
+	}
+	if got[0].Name != "bad" || got[0].Clusters != 2 || got[0].Cluster != "a" || got[0].Message != "admission webhook denied: rule r: invalid pattern" ||
+		got[1].Name != "other" || got[2].Name != "taken" || got[2].Action != "Conflict" {
+		t.Fatalf("attention %+v", got)
+	}
+
+	var many []clusterOutcome
+	for i := range policyhubv1.MaxAttentionMembers + 7 {
+		many = append(many, outcome(fmt.Sprint("c", i), false, problem("Failed", fmt.Sprint("m", i), "x")))
+	}
+	got, failed, _ = memberAttention(many)
+	if len(got) != policyhubv1.MaxAttentionMembers || failed != int32(policyhubv1.MaxAttentionMembers+7) {
+		t.Fatalf("%d named, %d counted", len(got), failed)
+	}
+	if got, failed, conflict := memberAttention([]clusterOutcome{outcome("a", false)}); got != nil || failed != 0 || conflict != 0 {
+		t.Fatalf("no problem: %v %d %d", got, failed, conflict)
+	}
+}

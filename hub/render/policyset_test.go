@@ -1,0 +1,91 @@
+package render
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/placement"
+)
+
+func setMember(apiVersion, kind, name string, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind, "spec": spec}}
+	u.SetName(name)
+	u.SetLabels(map[string]string{"team": "platform", policyhubv1.LabelManagedBy: "someone-else"})
+	return u
+}
+
+// A set's members are rendered once per mode and shared by the clusters of that mode; the mode
+// rewrites the validating members only, and the members as read are never changed.
+func TestPolicySetTargetsShareMembersPerMode(t *testing.T) {
+	validating := setMember("kyverno.io/v1", "ClusterPolicy", "require-labels", map[string]any{"rules": []any{map[string]any{
+		"name": "r", "match": map[string]any{"any": []any{map[string]any{"resources": map[string]any{"kinds": []any{"Pod"}}}}},
+		"validate": map[string]any{"failureAction": "Audit", "message": "m", "pattern": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "?*"}}}},
+	}}})
+	mutating := setMember("policies.kyverno.io/v1", "MutatingPolicy", "add-label", map[string]any{"matchConstraints": map[string]any{}})
+	members := []*unstructured.Unstructured{validating, mutating}
+	before := validating.DeepCopy()
+
+	enforce, audit := policyhubv1.ModeEnforce, policyhubv1.ModeAudit
+	ps := &policyhubv1.PolicySet{ObjectMeta: metav1.ObjectMeta{Name: "baseline"}}
+	placed := []placement.Target{{Cluster: "a", Mode: &enforce}, {Cluster: "b", Mode: &enforce}, {Cluster: "c", Mode: &audit, DryRun: true}, {Cluster: "d"}}
+	tg, err := PolicySetTargets("hub-1", ps, members, placed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tg.Objects) != 4 || len(tg.Objects["a"]) != 2 || &tg.Objects["a"][0] != &tg.Objects["b"][0] || tg.Objects["a"][0] == tg.Objects["c"][0] {
+		t.Fatalf("clusters of one mode must share one rendering, and only they: %v", tg.Objects)
+	}
+	if !tg.DryRun["c"] || tg.DryRun["a"] {
+		t.Fatalf("dry-run %v", tg.DryRun)
+	}
+	action := func(obj *unstructured.Unstructured) any {
+		rules, _, _ := unstructured.NestedSlice(obj.Object, "spec", "rules")
+		return rules[0].(map[string]any)["validate"].(map[string]any)["failureAction"]
+	}
+	if got := action(tg.Objects["a"][0]); got != "Enforce" {
+		t.Fatalf("enforce cluster: failureAction %v", got)
+	}
+	if got := action(tg.Objects["d"][0]); got != "Audit" {
+		t.Fatalf("no mode keeps the member's own: failureAction %v", got)
+	}
+	if _, found := tg.Objects["a"][1].Object["spec"].(map[string]any)["validationActions"]; found {
+		t.Fatal("a mode was set on a mutating member")
+	}
+	for _, obj := range tg.Objects["a"] {
+		if obj.GetLabels()[policyhubv1.LabelManagedBy] != "hub-1" || obj.GetLabels()["team"] != "platform" ||
+			obj.GetAnnotations()[policyhubv1.AnnotationSource] != "PolicySet/baseline" || obj.GetAnnotations()[policyhubv1.AnnotationContentHash] == "" {
+			t.Fatalf("%s: labels %v annotations %v", obj.GetName(), obj.GetLabels(), obj.GetAnnotations())
+		}
+	}
+	if !equalObjects(before, validating) {
+		t.Fatal("rendering changed the member as read")
+	}
+	if fp := tg.Fingerprint(); fp == "" {
+		t.Fatal("no fingerprint")
+	}
+}
+
+func equalObjects(a, b *unstructured.Unstructured) bool {
+	x, _ := a.MarshalJSON()
+	y, _ := b.MarshalJSON()
+	return string(x) == string(y)
+}
+
+// The fingerprint of shared lists tells apart clusters whose lists differ in content even where
+// their first object and length are the same.
+func TestFingerprintTellsUnsharedListsApart(t *testing.T) {
+	one, two, three := setMember("kyverno.io/v1", "ClusterPolicy", "one", map[string]any{}), setMember("kyverno.io/v1", "ClusterPolicy", "two", map[string]any{}), setMember("kyverno.io/v1", "ClusterPolicy", "three", map[string]any{})
+	a := &Targets{Objects: map[string][]*unstructured.Unstructured{"x": {one, two}, "y": {one, three}}}
+	b := &Targets{Objects: map[string][]*unstructured.Unstructured{"x": {one, two}, "y": {one, two}}}
+	if a.Fingerprint() == b.Fingerprint() {
+		t.Fatal("different lists fingerprint the same")
+	}
+	shared := []*unstructured.Unstructured{one, two}
+	c := &Targets{Objects: map[string][]*unstructured.Unstructured{"x": shared, "y": shared}}
+	if c.Fingerprint() == a.Fingerprint() {
+		t.Fatal("a shared list fingerprints as another")
+	}
+}
