@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -66,6 +67,25 @@ spec:
               - resources:
                   limits:
                     memory: "?*"
+`
+
+const validPolicySet = `
+apiVersion: policyhub.io/v1alpha1
+kind: PolicySet
+metadata:
+  name: pss-baseline
+spec:
+  source:
+    oci:
+      ref: registry.example.com/policies/pss-baseline:v1
+      secretRef: {name: registry}
+      interval: 10m
+  select:
+    excludeKinds: [Policy]
+  placement:
+    clusterSelector:
+      matchLabels: {env: prod}
+  mode: Enforce
 `
 
 const validPolicyReportSummary = `
@@ -404,6 +424,61 @@ func TestAdmissionRefusesInvalidDeclarations(t *testing.T) {
 			name: "PolicyReportSummary with a heartbeat Go cannot parse", base: validPolicyReportSummary,
 			change: set("forever", "spec", "heartbeatInterval"),
 			want:   []string{"spec.heartbeatInterval"},
+		},
+		{name: "valid PolicySet from OCI", base: validPolicySet},
+		{
+			name: "valid PolicySet inline", base: validPolicySet,
+			change: func(u *unstructured.Unstructured) {
+				set(map[string]any{"inline": []any{map[string]any{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": map[string]any{"name": "a"}, "spec": map[string]any{}}}}, "spec", "source")(u)
+			},
+		},
+		{
+			name: "PolicySet with two sources", base: validPolicySet,
+			change: set(map[string]any{}, "spec", "source", "configMaps"),
+			want:   []string{"spec.source needs exactly one of oci, configMaps, inline"},
+		},
+		{
+			name: "PolicySet without a source", base: validPolicySet,
+			change: set(map[string]any{}, "spec", "source"),
+			want:   []string{"spec.source needs exactly one of oci, configMaps, inline"},
+		},
+		{
+			name: "PolicySet OCI reference with a scheme", base: validPolicySet,
+			change: set("oci://registry.example.com/policies/pss:v1", "spec", "source", "oci", "ref"),
+			want:   []string{"spec.source.oci.ref is an OCI reference", "not a URL"},
+		},
+		{
+			name: "PolicySet OCI digest that is not sha256", base: validPolicySet,
+			change: set("registry.example.com/policies/pss@sha256:abc", "spec", "source", "oci", "ref"),
+			want:   []string{"spec.source.oci.ref: a digest must be @sha256: and 64 lowercase hex digits"},
+		},
+		{
+			name: "PolicySet polling every 10s", base: validPolicySet,
+			change: set("10s", "spec", "source", "oci", "interval"),
+			want:   []string{"spec.source.oci.interval must be at least 30s"},
+		},
+		{
+			name: "PolicySet inline member that is not a Kyverno policy", base: validPolicySet,
+			change: func(u *unstructured.Unstructured) {
+				set(map[string]any{"inline": []any{map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "a"}, "spec": map[string]any{}}}}, "spec", "source")(u)
+			},
+			want: []string{"spec.source.inline[0]", "template must be a Kyverno policy"},
+		},
+		{
+			name: "PolicySet placementRef without a namespace", base: validPolicySet,
+			change: set(map[string]any{"placementRef": map[string]any{"name": "prod"}}, "spec", "placement"),
+			want:   []string{"placement.placementRef.namespace is required on a PolicySet"},
+		},
+		{
+			name: "PolicySet selecting more than 500 names", base: validPolicySet,
+			change: set(func() []any {
+				var names []any
+				for i := range 501 {
+					names = append(names, fmt.Sprint("p", i))
+				}
+				return names
+			}(), "spec", "select", "includeNames"),
+			want: []string{"spec.select.includeNames", "must have at most 500 items"},
 		},
 	}
 	for _, tt := range tests {
