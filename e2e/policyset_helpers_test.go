@@ -139,7 +139,8 @@ func waitPolicySet(t *testing.T, name, what string, check func(*setView) error) 
 	t.Helper()
 	hub := directClient(t, testFleet.Hub.Config)
 	var view *setView
-	eventually(t, 90*time.Second, 200*time.Millisecond, what, func() error {
+	// Three minutes: a rollout's waves each wait for their agents' fresh reports.
+	eventually(t, 3*time.Minute, 200*time.Millisecond, what, func() error {
 		ps := &policyhubv1.PolicySet{}
 		if err := hub.Get(testContext(t), client.ObjectKey{Name: name}, ps); err != nil {
 			return err

@@ -54,9 +54,12 @@ spec:
 }
 
 // wave returns the FleetPolicy's status of the wave, or a Pending one when there is none yet.
-func wave(fp *fleetView, name string) policyhubv1.WaveStatus {
-	if fp.Status.Rollout != nil {
-		for _, w := range fp.Status.Rollout.Waves {
+func wave(fp *fleetView, name string) policyhubv1.WaveStatus { return waveOf(fp.Status.Rollout, name) }
+
+// waveOf returns a rollout's status of the wave, or a Pending one when there is none yet.
+func waveOf(st *policyhubv1.RolloutStatus, name string) policyhubv1.WaveStatus {
+	if st != nil {
+		for _, w := range st.Waves {
 			if w.Name == name {
 				return w
 			}
@@ -66,12 +69,15 @@ func wave(fp *fleetView, name string) policyhubv1.WaveStatus {
 }
 
 // wavePhases says where every wave is, e.g. "staging=Done prod=Auditing".
-func wavePhases(fp *fleetView) string {
-	if fp.Status.Rollout == nil {
+func wavePhases(fp *fleetView) string { return phasesOf(fp.Status.Rollout) }
+
+// phasesOf says where every wave of a rollout is.
+func phasesOf(st *policyhubv1.RolloutStatus) string {
+	if st == nil {
 		return "(no rollout status)"
 	}
 	var parts []string
-	for _, w := range fp.Status.Rollout.Waves {
+	for _, w := range st.Waves {
 		parts = append(parts, fmt.Sprintf("%s=%s(%s)", w.Name, w.Phase, w.Reason))
 	}
 	return strings.Join(parts, " ")

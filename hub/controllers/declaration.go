@@ -326,7 +326,7 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 			}
 		}
 		if len(stuck) > 0 {
-			if err := e.writeSlices(ctx, d, clusterStatuses(before, stuck, "", metav1.Now()), have); err != nil {
+			if err := e.writeSlices(ctx, d, clusterStatuses(before, stuck, nil, metav1.Now()), have); err != nil {
 				return ctrl.Result{}, err
 			}
 			setConditions(st.conditions, metav1.Condition{

@@ -157,7 +157,7 @@ func (d *fleetPolicy) setResults(clusters []policyhubv1.ClusterStatus, read summ
 }
 
 func (d *fleetPolicy) afterStatus(context.Context) time.Duration {
-	d.announceRollout()
+	announceRollout(d.r.Recorder, d.FleetPolicy, d.transitions)
 	if d.r.Rollouts != nil {
 		d.r.Rollouts.Set(d.Name, d.Status.Rollout)
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
@@ -24,6 +26,27 @@ func (d *fleetPolicy) progressRollout(plan *rollout.Plan, outcomes []clusterOutc
 		d.Status.Rollout = nil
 		return progress{}
 	}
+	step := stepRollout(plan, outcomes, read, owned, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
+		func() *policyhubv1.StableVersion {
+			return &policyhubv1.StableVersion{Revision: plan.Revision, Template: d.Spec.Template.DeepCopy()}
+		})
+	d.transitions, d.Status.Rollout = step.transitions, step.status
+	return step.progress
+}
+
+// rolloutStep is what one step of a rollout made: the new state, what it says of the
+// declaration, and the Events of its transitions.
+type rolloutStep struct {
+	status      *policyhubv1.RolloutStatus
+	progress    progress
+	transitions []rolloutEvent
+}
+
+// stepRollout makes one step of a declaration's rollout plan from its clusters' outcomes and
+// summaries: annotations hold the approvals, paused holds every wave, prev is the state before,
+// and done names the current version once it completes every wave.
+func stepRollout(plan *rollout.Plan, outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time,
+	annotations map[string]string, paused bool, prev *policyhubv1.RolloutStatus, done func() *policyhubv1.StableVersion) rolloutStep {
 	waveSynced := map[string]*time.Time{}
 	for _, s := range plan.States {
 		waveSynced[s.Name] = s.SyncedAt
@@ -72,17 +95,16 @@ func (d *fleetPolicy) progressRollout(plan *rollout.Plan, outcomes []clusterOutc
 	}
 	approved := map[string]bool{}
 	for _, w := range plan.Waves {
-		approved[w.Name] = policyhubv1.RolloutApproved(d.GetAnnotations(), w.Name, plan.Revision)
+		approved[w.Name] = policyhubv1.RolloutApproved(annotations, w.Name, plan.Revision)
 	}
-	out := rollout.Next(rollout.Input{Waves: plan.Waves, Previous: plan.States, Measures: measures, Approved: approved, Paused: d.Spec.Rollout.Paused, Now: now})
+	out := rollout.Next(rollout.Input{Waves: plan.Waves, Previous: plan.States, Measures: measures, Approved: approved, Paused: paused, Now: now})
 
-	prev := d.Status.Rollout
 	next := &policyhubv1.RolloutStatus{Revision: plan.Revision, Waves: rollout.Statuses(out.Waves, plan.Waves)}
 	if prev != nil {
 		next.Stable = prev.Stable
 	}
 	if out.Done {
-		next.Stable = &policyhubv1.StableVersion{Revision: plan.Revision, Template: *d.Spec.Template.DeepCopy()}
+		next.Stable = done()
 	}
 	var holding string
 	for _, s := range out.Waves {
@@ -95,13 +117,10 @@ func (d *fleetPolicy) progressRollout(plan *rollout.Plan, outcomes []clusterOutc
 			break
 		}
 	}
-	d.transitions = rolloutTransitions(prev, next, plan.Waves)
-	d.Status.Rollout = next
-
 	p := progress{}
 	if holding != "" {
 		p.reason, p.holding = "RolloutProgressing", holding
-		if d.Spec.Rollout.Paused {
+		if paused {
 			p.reason, p.holding = "RolloutPaused", "paused: "+holding
 		}
 	}
@@ -113,7 +132,7 @@ func (d *fleetPolicy) progressRollout(plan *rollout.Plan, outcomes []clusterOutc
 	if holding != "" && !recheck.IsZero() {
 		p.wake = minPositive(p.wake, max(recheck.Sub(now)+time.Second, time.Millisecond))
 	}
-	return p
+	return rolloutStep{status: next, progress: p, transitions: rolloutTransitions(prev, next, plan.Waves)}
 }
 
 // reportGrace is how long after a policy arrived in a cluster its agent's summary may still
@@ -166,9 +185,9 @@ func freshReport(res aggregate.Results, lastHeard, arrived time.Time, written bo
 const rolloutRestep = 100 * time.Millisecond
 
 // announceRollout records an Event per wave transition, once the status that holds it is written.
-func (d *fleetPolicy) announceRollout() {
-	for _, e := range d.transitions {
-		d.r.Recorder.Eventf(d.FleetPolicy, nil, e.eventType, e.reason, "Rollout", "%s", e.message)
+func announceRollout(recorder events.EventRecorder, obj runtime.Object, transitions []rolloutEvent) {
+	for _, e := range transitions {
+		recorder.Eventf(obj, nil, e.eventType, e.reason, "Rollout", "%s", e.message)
 	}
 }
 

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"time"
@@ -114,7 +115,7 @@ func (r *PolicySetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	engine := r.engine(&r.room)
 	if !ps.DeletionTimestamp.IsZero() {
 		// The snapshots go with the set; the hub does not wait for the garbage collector.
-		if err := r.deleteSnapshots(ctx, ps, ""); err != nil {
+		if err := r.deleteSnapshots(ctx, ps); err != nil {
 			return ctrl.Result{}, err
 		}
 		return engine.reconcile(ctx, req.NamespacedName, d)
@@ -142,6 +143,9 @@ type policySet struct {
 	r *PolicySetReconciler
 	// members are the policies of the version kept (status.source.snapshot).
 	members *source.Artifact
+	// transitions are the Events of this reconcile's rollout step, recorded once the status is
+	// written.
+	transitions []rolloutEvent
 }
 
 func (d *policySet) object() client.Object { return d.PolicySet }
@@ -154,7 +158,7 @@ func (d *policySet) statusWithoutChurn() any {
 func (d *policySet) suspended() bool { return d.Spec.Suspend }
 func (d *policySet) prune() bool     { return declare.Prune(d.Spec.Prune) }
 func (d *policySet) deepCopy() declaration {
-	return &policySet{PolicySet: d.PolicySet.DeepCopy(), r: d.r, members: d.members}
+	return &policySet{PolicySet: d.PolicySet.DeepCopy(), r: d.r, members: d.members, transitions: d.transitions}
 }
 
 func (d *policySet) status() declarationStatus {
@@ -170,19 +174,32 @@ func (d *policySet) render(ctx context.Context) (*rendering, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster inventory: %w", err)
 	}
-	t, members, err := declare.PolicySetTargets(d.r.HubID, d.PolicySet, d.members.Policies, inv)
+	stable, err := d.r.stableMembers(ctx, d.PolicySet)
 	if err != nil {
 		return nil, err
 	}
-	return &rendering{targets: t, revision: d.members.Digest, members: members}, nil
+	t, members, plan, err := declare.PolicySetTargets(d.r.HubID, d.PolicySet, d.members, stable, inv)
+	if err != nil {
+		return nil, err
+	}
+	return &rendering{targets: t, rollout: plan, members: members}, nil
 }
 
-// renderInput is the version the set runs: a new one renders anew.
+// renderInput is the version the set runs and, when it rolls out, the rollout's state: a new
+// version, or a wave's new phase, renders anew.
 func (d *policySet) renderInput() string {
-	if d.members == nil {
-		return ""
+	input := ""
+	if d.members != nil {
+		input = d.members.Digest
 	}
-	return d.members.Digest
+	if d.Spec.Rollout != nil && d.Status.Rollout != nil {
+		state, err := json.Marshal(d.Status.Rollout)
+		if err != nil {
+			return input + fmt.Sprint(d.Status.Rollout) // never for a status read from the API
+		}
+		input += string(state)
+	}
+	return input
 }
 
 func (d *policySet) setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
@@ -191,13 +208,27 @@ func (d *policySet) setResults(clusters []policyhubv1.ClusterStatus, read summar
 
 // progress counts the members and names those failing or in conflict somewhere, from the
 // workers' outcomes: a member Kyverno refuses fails alone, and says so here with Kyverno's words.
-func (d *policySet) progress(r *rendering, outcomes []clusterOutcome, _ summaryRead, _ map[string][]aggregate.Policy, _ time.Time) progress {
+func (d *policySet) progress(r *rendering, outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress {
 	d.Status.Members = policyhubv1.MemberCounts{Total: int32(len(r.members))}
 	d.Status.AttentionMembers, d.Status.Members.Failed, d.Status.Members.Conflict = memberAttention(outcomes)
-	return progress{}
+	if r.rollout == nil {
+		d.Status.Rollout = nil
+		return progress{}
+	}
+	// The gates sum what the set's members measured in each cluster of the wave (owned): the set
+	// is promoted as a unit.
+	step := stepRollout(r.rollout, outcomes, read, owned, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
+		func() *policyhubv1.StableVersion {
+			return &policyhubv1.StableVersion{Revision: r.rollout.Revision, Snapshot: d.Status.Source.Snapshot}
+		})
+	d.transitions, d.Status.Rollout = step.transitions, step.status
+	return step.progress
 }
 
-func (d *policySet) afterStatus(context.Context) time.Duration { return 0 }
+func (d *policySet) afterStatus(context.Context) time.Duration {
+	announceRollout(d.r.Recorder, d.PolicySet, d.transitions)
+	return 0
+}
 
 // memberAttention folds the clusters' failed and conflicting objects into the members that need
 // attention (at most policyhubv1.MaxAttentionMembers: failed first, then the most clusters), and

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,8 +58,9 @@ type sourceState struct {
 	due        time.Time
 	dirty      bool
 	retry      time.Duration
-	// kept is the version the set runs, read from its snapshot.
-	kept *source.Artifact
+	// kept is the version the set runs, read from its snapshot; stable the last version that
+	// completed its rollout, when another (read from its snapshot on first use).
+	kept, stable *source.Artifact
 }
 
 func (s *sourceRoom) state(key types.NamespacedName) *sourceState {
@@ -263,7 +265,11 @@ func (r *PolicySetReconciler) keep(ctx context.Context, ps *policyhubv1.PolicySe
 		Revision: revision, Digest: art.Digest, Snapshot: snapshot.Name, ReadAt: &metav1.Time{Time: time.Now()},
 		Members: int32(len(art.Policies)), Skipped: int32(art.Skipped),
 	}
-	return r.deleteSnapshots(ctx, ps, snapshot.Name)
+	keep := []string{snapshot.Name}
+	if ps.Status.Rollout != nil && ps.Status.Rollout.Stable != nil {
+		keep = append(keep, ps.Status.Rollout.Stable.Snapshot) // the clusters not reached yet run it
+	}
+	return r.deleteSnapshots(ctx, ps, keep...)
 }
 
 // recordRead sets SourceReady and status.source.lastError from the read's outcome.
@@ -326,19 +332,50 @@ func sameCondition(a, b *metav1.Condition) bool {
 	return a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message && a.ObservedGeneration == b.ObservedGeneration
 }
 
+// stableMembers are the members of the last version that completed the set's rollout, when it
+// rolls out and that is not the version kept (nil otherwise, or when its snapshot is gone: the
+// clusters of waves not reached yet are then held).
+func (r *PolicySetReconciler) stableMembers(ctx context.Context, ps *policyhubv1.PolicySet) (*source.Artifact, error) {
+	if ps.Spec.Rollout == nil || ps.Status.Rollout == nil || ps.Status.Rollout.Stable == nil || ps.Status.Rollout.Stable.Snapshot == "" {
+		return nil, nil
+	}
+	name := ps.Status.Rollout.Stable.Snapshot
+	key := client.ObjectKeyFromObject(ps)
+	st := r.sources.state(key)
+	r.sources.mu.Lock()
+	stable := st.stable
+	r.sources.mu.Unlock()
+	if stable != nil && source.SnapshotName(ps.Name, stable.Digest) == name {
+		return stable, nil
+	}
+	stable, err := r.readSnapshotNamed(ctx, ps, name)
+	if err != nil || stable == nil {
+		return nil, err
+	}
+	r.sources.mu.Lock()
+	st.stable = stable
+	r.sources.mu.Unlock()
+	return stable, nil
+}
+
 // readSnapshot reads the version status.source names from its snapshot (nil: none yet).
 func (r *PolicySetReconciler) readSnapshot(ctx context.Context, ps *policyhubv1.PolicySet) (*source.Artifact, error) {
 	if ps.Status.Source == nil || ps.Status.Source.Snapshot == "" {
 		return nil, nil
 	}
+	return r.readSnapshotNamed(ctx, ps, ps.Status.Source.Snapshot)
+}
+
+// readSnapshotNamed reads a snapshot of the set (nil when it is gone).
+func (r *PolicySetReconciler) readSnapshotNamed(ctx context.Context, ps *policyhubv1.PolicySet, name string) (*source.Artifact, error) {
 	cm := &corev1.ConfigMap{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: ps.Status.Source.Snapshot}, cm)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: name}, cm)
 	if apierrors.IsNotFound(err) {
-		log.FromContext(ctx).Info("the snapshot of the version kept is gone; reading the source again", "snapshot", ps.Status.Source.Snapshot)
+		log.FromContext(ctx).Info("a snapshot of the PolicySet is gone", "snapshot", name)
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read snapshot %s/%s: %w", r.Namespace, ps.Status.Source.Snapshot, err)
+		return nil, fmt.Errorf("read snapshot %s/%s: %w", r.Namespace, name, err)
 	}
 	if !metav1.IsControlledBy(cm, ps) {
 		return nil, fmt.Errorf("snapshot %s/%s is not this PolicySet's (its controller reference): not read", r.Namespace, cm.Name)
@@ -350,8 +387,8 @@ func (r *PolicySetReconciler) readSnapshot(ctx context.Context, ps *policyhubv1.
 	return art, nil
 }
 
-// deleteSnapshots deletes the set's snapshots but keep ("" deletes all).
-func (r *PolicySetReconciler) deleteSnapshots(ctx context.Context, ps *policyhubv1.PolicySet, keep string) error {
+// deleteSnapshots deletes the set's snapshots but those named keep (none: all).
+func (r *PolicySetReconciler) deleteSnapshots(ctx context.Context, ps *policyhubv1.PolicySet, keep ...string) error {
 	if ps.UID == "" {
 		return nil
 	}
@@ -361,7 +398,7 @@ func (r *PolicySetReconciler) deleteSnapshots(ctx context.Context, ps *policyhub
 	}
 	for i := range list.Items {
 		cm := &list.Items[i]
-		if cm.Name == keep || !metav1.IsControlledBy(cm, ps) {
+		if slices.Contains(keep, cm.Name) || !metav1.IsControlledBy(cm, ps) {
 			continue
 		}
 		if err := r.Client.Delete(ctx, cm, client.Preconditions{UID: &cm.UID}); client.IgnoreNotFound(err) != nil {

@@ -50,10 +50,8 @@ type rendering struct {
 	targets *render.Targets
 	rollout *rollout.Plan
 	token   string
-	// revision is the version every cluster synced in full holds (a PolicySet's source
-	// digest; "" for kinds without versions); members are a set's members rendered.
-	revision string
-	members  []*unstructured.Unstructured
+	// members are a set's members rendered (of the current version).
+	members []*unstructured.Unstructured
 }
 
 // entry returns key's entry, made on first use; r.mu must be held.

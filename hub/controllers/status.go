@@ -34,7 +34,7 @@ func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	e.room.fresh(key, sent.kept)
-	clusters := clusterStatuses(before, sent.kept, sent.revision, metav1.NewTime(now))
+	clusters := clusterStatuses(before, sent.kept, sent.targets.Revisions, metav1.NewTime(now))
 	owned := ownedPolicies(sent.targets.Objects)
 	read := readSummaries(ctx, e.reader, clusters)
 	read.heard = e.heard
@@ -95,9 +95,9 @@ type clusterOutcome struct {
 // clusterStatuses merges this reconcile's outcomes into the previous per-cluster statuses.
 // lastSyncTime moves only when the cluster's phase, message or counts changed or the sync wrote,
 // so a resync that changed nothing leaves the status as it was (and nothing is persisted). A
-// cluster synced in full holds revision (when the kind has versions); one that is not keeps the
-// revision it held.
-func clusterStatuses(old []policyhubv1.ClusterStatus, outcomes []clusterOutcome, revision string, now metav1.Time) []policyhubv1.ClusterStatus {
+// cluster synced in full holds the revision it was given (revisions, for kinds with versions);
+// one that is not keeps the revision it held.
+func clusterStatuses(old []policyhubv1.ClusterStatus, outcomes []clusterOutcome, revisions map[string]string, now metav1.Time) []policyhubv1.ClusterStatus {
 	previous := map[string]policyhubv1.ClusterStatus{}
 	for _, s := range old {
 		previous[s.Name] = s
@@ -118,7 +118,7 @@ func clusterStatuses(old []policyhubv1.ClusterStatus, outcomes []clusterOutcome,
 		s.InForce = o.result.InForce
 		s.Plan = o.result.Plan
 		s.PlanTruncated = o.result.PlanTruncated
-		if revision != "" && !o.pending && s.Phase == policyhubv1.ClusterPhaseSynced {
+		if revision := revisions[o.cluster]; revision != "" && !o.pending && s.Phase == policyhubv1.ClusterPhaseSynced {
 			s.Revision = revision
 		}
 		if !had || o.wrote || prev.Phase != s.Phase || prev.Message != s.Message || prev.Actions != s.Actions || s.LastSyncTime == nil {

@@ -22,18 +22,18 @@ func TestClusterStatusesMoveLastSyncTimeOnlyOnChange(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	t1 := metav1.NewTime(t0.Add(10 * time.Minute))
 	synced := &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, Message: "ok", Actions: policyhubv1.ActionCounts{Unchanged: 1}}
-	first := clusterStatuses(nil, []clusterOutcome{{cluster: "b", result: synced, wrote: true}, {cluster: "a", result: synced}}, "", t0)
+	first := clusterStatuses(nil, []clusterOutcome{{cluster: "b", result: synced, wrote: true}, {cluster: "a", result: synced}}, nil, t0)
 	if len(first) != 2 || first[0].Name != "a" || !first[0].LastSyncTime.Equal(&t0) {
 		t.Fatalf("first statuses %+v", first)
 	}
-	same := clusterStatuses(first, []clusterOutcome{{cluster: "a", result: synced}, {cluster: "b", result: synced}}, "", t1)
+	same := clusterStatuses(first, []clusterOutcome{{cluster: "a", result: synced}, {cluster: "b", result: synced}}, nil, t1)
 	for _, s := range same {
 		if !s.LastSyncTime.Equal(&t0) {
 			t.Errorf("%s: lastSyncTime moved on a resync that changed nothing", s.Name)
 		}
 	}
 	failed := &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseFailed, Message: "boom"}
-	changed := clusterStatuses(first, []clusterOutcome{{cluster: "a", result: failed}, {cluster: "b", result: synced, wrote: true}}, "", t1)
+	changed := clusterStatuses(first, []clusterOutcome{{cluster: "a", result: failed}, {cluster: "b", result: synced, wrote: true}}, nil, t1)
 	for _, s := range changed {
 		if !s.LastSyncTime.Equal(&t1) {
 			t.Errorf("%s: lastSyncTime did not move after a change", s.Name)
@@ -214,7 +214,7 @@ func TestStatusOfTenThousandClustersIsBounded(t *testing.T) {
 		owned[name] = []aggregate.Policy{{Kind: "ClusterPolicy", Name: "require-labels"}}
 	}
 	fp := &policyhubv1.FleetPolicy{}
-	clusters := clusterStatuses(nil, outcomes, "", now)
+	clusters := clusterStatuses(nil, outcomes, nil, now)
 	clusters = setResults(clusters, summaryRead{summaries: summaries}, owned, now.Time)
 	fp.Status.Summary = summarize(clusters)
 	setConditions(&fp.Status.Conditions, readyCondition(clusters, nil, "", 1), nil, nil)

@@ -73,24 +73,50 @@ func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, inv placement
 }
 
 // PolicySetTargets runs a PolicySet down the flow — select its members from the source's
-// policies, place, render — as the hub syncs it and as `kubectl policyhub sync --dry-run`
-// previews it; it returns the members selected.
-func PolicySetTargets(hubID string, ps *policyhubv1.PolicySet, policies []*unstructured.Unstructured, inv placement.Inventory) (*render.Targets, []*unstructured.Unstructured, error) {
-	members, err := source.Select(policies, ps.Spec.Select)
+// policies, place, rollout, render — as the hub syncs it and as `kubectl policyhub sync
+// --dry-run` previews it: current is the version read from its source, stable (nil when not at
+// hand) the last version that completed its rollout. It returns the members selected of current,
+// and the rollout plan (nil without a rollout).
+func PolicySetTargets(hubID string, ps *policyhubv1.PolicySet, current, stable *source.Artifact, inv placement.Inventory) (*render.Targets, []*unstructured.Unstructured, *rollout.Plan, error) {
+	members, err := source.Select(current.Policies, ps.Spec.Select)
 	if err != nil {
-		return nil, nil, &render.InvalidError{Reason: "InvalidSelect", Err: err}
+		return nil, nil, nil, &render.InvalidError{Reason: "InvalidSelect", Err: err}
 	}
 	sel, err := placement.PolicySet(ps.Spec, inv)
 	if err != nil {
-		return nil, nil, &render.InvalidError{Reason: "InvalidPlacement", Err: err}
+		return nil, nil, nil, &render.InvalidError{Reason: "InvalidPlacement", Err: err}
 	}
-	t, err := render.PolicySetTargets(hubID, ps, members, sel.Targets)
+	now := render.SetVersion{Revision: current.Digest, Members: members}
+	var before render.SetVersion
+	var plan *rollout.Plan
+	var choices map[string]render.SetChoice // nil: no rollout, every placed cluster gets now
+	if ps.Spec.Rollout != nil {
+		placed := make([]string, 0, len(sel.Targets))
+		for _, target := range sel.Targets {
+			placed = append(placed, target.Cluster)
+		}
+		if plan, err = rollout.Rollout(source.Revision(current.Digest), ps.Spec.Rollout, ps.Status.Rollout, placed, inv); err != nil {
+			return nil, nil, nil, &render.InvalidError{Reason: "InvalidRollout", Err: err}
+		}
+		choices = map[string]render.SetChoice{}
+		for c, a := range plan.Assignments() {
+			choices[c] = render.SetChoice{Stable: a.Stable, Mode: a.Mode}
+		}
+		if plan.Stable() != nil && stable != nil {
+			kept, err := source.Select(stable.Policies, ps.Spec.Select)
+			if err != nil {
+				return nil, nil, nil, &render.InvalidError{Reason: "InvalidSelect", Err: err}
+			}
+			before = render.SetVersion{Revision: stable.Digest, Members: kept}
+		}
+	}
+	t, err := render.PolicySetTargets(hubID, ps, now, before, sel.Targets, choices)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, plan, err
 	}
 	t.Unknown = sel.Unknown
 	t.MissingPlacement = placement.MissingPlacement(ps.Spec.Placement, inv, "", "spec.placement")
-	return t, members, nil
+	return t, members, plan, nil
 }
 
 // KubeVelaApplication reads the KubeVela Application an ApplicationPolicy is about: nil when

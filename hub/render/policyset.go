@@ -50,22 +50,51 @@ func runtimeCopy(v any) any {
 	return (&unstructured.Unstructured{Object: map[string]any{"v": v}}).DeepCopy().Object["v"]
 }
 
+// SetVersion is a version of a set's members: its revision (the source digest) and members.
+type SetVersion struct {
+	Revision string
+	Members  []*unstructured.Unstructured
+}
+
+// SetChoice is what one cluster gets during a set's rollout: the current version or (Stable) the
+// last that completed the rollout, in Mode.
+type SetChoice struct {
+	Stable bool
+	Mode   policyhubv1.Mode
+}
+
 // PolicySetTargets renders a PolicySet's members for the clusters its placement selected: every
-// member to every cluster, rendered once per mode and shared between the clusters of that mode.
-func PolicySetTargets(hubID string, ps *policyhubv1.PolicySet, members []*unstructured.Unstructured, placed []placement.Target) (*Targets, error) {
+// member to every cluster, rendered once per version and mode and shared between the clusters
+// that get them. choices, when a rollout made them (non-nil), say which version and mode each
+// cluster gets; a placed cluster without one, or whose stable version is not at hand, is held
+// (gets nothing yet). Without a rollout (nil) every placed cluster gets current in the mode
+// placed there. Targets.Revisions say which version each cluster gets.
+func PolicySetTargets(hubID string, ps *policyhubv1.PolicySet, current, stable SetVersion, placed []placement.Target, choices map[string]SetChoice) (*Targets, error) {
 	owner := PolicySetOwner(hubID, ps.Name)
-	t := &Targets{Source: owner.Source(), Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}}
-	rendered := map[string][]*unstructured.Unstructured{} // by mode; "" keeps the members' own
+	t := &Targets{Source: owner.Source(), Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}, Revisions: map[string]string{}}
+	rendered := map[string][]*unstructured.Unstructured{} // by revision and mode ("" keeps the members' own)
 	for _, target := range placed {
-		key := ""
-		if target.Mode != nil {
-			key = string(*target.Mode)
+		version, mode := current, target.Mode
+		if choices != nil {
+			choice, ok := choices[target.Cluster]
+			if !ok || (choice.Stable && stable.Revision == "") {
+				t.Held = append(t.Held, target.Cluster)
+				continue
+			}
+			if choice.Stable {
+				version = stable
+			}
+			mode = &choice.Mode
+		}
+		key := version.Revision + "/"
+		if mode != nil {
+			key += string(*mode)
 		}
 		objs, ok := rendered[key]
 		if !ok {
-			objs = make([]*unstructured.Unstructured, 0, len(members))
-			for _, m := range members {
-				obj, err := Member(owner, m, target.Mode)
+			objs = make([]*unstructured.Unstructured, 0, len(version.Members))
+			for _, m := range version.Members {
+				obj, err := Member(owner, m, mode)
 				if err != nil {
 					return nil, &InvalidError{Reason: "InvalidMember", Err: fmt.Errorf("render PolicySet %s member %s %s: %w", ps.Name, m.GetKind(), m.GetName(), err)}
 				}
@@ -75,6 +104,7 @@ func PolicySetTargets(hubID string, ps *policyhubv1.PolicySet, members []*unstru
 		}
 		t.Objects[target.Cluster] = objs
 		t.DryRun[target.Cluster] = target.DryRun
+		t.Revisions[target.Cluster] = version.Revision
 	}
 	return t, nil
 }

@@ -31,7 +31,7 @@ func TestPolicySetTargetsShareMembersPerMode(t *testing.T) {
 	enforce, audit := policyhubv1.ModeEnforce, policyhubv1.ModeAudit
 	ps := &policyhubv1.PolicySet{ObjectMeta: metav1.ObjectMeta{Name: "baseline"}}
 	placed := []placement.Target{{Cluster: "a", Mode: &enforce}, {Cluster: "b", Mode: &enforce}, {Cluster: "c", Mode: &audit, DryRun: true}, {Cluster: "d"}}
-	tg, err := PolicySetTargets("hub-1", ps, members, placed)
+	tg, err := PolicySetTargets("hub-1", ps, SetVersion{Revision: "sha256:1", Members: members}, SetVersion{}, placed, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

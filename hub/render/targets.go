@@ -32,6 +32,9 @@ type Targets struct {
 	MissingPlacement string
 	// Held are the placed clusters a rollout gives nothing yet, sorted.
 	Held []string
+	// Revisions say which version of the declaration each cluster gets, for kinds with versions
+	// (a PolicySet's source digest); nil otherwise.
+	Revisions map[string]string
 }
 
 // Clusters are the selected clusters, sorted.

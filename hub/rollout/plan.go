@@ -10,10 +10,10 @@ import (
 	"github.com/policyhub/policyhub/hub/render"
 )
 
-// Plan is a FleetPolicy's rollout before a step: its waves over the placed clusters, their
-// states (reset for a new template version), and the modes those give the clusters.
+// Plan is a declaration's rollout before a step: its waves over the placed clusters, their
+// states (reset for a new version), and the modes those give the clusters.
 type Plan struct {
-	// Revision names the template version rolled out.
+	// Revision names the version rolled out.
 	Revision string
 	Waves    []Wave
 	States   []WaveState
@@ -25,13 +25,19 @@ type Plan struct {
 }
 
 // NewPlan is a FleetPolicy's rollout over the clusters its placement selected (placed, sorted),
-// with their labels from inv: its waves, their states from the status (reset for a new template
-// version), and the modes those give. Versions says what each cluster gets.
+// with their labels from inv (see Rollout). Versions says what each cluster gets.
 func NewPlan(fp *policyhubv1.FleetPolicy, placed []string, inv placement.Inventory) (*Plan, error) {
 	revision, err := render.TemplateRevision(fp.Spec.Template)
 	if err != nil {
 		return nil, err
 	}
+	return Rollout(revision, fp.Spec.Rollout, fp.Status.Rollout, placed, inv)
+}
+
+// Rollout is the rollout of version revision by spec, from the state in status (nil: none yet),
+// over the placed clusters (sorted) with their labels from inv: its waves, their states (reset
+// for a new version), and the modes those give.
+func Rollout(revision string, spec *policyhubv1.Rollout, status *policyhubv1.RolloutStatus, placed []string, inv placement.Inventory) (*Plan, error) {
 	labels := make(map[string]map[string]string, len(inv.Clusters))
 	for _, c := range inv.Clusters {
 		labels[c.Name] = c.Labels
@@ -40,12 +46,12 @@ func NewPlan(fp *policyhubv1.FleetPolicy, placed []string, inv placement.Invento
 	for _, name := range placed {
 		clusters = append(clusters, Cluster{Name: name, Labels: labels[name]})
 	}
-	waves, err := Waves(fp.Spec.Rollout.Waves, clusters)
+	waves, err := Waves(spec.Waves, clusters)
 	if err != nil {
 		return nil, err
 	}
 	p := &Plan{Revision: revision, Waves: waves}
-	if st := fp.Status.Rollout; st != nil {
+	if st := status; st != nil {
 		if st.Revision == revision {
 			p.States = StatesOf(st.Waves)
 		}
@@ -57,19 +63,44 @@ func NewPlan(fp *policyhubv1.FleetPolicy, placed []string, inv placement.Invento
 	return p, nil
 }
 
-// Versions are what each cluster of a wave gets, as `kubectl policyhub sync --dry-run` previews
-// too: the current template in its wave's mode, else (its wave not reached) the last version that
-// completed the rollout, in Enforce; clusters left out get nothing (held).
-func (p *Plan) Versions() map[string]render.Version {
-	out := map[string]render.Version{}
+// Stable is the last version that completed the rollout when it is not the current one (nil
+// otherwise): the clusters of waves not reached yet keep it.
+func (p *Plan) Stable() *policyhubv1.StableVersion { return p.stable }
+
+// Assignment is what a cluster of a wave gets: the current version in Mode, or (Stable) the
+// last version that completed the rollout, in Enforce.
+type Assignment struct {
+	Stable bool
+	Mode   policyhubv1.Mode
+}
+
+// Assignments say what each cluster of a wave gets; clusters left out get nothing (held).
+func (p *Plan) Assignments() map[string]Assignment {
+	out := map[string]Assignment{}
 	for _, w := range p.Waves {
 		for _, c := range w.Clusters {
 			switch mode, ok := p.Modes[c]; {
 			case ok:
-				out[c] = render.Version{Mode: mode}
+				out[c] = Assignment{Mode: mode}
 			case p.stable != nil:
-				out[c] = render.Version{Template: &p.stable.Template, Revision: p.stable.Revision, Mode: policyhubv1.ModeEnforce}
+				out[c] = Assignment{Stable: true, Mode: policyhubv1.ModeEnforce}
 			}
+		}
+	}
+	return out
+}
+
+// Versions are what each cluster of a FleetPolicy's wave gets, as `kubectl policyhub sync
+// --dry-run` previews too: the current template in its wave's mode, else (its wave not reached)
+// the last version that completed the rollout, in Enforce; clusters left out get nothing (held).
+func (p *Plan) Versions() map[string]render.Version {
+	out := map[string]render.Version{}
+	for c, a := range p.Assignments() {
+		switch {
+		case !a.Stable:
+			out[c] = render.Version{Mode: a.Mode}
+		case p.stable.Template != nil:
+			out[c] = render.Version{Template: p.stable.Template, Revision: p.stable.Revision, Mode: a.Mode}
 		}
 	}
 	return out

@@ -27,11 +27,16 @@ const MaxSnapshotBytes = 900 << 10
 // annotationDigest, on a snapshot, is the digest of the version it holds.
 const annotationDigest = "policyhub.io/source-digest"
 
-// SnapshotName names the snapshot of a set's version: the set's name and the digest's first 12
-// hex digits.
+// SnapshotName names the snapshot of a set's version: the set's name and its Revision.
 func SnapshotName(set, digest string) string {
+	return "policyset-" + set[:min(len(set), 225)] + "-" + Revision(digest)
+}
+
+// Revision names a version of a set in short, as its rollout and approvals do: the digest's
+// first 12 hex digits.
+func Revision(digest string) string {
 	hexDigits := digest[strings.LastIndex(digest, ":")+1:]
-	return "policyset-" + set[:min(len(set), 225)] + "-" + hexDigits[:min(len(hexDigits), 12)]
+	return hexDigits[:min(len(hexDigits), 12)]
 }
 
 // NewSnapshot is the snapshot of art for the set, in namespace.

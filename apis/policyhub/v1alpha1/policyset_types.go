@@ -32,6 +32,8 @@ const (
 // PolicySetSpec declares a library of Kyverno policies and the clusters it must run in: every
 // member goes to every selected cluster, as one FleetPolicy would take one policy there.
 // +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.placementRef) || (has(self.placement.placementRef.namespace) && size(self.placement.placementRef.namespace) > 0)",message="placement.placementRef.namespace is required on a PolicySet, which is cluster-scoped"
+// +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.mode)",message="spec.mode cannot be set with spec.rollout: the rollout runs each wave in Audit, then Enforce"
+// +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.clusterOverrides) || self.clusterOverrides.all(o, !has(o.mode))",message="spec.clusterOverrides[].mode cannot be set with spec.rollout: the rollout decides each cluster's mode"
 type PolicySetSpec struct {
 	// Source is where the policies come from: an OCI artifact, labelled ConfigMaps on the hub,
 	// or the policies listed here.
@@ -70,6 +72,14 @@ type PolicySetSpec struct {
 	// +optional
 	// +kubebuilder:default=true
 	Prune *bool `json:"prune,omitempty"`
+
+	// Rollout rolls each version of the set out in waves of clusters, as one unit: a new version
+	// goes to the first wave in Audit, and is promoted to Enforce there, then to the next wave,
+	// when what Kyverno measured for the set's members in the wave passes its gate. Clusters of
+	// waves not reached keep the last version that completed the rollout. It decides the mode:
+	// spec.mode and clusterOverrides[].mode cannot be set with it.
+	// +optional
+	Rollout *Rollout `json:"rollout,omitempty"`
 }
 
 // PolicySetSource is where a PolicySet's policies come from: exactly one of oci, configMaps,
@@ -207,6 +217,11 @@ type PolicySetStatus struct {
 	// cluster (and the revision it runs) is in the set's ClusterStatusSlices.
 	// +optional
 	Summary StatusSummary `json:"summary,omitempty"`
+
+	// Rollout is the progressive rollout's state, when spec.rollout is set: its revision is the
+	// first 12 hex digits of the source digest.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // SourceStatus is a version of a PolicySet's source, as read.

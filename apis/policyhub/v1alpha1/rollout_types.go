@@ -122,12 +122,19 @@ type RolloutStatus struct {
 	Stable *StableVersion `json:"stable,omitempty"`
 }
 
-// StableVersion is a template version that completed the rollout.
+// StableVersion is a version that completed the rollout: a FleetPolicy's template, or a
+// PolicySet's snapshot of members.
 type StableVersion struct {
-	// Revision names the version (a hash of its template).
+	// Revision names the version (a hash of a FleetPolicy's template; the first 12 hex digits of
+	// a PolicySet's source digest).
 	Revision string `json:"revision"`
-	// Template is the version's spec.template.
-	Template PolicyTemplate `json:"template"`
+	// Template is a FleetPolicy version's spec.template.
+	// +optional
+	Template *PolicyTemplate `json:"template,omitempty"`
+	// Snapshot is the hub ConfigMap (in the hub's namespace) holding a PolicySet version's members.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Snapshot string `json:"snapshot,omitempty"`
 }
 
 // WaveStatus is one wave's state in the rollout of the current version.
