@@ -35,7 +35,8 @@ func TestMain(m *testing.M) {
 		// KubeVela's own controller runs on the hub: the KubeVela tests are against the real thing;
 		// kube-controller-manager's garbage collector and namespace controller run everywhere, so
 		// ownerReferences cascade and deleted namespaces finish deleting.
-	}, KubeVela: true, ControllerManager: true})
+		// Flux's source-controller serves the Git repositories PolicySets read.
+	}, KubeVela: true, ControllerManager: true, Flux: true})
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: start the local fleet: %v\n", err)

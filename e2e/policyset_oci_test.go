@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -129,6 +130,24 @@ spec:
 	}
 	if snaps := snapshotsOf(t, ps); len(snaps) != 1 || snaps[0] != set.Status.Source.Snapshot {
 		t.Errorf("snapshots %v, want only the new version's %s", snaps, set.Status.Source.Snapshot)
+	}
+
+	// kubectl policyhub status shows which version each cluster runs.
+	code, out, errOut := syncCheckRun(t, "", "status", "pset/"+name, "-o", "json")
+	var report struct {
+		Declarations []struct {
+			Kind, Revision, Digest string
+			Members                int32
+			Clusters               []struct{ Name, Phase, Revision string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil || code != 0 || len(report.Declarations) != 1 {
+		t.Fatalf("status pset/%s: exit %d, %v\n%s\n%s", name, code, err, out, errOut)
+	}
+	got := report.Declarations[0]
+	if got.Kind != "PolicySet" || got.Digest != v2 || got.Members != 3 || !strings.HasSuffix(got.Revision, ":v2") || len(got.Clusters) != 2 ||
+		got.Clusters[0].Revision != v2 || got.Clusters[1].Revision != v2 {
+		t.Errorf("status pset/%s: %+v", name, got)
 	}
 
 	deletePolicySet(t, name)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -145,6 +146,16 @@ spec:
 	}
 	if ch := held.Status.Changes; ch == nil || ch.From != d1 || fmt.Sprint(names(ch.Added), names(ch.Changed), names(ch.Removed)) != "[pset-ro-tier] [pset-ro-team] [pset-ro-app]" {
 		t.Errorf("changes %+v", held.Status.Changes)
+	}
+
+	// kubectl policyhub rollout status shows the set's waves, as a FleetPolicy's.
+	code, out, errOut := syncCheckRun(t, "", "rollout", "status", "pset/"+name, "-o", "json")
+	var report map[string]*policyhubv1.RolloutStatus
+	if err := json.Unmarshal([]byte(out), &report); err != nil || code != 0 {
+		t.Fatalf("rollout status pset/%s: exit %d, %v\n%s\n%s", name, code, err, out, errOut)
+	}
+	if st := report["pset/"+name]; st == nil || st.CurrentWave != "staging" || st.Revision != held.Status.Rollout.Revision || st.Stable == nil || st.Stable.Snapshot == "" {
+		t.Errorf("rollout status pset/%s: %+v", name, st)
 	}
 
 	labelDeployment(ctx, t, "cluster-1", ns, "web", map[string]string{"tier": "frontend"})

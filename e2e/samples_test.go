@@ -18,6 +18,7 @@ func TestSamplesAreAdmitted(t *testing.T) {
 		t.Fatalf("no samples in config/samples (%v)", err)
 	}
 	createNamespace(ctx, t, hub, "shop")
+	createNamespace(ctx, t, hub, "flux-system")
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			data, err := os.ReadFile(file)

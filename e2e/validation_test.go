@@ -435,12 +435,12 @@ func TestAdmissionRefusesInvalidDeclarations(t *testing.T) {
 		{
 			name: "PolicySet with two sources", base: validPolicySet,
 			change: set(map[string]any{}, "spec", "source", "configMaps"),
-			want:   []string{"spec.source needs exactly one of oci, configMaps, inline"},
+			want:   []string{"spec.source needs exactly one of oci, fluxSource, configMaps, inline"},
 		},
 		{
 			name: "PolicySet without a source", base: validPolicySet,
 			change: set(map[string]any{}, "spec", "source"),
-			want:   []string{"spec.source needs exactly one of oci, configMaps, inline"},
+			want:   []string{"spec.source needs exactly one of oci, fluxSource, configMaps, inline"},
 		},
 		{
 			name: "PolicySet OCI reference with a scheme", base: validPolicySet,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the real parts of the local fleet (etcd, kube-apiserver, cluster-gateway, Kyverno and its
-# CLI, and KubeVela's vela-core) from the Go module proxy through the wrapper modules in e2e/testbin, into a
+# CLI, Flux's source-controller and KubeVela's vela-core) from the Go module proxy through the wrapper modules in e2e/testbin, into a
 # cache outside the clone so that a fresh clone on the same machine reuses them. Installs
 # Prometheus from Debian when it is missing.
 # Prints where the binaries are on its last line (the directory the e2e harness reads).
@@ -65,6 +65,9 @@ build kyverno v1.19.1 kyverno "-s -w" \
 	github.com/kyverno/kyverno/cmd/kyverno kyverno \
 	github.com/kyverno/kyverno/cmd/reports-controller reports-controller \
 	github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno kyverno-cli
+# Flux's source-controller: it serves the Git repositories PolicySets read (issue 27).
+build source-controller v1.9.3 source-controller "-s -w" \
+	github.com/fluxcd/source-controller source-controller
 # KubeVela's controller, to run the kyverno-policy policy under the real thing (issue 16), and its
 # CLI, which enables addons (config/kubevela/addon).
 build kubevela v1.10.6 kubevela "-s -w -X github.com/oam-dev/kubevela/version.VelaVersion=v1.10.6" \
@@ -74,7 +77,8 @@ build kubevela v1.10.6 kubevela "-s -w -X github.com/oam-dev/kubevela/version.Ve
 # Modules whose CRDs the fleet installs (e2e/fleet/testbin.go names the same versions): fetched
 # now so that tests never wait on a download.
 for module in github.com/kyverno/kyverno@v1.19.1 github.com/openreports/reports-api@v0.2.1 \
-	open-cluster-management.io/api@v1.1.0 github.com/oam-dev/kubevela@v1.10.6; do
+	open-cluster-management.io/api@v1.1.0 github.com/oam-dev/kubevela@v1.10.6 \
+	github.com/fluxcd/source-controller@v1.9.3; do
 	(cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod GOWORK=off go mod download "$module")
 done
 say "CRD modules: in the Go module cache"

@@ -38,6 +38,9 @@ type Options struct {
 	// cluster) with its garbage collector and namespace controller, so ownerReferences cascade
 	// and deleted namespaces finish deleting, as in a real cluster.
 	ControllerManager bool
+	// Flux runs Flux's source-controller on the hub, with its CRDs (GitRepository, OCIRepository,
+	// Bucket and the Helm kinds): it serves its artifacts on 127.0.0.1 (Fleet.FluxStorage).
+	Flux bool
 
 	// pickPort, in this package's tests, replaces freePort for the apiservers.
 	pickPort func() (int, error)
@@ -74,6 +77,9 @@ type Fleet struct {
 	etcd    *process
 	gateway *process
 	vela    *process
+	flux    *process
+	// FluxStorage is source-controller's artifact server (http://127.0.0.1:port), with Options.Flux.
+	FluxStorage string
 	// extra are the programs started with Run.
 	extraMu  sync.Mutex
 	extra    []*process
@@ -102,7 +108,7 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	if opts.SecretNamespace == "" {
 		opts.SecretNamespace = gateway.DefaultSecretNamespace
 	}
-	b, err := findBinaries(slices.ContainsFunc(opts.Managed, func(m ManagedCluster) bool { return m.Kyverno }), opts.KubeVela, opts.ControllerManager)
+	b, err := findBinaries(slices.ContainsFunc(opts.Managed, func(m ManagedCluster) bool { return m.Kyverno }), opts.KubeVela, opts.ControllerManager, opts.Flux)
 	if err != nil {
 		return nil, err
 	}
@@ -183,9 +189,12 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		hubSources = slices.DeleteFunc(slices.Clone(hubSources), func(s crdSource) bool { return s.module == kubeVelaModule })
 		hubSources = append(hubSources, kubeVelaCRDs...)
 	}
+	if opts.Flux {
+		hubSources = append(slices.Clone(hubSources), fluxCRDs...)
+	}
 	if opts.MinimalCRDs {
-		if opts.KubeVela {
-			return f, errors.New("fleet: MinimalCRDs leaves out CRDs KubeVela needs: not with KubeVela")
+		if opts.KubeVela || opts.Flux {
+			return f, errors.New("fleet: MinimalCRDs leaves out CRDs KubeVela and Flux need: not with them")
 		}
 		if slices.ContainsFunc(opts.Managed, func(m ManagedCluster) bool { return m.Kyverno }) {
 			return f, errors.New("fleet: MinimalCRDs leaves out CRDs Kyverno needs: not with Kyverno")
@@ -222,6 +231,11 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 		}
 		for _, c := range f.Managed {
 			if err := f.waitProxied(gctx, c); err != nil {
+				return err
+			}
+		}
+		if opts.Flux {
+			if err := f.startSourceController(gctx, b); err != nil {
 				return err
 			}
 		}
@@ -347,7 +361,7 @@ func (f *Fleet) stop() error {
 	extra := f.extra
 	f.extraMu.Unlock()
 	stopAll(extra, 10*time.Second)
-	stopAll(append(first, f.gateway, f.vela), 5*time.Second)
+	stopAll(append(first, f.gateway, f.vela, f.flux), 5*time.Second)
 	var apiservers []*process
 	for _, c := range f.all() {
 		apiservers = append(apiservers, c.apiserver)

@@ -18,16 +18,20 @@ const (
 	KubernetesVersion     = "v1.36.3"
 	ClusterGatewayVersion = "v1.9.1"
 	KyvernoVersion        = "v1.19.1"
+	// SourceControllerVersion is Flux's source-controller (v1.9.3: the newest the module proxy
+	// serves whole, see FIELD-NOTES).
+	SourceControllerVersion = "v1.9.3"
 
 	openReportsModule = "github.com/openreports/reports-api@v0.2.1"
 	ocmAPIModule      = "open-cluster-management.io/api@v1.1.0"
 	kubeVelaModule    = "github.com/oam-dev/kubevela@" + KubeVelaVersion
 	kyvernoModule     = "github.com/kyverno/kyverno@" + KyvernoVersion
+	sourceCtrlModule  = "github.com/fluxcd/source-controller@" + SourceControllerVersion
 )
 
 // binaries are the paths of the programs a fleet runs.
 type binaries struct {
-	etcd, kubeAPIServer, kubeControllerManager, clusterGateway, kyverno, reportsController, velaCore string
+	etcd, kubeAPIServer, kubeControllerManager, clusterGateway, kyverno, reportsController, velaCore, sourceController string
 }
 
 // TestbinDir is where `make testbin` puts the binaries: $POLICYHUB_TESTBIN, or
@@ -59,8 +63,9 @@ func KyvernoCLI() (string, error) {
 
 // findBinaries locates the programs, all in the testbin directory at the versions above (never
 // one on PATH, such as Debian's older etcd, so every run sees the same parts); Kyverno's only when
-// withKyverno (it is the slowest to build), vela-core only when withKubeVela.
-func findBinaries(withKyverno, withKubeVela, withControllerManager bool) (binaries, error) {
+// withKyverno (it is the slowest to build), vela-core only when withKubeVela, source-controller
+// only when withFlux.
+func findBinaries(withKyverno, withKubeVela, withControllerManager, withFlux bool) (binaries, error) {
 	dir, err := TestbinDir()
 	if err != nil {
 		return binaries{}, err
@@ -73,6 +78,7 @@ func findBinaries(withKyverno, withKubeVela, withControllerManager bool) (binari
 		kyverno:               filepath.Join(dir, "kyverno-"+KyvernoVersion, "kyverno"),
 		reportsController:     filepath.Join(dir, "kyverno-"+KyvernoVersion, "reports-controller"),
 		velaCore:              filepath.Join(dir, "kubevela-"+KubeVelaVersion, "vela-core"),
+		sourceController:      filepath.Join(dir, "source-controller-"+SourceControllerVersion, "source-controller"),
 	}
 	need := []string{b.etcd, b.kubeAPIServer, b.clusterGateway}
 	if withKyverno {
@@ -83,6 +89,9 @@ func findBinaries(withKyverno, withKubeVela, withControllerManager bool) (binari
 	}
 	if withControllerManager {
 		need = append(need, b.kubeControllerManager)
+	}
+	if withFlux {
+		need = append(need, b.sourceController)
 	}
 	for _, path := range need {
 		if _, err := os.Stat(path); err != nil {

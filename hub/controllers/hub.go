@@ -97,7 +97,11 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 		if err := (&FleetPolicyReconciler{DeclarationOptions: declarations, Rollouts: metrics.NewRollout(o.Registry)}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("FleetPolicy controller: %w", err)
 		}
-		if err := (&PolicySetReconciler{DeclarationOptions: declarations, APIReader: mgr.GetAPIReader()}).SetupWithManager(mgr); err != nil {
+		flux, err := FluxSourcesServed(mgr)
+		if err != nil {
+			return fmt.Errorf("discover Flux's sources on the hub: %w", err)
+		}
+		if err := (&PolicySetReconciler{DeclarationOptions: declarations, APIReader: mgr.GetAPIReader(), FluxSources: flux}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("PolicySet controller: %w", err)
 		}
 		departures := &DepartureReconciler{Reader: mgr.GetClient(), SecretNamespace: o.SecretNamespace, Workers: workers, Metrics: syncMetrics, Recheck: o.DepartureRecheck}

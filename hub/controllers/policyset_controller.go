@@ -4,14 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -36,6 +40,11 @@ type PolicySetReconciler struct {
 	APIReader client.Reader
 	// Limits bound what a source may bring in; zero means source.DefaultLimits.
 	Limits source.Limits
+	// FluxSources are the Flux source kinds the hub serves (FluxSourcesServed): watched, and
+	// the only ones a set may read.
+	FluxSources []schema.GroupVersionKind
+	// HTTPClient downloads Flux artifacts; nil means one with a timeout of a source read.
+	HTTPClient *http.Client
 
 	room    resultsRoom
 	sources sourceRoom
@@ -51,7 +60,47 @@ func (r *PolicySetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := declarationController(mgr, "policyset", policyhubv1.KindPolicySet, &policyhubv1.PolicySet{}, &r.DeclarationOptions, &r.room, r.every, r.inCluster, r.ofPlacement)
 	inHub := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Namespace })
 	b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.ofLibrary), builder.WithPredicates(inHub))
+	for _, gvk := range r.FluxSources {
+		src := &unstructured.Unstructured{}
+		src.SetGroupVersionKind(gvk)
+		b = b.Watches(src, handler.EnqueueRequestsFromMapFunc(r.ofFluxSource), builder.WithPredicates(artifactChanged()))
+	}
+	if r.HTTPClient == nil {
+		r.HTTPClient = &http.Client{Timeout: sourceReadTimeout}
+	}
 	return b.Complete(r)
+}
+
+// artifactChanged passes a Flux source's creation, deletion, and updates that change its
+// artifact (a new revision) or readiness: source-controller writes its status on every
+// reconcile, and a set reads its source again only when there is something new to read.
+func artifactChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*unstructured.Unstructured)
+		updated, okNew := e.ObjectNew.(*unstructured.Unstructured)
+		if !okOld || !okNew {
+			return true
+		}
+		digest := func(u *unstructured.Unstructured) string {
+			d, _, _ := unstructured.NestedString(u.Object, "status", "artifact", "digest")
+			return d
+		}
+		return digest(old) != digest(updated)
+	}}
+}
+
+// ofFluxSource maps a Flux source to the sets reading it, and marks their source due.
+func (r *PolicySetReconciler) ofFluxSource(ctx context.Context, obj client.Object) []reconcile.Request {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	var reqs []reconcile.Request
+	for _, ps := range r.list(ctx) {
+		if ref := ps.Spec.Source.FluxSource; ref != nil && ref.Kind == kind && ref.Namespace == obj.GetNamespace() && ref.Name == obj.GetName() {
+			key := client.ObjectKeyFromObject(&ps)
+			r.sources.touch(key)
+			reqs = append(reqs, reconcile.Request{NamespacedName: key})
+		}
+	}
+	return reqs
 }
 
 func (r *PolicySetReconciler) list(ctx context.Context) []policyhubv1.PolicySet {

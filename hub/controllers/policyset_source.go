@@ -193,6 +193,8 @@ func (r *PolicySetReconciler) read(ctx context.Context, ps *policyhubv1.PolicySe
 		}
 		art, err := source.PullOCI(ctx, src.OCI.Ref, keychain, r.Limits, opts...)
 		return art, src.OCI.Ref, err
+	case src.FluxSource != nil:
+		return r.readFlux(ctx, src.FluxSource)
 	case src.ConfigMaps != nil:
 		sel := labels.Everything()
 		if src.ConfigMaps.Selector != nil {
@@ -217,6 +219,42 @@ func (r *PolicySetReconciler) read(ctx context.Context, ps *policyhubv1.PolicySe
 		art, err := source.Inline(src.Inline, r.Limits)
 		return art, "inline", err
 	}
+}
+
+// readFlux reads the policies under the path of a Flux source's artifact, as Flux's own
+// controllers read an artifact: its status.artifact's url, downloaded and verified against its
+// digest. Its revision (e.g. main@sha1:…) names the version.
+func (r *PolicySetReconciler) readFlux(ctx context.Context, ref *policyhubv1.FluxSourceReference) (*source.Artifact, string, error) {
+	gvk := policyhubv1.FluxSourceGroupVersion.WithKind(ref.Kind)
+	if !slices.Contains(r.FluxSources, gvk) {
+		return nil, "", fmt.Errorf("spec.source.fluxSource: the hub does not serve %s (install Flux's source-controller, then restart the hub)", gvk)
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
+		return nil, "", fmt.Errorf("spec.source.fluxSource: read %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
+	}
+	field := func(name string) string {
+		v, _, _ := unstructured.NestedString(obj.Object, "status", "artifact", name)
+		return v
+	}
+	url, digest, revision := field("url"), field("digest"), field("revision")
+	if url == "" || digest == "" {
+		why := ""
+		if conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions"); len(conds) > 0 {
+			for _, c := range conds {
+				if cond, ok := c.(map[string]any); ok && cond["type"] == "Ready" {
+					why = fmt.Sprintf(" (Ready %v: %v)", cond["status"], cond["message"])
+				}
+			}
+		}
+		return nil, "", fmt.Errorf("%s %s/%s has no artifact yet%s", ref.Kind, ref.Namespace, ref.Name, why)
+	}
+	art, err := source.FetchArchive(ctx, r.HTTPClient, url, digest, ref.Path, r.Limits)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s %s/%s revision %s: %w", ref.Kind, ref.Namespace, ref.Name, revision, err)
+	}
+	return art, revision, nil
 }
 
 // keychain reads the registry credentials of a docker-registry Secret in the hub's namespace.

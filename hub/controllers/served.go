@@ -33,6 +33,23 @@ func ClusterSetBindingsServed(mgr ctrl.Manager) (bool, error) {
 	return served(mgr, clusterv1beta2.GroupVersion.WithKind("ManagedClusterSetBinding"))
 }
 
+// FluxSourcesServed are the Flux source kinds (GitRepository, OCIRepository, Bucket) the hub
+// serves: PolicySets read those, and their controller watches them.
+func FluxSourcesServed(mgr ctrl.Manager) ([]schema.GroupVersionKind, error) {
+	var out []schema.GroupVersionKind
+	for _, kind := range []string{"GitRepository", "OCIRepository", "Bucket"} {
+		gvk := policyhubv1.FluxSourceGroupVersion.WithKind(kind)
+		ok, err := served(mgr, gvk)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, gvk)
+		}
+	}
+	return out, nil
+}
+
 // served reports whether the hub serves gvk, by the manager's RESTMapper.
 func served(mgr ctrl.Manager, gvk schema.GroupVersionKind) (bool, error) {
 	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)

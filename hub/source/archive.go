@@ -30,7 +30,8 @@ import (
 // may be) in the .yaml and .yml files under dir, recursively, each file one or more documents.
 // Documents that are not Kyverno policies (a kustomization.yaml, other manifests) are left out
 // and counted; links are not followed. A policy twice, a file or the set over limits, or a
-// document that is a Kyverno object but not a valid policy is an error naming it.
+// document that is a Kyverno object but not a valid policy is an error naming it. The artifact's
+// Digest is the sha256 of the policies taken.
 func FetchArchive(ctx context.Context, client *http.Client, url, digest, dir string, limits Limits) (*Artifact, error) {
 	verifier, want, err := digestOf(digest)
 	if err != nil {
@@ -67,8 +68,9 @@ func FetchArchive(ctx context.Context, client *http.Client, url, digest, dir str
 	if err != nil {
 		return nil, fmt.Errorf("the artifact %s: %w", url, err)
 	}
-	art.Digest = digest
-	return art, nil
+	// Pinned by the policies taken, not the artifact: a commit that changes nothing under dir
+	// (another environment's folder) is no new version of the set.
+	return art.sealed()
 }
 
 // digestOf is the hash a digest ("algorithm:hex") names and its hex; Flux's default is sha256.

@@ -109,8 +109,22 @@ func TestFetchArchiveTakesThePoliciesUnderItsFolder(t *testing.T) {
 	if fmt.Sprint(got) != want {
 		t.Errorf("policies %v, want %s", got, want)
 	}
-	if art.Skipped != 1 || art.Digest != digest {
-		t.Errorf("skipped %d (want the kustomization), digest %s (want %s)", art.Skipped, art.Digest, digest)
+	if art.Skipped != 1 || !strings.HasPrefix(art.Digest, "sha256:") || art.Digest == digest {
+		t.Errorf("skipped %d (want the kustomization), digest %s (want the policies' own, not the artifact's %s)", art.Skipped, art.Digest, digest)
+	}
+	// Another folder's change is no new version of this one's policies.
+	url2, digest2 := serve(t, tarball(t,
+		file{name: "clusters/staging/require-labels.yaml", content: clusterPolicy("require-labels").yaml},
+		file{name: "clusters/staging/pss.yaml", content: validatingPolicy + "---\n# a comment only\n---\napiVersion: kyverno.io/v1\nkind: Policy\nmetadata: {name: limits, namespace: shop}\nspec: {rules: []}\n"},
+		file{name: "clusters/staging/nested/extra.yml", content: clusterPolicy("extra").yaml},
+		file{name: "clusters/production/enforce.yaml", content: clusterPolicy("enforce-only-in-production").yaml + "# changed\n"},
+	))
+	again, err := FetchArchive(context.Background(), http.DefaultClient, url2, digest2, "clusters/staging", DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Digest != art.Digest || digest2 == digest {
+		t.Errorf("a commit outside the folder: digest %s, want the same %s", again.Digest, art.Digest)
 	}
 	for _, dir := range []string{"/clusters/staging/", "./clusters/staging"} {
 		if again, err := FetchArchive(context.Background(), http.DefaultClient, url, digest, dir, DefaultLimits); err != nil || len(again.Policies) != 4 {

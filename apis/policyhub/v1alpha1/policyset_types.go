@@ -35,8 +35,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.mode)",message="spec.mode cannot be set with spec.rollout: the rollout runs each wave in Audit, then Enforce"
 // +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.clusterOverrides) || self.clusterOverrides.all(o, !has(o.mode))",message="spec.clusterOverrides[].mode cannot be set with spec.rollout: the rollout decides each cluster's mode"
 type PolicySetSpec struct {
-	// Source is where the policies come from: an OCI artifact, labelled ConfigMaps on the hub,
-	// or the policies listed here.
+	// Source is where the policies come from: an OCI artifact, a Flux source, labelled
+	// ConfigMaps on the hub, or the policies listed here.
 	Source PolicySetSource `json:"source"`
 
 	// Select narrows the source's policies to the set's members; empty takes every one.
@@ -82,13 +82,19 @@ type PolicySetSpec struct {
 	Rollout *Rollout `json:"rollout,omitempty"`
 }
 
-// PolicySetSource is where a PolicySet's policies come from: exactly one of oci, configMaps,
-// inline.
-// +kubebuilder:validation:XValidation:rule="[has(self.oci), has(self.configMaps), has(self.inline)].filter(x, x).size() == 1",message="spec.source needs exactly one of oci, configMaps, inline"
+// PolicySetSource is where a PolicySet's policies come from: exactly one of oci, fluxSource,
+// configMaps, inline.
+// +kubebuilder:validation:XValidation:rule="[has(self.oci), has(self.fluxSource), has(self.configMaps), has(self.inline)].filter(x, x).size() == 1",message="spec.source needs exactly one of oci, fluxSource, configMaps, inline"
 type PolicySetSource struct {
 	// OCI is an artifact as `kyverno oci push` writes it: one layer per ClusterPolicy or Policy.
 	// +optional
 	OCI *OCISource `json:"oci,omitempty"`
+
+	// FluxSource takes every Kyverno policy under a path of a Flux source's artifact (a Git
+	// repository's files, for one): the hub reads the source's status.artifact, downloads it from
+	// Flux's source-controller and verifies its digest, as Flux's own controllers do.
+	// +optional
+	FluxSource *FluxSourceReference `json:"fluxSource,omitempty"`
 
 	// ConfigMaps takes every Kyverno policy in the ConfigMaps of the hub's namespace that carry
 	// the label policyhub.io/policy-library and match the selector: each key ending in .yaml or
@@ -127,6 +133,28 @@ type OCISource struct {
 	// Insecure reads the registry over plain HTTP (a registry on a private network only).
 	// +optional
 	Insecure bool `json:"insecure,omitempty"`
+}
+
+// FluxSourceReference names a Flux source on the hub, and the folder of its artifact to read.
+type FluxSourceReference struct {
+	// Kind of the source (source.toolkit.fluxcd.io/v1).
+	// +kubebuilder:validation:Enum=GitRepository;OCIRepository;Bucket
+	Kind string `json:"kind"`
+	// Name of the source.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Namespace of the source.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// Path is the folder of the artifact whose policies the set takes, with its subfolders (e.g.
+	// clusters/staging); empty takes the whole artifact. Every YAML document there that is a
+	// Kyverno policy is a member; other documents are skipped.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(s, s == '..')",message="spec.source.fluxSource.path is a folder inside the artifact: relative, without '..'"
+	Path string `json:"path,omitempty"`
 }
 
 // LocalSecretReference names a Secret in the hub's namespace.
@@ -226,11 +254,13 @@ type PolicySetStatus struct {
 
 // SourceStatus is a version of a PolicySet's source, as read.
 type SourceStatus struct {
-	// Revision names the version: the OCI tag or digest asked for, "inline", or "configmaps".
+	// Revision names the version: the OCI reference asked for, the Flux artifact's revision
+	// (e.g. main@sha1:…), "inline", or "configmaps".
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Revision string `json:"revision,omitempty"`
-	// Digest pins the version: the OCI manifest's digest, or the sha256 of the members read.
+	// Digest pins the version: the OCI manifest's digest, or the sha256 of the members read
+	// (a Flux source's commit that changes nothing under the path is no new version).
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	Digest string `json:"digest,omitempty"`
@@ -327,8 +357,9 @@ type MemberAttention struct {
 	Message string `json:"message,omitempty"`
 }
 
-// PolicySet runs a library of Kyverno policies — from an OCI artifact, ConfigMaps on the hub, or
-// listed inline — in every cluster its placement selects, as one declaration.
+// PolicySet runs a library of Kyverno policies — from an OCI artifact, a Flux source (a Git
+// repository), ConfigMaps on the hub, or listed inline — in every cluster its placement selects,
+// as one declaration.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=pset,categories=policyhub

@@ -50,6 +50,10 @@ const (
 	HubInfoIDKey = "hubID"
 )
 
+// FluxSourceGroupVersion is Flux's source API: the GitRepository, OCIRepository and Bucket a
+// PolicySet's spec.source.fluxSource names are read in it (their status.artifact).
+var FluxSourceGroupVersion = schema.GroupVersion{Group: "source.toolkit.fluxcd.io", Version: "v1"}
+
 // KubeVelaApplicationGVK is KubeVela's Application: its topology policies place an
 // ApplicationPolicy without a placement of its own, and the hub mirrors results into its status.
 var KubeVelaApplicationGVK = schema.GroupVersionKind{Group: "core.oam.dev", Version: "v1beta1", Kind: "Application"}

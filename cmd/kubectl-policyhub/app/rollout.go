@@ -30,11 +30,12 @@ const revisionWidth = 12
 func newRolloutCommand(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollout",
-		Short: "Show and steer FleetPolicy rollouts: wave state, approvals, pause and resume",
-		Long: `A FleetPolicy with spec.rollout is rolled out in waves of clusters: each wave first runs the
-policy in Audit and is promoted to Enforce when its gate holds on fresh agent results (max fail
-results, max would-be-blocked admissions, soak time, and a manual approval when the gate asks for
-one); then the next wave starts. A new template version (a new revision) rolls out the same way.
+		Short: "Show and steer FleetPolicy and PolicySet rollouts: wave state, approvals, pause and resume",
+		Long: `A FleetPolicy or PolicySet with spec.rollout is rolled out in waves of clusters: each wave first runs
+its policies in Audit and is promoted to Enforce when its gate holds on fresh agent results (max
+fail results, max would-be-blocked admissions, soak time, and a manual approval when the gate asks
+for one); then the next wave starts. A new version (a new template, a new version of a set's
+source: a new revision) rolls out the same way. Name a PolicySet pset/NAME.
 
   status    each wave's phase and the measured gate values
   approve   approve one wave for the revision being rolled out
@@ -56,50 +57,87 @@ one); then the next wave starts. A new template version (a new revision) rolls o
 	return cmd
 }
 
-// fleetPolicyName reads a FleetPolicy argument: NAME or fp/NAME (as `status` does).
-func fleetPolicyName(arg string) (string, error) {
+// rolled is a declaration that rolls out in waves: a FleetPolicy or a PolicySet.
+type rolled struct {
+	kind, name string
+	obj        client.Object
+	spec       *policyhubv1.Rollout
+	status     *policyhubv1.RolloutStatus
+	// generation and observed (status.observedGeneration) tell whether the hub has processed the
+	// latest spec.
+	generation, observed int64
+}
+
+func rolledFleetPolicy(fp *policyhubv1.FleetPolicy) rolled {
+	return rolled{kind: kindFleetPolicy, name: fp.Name, obj: fp, spec: fp.Spec.Rollout, status: fp.Status.Rollout, generation: fp.Generation, observed: fp.Status.ObservedGeneration}
+}
+
+func rolledPolicySet(ps *policyhubv1.PolicySet) rolled {
+	return rolled{kind: kindPolicySet, name: ps.Name, obj: ps, spec: ps.Spec.Rollout, status: ps.Status.Rollout, generation: ps.Generation, observed: ps.Status.ObservedGeneration}
+}
+
+// String names the declaration as the commands print it: NAME for a FleetPolicy, pset/NAME for a
+// PolicySet (how it is named on the command line).
+func (r rolled) String() string {
+	if r.kind == kindPolicySet {
+		return "pset/" + r.name
+	}
+	return r.name
+}
+
+// resource is the declaration as kubectl names it: fleetpolicy/NAME or policyset/NAME.
+func (r rolled) resource() string { return strings.ToLower(r.kind) + "/" + r.name }
+
+// rolloutRef reads a rollout argument: NAME or fp/NAME (a FleetPolicy), pset/NAME (a PolicySet),
+// as `status` does.
+func rolloutRef(arg string) (declarationRef, error) {
 	ref, err := parseDeclarationRef(arg)
 	if err != nil {
-		return "", err
+		return declarationRef{}, err
 	}
-	if ref.kind != kindFleetPolicy {
-		return "", usageError{fmt.Errorf("%q: rollouts are FleetPolicy's (spec.rollout), not ApplicationPolicy's", arg)}
+	if ref.kind == kindApplicationPolicy {
+		return declarationRef{}, usageError{fmt.Errorf("%q: rollouts are FleetPolicy's and PolicySet's (spec.rollout), not ApplicationPolicy's", arg)}
 	}
-	return ref.name, nil
+	return ref, nil
 }
 
-// errNoRollout is the error for a FleetPolicy without spec.rollout.
-func errNoRollout(name string) error {
-	return fmt.Errorf("FleetPolicy %s has no spec.rollout", name)
+// errNoRollout is the error for a declaration without spec.rollout.
+func errNoRollout(r rolled) error {
+	return fmt.Errorf("%s %s has no spec.rollout", r.kind, r.name)
 }
 
-// getFleetPolicy reads one FleetPolicy, with a plain "not found" when it does not exist.
-func getFleetPolicy(ctx context.Context, c client.Client, name string) (*policyhubv1.FleetPolicy, error) {
-	fp := &policyhubv1.FleetPolicy{}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, fp); err != nil {
+// getRolled reads one FleetPolicy or PolicySet, with a plain "not found" when it does not exist.
+func getRolled(ctx context.Context, c client.Client, ref declarationRef) (rolled, error) {
+	var obj client.Object = &policyhubv1.FleetPolicy{}
+	if ref.kind == kindPolicySet {
+		obj = &policyhubv1.PolicySet{}
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: ref.name}, obj); err != nil {
 		if apierrors.IsNotFound(err) && !isMissingCRD(err) {
-			return nil, fmt.Errorf("FleetPolicy %q not found", name)
+			return rolled{}, fmt.Errorf("%s %q not found", ref.kind, ref.name)
 		}
-		return nil, fmt.Errorf("read FleetPolicy %s: %w", name, err)
+		return rolled{}, fmt.Errorf("read %s %s: %w", ref.kind, ref.name, err)
 	}
-	return fp, nil
+	if ps, ok := obj.(*policyhubv1.PolicySet); ok {
+		return rolledPolicySet(ps), nil
+	}
+	return rolledFleetPolicy(obj.(*policyhubv1.FleetPolicy)), nil
 }
 
-// rolloutPolicyNames completes FLEETPOLICY arguments: the FleetPolicies with spec.rollout.
+// rolloutPolicyNames completes rollout arguments: the FleetPolicies (NAME) and PolicySets
+// (pset/NAME) with spec.rollout.
 func (o *options) rolloutPolicyNames(ctx context.Context) []string {
 	c, err := o.hubClient()
 	if err != nil {
 		return nil
 	}
-	list := &policyhubv1.FleetPolicyList{}
-	if c.List(ctx, list) != nil {
+	all, err := rolloutPolicies(ctx, c, nil)
+	if err != nil {
 		return nil
 	}
-	var names []string
-	for _, fp := range list.Items {
-		if fp.Spec.Rollout != nil {
-			names = append(names, fp.Name)
-		}
+	names := make([]string, 0, len(all))
+	for _, r := range all {
+		names = append(names, r.String())
 	}
 	return names
 }
@@ -124,18 +162,18 @@ type rolloutRow struct {
 	Reason    string
 }
 
-// rolloutRows is one row per wave, in spec order, of every FleetPolicy with spec.rollout, by
-// policy name; ages are taken at now.
-func rolloutRows(fps []policyhubv1.FleetPolicy, now time.Time) []rolloutRow {
-	sorted := slices.Clone(fps)
-	slices.SortFunc(sorted, func(a, b policyhubv1.FleetPolicy) int { return strings.Compare(a.Name, b.Name) })
+// rolloutRows is one row per wave, in spec order, of every declaration with spec.rollout, by
+// name (FleetPolicies first); ages are taken at now.
+func rolloutRows(all []rolled, now time.Time) []rolloutRow {
+	sorted := slices.Clone(all)
+	slices.SortFunc(sorted, func(a, b rolled) int { return strings.Compare(a.kind+"/"+a.name, b.kind+"/"+b.name) })
 	var rows []rolloutRow
 	for i := range sorted {
 		fp := &sorted[i]
-		if fp.Spec.Rollout == nil {
+		if fp.spec == nil {
 			continue
 		}
-		st := fp.Status.Rollout
+		st := fp.status
 		if st == nil {
 			st = &policyhubv1.RolloutStatus{}
 		}
@@ -147,8 +185,8 @@ func rolloutRows(fps []policyhubv1.FleetPolicy, now time.Time) []rolloutRow {
 		}
 		first := len(rows)
 		current := -1
-		for _, w := range fp.Spec.Rollout.Waves {
-			row := rolloutRow{Policy: fp.Name, Revision: st.Revision, Wave: w.Name, Phase: string(policyhubv1.WavePending), Since: "-"}
+		for _, w := range fp.spec.Waves {
+			row := rolloutRow{Policy: fp.String(), Revision: st.Revision, Wave: w.Name, Phase: string(policyhubv1.WavePending), Since: "-"}
 			if ws, ok := byName[w.Name]; ok {
 				row.HasStatus = true
 				if ws.Phase != "" {
@@ -168,7 +206,7 @@ func rolloutRows(fps []policyhubv1.FleetPolicy, now time.Time) []rolloutRow {
 			}
 			rows = append(rows, row)
 		}
-		if fp.Spec.Rollout.Paused && len(rows) > first {
+		if fp.spec.Paused && len(rows) > first {
 			// Paused holds the policy's rollout where it is: say so on the wave it holds, or on
 			// the first wave when none is current (not started, or every wave done).
 			at := current
@@ -213,51 +251,69 @@ func printRolloutTable(w io.Writer, rows []rolloutRow) {
 	}
 }
 
-// rolloutPolicies reads the named FleetPolicies (each must have spec.rollout), or without names
-// every FleetPolicy that has one.
-func rolloutPolicies(ctx context.Context, c client.Client, names []string) ([]policyhubv1.FleetPolicy, error) {
-	if len(names) == 0 {
-		list := &policyhubv1.FleetPolicyList{}
-		if err := c.List(ctx, list); err != nil {
+// rolloutPolicies reads the named declarations (each must have spec.rollout), or without names
+// every FleetPolicy and PolicySet that has one.
+func rolloutPolicies(ctx context.Context, c client.Client, refs []declarationRef) ([]rolled, error) {
+	if len(refs) == 0 {
+		fps := &policyhubv1.FleetPolicyList{}
+		if err := c.List(ctx, fps); err != nil {
 			return nil, fmt.Errorf("list FleetPolicies: %w", err)
 		}
-		return slices.DeleteFunc(list.Items, func(fp policyhubv1.FleetPolicy) bool { return fp.Spec.Rollout == nil }), nil
+		var all []rolled
+		for i := range fps.Items {
+			if fps.Items[i].Spec.Rollout != nil {
+				all = append(all, rolledFleetPolicy(&fps.Items[i]))
+			}
+		}
+		sets := &policyhubv1.PolicySetList{}
+		// A hub from before PolicySets serves no such kind: it has none to show.
+		if err := c.List(ctx, sets); err != nil && !isMissingCRD(err) {
+			return nil, fmt.Errorf("list PolicySets: %w", err)
+		}
+		for i := range sets.Items {
+			if sets.Items[i].Spec.Rollout != nil {
+				all = append(all, rolledPolicySet(&sets.Items[i]))
+			}
+		}
+		return all, nil
 	}
-	var fps []policyhubv1.FleetPolicy
-	for _, name := range names {
-		if slices.ContainsFunc(fps, func(fp policyhubv1.FleetPolicy) bool { return fp.Name == name }) {
+	var all []rolled
+	for _, ref := range refs {
+		if slices.ContainsFunc(all, func(r rolled) bool { return r.kind == ref.kind && r.name == ref.name }) {
 			continue
 		}
-		fp, err := getFleetPolicy(ctx, c, name)
+		r, err := getRolled(ctx, c, ref)
 		if err != nil {
 			return nil, err
 		}
-		if fp.Spec.Rollout == nil {
-			return nil, errNoRollout(name)
+		if r.spec == nil {
+			return nil, errNoRollout(r)
 		}
-		fps = append(fps, *fp)
+		all = append(all, r)
 	}
-	return fps, nil
+	return all, nil
 }
 
-// rolloutStatusReport is -o json|yaml: each policy's status.rollout by name (null before the hub
-// started its rollout).
-func rolloutStatusReport(fps []policyhubv1.FleetPolicy) map[string]*policyhubv1.RolloutStatus {
-	report := make(map[string]*policyhubv1.RolloutStatus, len(fps))
-	for _, fp := range fps {
-		report[fp.Name] = fp.Status.Rollout
+// rolloutStatusReport is -o json|yaml: each declaration's status.rollout by name (pset/NAME for a
+// PolicySet; null before the hub started its rollout).
+func rolloutStatusReport(all []rolled) map[string]*policyhubv1.RolloutStatus {
+	report := make(map[string]*policyhubv1.RolloutStatus, len(all))
+	for _, r := range all {
+		report[r.String()] = r.status
 	}
 	return report
 }
 
 func newRolloutStatusCommand(o *options) *cobra.Command {
 	return &cobra.Command{
-		Use:   "status [FLEETPOLICY...]",
-		Short: "Show each wave of the FleetPolicies' rollouts: phase, clusters, measured gate values, why it waits",
-		Long: `Show one row per wave, in spec order, of every FleetPolicy with spec.rollout (or of those named;
-naming one without spec.rollout is an error).
+		Use:   "status [FLEETPOLICY | pset/POLICYSET ...]",
+		Short: "Show each wave of the FleetPolicies' and PolicySets' rollouts: phase, clusters, measured gate values, why it waits",
+		Long: `Show one row per wave, in spec order, of every FleetPolicy and PolicySet with spec.rollout (or of
+those named: NAME or fp/NAME a FleetPolicy, pset/NAME a PolicySet; naming one without spec.rollout
+is an error).
 
-REVISION is the start of the template version being rolled out (the full one is in -o json).
+REVISION is the start of the version being rolled out: a FleetPolicy's template hash, a
+PolicySet's source digest (the full one is in -o json).
 CURRENT marks the wave the rollout is at (none once every wave is Done). PHASE is Pending,
 Auditing, Waiting, Enforcing or Done; a wave the hub has not written status for is Pending.
 CLUSTERS counts the wave's clusters; FAIL and BLOCKED are the last measured fail results and
@@ -266,43 +322,47 @@ before the wave is reached). SINCE is how long the wave has been in its phase. R
 the wave waits, with the measured values; a paused rollout shows "(paused)" on its current wave
 (on its first wave when none is current).
 
--o json|yaml prints {"<policy>": status.rollout} (null before the hub started the rollout): each
-with "revision", "currentWave", "waves": [{"name", "phase", "since", "clusters", "syncedAt",
-"holdingSince", "fail", "blocked", "reason"}] and "stable": {"revision", "template"}.`,
+-o json|yaml prints {"<policy>": status.rollout} (null before the hub started the rollout; a
+PolicySet's key is pset/NAME): each with "revision", "currentWave", "waves": [{"name", "phase",
+"since", "clusters", "syncedAt", "holdingSince", "fail", "blocked", "reason"}] and "stable":
+{"revision", "template" (a FleetPolicy's), "snapshot" (a PolicySet's)}.`,
 		Example: `  # Every rollout
   kubectl policyhub rollout status
 
   # One FleetPolicy's rollout, as JSON
-  kubectl policyhub rollout status disallow-latest-tag -o json`,
+  kubectl policyhub rollout status disallow-latest-tag -o json
+
+  # A PolicySet's rollout
+  kubectl policyhub rollout status pset/pss-baseline`,
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			names := slices.DeleteFunc(o.rolloutPolicyNames(cmd.Context()), func(n string) bool { return slices.Contains(args, n) })
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var names []string
+			var refs []declarationRef
 			for _, arg := range args {
-				name, err := fleetPolicyName(arg)
+				ref, err := rolloutRef(arg)
 				if err != nil {
 					return err
 				}
-				names = append(names, name)
+				refs = append(refs, ref)
 			}
 			c, err := o.hubClient()
 			if err != nil {
 				return err
 			}
-			fps, err := rolloutPolicies(cmd.Context(), c, names)
+			all, err := rolloutPolicies(cmd.Context(), c, refs)
 			if err != nil {
 				return err
 			}
-			if err := o.printReport(rolloutStatusReport(fps), func(w io.Writer) error {
-				printRolloutTable(w, rolloutRows(fps, time.Now()))
+			if err := o.printReport(rolloutStatusReport(all), func(w io.Writer) error {
+				printRolloutTable(w, rolloutRows(all, time.Now()))
 				return nil
 			}); err != nil {
 				return err
 			}
-			if len(fps) == 0 && o.output == "table" {
-				fmt.Fprintln(o.streams.ErrOut, "No FleetPolicy has spec.rollout.")
+			if len(all) == 0 && o.output == "table" {
+				fmt.Fprintln(o.streams.ErrOut, "No FleetPolicy or PolicySet has spec.rollout.")
 			}
 			return nil
 		},
@@ -336,7 +396,9 @@ func waveNames(r *policyhubv1.Rollout) []string {
 
 // approveResult is -o json|yaml of `rollout approve`.
 type approveResult struct {
-	FleetPolicy string `json:"fleetPolicy"`
+	// FleetPolicy or PolicySet names the declaration approved.
+	FleetPolicy string `json:"fleetPolicy,omitempty"`
+	PolicySet   string `json:"policySet,omitempty"`
 	Wave        string `json:"wave"`
 	Revision    string `json:"revision"`
 	// Approvals is the annotation's value now.
@@ -347,57 +409,65 @@ type approveResult struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// approveRollout approves wave of FleetPolicy name for the revision its status rolls out.
-func approveRollout(ctx context.Context, c client.Client, name, wave string) (*approveResult, error) {
+// approveRollout approves wave of the declaration for the revision its status rolls out.
+func approveRollout(ctx context.Context, c client.Client, ref declarationRef, wave string) (*approveResult, error) {
 	var res *approveResult
 	// The annotation is one string holding every wave's approval: a blind write could drop
 	// another wave's approval written meanwhile, so the patch carries the resourceVersion it was
 	// computed from, and is recomputed on conflict.
 	err := retry.RetryOnConflict(rolloutRetry, func() error {
-		fp, err := getFleetPolicy(ctx, c, name)
+		r, err := getRolled(ctx, c, ref)
 		if err != nil {
 			return err
 		}
-		if fp.Spec.Rollout == nil {
-			return errNoRollout(name)
+		if r.spec == nil {
+			return errNoRollout(r)
 		}
-		i := slices.IndexFunc(fp.Spec.Rollout.Waves, func(w policyhubv1.RolloutWave) bool { return w.Name == wave })
+		i := slices.IndexFunc(r.spec.Waves, func(w policyhubv1.RolloutWave) bool { return w.Name == wave })
 		if i < 0 {
-			return fmt.Errorf("FleetPolicy %s has no wave %q in spec.rollout.waves (waves: %s)", name, wave, strings.Join(waveNames(fp.Spec.Rollout), ", "))
+			return fmt.Errorf("%s %s has no wave %q in spec.rollout.waves (waves: %s)", r.kind, r.name, wave, strings.Join(waveNames(r.spec), ", "))
 		}
-		if fp.Status.Rollout == nil || fp.Status.Rollout.Revision == "" {
-			return fmt.Errorf("FleetPolicy %s: the hub has not started the rollout yet (status.rollout.revision is empty), so there is no revision to approve: retry once `kubectl policyhub rollout status %s` shows one", name, name)
+		if r.status == nil || r.status.Revision == "" {
+			return fmt.Errorf("%s %s: the hub has not started the rollout yet (status.rollout.revision is empty), so there is no revision to approve: retry once `kubectl policyhub rollout status %s` shows one", r.kind, r.name, r)
 		}
-		revision := fp.Status.Rollout.Revision
-		res = &approveResult{FleetPolicy: name, Wave: wave, Revision: revision}
-		if !fp.Spec.Rollout.Waves[i].Gate.Approval {
+		revision := r.status.Revision
+		res = &approveResult{Wave: wave, Revision: revision}
+		if r.kind == kindPolicySet {
+			res.PolicySet = r.name
+		} else {
+			res.FleetPolicy = r.name
+		}
+		if !r.spec.Waves[i].Gate.Approval {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("wave %s's gate does not ask for an approval (gate.approval is false): it is recorded, and changes nothing", wave))
 		}
-		if fp.Status.ObservedGeneration != fp.Generation {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the hub has not processed the latest spec of FleetPolicy %s yet: the approval is for revision %s, the one its status shows, and does not count if the template changed", name, revision))
+		if r.observed != r.generation {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the hub has not processed the latest spec of %s %s yet: the approval is for revision %s, the one its status shows, and does not count if the version changed", r.kind, r.name, revision))
 		}
-		old := fp.Annotations[policyhubv1.AnnotationRolloutApproved]
+		obj := r.obj
+		old := obj.GetAnnotations()[policyhubv1.AnnotationRolloutApproved]
 		res.Approvals = approveWave(old, wave, revision)
 		if !policyhubv1.RolloutApproved(map[string]string{policyhubv1.AnnotationRolloutApproved: res.Approvals}, wave, revision) {
 			// Only a revision the annotation cannot hold gets here (the hub writes hashes).
-			return fmt.Errorf("FleetPolicy %s: revision %q cannot be written in annotation %s", name, revision, policyhubv1.AnnotationRolloutApproved)
+			return fmt.Errorf("%s %s: revision %q cannot be written in annotation %s", r.kind, r.name, revision, policyhubv1.AnnotationRolloutApproved)
 		}
 		if res.Approvals == old {
 			return nil
 		}
-		orig := fp.DeepCopy()
-		if fp.Annotations == nil {
-			fp.Annotations = map[string]string{}
+		orig := obj.DeepCopyObject().(client.Object)
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
 		}
-		fp.Annotations[policyhubv1.AnnotationRolloutApproved] = res.Approvals
-		if err := c.Patch(ctx, fp, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-			return fmt.Errorf("patch FleetPolicy %s: %w", name, err)
+		annotations[policyhubv1.AnnotationRolloutApproved] = res.Approvals
+		obj.SetAnnotations(annotations)
+		if err := c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("patch %s %s: %w", r.kind, r.name, err)
 		}
 		res.Changed = true
 		return nil
 	})
 	if apierrors.IsConflict(err) {
-		return nil, fmt.Errorf("approve wave %s of FleetPolicy %s: the object kept changing meanwhile, try again: %w", wave, name, err)
+		return nil, fmt.Errorf("approve wave %s of %s %s: the object kept changing meanwhile, try again: %w", wave, ref.kind, ref.name, err)
 	}
 	if err != nil {
 		return nil, err
@@ -407,22 +477,25 @@ func approveRollout(ctx context.Context, c client.Client, name, wave string) (*a
 
 func newRolloutApproveCommand(o *options) *cobra.Command {
 	return &cobra.Command{
-		Use:   "approve FLEETPOLICY WAVE",
-		Short: "Approve a wave of a FleetPolicy's rollout for the revision being rolled out",
-		Long: `Approve WAVE of FLEETPOLICY's rollout for the revision the hub is rolling out (status.rollout.revision):
-the wave is promoted to Enforce once its gate also holds. The approval is the entry
-WAVE@REVISION in the FleetPolicy's annotation policyhub.io/rollout-approved; entries for other
-revisions are removed, since an approval never carries over to another template version.
-Approving again changes nothing.
+		Use:   "approve (FLEETPOLICY | pset/POLICYSET) WAVE",
+		Short: "Approve a wave of a FleetPolicy's or PolicySet's rollout for the revision being rolled out",
+		Long: `Approve WAVE of the rollout of FLEETPOLICY (or of PolicySet POLICYSET, named pset/POLICYSET) for the
+revision the hub is rolling out (status.rollout.revision): the wave is promoted to Enforce once its
+gate also holds. The approval is the entry WAVE@REVISION in the declaration's annotation
+policyhub.io/rollout-approved; entries for other revisions are removed, since an approval never
+carries over to another version. Approving again changes nothing.
 
 It is an error when WAVE is not one of spec.rollout.waves, or when the hub has not started the
 rollout (no revision yet). The annotation is written with a merge patch conditional on the
 object's resourceVersion (retried on conflict), so nothing else on the object is lost.
 
--o json|yaml prints {"fleetPolicy", "wave", "revision", "approvals" (the annotation's value),
-"changed", "warnings"}.`,
+-o json|yaml prints {"fleetPolicy" or "policySet", "wave", "revision", "approvals" (the
+annotation's value), "changed", "warnings"}.`,
 		Example: `  # Let the prod wave be promoted once its gate holds
-  kubectl policyhub rollout approve disallow-latest-tag prod`,
+  kubectl policyhub rollout approve disallow-latest-tag prod
+
+  # A PolicySet's
+  kubectl policyhub rollout approve pset/pss-baseline prod`,
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			switch len(args) {
 			case 0:
@@ -432,26 +505,26 @@ object's resourceVersion (retried on conflict), so nothing else on the object is
 				if err != nil {
 					return nil, cobra.ShellCompDirectiveError
 				}
-				name, err := fleetPolicyName(args[0])
+				ref, err := rolloutRef(args[0])
 				if err != nil {
 					return nil, cobra.ShellCompDirectiveError
 				}
-				fp, err := getFleetPolicy(cmd.Context(), c, name)
-				if err != nil || fp.Spec.Rollout == nil {
+				r, err := getRolled(cmd.Context(), c, ref)
+				if err != nil || r.spec == nil {
 					return nil, cobra.ShellCompDirectiveError
 				}
-				return waveNames(fp.Spec.Rollout), cobra.ShellCompDirectiveNoFileComp
+				return waveNames(r.spec), cobra.ShellCompDirectiveNoFileComp
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 2 {
-				return usageError{fmt.Errorf("approve takes FLEETPOLICY WAVE (got %d arguments)", len(args))}
+				return usageError{fmt.Errorf("approve takes FLEETPOLICY (or pset/POLICYSET) WAVE (got %d arguments)", len(args))}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := fleetPolicyName(args[0])
+			ref, err := rolloutRef(args[0])
 			if err != nil {
 				return err
 			}
@@ -459,7 +532,7 @@ object's resourceVersion (retried on conflict), so nothing else on the object is
 			if err != nil {
 				return err
 			}
-			res, err := approveRollout(cmd.Context(), c, name, args[1])
+			res, err := approveRollout(cmd.Context(), c, ref, args[1])
 			if err != nil {
 				return err
 			}
@@ -467,7 +540,7 @@ object's resourceVersion (retried on conflict), so nothing else on the object is
 				fmt.Fprintf(o.streams.ErrOut, "warning: %s\n", w)
 			}
 			return o.printReport(res, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "fleetpolicy/%s: wave %s approved for revision %s%s\n", res.FleetPolicy, res.Wave, res.Revision, unchanged(res.Changed))
+				_, err := fmt.Fprintf(w, "%s/%s: wave %s approved for revision %s%s\n", strings.ToLower(ref.kind), ref.name, res.Wave, res.Revision, unchanged(res.Changed))
 				return err
 			})
 		},
@@ -486,32 +559,39 @@ func unchanged(changed bool) string {
 
 // pauseResult is -o json|yaml of `rollout pause` and `rollout resume`.
 type pauseResult struct {
-	FleetPolicy string `json:"fleetPolicy"`
+	// FleetPolicy or PolicySet names the declaration.
+	FleetPolicy string `json:"fleetPolicy,omitempty"`
+	PolicySet   string `json:"policySet,omitempty"`
 	Paused      bool   `json:"paused"`
 	// Changed is false when the rollout already was paused (pause) or running (resume).
 	Changed bool `json:"changed"`
 }
 
-// setRolloutPaused sets spec.rollout.paused of FleetPolicy name.
-func setRolloutPaused(ctx context.Context, c client.Client, name string, paused bool) (*pauseResult, error) {
+// setRolloutPaused sets spec.rollout.paused of the declaration.
+func setRolloutPaused(ctx context.Context, c client.Client, ref declarationRef, paused bool) (*pauseResult, error) {
 	verb := map[bool]string{true: "pause", false: "resume"}[paused]
-	fp, err := getFleetPolicy(ctx, c, name)
+	r, err := getRolled(ctx, c, ref)
 	if err != nil {
 		return nil, err
 	}
-	if fp.Spec.Rollout == nil {
-		return nil, errNoRollout(name)
+	if r.spec == nil {
+		return nil, errNoRollout(r)
 	}
-	res := &pauseResult{FleetPolicy: name, Paused: paused}
-	if fp.Spec.Rollout.Paused == paused {
+	res := &pauseResult{Paused: paused}
+	if r.kind == kindPolicySet {
+		res.PolicySet = r.name
+	} else {
+		res.FleetPolicy = r.name
+	}
+	if r.spec.Paused == paused {
 		return res, nil
 	}
 	// One field, set whatever else changed meanwhile: no resourceVersion needed. Should
 	// spec.rollout be removed in between, the patch would recreate it without waves, which the
 	// API server refuses (waves is required).
 	patch := fmt.Appendf(nil, `{"spec":{"rollout":{"paused":%t}}}`, paused)
-	if err := c.Patch(ctx, fp, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return nil, fmt.Errorf("%s the rollout of FleetPolicy %s: %w", verb, name, err)
+	if err := c.Patch(ctx, r.obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return nil, fmt.Errorf("%s the rollout of %s %s: %w", verb, r.kind, r.name, err)
 	}
 	res.Changed = true
 	return res, nil
@@ -519,24 +599,25 @@ func setRolloutPaused(ctx context.Context, c client.Client, name string, paused 
 
 func newRolloutPauseCommand(o *options, paused bool) *cobra.Command {
 	verb, done := "resume", "resumed"
-	short := "Resume a paused FleetPolicy rollout (spec.rollout.paused=false)"
-	long := `Resume FLEETPOLICY's rollout: set spec.rollout.paused to false, so the hub moves its waves on
-again as their gates hold. Resuming a rollout that is not paused changes nothing.`
+	short := "Resume a paused FleetPolicy or PolicySet rollout (spec.rollout.paused=false)"
+	long := `Resume the rollout of FLEETPOLICY (or of PolicySet POLICYSET, named pset/POLICYSET): set
+spec.rollout.paused to false, so the hub moves its waves on again as their gates hold. Resuming a
+rollout that is not paused changes nothing.`
 	if paused {
 		verb, done = "pause", "paused"
-		short = "Pause a FleetPolicy rollout: every wave holds where it is (spec.rollout.paused=true)"
-		long = `Pause FLEETPOLICY's rollout: set spec.rollout.paused to true, so the hub holds every wave where it
-is (no wave is promoted, no next wave starts) until ` + "`kubectl policyhub rollout resume`" + `. Pausing a
-paused rollout changes nothing.`
+		short = "Pause a FleetPolicy or PolicySet rollout: every wave holds where it is (spec.rollout.paused=true)"
+		long = `Pause the rollout of FLEETPOLICY (or of PolicySet POLICYSET, named pset/POLICYSET): set
+spec.rollout.paused to true, so the hub holds every wave where it is (no wave is promoted, no next
+wave starts) until ` + "`kubectl policyhub rollout resume`" + `. Pausing a paused rollout changes nothing.`
 	}
 	long += `
 
-It is an error when the FleetPolicy has no spec.rollout. The field is written with a merge patch,
+It is an error when the declaration has no spec.rollout. The field is written with a merge patch,
 so nothing else on the object is lost.
 
--o json|yaml prints {"fleetPolicy", "paused", "changed"}.`
+-o json|yaml prints {"fleetPolicy" or "policySet", "paused", "changed"}.`
 	return &cobra.Command{
-		Use:     verb + " FLEETPOLICY",
+		Use:     verb + " (FLEETPOLICY | pset/POLICYSET)",
 		Short:   short,
 		Long:    long,
 		Example: fmt.Sprintf("  kubectl policyhub rollout %s disallow-latest-tag", verb),
@@ -548,12 +629,12 @@ so nothing else on the object is lost.
 		},
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageError{fmt.Errorf("%s takes one FLEETPOLICY (got %d arguments)", verb, len(args))}
+				return usageError{fmt.Errorf("%s takes one FLEETPOLICY or pset/POLICYSET (got %d arguments)", verb, len(args))}
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name, err := fleetPolicyName(args[0])
+			ref, err := rolloutRef(args[0])
 			if err != nil {
 				return err
 			}
@@ -561,12 +642,12 @@ so nothing else on the object is lost.
 			if err != nil {
 				return err
 			}
-			res, err := setRolloutPaused(cmd.Context(), c, name, paused)
+			res, err := setRolloutPaused(cmd.Context(), c, ref, paused)
 			if err != nil {
 				return err
 			}
 			return o.printReport(res, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "fleetpolicy/%s: rollout %s%s\n", name, done, unchanged(res.Changed))
+				_, err := fmt.Fprintf(w, "%s/%s: rollout %s%s\n", strings.ToLower(ref.kind), ref.name, done, unchanged(res.Changed))
 				return err
 			})
 		},

@@ -46,7 +46,11 @@ func TestRolloutStatusRowsAndTable(t *testing.T) {
 				Waves: []policyhubv1.WaveStatus{{Name: "all", Phase: policyhubv1.WavePending, Clusters: 4}}}},
 		},
 	}
-	rows := rolloutRows(fps, now)
+	var all []rolled
+	for i := range fps {
+		all = append(all, rolledFleetPolicy(&fps[i]))
+	}
+	rows := rolloutRows(all, now)
 	if len(rows) != 6 || rows[0].Policy != "disallow-latest-tag" || rows[2].Wave != "all" || !rows[4].Current {
 		t.Fatalf("rows %+v", rows)
 	}
@@ -68,7 +72,7 @@ require-limits        3f2a9c1b7d0e   prod      -         Pending   -          - 
 
 	// -o json: status.rollout by policy name, null before the hub started.
 	out.Reset()
-	if err := writeReport(&out, "json", rolloutStatusReport(fps[2:4]), nil); err != nil {
+	if err := writeReport(&out, "json", rolloutStatusReport(all[2:4]), nil); err != nil {
 		t.Fatal(err)
 	}
 	if want := "{\n  \"disallow-latest-tag\": null,\n  \"no-privileged\": {\n    \"revision\": \"abc\",\n    \"waves\": [\n      {\n        \"name\": \"all\",\n        \"phase\": \"Pending\",\n        \"clusters\": 4\n      }\n    ]\n  }\n}\n"; out.String() != want {
@@ -116,5 +120,30 @@ func TestRolloutUsage(t *testing.T) {
 		if code != ExitOK || !strings.Contains(out.String(), "Examples:\n  ") || !strings.Contains(out.String(), "-o json|yaml prints {") {
 			t.Errorf("rollout %s --help: exit %d\n%s", sub, code, out.String())
 		}
+	}
+}
+
+// A PolicySet's rollout is listed after the FleetPolicies', named as it is given: pset/NAME.
+func TestRolloutRowsNamePolicySets(t *testing.T) {
+	fp := &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: "zeta"},
+		Spec: policyhubv1.FleetPolicySpec{Rollout: &policyhubv1.Rollout{Waves: []policyhubv1.RolloutWave{{Name: "all"}}}}}
+	ps := &policyhubv1.PolicySet{ObjectMeta: metav1.ObjectMeta{Name: "alpha"},
+		Spec:   policyhubv1.PolicySetSpec{Rollout: &policyhubv1.Rollout{Waves: []policyhubv1.RolloutWave{{Name: "staging"}}}},
+		Status: policyhubv1.PolicySetStatus{Rollout: &policyhubv1.RolloutStatus{Revision: "0123456789abcdef"}}}
+	all := []rolled{rolledPolicySet(ps), rolledFleetPolicy(fp)}
+	rows := rolloutRows(all, time.Now())
+	if len(rows) != 2 || rows[0].Policy != "zeta" || rows[1].Policy != "pset/alpha" || rows[1].Revision != "0123456789abcdef" {
+		t.Fatalf("rows %+v", rows)
+	}
+	if report := rolloutStatusReport(all); report["pset/alpha"] == nil || report["zeta"] != nil {
+		t.Fatalf("report %v", report)
+	}
+	for arg, want := range map[string]string{"pset/alpha": kindPolicySet, "zeta": kindFleetPolicy} {
+		if ref, err := rolloutRef(arg); err != nil || ref.kind != want {
+			t.Errorf("%s: %+v %v", arg, ref, err)
+		}
+	}
+	if _, err := rolloutRef("ap/shop"); err == nil {
+		t.Error("an ApplicationPolicy was taken as rolling out")
 	}
 }

@@ -22,6 +22,7 @@ func init() { commands = append(commands, newStatusCommand) }
 // Kinds of declaration, as printed.
 const (
 	kindFleetPolicy       = policyhubv1.KindFleetPolicy
+	kindPolicySet         = policyhubv1.KindPolicySet
 	kindApplicationPolicy = policyhubv1.KindApplicationPolicy
 )
 
@@ -30,9 +31,9 @@ type statusReport struct {
 	Declarations []declarationStatus `json:"declarations"`
 }
 
-// declarationStatus is one FleetPolicy or ApplicationPolicy.
+// declarationStatus is one FleetPolicy, PolicySet or ApplicationPolicy.
 type declarationStatus struct {
-	// Kind is FleetPolicy or ApplicationPolicy.
+	// Kind is FleetPolicy, PolicySet or ApplicationPolicy.
 	Kind string `json:"kind"`
 	// Namespace of an ApplicationPolicy; absent for a FleetPolicy.
 	Namespace string `json:"namespace,omitempty"`
@@ -42,6 +43,11 @@ type declarationStatus struct {
 	Application string `json:"application,omitempty"`
 	// Mode is the declared mode (Enforce or Audit); absent when a FleetPolicy keeps its template's.
 	Mode string `json:"mode,omitempty"`
+	// Revision is a PolicySet's source revision (e.g. an OCI tag, main@sha1:…) and Digest the
+	// version it pins; Members counts its members.
+	Revision string `json:"revision,omitempty"`
+	Digest   string `json:"digest,omitempty"`
+	Members  int32  `json:"members,omitempty"`
 	// Ready is the status of the Ready condition: True, False or Unknown.
 	Ready string `json:"ready"`
 	// Reason and Message are the Ready condition's.
@@ -76,6 +82,8 @@ type declarationCluster struct {
 	ReportTime *metav1.Time `json:"reportTime,omitempty"`
 	// Stale is true when the cluster's agent missed three heartbeats.
 	Stale bool `json:"stale"`
+	// Revision is the version of a PolicySet the cluster last synced in full (its digest).
+	Revision string `json:"revision,omitempty"`
 }
 
 // actionTally is a sync's action counts, every one always printed.
@@ -110,9 +118,10 @@ type declarationRef struct {
 	kind, name string
 }
 
-// parseDeclarationRef reads NAME (a FleetPolicy), or TYPE/NAME with TYPE one of FleetPolicy's or
-// ApplicationPolicy's names (fleetpolicy, fleetpolicies, fp, applicationpolicy,
-// applicationpolicies, ap; case-insensitive, optionally .policyhub.io).
+// parseDeclarationRef reads NAME (a FleetPolicy), or TYPE/NAME with TYPE one of FleetPolicy's,
+// PolicySet's or ApplicationPolicy's names (fleetpolicy, fleetpolicies, fp, policyset,
+// policysets, pset, applicationpolicy, applicationpolicies, ap; case-insensitive, optionally
+// .policyhub.io).
 func parseDeclarationRef(arg string) (declarationRef, error) {
 	typ, name, found := strings.Cut(arg, "/")
 	if !found {
@@ -124,10 +133,12 @@ func parseDeclarationRef(arg string) (declarationRef, error) {
 	switch strings.TrimSuffix(strings.ToLower(typ), ".policyhub.io") {
 	case "fleetpolicy", "fleetpolicies", "fp":
 		return declarationRef{kind: kindFleetPolicy, name: name}, nil
+	case "policyset", "policysets", "pset":
+		return declarationRef{kind: kindPolicySet, name: name}, nil
 	case "applicationpolicy", "applicationpolicies", "ap":
 		return declarationRef{kind: kindApplicationPolicy, name: name}, nil
 	}
-	return declarationRef{}, usageError{fmt.Errorf("%q: unknown type %q: status shows fleetpolicy (fp) and applicationpolicy (ap)", arg, typ)}
+	return declarationRef{}, usageError{fmt.Errorf("%q: unknown type %q: status shows fleetpolicy (fp), policyset (pset) and applicationpolicy (ap)", arg, typ)}
 }
 
 func newStatusCommand(o *options) *cobra.Command {
@@ -139,24 +150,30 @@ func newStatusCommand(o *options) *cobra.Command {
 sync did (created, updated, unchanged, deleted, conflict, failed), the policy report results
 (fail, error) its agents reported, and the admissions its policies refused (blocked).
 
-Without arguments: every FleetPolicy, and the ApplicationPolicies of the namespace (-n, else the
-kubeconfig context's; -A for every namespace). Arguments name declarations: NAME is a FleetPolicy,
-fp/NAME (fleetpolicy/NAME) a FleetPolicy, ap/NAME (applicationpolicy/NAME) an ApplicationPolicy of
-the namespace. A name that does not exist is an error.
+Without arguments: every FleetPolicy and PolicySet, and the ApplicationPolicies of the namespace
+(-n, else the kubeconfig context's; -A for every namespace). Arguments name declarations: NAME is a
+FleetPolicy, fp/NAME (fleetpolicy/NAME) a FleetPolicy, pset/NAME (policyset/NAME) a PolicySet,
+ap/NAME (applicationpolicy/NAME) an ApplicationPolicy of the namespace. A name that does not exist
+is an error.
 
 Exit codes: 0 when no declaration shown has violations, 1 when any has (results fail + error > 0;
 blocked admissions alone do not count), 2 on errors.
 
 -o json|yaml prints {"declarations": [{"kind", "namespace", "name", "application", "mode",
-"ready", "reason", "message", "upToDate", "results": {"pass", "fail", "warn", "error", "skip"},
+"revision", "digest", "members" (a PolicySet's source version and member count), "ready",
+"reason", "message", "upToDate", "results": {"pass", "fail", "warn", "error", "skip"},
 "violations", "blocked", "clusters": [{"name", "phase", "message", "lastSyncTime", "actions":
 {"created", "updated", "unchanged", "deleted", "conflict", "failed"}, "results" (null before the
-cluster's agent reported), "violations", "blocked", "reportTime", "stale"}]}]}.`,
+cluster's agent reported), "violations", "blocked", "reportTime", "stale", "revision" (the
+PolicySet version the cluster runs)}]}]}.`,
 		Example: `  # Every FleetPolicy, and the ApplicationPolicies of the current namespace
   kubectl policyhub status
 
   # One FleetPolicy
   kubectl policyhub status disallow-latest-tag
+
+  # A PolicySet: which version each cluster runs, as JSON
+  kubectl policyhub status pset/pss-baseline -o json
 
   # A FleetPolicy and an ApplicationPolicy of namespace shop, as JSON
   kubectl policyhub status disallow-latest-tag ap/shop-limits -n shop -o json
@@ -233,6 +250,7 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 	}
 	ns := o.namespace()
 	var fps []policyhubv1.FleetPolicy
+	var sets []policyhubv1.PolicySet
 	var aps []policyhubv1.ApplicationPolicy
 	if len(refs) == 0 {
 		fpList := &policyhubv1.FleetPolicyList{}
@@ -240,6 +258,12 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 			return nil, fmt.Errorf("list FleetPolicies: %w", err)
 		}
 		fps = fpList.Items
+		setList := &policyhubv1.PolicySetList{}
+		// A hub from before PolicySets serves no such kind: it has none to show.
+		if err := c.List(ctx, setList); err != nil && !isMissingCRD(err) {
+			return nil, fmt.Errorf("list PolicySets: %w", err)
+		}
+		sets = setList.Items
 		apList := &policyhubv1.ApplicationPolicyList{}
 		var opts []client.ListOption
 		if !allNamespaces {
@@ -263,6 +287,12 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 				return nil, notFound(err, fmt.Sprintf("FleetPolicy %q not found", ref.name))
 			}
 			fps = append(fps, fp)
+		case kindPolicySet:
+			ps := policyhubv1.PolicySet{}
+			if err := c.Get(ctx, client.ObjectKey{Name: ref.name}, &ps); err != nil {
+				return nil, notFound(err, fmt.Sprintf("PolicySet %q not found", ref.name))
+			}
+			sets = append(sets, ps)
 		case kindApplicationPolicy:
 			ap := policyhubv1.ApplicationPolicy{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.name}, &ap); err != nil {
@@ -285,6 +315,23 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 			return nil, err
 		}
 		d.fill(fp.Status.Conditions, clusters)
+		report.Declarations = append(report.Declarations, d)
+	}
+	slices.SortFunc(sets, func(a, b policyhubv1.PolicySet) int { return strings.Compare(a.Name, b.Name) })
+	for i := range sets {
+		ps := &sets[i]
+		d := declarationStatus{Kind: kindPolicySet, Name: ps.Name, UpToDate: ps.Status.ObservedGeneration == ps.Generation, Members: ps.Status.Members.Total}
+		if ps.Spec.Mode != nil {
+			d.Mode = string(*ps.Spec.Mode)
+		}
+		if src := ps.Status.Source; src != nil {
+			d.Revision, d.Digest = src.Revision, src.Digest
+		}
+		clusters, err := clusterStates(ctx, c, ps, policyhubv1.KindPolicySet)
+		if err != nil {
+			return nil, err
+		}
+		d.fill(ps.Status.Conditions, clusters)
 		report.Declarations = append(report.Declarations, d)
 	}
 	slices.SortFunc(aps, func(a, b policyhubv1.ApplicationPolicy) int {
@@ -324,7 +371,7 @@ func (d *declarationStatus) fill(conditions []metav1.Condition, clusters []polic
 			Name: s.Name, Phase: string(s.Phase), Message: s.Message, LastSyncTime: s.LastSyncTime,
 			Actions: actionTally{Created: s.Actions.Created, Updated: s.Actions.Updated, Unchanged: s.Actions.Unchanged,
 				Deleted: s.Actions.Deleted, Conflict: s.Actions.Conflict, Failed: s.Actions.Failed},
-			Blocked: s.Blocked, ReportTime: s.ReportTime, Stale: s.Stale,
+			Blocked: s.Blocked, ReportTime: s.ReportTime, Stale: s.Stale, Revision: s.Revision,
 		}
 		if s.Results != nil {
 			r := toReportCounts(*s.Results)

@@ -20,6 +20,9 @@ func TestParseDeclarationRef(t *testing.T) {
 		"ap/shop":                            {kindApplicationPolicy, "shop"},
 		"applicationpolicy/shop":             {kindApplicationPolicy, "shop"},
 		"applicationpolicies.policyhub.io/x": {kindApplicationPolicy, "x"},
+		"pset/pss":                           {kindPolicySet, "pss"},
+		"PolicySet/pss":                      {kindPolicySet, "pss"},
+		"policysets.policyhub.io/pss":        {kindPolicySet, "pss"},
 	} {
 		got, err := parseDeclarationRef(arg)
 		if err != nil || got != want {
