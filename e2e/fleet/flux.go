@@ -2,7 +2,9 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -23,6 +25,10 @@ func (f *Fleet) startSourceController(ctx context.Context, b binaries) error {
 	if err != nil {
 		return err
 	}
+	storageDir := filepath.Join(f.Dir, "flux-storage")
+	if err := os.MkdirAll(storageDir, 0o700); err != nil {
+		return fmt.Errorf("source-controller storage: %w", err)
+	}
 	storage := "127.0.0.1:" + strconv.Itoa(ports[0])
 	health := "127.0.0.1:" + strconv.Itoa(ports[2])
 	f.flux = &process{
@@ -30,7 +36,7 @@ func (f *Fleet) startSourceController(ctx context.Context, b binaries) error {
 		path: b.sourceController,
 		env:  []string{"KUBECONFIG=" + f.Hub.Kubeconfig, "RUNTIME_NAMESPACE=" + FluxNamespace},
 		args: []string{
-			"--storage-path=" + filepath.Join(f.Dir, "flux-storage"), "--storage-addr=" + storage, "--storage-adv-addr=" + storage,
+			"--storage-path=" + storageDir, "--storage-addr=" + storage, "--storage-adv-addr=" + storage,
 			"--metrics-addr=127.0.0.1:" + strconv.Itoa(ports[1]), "--health-addr=" + health,
 			"--enable-leader-election=false", "--log-level=debug",
 		},
