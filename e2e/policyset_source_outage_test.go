@@ -30,7 +30,7 @@ func TestPolicySetKeepsTheLastGoodVersionWhileItsSourceIsDown(t *testing.T) {
 metadata: {name: %s}
 spec:
   source:
-    oci: {ref: %q, secretRef: {name: outage-registry}, interval: 30s}
+    oci: {ref: %q, secretRef: {name: outage-registry}, interval: 10m}
   placement: {clusters: [cluster-1, cluster-2]}
 `, name, ref))
 	waitPolicySet(t, name, "version 1 in force", setInForce(v1, "cluster-1", "cluster-2"))

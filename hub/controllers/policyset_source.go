@@ -13,13 +13,11 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -180,97 +178,12 @@ func pinned(ref string) bool {
 
 // read reads the set's source, and names its revision.
 func (r *PolicySetReconciler) read(ctx context.Context, ps *policyhubv1.PolicySet) (*source.Artifact, string, error) {
-	src := ps.Spec.Source
-	switch {
-	case src.OCI != nil:
-		keychain, err := r.keychain(ctx, src.OCI.SecretRef)
-		if err != nil {
-			return nil, "", err
-		}
-		var opts []name.Option
-		if src.OCI.Insecure {
-			opts = append(opts, name.Insecure)
-		}
-		art, err := source.PullOCI(ctx, src.OCI.Ref, keychain, r.Limits, opts...)
-		return art, src.OCI.Ref, err
-	case src.FluxSource != nil:
-		return r.readFlux(ctx, src.FluxSource)
-	case src.ConfigMaps != nil:
-		sel := labels.Everything()
-		if src.ConfigMaps.Selector != nil {
-			var err error
-			if sel, err = metav1.LabelSelectorAsSelector(src.ConfigMaps.Selector); err != nil {
-				return nil, "", fmt.Errorf("spec.source.configMaps.selector: %w", err)
-			}
-		}
-		list := &corev1.ConfigMapList{}
-		if err := r.Reader.List(ctx, list, client.InNamespace(r.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-			return nil, "", fmt.Errorf("list the policy library ConfigMaps: %w", err)
-		}
-		var libraries []corev1.ConfigMap
-		for _, cm := range list.Items {
-			if _, ok := cm.Labels[policyhubv1.LabelPolicyLibrary]; ok {
-				libraries = append(libraries, cm)
-			}
-		}
-		art, err := source.ConfigMaps(libraries, r.Limits)
-		return art, "configmaps", err
-	default:
-		art, err := source.Inline(src.Inline, r.Limits)
-		return art, "inline", err
-	}
+	return r.sourceReader().Read(ctx, ps.Spec.Source)
 }
 
-// readFlux reads the policies under the path of a Flux source's artifact, as Flux's own
-// controllers read an artifact: its status.artifact's url, downloaded and verified against its
-// digest. Its revision (e.g. main@sha1:…) names the version.
-func (r *PolicySetReconciler) readFlux(ctx context.Context, ref *policyhubv1.FluxSourceReference) (*source.Artifact, string, error) {
-	gvk := policyhubv1.FluxSourceGroupVersion.WithKind(ref.Kind)
-	if !slices.Contains(r.FluxSources, gvk) {
-		return nil, "", fmt.Errorf("spec.source.fluxSource: the hub does not serve %s (install Flux's source-controller, then restart the hub)", gvk)
-	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gvk)
-	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, obj); err != nil {
-		return nil, "", fmt.Errorf("spec.source.fluxSource: read %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
-	}
-	field := func(name string) string {
-		v, _, _ := unstructured.NestedString(obj.Object, "status", "artifact", name)
-		return v
-	}
-	url, digest, revision := field("url"), field("digest"), field("revision")
-	if url == "" || digest == "" {
-		why := ""
-		if conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions"); len(conds) > 0 {
-			for _, c := range conds {
-				if cond, ok := c.(map[string]any); ok && cond["type"] == "Ready" {
-					why = fmt.Sprintf(" (Ready %v: %v)", cond["status"], cond["message"])
-				}
-			}
-		}
-		return nil, "", fmt.Errorf("%s %s/%s has no artifact yet%s", ref.Kind, ref.Namespace, ref.Name, why)
-	}
-	art, err := source.FetchArchive(ctx, r.HTTPClient, url, digest, ref.Path, r.Limits)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s %s/%s revision %s: %w", ref.Kind, ref.Namespace, ref.Name, revision, err)
-	}
-	return art, revision, nil
-}
-
-// keychain reads the registry credentials of a docker-registry Secret in the hub's namespace.
-func (r *PolicySetReconciler) keychain(ctx context.Context, ref *policyhubv1.LocalSecretReference) (authn.Keychain, error) {
-	if ref == nil {
-		return nil, nil
-	}
-	secret := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: ref.Name}, secret); err != nil {
-		return nil, fmt.Errorf("spec.source.oci.secretRef: read Secret %s/%s: %w", r.Namespace, ref.Name, err)
-	}
-	keychain, err := source.RegistryKeychain(ctx, secret)
-	if err != nil {
-		return nil, fmt.Errorf("spec.source.oci.secretRef: Secret %s/%s: %w", r.Namespace, ref.Name, err)
-	}
-	return keychain, nil
+// sourceReader reads sources as this reconciler is set up to.
+func (r *PolicySetReconciler) sourceReader() source.Reader {
+	return source.Reader{Hub: r.Reader, Secrets: r.APIReader, Namespace: r.Namespace, Limits: r.Limits, HTTP: r.HTTPClient, FluxSources: r.FluxSources}
 }
 
 // keep makes art the set's version: its snapshot written, status.source and status.changes
@@ -406,23 +319,11 @@ func (r *PolicySetReconciler) readSnapshot(ctx context.Context, ps *policyhubv1.
 
 // readSnapshotNamed reads a snapshot of the set (nil when it is gone).
 func (r *PolicySetReconciler) readSnapshotNamed(ctx context.Context, ps *policyhubv1.PolicySet, name string) (*source.Artifact, error) {
-	cm := &corev1.ConfigMap{}
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: name}, cm)
-	if apierrors.IsNotFound(err) {
+	art, err := r.sourceReader().Snapshot(ctx, ps, name)
+	if err == nil && art == nil {
 		log.FromContext(ctx).Info("a snapshot of the PolicySet is gone", "snapshot", name)
-		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read snapshot %s/%s: %w", r.Namespace, name, err)
-	}
-	if !metav1.IsControlledBy(cm, ps) {
-		return nil, fmt.Errorf("snapshot %s/%s is not this PolicySet's (its controller reference): not read", r.Namespace, cm.Name)
-	}
-	art, err := source.ReadSnapshot(cm, r.Limits)
-	if err != nil {
-		return nil, err
-	}
-	return art, nil
+	return art, err
 }
 
 // deleteSnapshots deletes the set's snapshots but those named keep (none: all).

@@ -56,8 +56,12 @@ through cluster-gateway, and prints what the hub's next sync would do in each cl
 Kyverno's admission (or the API server) returns for the objects it would refuse. Every request is
 sent with dryRun=All: nothing is written, not even the clusters' sync Lease.
 
-The declarations planned are every FleetPolicy (or those named with --policy) and the
-ApplicationPolicies of the namespace (-n, default the context's; -A for every namespace).
+The declarations planned are every FleetPolicy and PolicySet (or those named with --policy:
+NAME, and pset/NAME for a PolicySet) and the ApplicationPolicies of the namespace (-n, default the
+context's; -A for every namespace). A PolicySet's source is read as the hub reads it: a version the
+hub has not read yet (a new tag digest, a new commit) is planned, and a note says so, before the
+hub applies it; where the source cannot be read from here (a Flux artifact served only in the
+cluster), the version the hub keeps is planned, with a note.
 Suspended declarations and declarations the hub cannot dispatch (invalid placement or template)
 are listed as notes, not planned. An ApplicationPolicy without spec.placement is placed by its
 KubeVela Application's topology policies, as the hub does.
@@ -73,6 +77,9 @@ that could not be planned (it is reported in its row, the other clusters are pla
   # One FleetPolicy in two clusters, as JSON
   kubectl policyhub sync --dry-run --policy disallow-latest-tag --cluster prod-1 --cluster prod-2 -o json
 
+  # What a new version of a PolicySet's source would change, per cluster
+  kubectl policyhub sync --dry-run --policy pset/pss-baseline
+
   # The ApplicationPolicies of every namespace too
   kubectl policyhub sync --dry-run -A`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -86,7 +93,7 @@ that could not be planned (it is reported in its row, the other clusters are pla
 	f := cmd.Flags()
 	f.BoolVar(&so.dryRun, "dry-run", false, "Plan and send every request with dryRun=All; required (the hub does the real syncs).")
 	f.StringArrayVar(&so.clusters, "cluster", nil, "Plan only this cluster (repeatable); default every cluster a declaration places policies in.")
-	f.StringArrayVar(&so.policies, "policy", nil, "Plan only the FleetPolicy or ApplicationPolicy of this name (repeatable); default every declaration.")
+	f.StringArrayVar(&so.policies, "policy", nil, "Plan only the FleetPolicy or ApplicationPolicy of this name, or the PolicySet pset/NAME (repeatable); default every declaration.")
 	f.BoolVarP(&so.allNamespaces, "all-namespaces", "A", false, "Plan the ApplicationPolicies of every namespace, not only -n's.")
 	_ = cmd.RegisterFlagCompletionFunc("cluster", syncCompleteClusters(o))
 	_ = cmd.RegisterFlagCompletionFunc("policy", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
@@ -281,6 +288,37 @@ func (so *syncOptions) declarations(ctx context.Context, hub client.Client, inv 
 		}
 	}
 
+	sets := &policyhubv1.PolicySetList{}
+	if err := hub.List(ctx, sets); err != nil && !meta.IsNoMatchError(err) && !isMissingCRD(err) {
+		return nil, nil, fmt.Errorf("list PolicySets: %w", err)
+	}
+	for i := range sets.Items {
+		ps := &sets.Items[i]
+		if !pick("pset/" + ps.Name) {
+			continue
+		}
+		source := render.PolicySetOwner(so.hubID, ps.Name).Source()
+		clusters, err := clusterStates(ctx, hub, ps, policyhubv1.KindPolicySet)
+		if err != nil {
+			return nil, nil, err
+		}
+		d, ok, err := syncDeclarationOf(source, ps.DeletionTimestamp != nil, ps.Spec.Suspend, ps.Spec.Prune, clusters, note,
+			func() (*render.Targets, error) {
+				current, stable, err := so.setVersions(ctx, hub, ps, func(format string, args ...any) { note(source, format, args...) })
+				if err != nil {
+					return nil, err
+				}
+				t, _, _, err := declare.PolicySetTargets(so.hubID, ps, current, stable, inv)
+				return t, err
+			})
+		if err != nil {
+			return nil, nil, err
+		}
+		if ok {
+			decls = append(decls, d)
+		}
+	}
+
 	namespace := so.namespace()
 	opts := []client.ListOption{client.InNamespace(namespace)}
 	if so.allNamespaces {
@@ -335,7 +373,7 @@ func (so *syncOptions) declarations(ctx context.Context, hub client.Client, inv 
 		if so.allNamespaces {
 			where = "in any namespace"
 		}
-		return nil, nil, fmt.Errorf("no FleetPolicy, nor ApplicationPolicy %s, is named %s", where, strings.Join(unknown, ", "))
+		return nil, nil, fmt.Errorf("no FleetPolicy, nor ApplicationPolicy %s, is named %s (name a PolicySet pset/NAME)", where, strings.Join(unknown, ", "))
 	}
 	sort.Slice(decls, func(i, j int) bool { return decls[i].source < decls[j].source })
 	sort.Slice(notes, func(i, j int) bool { return notes[i].Declaration < notes[j].Declaration })

@@ -1,0 +1,78 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/source"
+)
+
+// setVersions are the versions of a PolicySet a dry-run plans: current is what its source holds
+// now, read as the hub reads it (so a version the hub has not read yet is previewed before it is
+// applied), or the version the hub keeps when the source cannot be read from here; stable is the
+// last version that completed its rollout, when it rolls out.
+func (so *syncOptions) setVersions(ctx context.Context, hub client.Client, ps *policyhubv1.PolicySet, note func(format string, args ...any)) (current, stable *source.Artifact, err error) {
+	reader := source.Reader{
+		Hub: hub, Secrets: hub, Namespace: hubNamespace(ctx, hub, ps), Limits: source.DefaultLimits,
+		HTTP: &http.Client{Timeout: time.Minute}, FluxSources: fluxSourcesServed(hub),
+	}
+	kept := ps.Status.Source
+	art, revision, readErr := reader.Read(ctx, ps.Spec.Source)
+	switch {
+	case readErr == nil && (kept == nil || kept.Digest != art.Digest):
+		was := "none yet"
+		if kept != nil && kept.Digest != "" {
+			was = kept.Digest
+		}
+		note("its source holds a new version, planned here: %s of %s, %d members (the hub runs %s)", art.Digest, revision, len(art.Policies), was)
+		current = art
+	case readErr == nil:
+		current = art
+	case kept == nil || kept.Snapshot == "":
+		return nil, nil, fmt.Errorf("read its source: %w (and the hub keeps no version of it yet)", readErr)
+	default:
+		if current, err = reader.Snapshot(ctx, ps, kept.Snapshot); err != nil || current == nil {
+			return nil, nil, fmt.Errorf("read its source: %v; and the version the hub keeps (snapshot %s): %v", readErr, kept.Snapshot, err)
+		}
+		note("its source could not be read from here (%v): planned the version the hub keeps, %s", readErr, kept.Digest)
+	}
+	if ps.Spec.Rollout != nil && ps.Status.Rollout != nil && ps.Status.Rollout.Stable != nil && ps.Status.Rollout.Stable.Snapshot != "" {
+		if stable, err = reader.Snapshot(ctx, ps, ps.Status.Rollout.Stable.Snapshot); err != nil {
+			return nil, nil, err
+		}
+	}
+	return current, stable, nil
+}
+
+// hubNamespace is the hub's own namespace, where a PolicySet's libraries, registry Secret and
+// snapshots are: the namespace of the set's snapshots, else of the ConfigMap the hub publishes
+// its id in, else policyhub-hub's default.
+func hubNamespace(ctx context.Context, hub client.Reader, ps *policyhubv1.PolicySet) string {
+	for _, labels := range []client.MatchingLabels{{policyhubv1.LabelDeclarationUID: string(ps.UID)}, {policyhubv1.LabelHubInfo: "true"}} {
+		list := &corev1.ConfigMapList{}
+		if hub.List(ctx, list, labels, client.Limit(1)) == nil && len(list.Items) > 0 {
+			return list.Items[0].Namespace
+		}
+	}
+	return "policyhub-system"
+}
+
+// fluxSourcesServed are the Flux source kinds the hub serves.
+func fluxSourcesServed(hub client.Client) []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, kind := range []string{"GitRepository", "OCIRepository", "Bucket"} {
+		gvk := policyhubv1.FluxSourceGroupVersion.WithKind(kind)
+		if _, err := hub.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err == nil || !meta.IsNoMatchError(err) {
+			out = append(out, gvk)
+		}
+	}
+	return out
+}
