@@ -83,8 +83,11 @@ func (b *bench) converge(ctx context.Context, r *result, set string, wait func(t
 	}
 	_ = stopTracking // kept for the life of the run: the dark scenario reads the virtual one's stamps
 	b.trackers[r.name] = t
-	for i := range b.o.policies {
-		r.fps = append(r.fps, fmt.Sprintf("%s-%d", r.prefix, i))
+	// A scenario may name its FleetPolicies itself (sets: as many as the set's members).
+	if len(r.fps) == 0 {
+		for i := range b.o.policies {
+			r.fps = append(r.fps, fmt.Sprintf("%s-%d", r.prefix, i))
+		}
 	}
 	logf("%s: creating %d FleetPolicies for %d clusters...", r.name, len(r.fps), r.clusters)
 	writes := b.hubWrites(ctx)

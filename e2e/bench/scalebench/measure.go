@@ -105,7 +105,17 @@ func (b *bench) hubWrites(ctx context.Context) map[string]float64 {
 		return nil
 	}
 	out := map[string]float64{}
+	addWrites(out, m)
+	return out
+}
+
+// addWrites adds the mutating requests of an apiserver_request_total reading to out, by
+// resource (resource/subresource); dry runs wrote nothing and are left out.
+func addWrites(out map[string]float64, m metricSet) {
 	for _, s := range m {
+		if s.name != "apiserver_request_total" {
+			continue
+		}
 		switch s.labels["verb"] {
 		case "POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION":
 		default:
@@ -120,7 +130,6 @@ func (b *bench) hubWrites(ctx context.Context) map[string]float64 {
 		}
 		out[key] += s.value
 	}
-	return out
 }
 
 // writesBetween is hubWrites' growth between two readings.

@@ -191,10 +191,20 @@ func (b *bench) print(commit string) {
 			n, c.cli.times[n/2], c.cli.times[n-1], c.cli.listed, c.clusters, c.cli.bytes/1024)
 	}
 
+	b.printSets()
+
 	b.printTargets()
 
 	fmt.Println("\nhub logs, and how long each hub took to end on SIGTERM:")
-	for _, r := range b.results {
+	logged := slices.Clone(b.results)
+	if s := b.sets; s != nil {
+		for _, r := range []*result{s.fp, s.set} {
+			if r != nil && r.logPath != "" {
+				logged = append(logged, r)
+			}
+		}
+	}
+	for _, r := range logged {
 		stop := fmt.Sprintf("ended %s after SIGTERM", r.stopTook.Round(10*time.Millisecond))
 		if r.stopKilled {
 			stop = fmt.Sprintf("did not end within %s of SIGTERM: killed", stopGrace)
@@ -259,6 +269,17 @@ func (b *bench) printTargets() {
 	if c := b.cli; c != nil && len(c.cli.times) > 0 {
 		worst := c.cli.times[len(c.cli.times)-1]
 		fmt.Printf("| `kubectl policyhub status NAME` ≤ 3 s at 10,000 clusters | max %.2fs at %d clusters | %s |\n", worst, c.clusters, verdict(worst <= 3 && c.clusters >= 10000))
+	}
+	if s := b.sets; s != nil && s.change.ran {
+		c := s.change
+		n := float64(s.set.clusters)
+		measured := fmt.Sprintf("%.0f objects written to %d clusters (%.2f per cluster), at most %.0f in one; every cluster at the new version: %s",
+			c.ops.writes(), s.set.clusters, c.ops.writes()/n, c.ops.maxWrites, fmtDur(c.took, c.wait.ok, o.timeout))
+		ok := c.opsOK && c.wait.ok && c.ops.maxWrites <= 1 && c.ops.byAction["created"] == 0 && c.ops.byAction["deleted"] == 0
+		if !c.opsOK {
+			measured = "n/a: policyhub_sync_operations_total not exported"
+		}
+		fmt.Printf("| sets: a new version of %d members with 1 changed writes 1 object per cluster (updated), no more | %s | %s |\n", s.members, measured, verdict(ok))
 	}
 	v := byName["virtual"]
 	if v == nil {
@@ -383,4 +404,105 @@ func writesLine(w map[string]float64) string {
 		out = append(out, fmt.Sprintf("%s %.0f", k, w[k]))
 	}
 	return fmt.Sprintf("%.0f (%s)", total, strings.Join(out, ", "))
+}
+
+// printSets prints the sets scenario: the same policies as FleetPolicies and as one PolicySet,
+// side by side, then the set's new version.
+func (b *bench) printSets() {
+	s := b.sets
+	if s == nil || s.fp == nil {
+		return
+	}
+	o := b.o
+	fp, set := s.fp, s.set
+	if set == nil {
+		set = &result{} // the PolicySet's half never started: its column stays empty
+	}
+	fmt.Printf("\nPolicySet vs FleetPolicies: the same %d ClusterPolicies (-set-members) on %d cluster names, as %d FleetPolicies, then as 1 PolicySet reading them from a policy library ConfigMap (each on a hub of its own, started fresh):\n\n",
+		s.members, fp.clusters, len(fp.fps))
+	fmt.Printf("| measure | %d FleetPolicies | 1 PolicySet of %d members |\n", len(fp.fps), s.members)
+	fmt.Println("|---|---|---|")
+	conv := func(r *result, what string) string {
+		if r.start.IsZero() {
+			return "not measured"
+		}
+		out := fmtDur(r.converge, r.converged, o.timeout)
+		if !r.converged {
+			out += fmt.Sprintf(" (%d %s)", r.missing, what)
+		}
+		return out
+	}
+	setConv := conv(set, "clusters not synced at the set's digest")
+	if !set.start.IsZero() && !set.converged && !s.setWait.ready {
+		setConv += "; the set not Ready with every cluster synced"
+	}
+	fmt.Printf("| converge: every cluster Synced in every FleetPolicy / the set Ready, every cluster synced at its source digest (from the first FleetPolicy / the set created) | %s | %s |\n",
+		conv(fp, "cluster entries not Synced"), setConv)
+	fmt.Printf("| hub RSS, settled | %s | %s |\n", orEmpty(fp.state.rss > 0, mib(fp.state.rss)), orEmpty(set.state.rss > 0, mib(set.state.rss)))
+	fmt.Printf("| hub goroutines, settled | %s | %s |\n", goroutines(fp.state), goroutines(set.state))
+	cpu := func(r *result, part string) string { return orEmpty(r.cpu != nil, fmt.Sprintf("%.1f", r.cpu[part])) }
+	fmt.Printf("| hub CPU seconds while converging | %s | %s |\n", cpu(fp, partHub), cpu(set, partHub))
+	fmt.Printf("| hub kube-apiserver CPU seconds while converging | %s | %s |\n", cpu(fp, partHubAPIServer), cpu(set, partHubAPIServer))
+	fmt.Printf("| mutating requests to the hub's apiserver while converging | %s | %s |\n", writesLine(fp.hubWrites), writesLine(set.hubWrites))
+	fmt.Printf("| declarations' .status (JSON) | %s | %s |\n", sizeLine(s.fpStatus, "statuses"), sizeLine(s.setStatus, "status"))
+	fmt.Printf("| their ClusterStatusSlices (JSON without managedFields) | %s | %s |\n", sizeLine(s.fpSlices, "slices"), sizeLine(s.setSlices, "slices"))
+	both := func(status, sl sizeTotal) string {
+		return orEmpty(status.objects > 0, kib(status.bytes+sl.bytes))
+	}
+	fmt.Printf("| status + slices | %s | %s |\n", both(s.fpStatus, s.fpSlices), both(s.setStatus, s.setSlices))
+	fmt.Printf("| cluster entries at the end, by phase | %s | %s |\n", orEmpty(fp.phases != "", fp.phases), orEmpty(set.phases != "", set.phases))
+	if s.prune.ran {
+		prune := fmtDur(s.prune.took, s.prune.ok, o.timeout)
+		if !s.prune.ok {
+			prune += fmt.Sprintf(" (%d FleetPolicies left)", s.prune.left)
+		}
+		fmt.Printf("| the %d FleetPolicies deleted: every one gone, its policy pruned from every cluster (before the set) | %s | |\n", len(fp.fps), prune)
+	}
+
+	c := s.change
+	if !c.ran {
+		fmt.Println("\nThe set's new version: not measured (the first version did not converge).")
+		return
+	}
+	n := float64(set.clusters)
+	fmt.Printf("\nThe set's new version: member %s of %d changed in the library ConfigMap:\n\n", c.member, s.members)
+	fmt.Println("| measure | value |")
+	fmt.Println("|---|---|")
+	took := fmtDur(c.took, c.wait.ok, o.timeout)
+	if !c.wait.ok {
+		took += " (" + c.wait.String() + ")"
+	}
+	fmt.Printf("| every cluster synced at the new digest, and the set Ready (from the ConfigMap written) | %s (%s → %s) |\n", took, shortDigest(s.setWait.digest), shortDigest(c.wait.digest))
+	if c.opsOK {
+		most := fmt.Sprintf("at most %.0f in one cluster", c.ops.maxWrites)
+		if c.ops.maxCluster != "" {
+			most += " (" + c.ops.maxCluster + ")"
+		}
+		fmt.Printf("| objects the hub wrote to the clusters (policyhub_sync_operations_total created + updated + deleted) | %.0f: %.2f per cluster, %s |\n",
+			c.ops.writes(), c.ops.writes()/n, most)
+		fmt.Printf("| the hub's sync operations, by action | %s |\n", c.ops)
+		fmt.Printf("| clusters synced / whose only write was one object updated | %d / %d of %d |\n", c.ops.clusters, c.ops.oneUpdate, set.clusters)
+	} else {
+		fmt.Println("| objects the hub wrote to the clusters | n/a: policyhub_sync_operations_total not exported |")
+	}
+	fmt.Printf("| mutating requests the %d managed apiservers served (the %d names share them: a name whose apiserver already holds the new member, written for another name, counts it unchanged above) | %s |\n",
+		len(b.f.Managed), set.clusters, writesLine(c.managedWrites))
+	fmt.Printf("| CPU seconds (until the hub settled after) | %s |\n", cpuLine(c.cpu))
+	fmt.Printf("| mutating requests to the hub's apiserver (the ConfigMap update included) | %s |\n", writesLine(c.hubWrites))
+}
+
+// sizeLine prints a count of objects and their bytes.
+func sizeLine(s sizeTotal, what string) string {
+	if s.objects == 0 {
+		return "not measured"
+	}
+	return fmt.Sprintf("%d %s, %s", s.objects, what, kib(s.bytes))
+}
+
+// orEmpty is v when ok, else "not measured".
+func orEmpty(ok bool, v string) string {
+	if !ok {
+		return "not measured"
+	}
+	return v
 }
