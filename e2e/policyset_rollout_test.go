@@ -124,7 +124,13 @@ spec:
 		if w := waveOf(s.Status.Rollout, "staging"); w.Phase != policyhubv1.WaveWaiting || w.Fail < 1 {
 			return fmt.Errorf("waves %s", phasesOf(s.Status.Rollout))
 		}
-		return nil
+		// The member that holds the wave is named, with its violations where they are.
+		for _, a := range s.Status.AttentionMembers {
+			if a.Name == "pset-ro-tier" && a.Action == "Violating" && a.Cluster == "cluster-1" && a.Violations >= 1 && s.Status.Members.Violating >= 1 {
+				return nil
+			}
+		}
+		return fmt.Errorf("attention members %+v, members %+v: want pset-ro-tier Violating in cluster-1", s.Status.AttentionMembers, s.Status.Members)
 	})
 	d2 := held.Status.Source.Digest
 	revisions := map[string]string{}

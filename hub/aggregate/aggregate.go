@@ -68,6 +68,28 @@ func ForPolicies(s *policyhubv1.PolicyReportSummary, policies []Policy, now time
 	if len(policies) > len(few) {
 		listed = make([]bool, len(policies))
 	}
+	EachPolicy(s, policies, func(m int, p *policyhubv1.PolicySummary) {
+		listed[m] = true
+		Add(&r.Counts, p.Results)
+		r.Blocked = AddCount(r.Blocked, p.Blocked)
+		if p.OldestResult != nil {
+			if oldest := p.OldestResult.Add(-offset); r.OldestResult.IsZero() || oldest.Before(r.OldestResult) {
+				r.OldestResult = oldest
+			}
+		}
+	})
+	for _, l := range listed {
+		if !l {
+			r.Unlisted++
+		}
+	}
+	return r
+}
+
+// EachPolicy calls fn with each summary entry about one of the policies, and that policy's index:
+// an entry without a kind matches by namespace and name, and a policy listed twice counts once,
+// as its first entry says.
+func EachPolicy(s *policyhubv1.PolicyReportSummary, policies []Policy, fn func(i int, p *policyhubv1.PolicySummary)) {
 	var seenFew [8]policyhubv1.PolicySummaryKey
 	seen := seenFew[:0]
 	for i := range s.Spec.Policies {
@@ -81,21 +103,8 @@ func ForPolicies(s *policyhubv1.PolicyReportSummary, policies []Policy, now time
 			continue
 		}
 		seen = append(seen, key)
-		listed[m] = true
-		Add(&r.Counts, p.Results)
-		r.Blocked = AddCount(r.Blocked, p.Blocked)
-		if p.OldestResult != nil {
-			if oldest := p.OldestResult.Add(-offset); r.OldestResult.IsZero() || oldest.Before(r.OldestResult) {
-				r.OldestResult = oldest
-			}
-		}
+		fn(m, p)
 	}
-	for _, l := range listed {
-		if !l {
-			r.Unlisted++
-		}
-	}
-	return r
 }
 
 // match is the index of the policy the summary entry is about, or -1.

@@ -260,6 +260,11 @@ func (d *policySet) setResults(clusters []policyhubv1.ClusterStatus, read summar
 func (d *policySet) progress(r *rendering, outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress {
 	d.Status.Members = policyhubv1.MemberCounts{Total: int32(len(r.members))}
 	d.Status.AttentionMembers, d.Status.Members.Failed, d.Status.Members.Conflict = memberAttention(outcomes)
+	violating := memberViolations(read, owned)
+	d.Status.Members.Violating = int32(len(violating))
+	if room := policyhubv1.MaxAttentionMembers - len(d.Status.AttentionMembers); room > 0 {
+		d.Status.AttentionMembers = append(d.Status.AttentionMembers, violating[:min(room, len(violating))]...)
+	}
 	if r.rollout == nil {
 		d.Status.Rollout = nil
 		return progress{}
@@ -327,6 +332,57 @@ func memberAttention(outcomes []clusterOutcome) (attention []policyhubv1.MemberA
 		all = nil
 	}
 	return all, failed, conflict
+}
+
+// memberViolations are the members Kyverno reports fail or error results of, in the clusters
+// that own them (owned: the set's policies by cluster), from the accepted summaries: most
+// violations first, each with the cluster where it has the most.
+func memberViolations(read summaryRead, owned map[string][]aggregate.Policy) []policyhubv1.MemberAttention {
+	type tally struct {
+		clusters   int32
+		violations int64
+		worst      string
+		worstCount int64
+	}
+	by := map[aggregate.Policy]*tally{}
+	for cluster, policies := range owned {
+		s, ok := read.summaries[cluster]
+		if !ok {
+			continue
+		}
+		aggregate.EachPolicy(s, policies, func(i int, p *policyhubv1.PolicySummary) {
+			n := aggregate.AddCount(0, p.Results.Fail)
+			n = aggregate.AddCount(n, p.Results.Error)
+			if n == 0 {
+				return
+			}
+			t := by[policies[i]]
+			if t == nil {
+				t = &tally{}
+				by[policies[i]] = t
+			}
+			t.clusters++
+			t.violations = aggregate.AddCount(t.violations, n)
+			if n > t.worstCount || (n == t.worstCount && cluster < t.worst) {
+				t.worst, t.worstCount = cluster, n
+			}
+		})
+	}
+	out := make([]policyhubv1.MemberAttention, 0, len(by))
+	for p, t := range by {
+		out = append(out, policyhubv1.MemberAttention{
+			MemberRef: policyhubv1.MemberRef{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}, Action: "Violating",
+			Clusters: t.clusters, Cluster: t.worst, Violations: t.violations,
+			Message: fmt.Sprintf("%d fail and error results in %d clusters, %d in %s", t.violations, t.clusters, t.worstCount, t.worst),
+		})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Violations != out[j].Violations {
+			return out[i].Violations > out[j].Violations
+		}
+		return memberKey(out[i].MemberRef) < memberKey(out[j].MemberRef)
+	})
+	return out
 }
 
 func memberKey(m policyhubv1.MemberRef) string { return m.Kind + "/" + m.Namespace + "/" + m.Name }

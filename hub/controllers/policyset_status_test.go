@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/work"
 )
 
@@ -40,5 +41,37 @@ func TestMemberAttention(t *testing.T) {
 	}
 	if got, failed, conflict := memberAttention([]clusterOutcome{outcome("a", false)}); got != nil || failed != 0 || conflict != 0 {
 		t.Fatalf("no problem: %v %d %d", got, failed, conflict)
+	}
+}
+
+// A set's members with fail or error results are named by their violations across the clusters
+// that own them, most first, each with its worst cluster; a summary's entry for a policy another
+// declaration owns there counts for nothing, and a negative count (a hostile summary) as 0.
+func TestMemberViolations(t *testing.T) {
+	summary := func(cluster string, policies ...policyhubv1.PolicySummary) *policyhubv1.PolicyReportSummary {
+		s := &policyhubv1.PolicyReportSummary{}
+		s.Namespace, s.Spec.Cluster, s.Spec.Policies = cluster, cluster, policies
+		return s
+	}
+	entry := func(name string, fail, errs int64) policyhubv1.PolicySummary {
+		return policyhubv1.PolicySummary{Name: name, Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: fail, Error: errs}}
+	}
+	member := func(name string) aggregate.Policy { return aggregate.Policy{Kind: "ClusterPolicy", Name: name} }
+	read := summaryRead{summaries: map[string]*policyhubv1.PolicyReportSummary{
+		"a": summary("a", entry("team", 3, 1), entry("tier", 0, 0), entry("not-ours", 50, 0)),
+		"b": summary("b", entry("team", 1, 0), entry("tier", 7, 0), entry("labels", -5, 0)),
+	}}
+	owned := map[string][]aggregate.Policy{
+		"a": {member("team"), member("tier")},
+		"b": {member("team"), member("tier"), member("labels")},
+		"c": {member("team")}, // no summary yet
+	}
+	got := memberViolations(read, owned)
+	if len(got) != 2 {
+		t.Fatalf("violating %+v: want team and tier", got)
+	}
+	if got[0].Name != "tier" || got[0].Violations != 7 || got[0].Clusters != 1 || got[0].Cluster != "b" || got[0].Action != "Violating" ||
+		got[1].Name != "team" || got[1].Violations != 5 || got[1].Clusters != 2 || got[1].Cluster != "a" {
+		t.Errorf("violating %+v", got)
 	}
 }

@@ -226,7 +226,7 @@ type PolicySetStatus struct {
 	// +optional
 	Source *SourceStatus `json:"source,omitempty"`
 
-	// Members counts the set's members and those failing somewhere.
+	// Members counts the set's members and those failing or violated somewhere.
 	// +optional
 	Members MemberCounts `json:"members,omitempty"`
 
@@ -234,8 +234,9 @@ type PolicySetStatus struct {
 	// +optional
 	Changes *VersionChanges `json:"changes,omitempty"`
 
-	// AttentionMembers names the members that failed or conflict in some cluster, with the
-	// clusters' message (Kyverno's, when Kyverno refused it), at most 20.
+	// AttentionMembers names the members that need attention, worst first: those that failed or
+	// conflict in some cluster, with the clusters' message (Kyverno's, when Kyverno refused it),
+	// then those with the most violations. At most 20.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=20
@@ -294,6 +295,9 @@ type MemberCounts struct {
 	// Conflict members: another owner holds the same object in at least one cluster.
 	// +optional
 	Conflict int32 `json:"conflict,omitempty"`
+	// Violating members: with fail or error results in at least one cluster.
+	// +optional
+	Violating int32 `json:"violating,omitempty"`
 }
 
 // MemberRef names a member: kind, namespace (namespaced kinds) and name.
@@ -340,21 +344,25 @@ type VersionChanges struct {
 	Omitted int32 `json:"omitted,omitempty"`
 }
 
-// MemberAttention is a member that failed or conflicts in some clusters.
+// MemberAttention is a member that needs attention in some clusters: it failed to sync there, is
+// in conflict there, or (Violating) Kyverno reports fail or error results of it there.
 type MemberAttention struct {
 	MemberRef `json:",inline"`
-	// Action is Failed or Conflict.
-	// +kubebuilder:validation:Enum=Failed;Conflict
+	// Action is Failed, Conflict or Violating.
+	// +kubebuilder:validation:Enum=Failed;Conflict;Violating
 	Action string `json:"action"`
 	// Clusters counts the clusters where it is so.
 	Clusters int32 `json:"clusters"`
-	// Cluster is one of them, whose message this is.
+	// Cluster is one of them: whose message this is, or with the most violations.
 	// +kubebuilder:validation:MaxLength=253
 	Cluster string `json:"cluster"`
 	// Message says why, as the cluster answered (Kyverno's own message when it refused the member).
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Message string `json:"message,omitempty"`
+	// Violations totals the member's fail and error results across its clusters (Violating).
+	// +optional
+	Violations int64 `json:"violations,omitempty"`
 }
 
 // PolicySet runs a library of Kyverno policies — from an OCI artifact, a Flux source (a Git
