@@ -88,8 +88,17 @@ func PullOCI(ctx context.Context, ref string, keychain authn.Keychain, limits Li
 	if err != nil {
 		return nil, fmt.Errorf("read the manifest of %s: %w", ref, err)
 	}
-	if mt := string(manifest.Config.MediaType); mt != KyvernoConfigMediaType {
-		return nil, fmt.Errorf("%s: config media type %q: not a policy artifact of kyverno oci push (want %s)", ref, mt, KyvernoConfigMediaType)
+	switch mt := string(manifest.Config.MediaType); mt {
+	case KyvernoConfigMediaType:
+	case KyvernoBundleConfigMediaType:
+		art, err := readBundle(ref, img, manifest, limits)
+		if err != nil {
+			return nil, err
+		}
+		art.Digest = desc.Digest.String()
+		return art, nil
+	default:
+		return nil, fmt.Errorf("%s: config media type %q: not a Kyverno policy artifact (want %s, as kyverno oci push writes, or a policy bundle, %s)", ref, mt, KyvernoConfigMediaType, KyvernoBundleConfigMediaType)
 	}
 	layers, err := policyLayers(ref, manifest, limits)
 	if err != nil {
