@@ -235,10 +235,27 @@ func targetWants(t *render.Targets, prune bool, token string) []wantedIn {
 // results are read for.
 func ownedPolicies(objects map[string][]*unstructured.Unstructured) map[string][]aggregate.Policy {
 	owned := map[string][]aggregate.Policy{}
+	// Clusters share their rendered objects (a set's hundred members in a thousand clusters): a
+	// shared list is named once and its names shared too; they are only read.
+	type list struct {
+		array **unstructured.Unstructured
+		n     int
+	}
+	shared := map[list][]aggregate.Policy{}
 	for cluster, objs := range objects {
-		for _, obj := range objs {
-			owned[cluster] = append(owned[cluster], aggregate.Policy{Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()})
+		if len(objs) == 0 {
+			continue
 		}
+		key := list{&objs[0], len(objs)}
+		if policies, ok := shared[key]; ok {
+			owned[cluster] = policies
+			continue
+		}
+		policies := make([]aggregate.Policy, 0, len(objs))
+		for _, obj := range objs {
+			policies = append(policies, aggregate.Policy{Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()})
+		}
+		shared[key], owned[cluster] = policies, policies
 	}
 	return owned
 }

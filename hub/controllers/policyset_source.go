@@ -102,7 +102,9 @@ func (r *PolicySetReconciler) readSource(ctx context.Context, key types.Namespac
 	st := r.sources.state(key)
 	r.sources.mu.Lock()
 	now := time.Now()
-	due := st.generation != ps.Generation || st.dirty || (!st.due.IsZero() && !now.Before(st.due)) || st.kept == nil
+	// Due: the spec changed (or the hub just started: generation 0), its ConfigMaps or Flux source
+	// changed, or its time came (a tag's interval, a failed read's backoff).
+	due := st.generation != ps.Generation || st.dirty || (!st.due.IsZero() && !now.Before(st.due))
 	r.sources.mu.Unlock()
 	if !due {
 		return sourceRead{members: st.kept, wake: until(st.due, now)}, nil

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,5 +88,43 @@ func TestFingerprintTellsUnsharedListsApart(t *testing.T) {
 	c := &Targets{Objects: map[string][]*unstructured.Unstructured{"x": shared, "y": shared}}
 	if c.Fingerprint() == a.Fingerprint() {
 		t.Fatal("a shared list fingerprints as another")
+	}
+}
+
+// During a set's rollout each cluster gets the version and mode its wave chose: the current
+// version, or the stable one (kept by clusters of waves not reached); a cluster without a choice,
+// or whose stable version is not at hand, is held. Targets.Revisions say which version each got.
+func TestPolicySetTargetsFollowTheRollout(t *testing.T) {
+	rules := func() []any {
+		return []any{map[string]any{"name": "r", "validate": map[string]any{"message": "m", "pattern": map[string]any{"metadata": map[string]any{}}}}}
+	}
+	v1 := setMember("kyverno.io/v1", "ClusterPolicy", "team", map[string]any{"rules": rules()})
+	v2 := setMember("kyverno.io/v1", "ClusterPolicy", "team", map[string]any{"rules": rules(), "background": true})
+	extra := setMember("kyverno.io/v1", "ClusterPolicy", "tier", map[string]any{"rules": rules()})
+	current := SetVersion{Revision: "sha256:2", Members: []*unstructured.Unstructured{v2, extra}}
+	stable := SetVersion{Revision: "sha256:1", Members: []*unstructured.Unstructured{v1}}
+	ps := &policyhubv1.PolicySet{ObjectMeta: metav1.ObjectMeta{Name: "libs"}}
+	placed := []placement.Target{{Cluster: "staging"}, {Cluster: "prod"}, {Cluster: "held"}}
+	choices := map[string]SetChoice{"staging": {Mode: policyhubv1.ModeAudit}, "prod": {Stable: true, Mode: policyhubv1.ModeEnforce}}
+	tg, err := PolicySetTargets("hub-1", ps, current, stable, placed, choices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tg.Objects["staging"]) != 2 || len(tg.Objects["prod"]) != 1 || tg.Objects["held"] != nil || fmt.Sprint(tg.Held) != "[held]" {
+		t.Fatalf("objects %v held %v", tg.Objects, tg.Held)
+	}
+	if tg.Revisions["staging"] != "sha256:2" || tg.Revisions["prod"] != "sha256:1" || tg.Revisions["held"] != "" {
+		t.Errorf("revisions %v", tg.Revisions)
+	}
+	if _, bg := tg.Objects["prod"][0].Object["spec"].(map[string]any)["background"]; bg {
+		t.Error("prod got the current version, not the stable one")
+	}
+	// The stable version not at hand (its snapshot gone): prod is held rather than given the new one.
+	tg, err = PolicySetTargets("hub-1", ps, current, SetVersion{}, placed, choices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.Objects["prod"] != nil || fmt.Sprint(tg.Held) != "[prod held]" {
+		t.Errorf("without the stable version: objects %v held %v", tg.Objects, tg.Held)
 	}
 }

@@ -18,7 +18,7 @@ import (
 // (a config that is not an image config).
 type rawManifest struct{ data []byte }
 
-func (m rawManifest) RawManifest() ([]byte, error)         { return m.data, nil }
+func (m rawManifest) RawManifest() ([]byte, error)        { return m.data, nil }
 func (m rawManifest) MediaType() (types.MediaType, error) { return types.OCIManifestSchema1, nil }
 
 // pushBundle writes a policy bundle as Kyverno's bundle spec lays it out: a config of configType

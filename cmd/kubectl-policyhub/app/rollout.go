@@ -85,9 +85,6 @@ func (r rolled) String() string {
 	return r.name
 }
 
-// resource is the declaration as kubectl names it: fleetpolicy/NAME or policyset/NAME.
-func (r rolled) resource() string { return strings.ToLower(r.kind) + "/" + r.name }
-
 // rolloutRef reads a rollout argument: NAME or fp/NAME (a FleetPolicy), pset/NAME (a PolicySet),
 // as `status` does.
 func rolloutRef(arg string) (declarationRef, error) {
