@@ -143,25 +143,35 @@ func readArchive(r io.Reader, root string, limits Limits) (*Artifact, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", name, err)
 		}
-		policies, skipped, err := policiesIn(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		art.Skipped += skipped
-		for _, p := range policies {
-			id := identity(p)
-			if first, dup := seen[id]; dup {
-				return nil, fmt.Errorf("%s is in %s and %s: a policy may be in a set once", id, first, name)
-			}
-			seen[id] = name
-			if len(art.Policies) == limits.MaxPolicies {
-				return nil, fmt.Errorf("more than %d policies under %q", limits.MaxPolicies, root)
-			}
-			art.Policies = append(art.Policies, p)
+		if err := art.takeFile(data, name, seen, limits.MaxPolicies); err != nil {
+			return nil, err
 		}
 	}
 	slices.SortFunc(art.Policies, func(a, b *unstructured.Unstructured) int { return strings.Compare(identity(a), identity(b)) })
 	return art, nil
+}
+
+// takeFile adds the Kyverno policies of one YAML file (where names it, seen names where each
+// policy taken so far came from) and counts its other documents: a policy twice, or more than
+// max in all, is an error.
+func (a *Artifact) takeFile(data []byte, where string, seen map[string]string, max int) error {
+	policies, skipped, err := policiesIn(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	a.Skipped += skipped
+	for _, p := range policies {
+		id := identity(p)
+		if first, dup := seen[id]; dup {
+			return fmt.Errorf("%s is in %s and %s: a policy may be in a set once", id, first, where)
+		}
+		seen[id] = where
+		if len(a.Policies) == max {
+			return fmt.Errorf("more than %d policies", max)
+		}
+		a.Policies = append(a.Policies, p)
+	}
+	return nil
 }
 
 // policiesIn are the Kyverno policies of one YAML file's documents, and how many documents were

@@ -75,21 +75,8 @@ func ConfigMaps(cms []corev1.ConfigMap, limits Limits) (*Artifact, error) {
 			if total += int64(len(data)); total > limits.MaxTotalBytes {
 				return nil, fmt.Errorf("the ConfigMaps' YAML is over %d bytes", limits.MaxTotalBytes)
 			}
-			policies, skipped, err := policiesIn([]byte(data))
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", where, err)
-			}
-			art.Skipped += skipped
-			for _, p := range policies {
-				id := identity(p)
-				if first, dup := seen[id]; dup {
-					return nil, fmt.Errorf("%s is in %s and %s: a policy may be in a set once", id, first, where)
-				}
-				seen[id] = where
-				if len(art.Policies) == limits.MaxPolicies {
-					return nil, fmt.Errorf("the ConfigMaps hold more than %d policies", limits.MaxPolicies)
-				}
-				art.Policies = append(art.Policies, p)
+			if err := art.takeFile([]byte(data), where, seen, limits.MaxPolicies); err != nil {
+				return nil, err
 			}
 		}
 	}
