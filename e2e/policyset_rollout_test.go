@@ -46,7 +46,7 @@ spec:
 // once staging's Deployment is fixed, staging is promoted and prod gets version 2, the removed
 // member pruned there only then.
 func TestPolicySetRollsOutANewVersionWaveByWave(t *testing.T) {
-	startHub(t, time.Hour)
+	testHub := startHub(t, time.Hour)
 	startAgentBeating(t, "cluster-1", 2*time.Second)
 	startAgentBeating(t, "cluster-2", 2*time.Second)
 	ctx := testContext(t)
@@ -154,6 +154,9 @@ spec:
 		t.Errorf("changes %+v", held.Status.Changes)
 	}
 
+	if v, ok := testHub.scrape(t, "policyhub_rollout_wave_state", map[string]string{"policy": "pset/" + name, "wave": "staging", "state": "waiting"}); !ok || v != 1 {
+		t.Errorf("policyhub_rollout_wave_state{policy=pset/%s,wave=staging,state=waiting} = %v (found %v), want 1", name, v, ok)
+	}
 	// kubectl policyhub rollout status shows the set's waves, as a FleetPolicy's.
 	code, out, errOut := syncCheckRun(t, "", "rollout", "status", "pset/"+name, "-o", "json")
 	var report map[string]*policyhubv1.RolloutStatus

@@ -94,14 +94,15 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 		Namespace: o.Namespace, ClustersPerSlice: o.ClustersPerSlice, Renders: metrics.NewRenders(o.Registry),
 	}
 	setup := func() error {
-		if err := (&FleetPolicyReconciler{DeclarationOptions: declarations, Rollouts: metrics.NewRollout(o.Registry)}).SetupWithManager(mgr); err != nil {
+		rollouts := metrics.NewRollout(o.Registry)
+		if err := (&FleetPolicyReconciler{DeclarationOptions: declarations, Rollouts: rollouts}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("FleetPolicy controller: %w", err)
 		}
 		flux, err := FluxSourcesServed(mgr)
 		if err != nil {
 			return fmt.Errorf("discover Flux's sources on the hub: %w", err)
 		}
-		if err := (&PolicySetReconciler{DeclarationOptions: declarations, APIReader: mgr.GetAPIReader(), FluxSources: flux}).SetupWithManager(mgr); err != nil {
+		if err := (&PolicySetReconciler{DeclarationOptions: declarations, APIReader: mgr.GetAPIReader(), FluxSources: flux, Rollouts: rollouts}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("PolicySet controller: %w", err)
 		}
 		departures := &DepartureReconciler{Reader: mgr.GetClient(), SecretNamespace: o.SecretNamespace, Workers: workers, Metrics: syncMetrics, Recheck: o.DepartureRecheck}

@@ -24,6 +24,7 @@ import (
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/declare"
+	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/source"
@@ -45,6 +46,8 @@ type PolicySetReconciler struct {
 	FluxSources []schema.GroupVersionKind
 	// HTTPClient downloads Flux artifacts; nil means one with a timeout of a source read.
 	HTTPClient *http.Client
+	// Rollouts exports the sets' rollouts as metrics, their policy label pset/NAME (nil: not).
+	Rollouts *metrics.Rollout
 
 	room    resultsRoom
 	sources sourceRoom
@@ -157,6 +160,9 @@ func (r *PolicySetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		if apierrors.IsNotFound(err) {
 			r.room.forget(req.NamespacedName)
 			r.sources.forget(req.NamespacedName)
+			if r.Rollouts != nil {
+				r.Rollouts.Delete(rolloutMetricName(req.Name))
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -281,8 +287,15 @@ func (d *policySet) progress(r *rendering, outcomes []clusterOutcome, read summa
 
 func (d *policySet) afterStatus(context.Context) time.Duration {
 	announceRollout(d.r.Recorder, d.PolicySet, d.transitions)
+	if d.r.Rollouts != nil {
+		d.r.Rollouts.Set(rolloutMetricName(d.Name), d.Status.Rollout)
+	}
 	return 0
 }
+
+// rolloutMetricName is a set's policy label in the rollout metrics: pset/NAME, as the CLI names
+// it, so that it never meets a FleetPolicy's.
+func rolloutMetricName(name string) string { return "pset/" + name }
 
 // memberAttention folds the clusters' failed and conflicting objects into the members that need
 // attention (at most policyhubv1.MaxAttentionMembers: failed first, then the most clusters), and

@@ -17,7 +17,8 @@ var rolloutStates = []policyhubv1.WavePhase{
 	policyhubv1.WaveEnforcing, policyhubv1.WaveDone,
 }
 
-// Rollout exposes the progressive rollouts of FleetPolicies, from their status.rollout: each
+// Rollout exposes the progressive rollouts of FleetPolicies and PolicySets (policy label
+// pset/NAME), from their status.rollout: each
 // wave's state (kube-state-metrics style: one series per state, 1 for the wave's and 0 for the
 // others), when it entered it, and the gate's last measured values. Like Compliance, it is a
 // collector over the latest status of each policy rather than a set of gauges: Set replaces a
@@ -45,10 +46,10 @@ func NewRollout(reg prometheus.Registerer) *Rollout {
 	m := &Rollout{
 		policies: map[string][]rolloutWave{},
 		state: prometheus.NewDesc("policyhub_rollout_wave_state",
-			"1 for the state a FleetPolicy's rollout wave is in (pending, auditing, waiting, enforcing, done), 0 for the other four.",
+			"1 for the state a FleetPolicy's or PolicySet's (policy=pset/NAME) rollout wave is in (pending, auditing, waiting, enforcing, done), 0 for the other four.",
 			[]string{"policy", "wave", "state"}, nil),
 		since: prometheus.NewDesc("policyhub_rollout_wave_state_since_timestamp_seconds",
-			"Unix time a FleetPolicy's rollout wave entered its current state.",
+			"Unix time a FleetPolicy's or PolicySet's (policy=pset/NAME) rollout wave entered its current state.",
 			[]string{"policy", "wave"}, nil),
 		fail: prometheus.NewDesc("policyhub_rollout_wave_fail_results",
 			"Fail results of the policy summed over a rollout wave's clusters, as the wave's gate last measured them.",

@@ -23,9 +23,9 @@ const rolloutHelp = `
 # TYPE policyhub_rollout_wave_blocked_admissions gauge
 # HELP policyhub_rollout_wave_fail_results Fail results of the policy summed over a rollout wave's clusters, as the wave's gate last measured them.
 # TYPE policyhub_rollout_wave_fail_results gauge
-# HELP policyhub_rollout_wave_state 1 for the state a FleetPolicy's rollout wave is in (pending, auditing, waiting, enforcing, done), 0 for the other four.
+# HELP policyhub_rollout_wave_state 1 for the state a FleetPolicy's or PolicySet's (policy=pset/NAME) rollout wave is in (pending, auditing, waiting, enforcing, done), 0 for the other four.
 # TYPE policyhub_rollout_wave_state gauge
-# HELP policyhub_rollout_wave_state_since_timestamp_seconds Unix time a FleetPolicy's rollout wave entered its current state.
+# HELP policyhub_rollout_wave_state_since_timestamp_seconds Unix time a FleetPolicy's or PolicySet's (policy=pset/NAME) rollout wave entered its current state.
 # TYPE policyhub_rollout_wave_state_since_timestamp_seconds gauge
 `
 
