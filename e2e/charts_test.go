@@ -505,13 +505,21 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 		{"create", "coordination.k8s.io", "leases", "", ns},
 		{"update", "coordination.k8s.io", "leases", "", ns},
 		{"patch", "", "configmaps", "", ns},
+		// PolicySets: the policy libraries and the snapshots of their versions are ConfigMaps of
+		// the hub's namespace, and an OCI source's registry credentials a Secret there (read by
+		// name, never listed).
+		{"list", "", "configmaps", "", ns},
+		{"delete", "", "configmaps", "", ns},
+		{"get", "", "secrets", "", ns},
+		{"list", "source.toolkit.fluxcd.io", "gitrepositories", "", "flux-system"},
 		// --metrics-secure: each scrape's token and access are checked by the apiserver.
 		{"create", "authentication.k8s.io", "tokenreviews", "", ""},
 		{"create", "authorization.k8s.io", "subjectaccessreviews", "", ""},
 	}
 	denied := []access{
 		{"list", "", "secrets", "", ""},
-		{"get", "", "secrets", "", ns},
+		{"list", "", "secrets", "", ns},
+		{"get", "", "secrets", "", "default"},
 		{"list", "", "secrets", "", "default"},
 		{"create", "", "secrets", "", gatewayNS},
 		{"create", "coordination.k8s.io", "leases", "", gatewayNS},
@@ -524,8 +532,9 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 		{"delete", "cluster.core.oam.dev", "clustergateways", "", ""},
 		{"update", "core.oam.dev", "applications", "", "shop"},
 		{"create", "", "pods", "", ns},
-		{"list", "", "configmaps", "", ns},
+		{"list", "", "configmaps", "", "default"},
 		{"patch", "", "configmaps", "", "default"},
+		{"create", "source.toolkit.fluxcd.io", "gitrepositories", "", "flux-system"},
 		{"create", "rbac.authorization.k8s.io", "rolebindings", "", ns},
 	}
 	cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)

@@ -224,7 +224,7 @@ func TestCLIRead(t *testing.T) {
 			{"bad -o (info)", []string{"info", "shop", "-o", "name"}, `error: -o "name": choose table, json or yaml (see --help)` + "\n"},
 			{"ApplicationPolicy across namespaces", []string{"status", "ap/shop-team-audit", "-A"}, "error: ap/shop-team-audit: an ApplicationPolicy is named within one namespace: use -n, not -A (see --help)\n"},
 			{"info without APP", []string{"info"}, "error: info takes one application name, got 0 arguments (see --help)\n"},
-			{"unknown declaration type", []string{"status", "deploy/web"}, `error: "deploy/web": unknown type "deploy": status shows fleetpolicy (fp) and applicationpolicy (ap) (see --help)` + "\n"},
+			{"unknown declaration type", []string{"status", "deploy/web"}, `error: "deploy/web": unknown type "deploy": status shows fleetpolicy (fp), policyset (pset) and applicationpolicy (ap) (see --help)` + "\n"},
 		} {
 			code, out, errOut := cliReadRun(t, tc.args...)
 			if code != app.ExitError || errOut != tc.want || out != "" {

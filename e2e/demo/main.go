@@ -303,6 +303,11 @@ func (d *demo) applySamples(ctx context.Context) error {
 		return err
 	}
 	for _, file := range files {
+		if strings.HasPrefix(filepath.Base(file), "policyset-") {
+			// Their sources are a registry and a Git repository of your own (and Flux): shown, not applied.
+			d.say("skipping %s: its source is your registry or Git repository (README \"Policy sets\")", file)
+			continue
+		}
 		data, err := os.ReadFile(file)
 		if err != nil {
 			return err
