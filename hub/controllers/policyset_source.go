@@ -105,13 +105,13 @@ func (r *PolicySetReconciler) readSource(ctx context.Context, key types.Namespac
 	// Due: the spec changed (or the hub just started: generation 0), its ConfigMaps or Flux source
 	// changed, or its time came (a tag's interval, a failed read's backoff).
 	due := st.generation != ps.Generation || st.dirty || (!st.due.IsZero() && !now.Before(st.due))
+	kept, nextDue, retry := st.kept, st.due, st.retry
 	r.sources.mu.Unlock()
 	if !due {
-		return sourceRead{members: st.kept, wake: until(st.due, now)}, nil
+		return sourceRead{members: kept, wake: until(nextDue, now)}, nil
 	}
 
 	orig := ps.DeepCopy()
-	kept := st.kept
 	if kept == nil || (ps.Status.Source != nil && kept.Digest != ps.Status.Source.Digest) {
 		// A hub that just started: the version kept is in the snapshot the status names.
 		var err error
@@ -129,7 +129,7 @@ func (r *PolicySetReconciler) readSource(ctx context.Context, key types.Namespac
 		kept = art
 	}
 
-	next := r.nextRead(ps, now, readErr, st.retry)
+	next := r.nextRead(ps, now, readErr, retry)
 	r.sources.mu.Lock()
 	st.generation, st.dirty, st.kept, st.due = ps.Generation, false, kept, next.due
 	st.retry = next.retry
