@@ -288,36 +288,11 @@ func (so *syncOptions) declarations(ctx context.Context, hub client.Client, inv 
 		}
 	}
 
-	sets := &policyhubv1.PolicySetList{}
-	if err := hub.List(ctx, sets); err != nil && !meta.IsNoMatchError(err) && !isMissingCRD(err) {
-		return nil, nil, fmt.Errorf("list PolicySets: %w", err)
+	sets, err := so.setDeclarations(ctx, hub, inv, pick, note)
+	if err != nil {
+		return nil, nil, err
 	}
-	for i := range sets.Items {
-		ps := &sets.Items[i]
-		if !pick("pset/" + ps.Name) {
-			continue
-		}
-		source := render.PolicySetOwner(so.hubID, ps.Name).Source()
-		clusters, err := clusterStates(ctx, hub, ps, policyhubv1.KindPolicySet)
-		if err != nil {
-			return nil, nil, err
-		}
-		d, ok, err := syncDeclarationOf(source, ps.DeletionTimestamp != nil, ps.Spec.Suspend, ps.Spec.Prune, clusters, note,
-			func() (*render.Targets, error) {
-				current, stable, err := so.setVersions(ctx, hub, ps, func(format string, args ...any) { note(source, format, args...) })
-				if err != nil {
-					return nil, err
-				}
-				t, _, _, err := declare.PolicySetTargets(so.hubID, ps, current, stable, inv)
-				return t, err
-			})
-		if err != nil {
-			return nil, nil, err
-		}
-		if ok {
-			decls = append(decls, d)
-		}
-	}
+	decls = append(decls, sets...)
 
 	namespace := so.namespace()
 	opts := []client.ListOption{client.InNamespace(namespace)}

@@ -12,8 +12,48 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/declare"
+	"github.com/policyhub/policyhub/hub/placement"
+	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/source"
 )
+
+// setDeclarations are the PolicySets to plan (pick says which), placed and rendered with the
+// hub's own code; the ones the hub would not sync become notes.
+func (so *syncOptions) setDeclarations(ctx context.Context, hub client.Client, inv placement.Inventory, pick func(string) bool, note func(source, format string, args ...any)) ([]syncDeclaration, error) {
+	var decls []syncDeclaration
+	sets := &policyhubv1.PolicySetList{}
+	if err := hub.List(ctx, sets); err != nil && !meta.IsNoMatchError(err) && !isMissingCRD(err) {
+		return nil, fmt.Errorf("list PolicySets: %w", err)
+	}
+	for i := range sets.Items {
+		ps := &sets.Items[i]
+		if !pick("pset/" + ps.Name) {
+			continue
+		}
+		declared := render.PolicySetOwner(so.hubID, ps.Name).Source()
+		clusters, err := clusterStates(ctx, hub, ps, policyhubv1.KindPolicySet)
+		if err != nil {
+			return nil, err
+		}
+		d, ok, err := syncDeclarationOf(declared, ps.DeletionTimestamp != nil, ps.Spec.Suspend, ps.Spec.Prune, clusters, note,
+			func() (*render.Targets, error) {
+				current, stable, err := so.setVersions(ctx, hub, ps, func(format string, args ...any) { note(declared, format, args...) })
+				if err != nil {
+					return nil, err
+				}
+				t, _, _, err := declare.PolicySetTargets(so.hubID, ps, current, stable, inv)
+				return t, err
+			})
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			decls = append(decls, d)
+		}
+	}
+	return decls, nil
+}
 
 // setVersions are the versions of a PolicySet a dry-run plans: current is what its source holds
 // now, read as the hub reads it (so a version the hub has not read yet is previewed before it is

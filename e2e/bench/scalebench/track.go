@@ -184,8 +184,13 @@ func (t *tracker) waitAll(ctx context.Context, k stampKind, fps, clusters []stri
 func (t *tracker) phases() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return phaseCounts(t.slices)
+}
+
+// phaseCounts counts the cluster entries of the slices by phase, e.g. "Pending 3, Synced 997".
+func phaseCounts(all map[string]*policyhubv1.ClusterStatusSlice) string {
 	counts := map[policyhubv1.ClusterPhase]int{}
-	for _, slice := range t.slices {
+	for _, slice := range all {
 		for _, c := range slice.Clusters {
 			counts[c.Phase]++
 		}
