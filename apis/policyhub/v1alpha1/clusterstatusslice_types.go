@@ -33,7 +33,7 @@ const (
 // DeclarationRef names the declaration a ClusterStatusSlice belongs to.
 type DeclarationRef struct {
 	// Kind of the declaration.
-	// +kubebuilder:validation:Enum=FleetPolicy;ApplicationPolicy;PolicySet
+	// +kubebuilder:validation:Enum=FleetPolicy;ApplicationPolicy;PolicySet;FleetPolicyException
 	Kind string `json:"kind"`
 	// Name of the declaration (an ApplicationPolicy is in the slice's namespace).
 	// +kubebuilder:validation:MinLength=1

@@ -105,3 +105,22 @@ func hashedName(readable, hashed string) string {
 	}
 	return cleaned + "-" + hash
 }
+
+// ExceptionObjectName is the name of the Kyverno PolicyException a FleetPolicyException renders
+// into in every cluster: "fpex-<namespace>-<name>", cleaned and cut as GeneratedName does,
+// always followed by '-' and 10 hex digits of the sha256 of "<namespace>/<name>". It is unique
+// per hub (Kyverno's reports name the exceptions that exempted a result by name alone, so the
+// hub can tell its exceptions' results apart), and the same in every cluster.
+func ExceptionObjectName(namespace, name string) string {
+	return hashedName("fpex-"+namespace+"-"+name, namespace+"/"+name)
+}
+
+// DefaultExceptionNamespace is where the hub writes Kyverno PolicyExceptions in a managed
+// cluster: the namespace Kyverno must read exceptions from (--exceptionNamespace), and one the
+// hub already writes (its sync Lease's), so that local users need no right to write there.
+const DefaultExceptionNamespace = SyncLeaseNamespace
+
+// LabelExceptionNamespace, on a cluster (its cluster-gateway credential Secret or OCM
+// ManagedCluster), names the namespace its Kyverno reads PolicyExceptions from
+// (--exceptionNamespace), when it is not DefaultExceptionNamespace.
+const LabelExceptionNamespace = "policyhub.io/kyverno-exception-namespace"

@@ -49,8 +49,8 @@ func TestEveryCRDFieldIsDocumented(t *testing.T) {
 func generatedCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join("..", "..", "..", "config", "crd", "*.yaml"))
-	if err != nil || len(files) != 6 {
-		t.Fatalf("want the 6 generated CRDs in config/crd, found %v (%v)", files, err)
+	if err != nil || len(files) != 7 {
+		t.Fatalf("want the 7 generated CRDs in config/crd, found %v (%v)", files, err)
 	}
 	var crds []*apiextensionsv1.CustomResourceDefinition
 	for _, file := range files {
@@ -165,8 +165,8 @@ func TestListBoundsMatchTheCRDs(t *testing.T) {
 			}
 		}
 	}
-	if checked != 8 {
-		t.Errorf("checked %d lists, want 8 (slice clusters, FleetPolicy, PolicySet and ApplicationPolicy attention, PolicySet members)", checked)
+	if checked != 9 {
+		t.Errorf("checked %d lists, want 9 (slice clusters, FleetPolicy, PolicySet, ApplicationPolicy and FleetPolicyException attention, PolicySet members)", checked)
 	}
 }
 
@@ -235,6 +235,30 @@ func TestSummaryCRDRefusesAPolicyListedTwice(t *testing.T) {
 			}
 			if tt.wantDup && !strings.Contains(errs.ToAggregate().Error(), "Duplicate value") {
 				t.Errorf("refusal %v does not say Duplicate value", errs)
+			}
+		})
+	}
+}
+
+// The apiserver's list validation of spec.exceptions: one entry per exception name.
+func TestSummaryCRDRefusesAnExceptionListedTwice(t *testing.T) {
+	s := structural(t, ptrTo(summaryCRD(t)))
+	exception := func(name string, results int64) map[string]any {
+		return map[string]any{"name": name, "results": results}
+	}
+	for _, tt := range []struct {
+		name       string
+		exceptions []any
+		wantDup    bool
+	}{
+		{"one entry per name", []any{exception("fpex-a", 3), exception("fpex-b", 3)}, false},
+		{"an exception listed twice", []any{exception("fpex-a", 3), exception("fpex-b", 1), exception("fpex-a", 1)}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := map[string]any{"spec": map[string]any{"cluster": "c", "exceptions": tt.exceptions}}
+			errs := listtype.ValidateListSetsAndMaps(nil, s, obj)
+			if got := len(errs) > 0; got != tt.wantDup {
+				t.Errorf("refused %v (%v), want %v", got, errs, tt.wantDup)
 			}
 		})
 	}
@@ -327,6 +351,7 @@ func TestSummaryCRDRefusesWhatAgentsMustNotSay(t *testing.T) {
 	}{
 		{"policies", []string{"name", "namespace", "kind"}},
 		{"applications", []string{"namespace", "name", "policy"}},
+		{"exceptions", []string{"name"}},
 	} {
 		s := schemaAt(t, spec, list.path)
 		if s.XListType == nil || *s.XListType != "map" || !slices.Equal(s.XListMapKeys, list.keys) {
@@ -364,6 +389,7 @@ func TestSummaryBoundsMatchTheCRD(t *testing.T) {
 		"violations.[].resource.kind":       MaxSummaryKindLength,
 		"violations.[].resource.namespace":  MaxSummaryNamespaceLength,
 		"violations.[].resource.name":       MaxSummaryNameLength,
+		"exceptions.[].name":                MaxSummaryNameLength,
 	} {
 		if got := schemaAt(t, spec, path).MaxLength; got == nil || *got != int64(want) {
 			t.Errorf("spec.%s maxLength %v, want %d", path, got, want)
@@ -372,10 +398,15 @@ func TestSummaryBoundsMatchTheCRD(t *testing.T) {
 	for path, want := range map[string]int{
 		"policies": MaxSummaryPolicies, "applications": MaxSummaryApplications,
 		"violations": MaxSummaryViolations, "engine.reportAPIs": MaxSummaryReportAPIs,
+		"exceptions": MaxSummaryExceptions,
 	} {
 		if got := schemaAt(t, spec, path).MaxItems; got == nil || *got != int64(want) {
 			t.Errorf("spec.%s maxItems %v, want %d", path, got, want)
 		}
+	}
+	// Validate refuses an exception without a name, as the CRD does.
+	if got := schemaAt(t, spec, "exceptions.[].name").MinLength; got == nil || *got != 1 {
+		t.Errorf("spec.exceptions[].name minLength %v, want 1", got)
 	}
 }
 

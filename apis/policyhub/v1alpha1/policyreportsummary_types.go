@@ -119,6 +119,20 @@ type ApplicationSummary struct {
 	Blocked int64 `json:"blocked,omitempty"`
 }
 
+// ExceptionResults is how many results one Kyverno PolicyException turned into skip (or pass,
+// when the exception says reportResult: pass) in the cluster.
+type ExceptionResults struct {
+	// Name of the exception as Kyverno's reports name it: its name alone, without its namespace
+	// (exceptions of one name in two namespaces are counted as one).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Results counts the results the exception exempted: skip (or pass) results whose
+	// properties name it.
+	// +kubebuilder:validation:Minimum=0
+	Results int64 `json:"results"`
+}
+
 // Truncation says what the agent cut to keep the summary bounded.
 type Truncation struct {
 	// Policies left out of spec.policies.
@@ -133,6 +147,10 @@ type Truncation struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Violations int64 `json:"violations,omitempty"`
+	// Exceptions left out of spec.exceptions.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Exceptions int32 `json:"exceptions,omitempty"`
 }
 
 // PolicyReportSummarySpec is one cluster's compliance, as its agent saw it.
@@ -202,6 +220,15 @@ type PolicyReportSummarySpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=200
 	Violations []Violation `json:"violations,omitempty"`
+
+	// Exceptions are the results each Kyverno PolicyException turned into skip (or pass) in the
+	// cluster, by the exception's name as Kyverno's reports name it (no namespace): the
+	// exceptions with the most results first, ties by name; at most 200, one per name.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=200
+	Exceptions []ExceptionResults `json:"exceptions,omitempty"`
 
 	// Truncated says what was cut to keep the summary bounded; absent when nothing was.
 	// +optional

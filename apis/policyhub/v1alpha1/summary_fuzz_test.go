@@ -7,8 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// fuzzSummary builds a summary from primitive fuzz inputs: copies entries of one policy and one
-// application (duplicates from 2 on), with the counts and strings given.
+// fuzzSummary builds a summary from primitive fuzz inputs: copies entries of one policy, one
+// application and one exception (duplicates from 2 on), with the counts and strings given.
 func fuzzSummary(name, namespace, cluster, policy, policyNamespace, kind, severity string, count, blocked int64, copies uint8) *PolicyReportSummary {
 	s := &PolicyReportSummary{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
 	s.Spec = PolicyReportSummarySpec{
@@ -22,9 +22,10 @@ func fuzzSummary(name, namespace, cluster, policy, policyNamespace, kind, severi
 			Results: ResultCounts{Warn: count}})
 		s.Spec.Violations = append(s.Spec.Violations, Violation{Policy: policy, Rule: severity, Result: []string{"fail", "error", severity}[i%3],
 			Severity: severity, Resource: ResourceRef{Kind: kind, Namespace: namespace, Name: name}, Message: severity})
+		s.Spec.Exceptions = append(s.Spec.Exceptions, ExceptionResults{Name: severity, Results: count - int64(i)})
 	}
 	if blocked%3 == 0 {
-		s.Spec.Truncated = &Truncation{Policies: int32(blocked), Applications: int32(count), Violations: count}
+		s.Spec.Truncated = &Truncation{Policies: int32(blocked), Applications: int32(count), Violations: count, Exceptions: int32(blocked)}
 	}
 	return s
 }
@@ -69,7 +70,7 @@ func checkSpecInvariants(t *testing.T, spec *PolicyReportSummarySpec) {
 	nonNegative("blocked count", spec.Blocked)
 	bounded(spec.Cluster, MaxSummaryNameLength)
 	if tr := spec.Truncated; tr != nil {
-		nonNegative("truncation", int64(tr.Policies), int64(tr.Applications), tr.Violations)
+		nonNegative("truncation", int64(tr.Policies), int64(tr.Applications), tr.Violations, int64(tr.Exceptions))
 	}
 	policies := map[PolicySummaryKey]bool{}
 	for _, p := range spec.Policies {
@@ -100,7 +101,20 @@ func checkSpecInvariants(t *testing.T, spec *PolicyReportSummarySpec) {
 		bounded(v.Severity, MaxSummarySeverityLength)
 		bounded(v.Resource.Name, MaxSummaryNameLength)
 	}
-	if len(spec.Policies) > MaxSummaryPolicies || len(spec.Applications) > MaxSummaryApplications || len(spec.Violations) > MaxSummaryViolations {
+	exceptions := map[string]bool{}
+	for _, e := range spec.Exceptions {
+		if exceptions[e.Name] {
+			t.Fatalf("valid spec lists exception %q twice", e.Name)
+		}
+		exceptions[e.Name] = true
+		if e.Name == "" {
+			t.Fatal("valid spec with an exception without a name")
+		}
+		bounded(e.Name, MaxSummaryNameLength)
+		nonNegative("exception count", e.Results)
+	}
+	if len(spec.Policies) > MaxSummaryPolicies || len(spec.Applications) > MaxSummaryApplications || len(spec.Violations) > MaxSummaryViolations ||
+		len(spec.Exceptions) > MaxSummaryExceptions {
 		t.Fatal("valid spec over the lists' bounds")
 	}
 }

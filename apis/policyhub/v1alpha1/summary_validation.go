@@ -32,10 +32,13 @@ const (
 	MaxSummaryApplications = 2000
 	MaxSummaryViolations   = 200
 	MaxSummaryReportAPIs   = 10
+	// MaxSummaryExceptions bounds spec.exceptions (its names are MaxSummaryNameLength).
+	MaxSummaryExceptions = 200
 )
 
 // Validate says what in the spec the CRD would refuse (nil when nothing): a negative count, a
-// string or list over its bound, invalid UTF-8, or two policies (or applications) under one key.
+// string or list over its bound, invalid UTF-8, an exception without a name, or two policies (or
+// applications, or exceptions) under one key.
 // The apiserver refuses all of it at admission; the hub checks again because a cluster may run
 // an older CRD, and an agent's summary must never be able to change what other clusters say.
 func (s *PolicyReportSummarySpec) Validate() error {
@@ -54,10 +57,12 @@ func (s *PolicyReportSummarySpec) Validate() error {
 	for i := range s.Violations {
 		v.violation(fmt.Sprintf("spec.violations[%d]", i), &s.Violations[i])
 	}
+	v.exceptions(s.Exceptions)
 	if t := s.Truncated; t != nil {
 		v.count("spec.truncated.policies", int64(t.Policies))
 		v.count("spec.truncated.applications", int64(t.Applications))
 		v.count("spec.truncated.violations", t.Violations)
+		v.count("spec.truncated.exceptions", int64(t.Exceptions))
 	}
 	return v.err
 }
@@ -165,6 +170,24 @@ func (v *validator) applications(apps []ApplicationSummary) {
 		v.str(path+".policy", a.Policy, MaxSummaryRefLength)
 		v.counts(path+".results", a.Results)
 		v.count(path+".blocked", a.Blocked)
+	}
+}
+
+func (v *validator) exceptions(exceptions []ExceptionResults) {
+	v.items("spec.exceptions", len(exceptions), MaxSummaryExceptions)
+	seen := make(map[string]struct{}, len(exceptions))
+	for i := range exceptions {
+		e := &exceptions[i]
+		path := fmt.Sprintf("spec.exceptions[%d]", i)
+		if _, dup := seen[e.Name]; dup {
+			v.fail("%s: a second entry for exception %q", path, e.Name)
+		}
+		seen[e.Name] = struct{}{}
+		if e.Name == "" {
+			v.fail("%s.name: empty, an exception is named", path)
+		}
+		v.str(path+".name", e.Name, MaxSummaryNameLength)
+		v.count(path+".results", e.Results)
 	}
 }
 

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -20,6 +21,7 @@ func validSpec() PolicyReportSummarySpec {
 			{Namespace: "shop", Name: "shop", Policy: "shop/limits"},
 		},
 		Violations: []Violation{{Policy: "require-labels", Result: "fail", Resource: ResourceRef{Kind: "Pod", Name: "web"}}},
+		Exceptions: []ExceptionResults{{Name: "fpex-shop-web-0123456789", Results: 4}, {Name: "local", Results: 0}},
 	}
 }
 
@@ -43,6 +45,15 @@ func TestSummaryValidate(t *testing.T) {
 		{"invalid UTF-8", func(s *PolicyReportSummarySpec) { s.Policies[0].Kind = "Cluster\xffPolicy" }, "spec.policies[0].kind: not valid UTF-8"},
 		{"a violation that is no fail or error", func(s *PolicyReportSummarySpec) { s.Violations[0].Result = "pass" }, "spec.violations[0].result"},
 		{"too many report APIs", func(s *PolicyReportSummarySpec) { s.Engine.ReportAPIs = make([]string, 11) }, "spec.engine.reportAPIs: 11 entries"},
+		{"a negative exception count", func(s *PolicyReportSummarySpec) { s.Exceptions[1].Results = -1 }, "spec.exceptions[1].results: -1"},
+		{"an exception without a name", func(s *PolicyReportSummarySpec) { s.Exceptions[0].Name = "" }, "spec.exceptions[0].name: empty"},
+		{"an overlong exception name", func(s *PolicyReportSummarySpec) { s.Exceptions[0].Name = strings.Repeat("x", 254) }, "spec.exceptions[0].name: 254 bytes, at most 253"},
+		{"an exception name of 253 bytes", func(s *PolicyReportSummarySpec) { s.Exceptions[0].Name = strings.Repeat("x", 253) }, ""},
+		{"an exception name in invalid UTF-8", func(s *PolicyReportSummarySpec) { s.Exceptions[1].Name = "fpex-\xff" }, "spec.exceptions[1].name: not valid UTF-8"},
+		{"an exception listed twice", func(s *PolicyReportSummarySpec) { s.Exceptions = append(s.Exceptions, s.Exceptions[0]) }, "spec.exceptions[2]: a second entry for exception"},
+		{"a negative exceptions truncation", func(s *PolicyReportSummarySpec) { s.Truncated = &Truncation{Exceptions: -1} }, "spec.truncated.exceptions"},
+		{"exceptions at their bound", func(s *PolicyReportSummarySpec) { s.Exceptions = manyExceptions(MaxSummaryExceptions) }, ""},
+		{"too many exceptions", func(s *PolicyReportSummarySpec) { s.Exceptions = manyExceptions(MaxSummaryExceptions + 1) }, "spec.exceptions: 201 entries, at most 200"},
 		{"too many policies", func(s *PolicyReportSummarySpec) {
 			s.Policies = make([]PolicySummary, MaxSummaryPolicies+1)
 			for i := range s.Policies {
@@ -63,4 +74,13 @@ func TestSummaryValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// manyExceptions is n exceptions of distinct names.
+func manyExceptions(n int) []ExceptionResults {
+	out := make([]ExceptionResults, n)
+	for i := range out {
+		out[i] = ExceptionResults{Name: fmt.Sprintf("fpex-%d", i), Results: int64(i)}
+	}
+	return out
 }
