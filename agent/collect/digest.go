@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 // Report is one policy report as the collector reads it: its id ("<api> <kind> <namespace>/<name>"),
@@ -70,6 +72,7 @@ func DigestReport(report Report) []*Digest {
 		d := byResource[r]
 		// Kept for as long as the report lives: no spare capacity from append's growth.
 		d.Policies = slices.Clone(d.Policies)
+		d.Exceptions = slices.Clone(d.Exceptions) // nil stays nil
 		out = append(out, d)
 	}
 	return out
@@ -118,6 +121,51 @@ func addResult(d *Digest, res *openreportsv1alpha1.ReportResult) {
 			Message: Cut(res.Description, MaxMessage), Time: timestamp(res.Timestamp),
 		})
 	}
+	if result == "skip" || result == "pass" {
+		if names := res.Properties[propertyExceptions]; names != "" {
+			addExceptions(d, names)
+		}
+	}
+}
+
+// propertyExceptions is the result property in which Kyverno (1.19) names, comma-joined and
+// without their namespace, the PolicyExceptions that exempted the result: it reports the result
+// as skip, or as pass when the exception says reportResult: pass.
+const propertyExceptions = "exceptions"
+
+// addExceptions counts one exempted result for each exception names lists: trimmed, blanks
+// skipped, each name cut to MaxExceptionName bytes and counted once, and at most
+// MaxExceptionsPerResult names.
+func addExceptions(d *Digest, names string) {
+	var counted [MaxExceptionsPerResult]string
+	n := 0
+	for name := range strings.SplitSeq(names, ",") {
+		name = strings.TrimSpace(name)
+		if !utf8.ValidString(name) {
+			name = strings.ToValidUTF8(name, "")
+		}
+		name = policyhubv1.CutUTF8(name, MaxExceptionName)
+		if name == "" || slices.Contains(counted[:n], name) {
+			continue
+		}
+		if n == len(counted) {
+			return
+		}
+		counted[n] = name
+		n++
+		d.countException(name)
+	}
+}
+
+// countException counts one exempted result for the exception name.
+func (d *Digest) countException(name string) {
+	for i := range d.Exceptions {
+		if d.Exceptions[i].Name == name {
+			d.Exceptions[i].Results++
+			return
+		}
+	}
+	d.Exceptions = append(d.Exceptions, ExceptionCount{Name: shared(name), Results: 1})
 }
 
 // policyKey reads a result's policy: "name" for cluster-scoped policies, "namespace/name" for

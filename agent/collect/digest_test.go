@@ -1,6 +1,8 @@
 package collect
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +131,94 @@ func TestCut(t *testing.T) {
 	}
 	if Cut("short", 512) != "short" {
 		t.Error("short strings are kept")
+	}
+}
+
+// A report as Kyverno 1.19 writes it when PolicyExceptions exempt a resource: the results they
+// exempted are skip (or pass, with reportResult: pass) and name the exceptions in a property.
+const exemptedReport = `
+apiVersion: wgpolicyk8s.io/v1alpha2
+kind: PolicyReport
+metadata: {name: 7c2d, namespace: shop}
+scope: {apiVersion: apps/v1, kind: Deployment, namespace: shop, name: legacy, uid: 7c2d}
+results:
+- {policy: require-labels, rule: check-team, result: skip, source: kyverno, message: "rule is skipped due to policy exceptions", properties: {exceptions: "fpex-shop-legacy-0123456789,local-exception"}}
+- {policy: no-latest, rule: exception, result: pass, source: KyvernoValidatingPolicy, properties: {exceptions: fpex-shop-legacy-0123456789}}
+- {policy: disallow-host-path, rule: check, result: skip, source: kyverno, message: "preconditions not met"}
+`
+
+func TestDigestReportCountsExceptions(t *testing.T) {
+	digests := DigestReport(typedReport(t, ReportKinds[0], exemptedReport, &openreportsv1alpha1.Report{}))
+	if len(digests) != 1 {
+		t.Fatalf("%d digests, want 1", len(digests))
+	}
+	want := []ExceptionCount{{Name: "fpex-shop-legacy-0123456789", Results: 2}, {Name: "local-exception", Results: 1}}
+	if got := digests[0].Exceptions; !slices.Equal(got, want) {
+		t.Errorf("exceptions %+v, want %+v", got, want)
+	}
+	// The results are still counted as what Kyverno says they are.
+	if got := digests[0].Policies[0].Counts; got != (Counts{Skip: 1}) {
+		t.Errorf("require-labels counts %+v, want one skip", got)
+	}
+
+	// Most resources: no exempted result, no exceptions slice.
+	digests = DigestReport(typedReport(t, ReportKinds[0], kyvernoReport, &openreportsv1alpha1.Report{}))
+	if digests[0].Exceptions != nil {
+		t.Errorf("exceptions %+v in a report without exempted results, want nil", digests[0].Exceptions)
+	}
+}
+
+func TestDigestExceptions(t *testing.T) {
+	result := func(r, exceptions string) openreportsv1alpha1.ReportResult {
+		res := openreportsv1alpha1.ReportResult{Policy: "require-labels", Rule: "check", Source: "kyverno", Result: openreportsv1alpha1.Result(r)}
+		if exceptions != "-" {
+			res.Properties = map[string]string{"exceptions": exceptions, "other": "x"}
+		}
+		return res
+	}
+	long := strings.Repeat("e", 300)
+	var nine []string
+	for i := range 9 {
+		nine = append(nine, fmt.Sprintf("ex-%d", i))
+	}
+	tests := []struct {
+		name    string
+		results []openreportsv1alpha1.ReportResult
+		want    []ExceptionCount
+	}{
+		{"a skip result counts one for each exception it names", []openreportsv1alpha1.ReportResult{result("skip", "a,b")},
+			[]ExceptionCount{{Name: "a", Results: 1}, {Name: "b", Results: 1}}},
+		{"a pass result (reportResult: pass) counts", []openreportsv1alpha1.ReportResult{result("pass", "a")},
+			[]ExceptionCount{{Name: "a", Results: 1}}},
+		{"fail, error and warn results count nothing", []openreportsv1alpha1.ReportResult{result("fail", "a"), result("error", "a"), result("warn", "a")}, nil},
+		{"no property counts nothing", []openreportsv1alpha1.ReportResult{result("skip", "-")}, nil},
+		{"a blank property counts nothing", []openreportsv1alpha1.ReportResult{result("skip", ""), result("skip", " , ,,")}, nil},
+		{"names are trimmed, blanks skipped", []openreportsv1alpha1.ReportResult{result("skip", " a , ,b ")},
+			[]ExceptionCount{{Name: "a", Results: 1}, {Name: "b", Results: 1}}},
+		{"results add up per exception", []openreportsv1alpha1.ReportResult{result("skip", "a,b"), result("pass", "b"), result("fail", "b"), result("skip", "c")},
+			[]ExceptionCount{{Name: "a", Results: 1}, {Name: "b", Results: 2}, {Name: "c", Results: 1}}},
+		{"a name named twice in one result counts once", []openreportsv1alpha1.ReportResult{result("skip", "a,a, a")},
+			[]ExceptionCount{{Name: "a", Results: 1}}},
+		{"a long name is cut to 253 bytes", []openreportsv1alpha1.ReportResult{result("skip", long)},
+			[]ExceptionCount{{Name: long[:253], Results: 1}}},
+		{"two names equal once cut are one", []openreportsv1alpha1.ReportResult{result("skip", long+","+long+"x")},
+			[]ExceptionCount{{Name: long[:253], Results: 1}}},
+		{"at most 8 exceptions per result", []openreportsv1alpha1.ReportResult{result("skip", strings.Join(nine, ","))},
+			[]ExceptionCount{{Name: "ex-0", Results: 1}, {Name: "ex-1", Results: 1}, {Name: "ex-2", Results: 1}, {Name: "ex-3", Results: 1},
+				{Name: "ex-4", Results: 1}, {Name: "ex-5", Results: 1}, {Name: "ex-6", Results: 1}, {Name: "ex-7", Results: 1}}},
+		{"invalid UTF-8 is dropped from a name", []openreportsv1alpha1.ReportResult{result("skip", "a\xff,\xff\xfe")},
+			[]ExceptionCount{{Name: "a", Results: 1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			scope := &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: "web", UID: "u"}
+			digests := DigestReport(Report{ID: "r", Scope: scope, Results: tt.results})
+			if len(digests) != 1 {
+				t.Fatalf("%d digests, want 1", len(digests))
+			}
+			if got := digests[0].Exceptions; !slices.Equal(got, tt.want) {
+				t.Errorf("exceptions %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }

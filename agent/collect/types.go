@@ -109,7 +109,27 @@ type Digest struct {
 	Policies []PolicyCounts
 	// Violations are the report's fail and error results.
 	Violations []Violation
+	// Exceptions count the resource's results Kyverno PolicyExceptions exempted, per exception;
+	// nil (nothing but the slice header) for most resources, which no exception exempts.
+	Exceptions []ExceptionCount
 }
+
+// ExceptionCount is how many of a resource's results one Kyverno PolicyException exempted: skip
+// (or pass) results whose property "exceptions" names it.
+type ExceptionCount struct {
+	// Name is the exception's name as the results give it (no namespace), at most
+	// MaxExceptionName bytes, one shared copy (see shared).
+	Name    string
+	Results int32
+}
+
+// MaxExceptionName bounds the exception names kept from results (the API's limit), and
+// MaxExceptionsPerResult how many exceptions one result is counted for: Kyverno names the few
+// exceptions that exempted a result, and a report is not trusted to be reasonable.
+const (
+	MaxExceptionName       = policyhubv1.MaxSummaryNameLength
+	MaxExceptionsPerResult = 8
+)
 
 // Block is one admission Kyverno refused, from its policy-violation Event. Enforce denials write
 // no report: Events are the only trace.

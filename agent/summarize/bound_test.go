@@ -81,6 +81,13 @@ func randomSnapshot(seed uint64, resources int) collect.Snapshot {
 			twin.Time = twin.Time.Add(time.Millisecond)
 			d.Violations = append(d.Violations, twin)
 		}
+		// Exceptions: many ties (counts 1 to 3 over 23 names), not drawn from r, so that the
+		// rest of the snapshot is what it was before exceptions were summarized.
+		if i%3 == 1 {
+			for j := range i%4 + 1 {
+				d.Exceptions = append(d.Exceptions, collect.ExceptionCount{Name: fmt.Sprintf("fpex-%02d", (i+7*j)%23), Results: int32(1 + (i+j)%3)})
+			}
+		}
 		s.Digests = append(s.Digests, d)
 		if i%5 == 0 {
 			s.Blocks = append(s.Blocks, &collect.Block{Policy: keys[r.IntN(len(keys))], Rule: "r", Resource: res, Count: r.Int32N(3), Time: t0})
@@ -100,6 +107,8 @@ func shuffled(s collect.Snapshot, r *rand.Rand) collect.Snapshot {
 		c := *d
 		c.Policies = slices.Clone(d.Policies)
 		c.Violations = slices.Clone(d.Violations)
+		c.Exceptions = slices.Clone(d.Exceptions)
+		r.Shuffle(len(c.Exceptions), func(i, j int) { c.Exceptions[i], c.Exceptions[j] = c.Exceptions[j], c.Exceptions[i] })
 		r.Shuffle(len(c.Policies), func(i, j int) { c.Policies[i], c.Policies[j] = c.Policies[j], c.Policies[i] })
 		r.Shuffle(len(c.Violations), func(i, j int) { c.Violations[i], c.Violations[j] = c.Violations[j], c.Violations[i] })
 		out.Digests = append(out.Digests, &c)
@@ -133,7 +142,7 @@ func TestDeterministic(t *testing.T) {
 		wantCut   bool
 	}{
 		{"defaults", 400, Options{Cluster: "east-1"}, true}, // more than 50 violations
-		{"count limits", 400, Options{Cluster: "east-1", MaxViolations: 5, MaxPolicies: 4, MaxApplications: 7}, true},
+		{"count limits", 400, Options{Cluster: "east-1", MaxViolations: 5, MaxPolicies: 4, MaxApplications: 7, MaxExceptions: 6}, true},
 		{"byte limit", 400, Options{Cluster: "east-1", MaxViolations: 200, MaxBytes: 6000}, true},
 		{"no limit reached", 80, Options{Cluster: "east-1", MaxViolations: 200}, false},
 	} {
@@ -189,6 +198,9 @@ func TestSummarizeMaxBytes(t *testing.T) {
 		if got.Truncated.Violations > full.Truncated.Violations && len(got.Applications) > 0 {
 			t.Errorf("violations cut (%d) while %d applications remain", got.Truncated.Violations, len(got.Applications))
 		}
+		if len(full.Exceptions) == 0 || !reflect.DeepEqual(got.Exceptions, full.Exceptions) || got.Truncated.Exceptions != 0 {
+			t.Errorf("exceptions %+v (cut %d) while applications remain, want all of %+v", got.Exceptions, got.Truncated.Exceptions, full.Exceptions)
+		}
 		minKept := int64(1 << 62)
 		for _, a := range got.Applications {
 			minKept = min(minKept, violations(a.Results))
@@ -207,15 +219,45 @@ func TestSummarizeMaxBytes(t *testing.T) {
 		}
 	})
 
+	t.Run("applications go first, then violations, then exceptions, then policies", func(t *testing.T) {
+		cut := map[string]bool{}
+		for limit := 60_000; limit > 0; limit -= 1500 {
+			got := Summarize(s, Options{Cluster: "east-1", MaxViolations: 200, MaxBytes: limit})
+			if n := len(mustCompact(t, got)); n >= limit && len(got.Policies)+len(got.Exceptions)+len(got.Violations)+len(got.Applications) > 0 {
+				t.Fatalf("limit %d: summary is %d bytes", limit, n)
+			}
+			tr := got.Truncated
+			if tr.Exceptions > 0 {
+				cut["exceptions"] = true
+				if len(got.Applications)+len(got.Violations) > 0 {
+					t.Errorf("limit %d: %d exceptions cut while %d applications and %d violations remain", limit, tr.Exceptions, len(got.Applications), len(got.Violations))
+				}
+				if kept, want := got.Exceptions, full.Exceptions[:len(got.Exceptions)]; !slices.Equal(kept, want) {
+					t.Errorf("limit %d: kept exceptions %+v, want the first of %+v", limit, kept, want)
+				}
+			}
+			if tr.Policies > 0 {
+				cut["policies"] = true
+				if len(got.Exceptions) > 0 {
+					t.Errorf("limit %d: %d policies cut while %d exceptions remain", limit, tr.Policies, len(got.Exceptions))
+				}
+			}
+		}
+		if !cut["exceptions"] || !cut["policies"] {
+			t.Errorf("no limit cut exceptions and policies: %v", cut)
+		}
+	})
+
 	t.Run("nothing fits: every list is emptied and counted", func(t *testing.T) {
 		got := Summarize(s, Options{Cluster: "east-1", MaxViolations: 200, MaxBytes: 1})
-		if len(got.Applications)+len(got.Violations)+len(got.Policies) != 0 {
-			t.Fatalf("kept %d applications, %d violations, %d policies", len(got.Applications), len(got.Violations), len(got.Policies))
+		if len(got.Applications)+len(got.Violations)+len(got.Policies)+len(got.Exceptions) != 0 {
+			t.Fatalf("kept %d applications, %d violations, %d policies, %d exceptions", len(got.Applications), len(got.Violations), len(got.Policies), len(got.Exceptions))
 		}
 		want := policyhubv1.Truncation{
 			Policies:     int32(len(full.Policies)),
 			Applications: int32(len(full.Applications)),
 			Violations:   full.Truncated.Violations + int64(len(full.Violations)),
+			Exceptions:   int32(len(full.Exceptions)),
 		}
 		if *got.Truncated != want {
 			t.Errorf("Truncated = %+v, want %+v", *got.Truncated, want)
@@ -242,6 +284,9 @@ const (
 	bigApplications = 3_000
 	bigNamespaces   = 50
 	bigPatterns     = 10 // policy p fails for resource i when (p+i)%10 == 0: 10% of results fail
+	// Every resource has one result exempted by exception i%300, whose name is as long as the
+	// API allows: more exceptions than a summary keeps, each of the longest name.
+	bigExceptions = 300
 )
 
 // bigSnapshot builds the 50k × 200 cluster. Resources with the same failure pattern share their
@@ -277,6 +322,12 @@ func bigSnapshot() collect.Snapshot {
 			results[pat][p] = collect.NewPolicyCounts(k, "", "", c)
 		}
 	}
+	exceptions := make([][]collect.ExceptionCount, bigExceptions)
+	for e := range exceptions {
+		name := fmt.Sprintf("fpex-%03d-", e)
+		name += strings.Repeat("x", policyhubv1.MaxSummaryNameLength-len(name))
+		exceptions[e] = []collect.ExceptionCount{{Name: name, Results: 1}}
+	}
 	digests := make([]collect.Digest, bigResources)
 	for i := range digests {
 		a := i % bigApplications
@@ -285,6 +336,7 @@ func bigSnapshot() collect.Snapshot {
 			Resource:   collect.Resource{APIVersion: "apps/v1", Kind: "Deployment", Namespace: fmt.Sprintf("ns-%02d", a%bigNamespaces), Name: fmt.Sprintf("deploy-%05d", i), UID: uid},
 			Policies:   results[i%bigPatterns],
 			Violations: viols[i%bigPatterns],
+			Exceptions: exceptions[i%bigExceptions],
 		}
 		s.Digests[i] = &digests[i]
 		s.Applications[uid] = fmt.Sprintf("app-%04d", a)
@@ -338,6 +390,18 @@ func TestSummarizeBound50k(t *testing.T) {
 		if v.Severity != "critical" {
 			t.Fatalf("violation of severity %q kept before critical ones", v.Severity)
 		}
+	}
+	// 50,000 = 166 × 300 + 200: exceptions 0 to 199 have one result more than the others.
+	if len(spec.Exceptions) != policyhubv1.MaxSummaryExceptions || tr.Exceptions != bigExceptions-policyhubv1.MaxSummaryExceptions {
+		t.Errorf("kept %d exceptions, cut %d; want 200 kept, 100 cut", len(spec.Exceptions), tr.Exceptions)
+	}
+	for i, e := range spec.Exceptions {
+		if !strings.HasPrefix(e.Name, fmt.Sprintf("fpex-%03d-", i)) || e.Results != bigResources/bigExceptions+1 {
+			t.Fatalf("exceptions[%d] = %.12s… with %d results, want fpex-%03d with %d", i, e.Name, e.Results, i, bigResources/bigExceptions+1)
+		}
+	}
+	if err := spec.Validate(); err != nil {
+		t.Errorf("the summary breaks the API's rules: %v", err)
 	}
 	for _, p := range spec.Policies {
 		if p.Kind != "ClusterPolicy" || p.Severity == "" {

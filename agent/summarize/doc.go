@@ -1,6 +1,6 @@
 // Package summarize folds what the agent collected in its cluster (collect.Snapshot) into the
 // PolicyReportSummarySpec it pushes to the hub: totals, results per policy and per application,
-// blocked admissions and the top violations.
+// blocked admissions, the top violations and the results each Kyverno PolicyException exempted.
 //
 // It is pure: values in, values out, no clients and no clock, so it is tested without a cluster.
 // It is bounded: a cluster of 50k resources and 200 policies still yields a summary well under
@@ -9,6 +9,6 @@
 // gives the same bytes and the same content hash, so an unchanged cluster pushes nothing.
 //
 // Files: summarize.go (Summarize, the options, the size bound, Hash), fold.go (interning and
-// counting a snapshot), keep.go (the top policies, applications and violations in the API's
-// form), topk.go (the top-k heap, the orders it keeps by, a tally of values).
+// counting a snapshot), keep.go (the top policies, applications, violations and exceptions in
+// the API's form), topk.go (the top-k heap, the orders it keeps by, a tally of values).
 package summarize

@@ -76,15 +76,19 @@ type fold struct {
 
 	totals  policyhubv1.ResultCounts
 	blocked int64
+	// exceptions are the results each Kyverno PolicyException exempted, by its name as the API
+	// carries it (cut to its bound).
+	exceptions map[string]int64
 }
 
 func newFold(s collect.Snapshot) *fold {
 	return &fold{
-		s:        s,
-		rawIndex: map[collect.PolicyKey]int32{},
-		appIndex: map[app]int32{},
-		policies: map[collect.PolicyKey]*policy{},
-		refIndex: map[string]int32{},
+		s:          s,
+		rawIndex:   map[collect.PolicyKey]int32{},
+		appIndex:   map[app]int32{},
+		policies:   map[collect.PolicyKey]*policy{},
+		refIndex:   map[string]int32{},
+		exceptions: map[string]int64{},
 	}
 }
 
@@ -292,6 +296,9 @@ func (f *fold) count(apps *topK[appEntry]) {
 			p.severity.add(v.Severity)
 			p.category.add(v.Category)
 		}
+		for _, e := range d.Exceptions {
+			f.addException(e)
+		}
 	}
 	if cur >= 0 {
 		flush(cur)
@@ -300,6 +307,16 @@ func (f *fold) count(apps *topK[appEntry]) {
 	for _, a := range slices.Sorted(maps.Keys(appBlocks)) {
 		flush(a)
 	}
+}
+
+// addException counts a digest's results one exception exempted. The collector already cut the
+// name to the API's bound; a name cut here could meet another, and adds to it.
+func (f *fold) addException(e collect.ExceptionCount) {
+	name := policyhubv1.CutUTF8(e.Name, policyhubv1.MaxSummaryNameLength)
+	if name == "" || e.Results <= 0 {
+		return
+	}
+	f.exceptions[name] += int64(e.Results)
 }
 
 // newerBlock orders blocks newest first; ties by resource and message, for determinism.

@@ -34,6 +34,16 @@ func (f *fold) topPolicies(n int) ([]policyhubv1.PolicySummary, int) {
 	return top.sorted(), len(f.policies)
 }
 
+// topExceptions is the n exceptions to keep, most results first, ties by name (the API's order),
+// and how many exceptions there are.
+func (f *fold) topExceptions(n int) ([]policyhubv1.ExceptionResults, int) {
+	top := newTopK(n, compareExceptionPriority)
+	for name, results := range f.exceptions {
+		top.offer(policyhubv1.ExceptionResults{Name: name, Results: results})
+	}
+	return top.sorted(), len(f.exceptions)
+}
+
 // resultTime is the API form of a result's time (nil when unknown), in whole seconds as reports have it.
 func resultTime(t time.Time) *metav1.Time {
 	if t.IsZero() {

@@ -20,6 +20,7 @@ const (
 	maxViolations   = policyhubv1.MaxSummaryViolations
 	maxPolicies     = policyhubv1.MaxSummaryPolicies
 	maxApplications = policyhubv1.MaxSummaryApplications
+	maxExceptions   = policyhubv1.MaxSummaryExceptions
 
 	defaultMaxViolations = 50
 	defaultMaxBytes      = 512 * 1024
@@ -35,6 +36,9 @@ type Options struct {
 	MaxPolicies int
 	// MaxApplications is how many application × policy entries are kept; 0 means (and at most) 2000.
 	MaxApplications int
+	// MaxExceptions is how many exceptions are kept (those with the most results); 0 means (and
+	// at most) 200.
+	MaxExceptions int
 	// MaxBytes bounds the JSON of the spec as pushed (with generatedAt); 0 means 512 KiB.
 	MaxBytes int
 }
@@ -43,6 +47,7 @@ func (o Options) withDefaults() Options {
 	o.MaxViolations = bound(o.MaxViolations, defaultMaxViolations, maxViolations)
 	o.MaxPolicies = bound(o.MaxPolicies, maxPolicies, maxPolicies)
 	o.MaxApplications = bound(o.MaxApplications, maxApplications, maxApplications)
+	o.MaxExceptions = bound(o.MaxExceptions, maxExceptions, maxExceptions)
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = defaultMaxBytes
 	}
@@ -71,7 +76,8 @@ func Summarize(s collect.Snapshot, o Options) policyhubv1.PolicyReportSummarySpe
 	pols, allPols := f.topPolicies(o.MaxPolicies)
 	apps, allApps := f.applicationSummaries(topApps.sorted()), f.appEntries
 	viols, allViols := f.topViolations(o.MaxViolations)
-	nPol, nApp, nViol := len(pols), len(apps), len(viols)
+	excs, allExcs := f.topExceptions(o.MaxExceptions)
+	nPol, nApp, nViol, nExc := len(pols), len(apps), len(viols), len(excs)
 
 	base := policyhubv1.PolicyReportSummarySpec{
 		Cluster: o.Cluster,
@@ -80,19 +86,21 @@ func Summarize(s collect.Snapshot, o Options) policyhubv1.PolicyReportSummarySpe
 		Blocked: f.blocked,
 	}
 	for {
-		spec := assemble(base, pols[:nPol], apps[:nApp], viols[:nViol])
-		spec.Truncated = truncation(allPols-nPol, allApps-nApp, allViols-int64(nViol))
-		if size(spec) < o.MaxBytes || nPol+nApp+nViol == 0 {
+		spec := assemble(base, pols[:nPol], apps[:nApp], viols[:nViol], excs[:nExc])
+		spec.Truncated = truncation(allPols-nPol, allApps-nApp, allViols-int64(nViol), allExcs-nExc)
+		if size(spec) < o.MaxBytes || nPol+nApp+nViol+nExc == 0 {
 			spec.ContentHash = Hash(spec)
 			return spec
 		}
 		// Applications are the most numerous, and the per-policy view stands without them;
-		// violations are examples; policies go last.
+		// violations are examples; exceptions (at most 200 short entries) and policies go last.
 		switch {
 		case nApp > 0:
 			nApp /= 2
 		case nViol > 0:
 			nViol /= 2
+		case nExc > 0:
+			nExc /= 2
 		default:
 			nPol /= 2
 		}
@@ -136,8 +144,10 @@ func size(spec policyhubv1.PolicyReportSummarySpec) int {
 }
 
 // assemble builds the spec from the kept entries, in the API's order: policies by (namespace,
-// name, kind), applications by (namespace, name, policy), violations most important first.
-func assemble(base policyhubv1.PolicyReportSummarySpec, pols []policyhubv1.PolicySummary, apps []policyhubv1.ApplicationSummary, viols []policyhubv1.Violation) policyhubv1.PolicyReportSummarySpec {
+// name, kind), applications by (namespace, name, policy), violations most important first,
+// exceptions most results first.
+func assemble(base policyhubv1.PolicyReportSummarySpec, pols []policyhubv1.PolicySummary, apps []policyhubv1.ApplicationSummary,
+	viols []policyhubv1.Violation, excs []policyhubv1.ExceptionResults) policyhubv1.PolicyReportSummarySpec {
 	spec := base
 	if len(pols) > 0 {
 		spec.Policies = slices.SortedFunc(slices.Values(pols), comparePolicyKey)
@@ -148,14 +158,17 @@ func assemble(base policyhubv1.PolicyReportSummarySpec, pols []policyhubv1.Polic
 	if len(viols) > 0 {
 		spec.Violations = slices.Clone(viols)
 	}
+	if len(excs) > 0 {
+		spec.Exceptions = slices.Clone(excs)
+	}
 	return spec
 }
 
-func truncation(pols, apps int, viols int64) *policyhubv1.Truncation {
-	if pols == 0 && apps == 0 && viols == 0 {
+func truncation(pols, apps int, viols int64, excs int) *policyhubv1.Truncation {
+	if pols == 0 && apps == 0 && viols == 0 && excs == 0 {
 		return nil
 	}
-	return &policyhubv1.Truncation{Policies: int32(pols), Applications: int32(apps), Violations: viols}
+	return &policyhubv1.Truncation{Policies: int32(pols), Applications: int32(apps), Violations: viols, Exceptions: int32(excs)}
 }
 
 func copyEngine(e policyhubv1.EngineInfo) policyhubv1.EngineInfo {

@@ -2,6 +2,8 @@ package summarize
 
 import (
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -372,6 +374,45 @@ func TestSummarize(t *testing.T) {
 				Truncated: &policyhubv1.Truncation{Policies: 1, Applications: 2},
 			},
 		},
+		{
+			name: "exceptions: summed over the cluster, most results first, ties by name",
+			in: collect.Snapshot{
+				Digests: []*collect.Digest{
+					{Resource: podA1, Exceptions: []collect.ExceptionCount{{Name: "fpex-b", Results: 2}, {Name: "fpex-a", Results: 1}}},
+					{Resource: podA2, Exceptions: []collect.ExceptionCount{{Name: "fpex-a", Results: 1}, {Name: "fpex-c", Results: 3}}},
+					// Not a name, or no result: nothing to say.
+					{Resource: podB1, Exceptions: []collect.ExceptionCount{{Name: "fpex-d", Results: 1}, {Name: "", Results: 5}, {Name: "fpex-e"}}},
+				},
+				Applications: apps,
+			},
+			want: policyhubv1.PolicyReportSummarySpec{
+				Exceptions: []policyhubv1.ExceptionResults{
+					{Name: "fpex-c", Results: 3}, {Name: "fpex-a", Results: 2}, {Name: "fpex-b", Results: 2}, {Name: "fpex-d", Results: 1},
+				},
+			},
+		},
+		{
+			name: "MaxExceptions keeps those with the most results and counts the rest",
+			in: collect.Snapshot{Digests: []*collect.Digest{
+				{Resource: podA1, Exceptions: []collect.ExceptionCount{{Name: "fpex-b", Results: 2}, {Name: "fpex-a", Results: 1}}},
+				{Resource: podA2, Exceptions: []collect.ExceptionCount{{Name: "fpex-a", Results: 1}, {Name: "fpex-c", Results: 3}, {Name: "fpex-d", Results: 1}}},
+			}},
+			opts: Options{MaxExceptions: 2},
+			want: policyhubv1.PolicyReportSummarySpec{
+				Exceptions: []policyhubv1.ExceptionResults{{Name: "fpex-c", Results: 3}, {Name: "fpex-a", Results: 2}},
+				Truncated:  &policyhubv1.Truncation{Exceptions: 2},
+			},
+		},
+		{
+			name: "an exception name is cut to the API's 253 bytes, and names equal once cut are one",
+			in: collect.Snapshot{Digests: []*collect.Digest{
+				{Resource: podA1, Exceptions: []collect.ExceptionCount{{Name: strings.Repeat("e", 260), Results: 1}}},
+				{Resource: podA2, Exceptions: []collect.ExceptionCount{{Name: strings.Repeat("e", 253), Results: 2}}},
+			}},
+			want: policyhubv1.PolicyReportSummarySpec{
+				Exceptions: []policyhubv1.ExceptionResults{{Name: strings.Repeat("e", 253), Results: 3}},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -394,11 +435,11 @@ func TestOptionsDefaults(t *testing.T) {
 	tests := []struct {
 		in, want Options
 	}{
-		{Options{}, Options{MaxViolations: 50, MaxPolicies: 1000, MaxApplications: 2000, MaxBytes: 512 * 1024}},
-		{Options{MaxViolations: 500, MaxPolicies: 5000, MaxApplications: 9000, MaxBytes: 2 << 20},
-			Options{MaxViolations: 200, MaxPolicies: 1000, MaxApplications: 2000, MaxBytes: 2 << 20}},
-		{Options{MaxViolations: 7, MaxPolicies: 8, MaxApplications: 9, MaxBytes: 10},
-			Options{MaxViolations: 7, MaxPolicies: 8, MaxApplications: 9, MaxBytes: 10}},
+		{Options{}, Options{MaxViolations: 50, MaxPolicies: 1000, MaxApplications: 2000, MaxExceptions: 200, MaxBytes: 512 * 1024}},
+		{Options{MaxViolations: 500, MaxPolicies: 5000, MaxApplications: 9000, MaxExceptions: 900, MaxBytes: 2 << 20},
+			Options{MaxViolations: 200, MaxPolicies: 1000, MaxApplications: 2000, MaxExceptions: 200, MaxBytes: 2 << 20}},
+		{Options{MaxViolations: 7, MaxPolicies: 8, MaxApplications: 9, MaxExceptions: 3, MaxBytes: 10},
+			Options{MaxViolations: 7, MaxPolicies: 8, MaxApplications: 9, MaxExceptions: 3, MaxBytes: 10}},
 	}
 	for _, tt := range tests {
 		if got := tt.in.withDefaults(); got != tt.want {
@@ -436,6 +477,15 @@ func TestHash(t *testing.T) {
 	if Hash(changed) == h {
 		t.Error("Hash unchanged when the totals changed")
 	}
+	changed = base
+	if len(base.Exceptions) == 0 {
+		t.Fatal("the random snapshot has no exceptions")
+	}
+	changed.Exceptions = append([]policyhubv1.ExceptionResults(nil), base.Exceptions...)
+	changed.Exceptions[0].Results++
+	if Hash(changed) == h {
+		t.Error("Hash unchanged when an exception's results changed")
+	}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -460,5 +510,41 @@ func TestSummarizeOldestResult(t *testing.T) {
 	none := Summarize(collect.Snapshot{Digests: []*collect.Digest{{Report: "r", Resource: pod("a", "p"), Policies: []collect.PolicyCounts{pc(time.Time{})}}}}, Options{Cluster: "east-1"})
 	if none.Policies[0].OldestResult != nil {
 		t.Errorf("no result has a time: oldest %v, want none", none.Policies[0].OldestResult)
+	}
+}
+
+// The top 200 exceptions by results are kept, in the API's order, whatever the order of the
+// digests; the rest are counted.
+func TestSummarizeExceptionsTopN(t *testing.T) {
+	const n = policyhubv1.MaxSummaryExceptions + 50
+	var s collect.Snapshot
+	for i := range n {
+		// Exception i has i/2 + 1 results: pairs of ties, broken by name.
+		d := &collect.Digest{Resource: pod("a", fmt.Sprintf("pod-%d", i))}
+		for range i/2 + 1 {
+			d.Exceptions = append(d.Exceptions, collect.ExceptionCount{Name: fmt.Sprintf("fpex-%03d", i), Results: 1})
+		}
+		s.Digests = append(s.Digests, d)
+	}
+	got := Summarize(s, Options{Cluster: "east-1"})
+	if err := got.Validate(); err != nil {
+		t.Fatalf("the summary breaks the API's rules: %v", err)
+	}
+	if len(got.Exceptions) != policyhubv1.MaxSummaryExceptions || got.Truncated == nil || got.Truncated.Exceptions != 50 {
+		t.Fatalf("kept %d exceptions, truncated %+v; want 200 kept and 50 cut", len(got.Exceptions), got.Truncated)
+	}
+	for i, e := range got.Exceptions {
+		// Most results first (248 and 249 have 125 each), ties by name: 248, 249, 246, 247, …
+		want := n - 2 - 2*(i/2) + i%2
+		if wantName := fmt.Sprintf("fpex-%03d", want); e.Name != wantName || e.Results != int64(want/2+1) {
+			t.Fatalf("exceptions[%d] = %+v, want %s with %d results", i, e, wantName, want/2+1)
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 5 {
+		again := Summarize(shuffled(s, r), Options{Cluster: "east-1"})
+		if again.ContentHash != got.ContentHash || mustJSON(t, again) != mustJSON(t, got) {
+			t.Fatal("the same exceptions in another order give another summary")
+		}
 	}
 }

@@ -79,6 +79,12 @@ func comparePolicyPriority(a, b policyhubv1.PolicySummary) int {
 	)
 }
 
+// compareExceptionPriority is the order of spec.exceptions, and of keeping them: most results,
+// then by name (names are unique, so the order is total).
+func compareExceptionPriority(a, b policyhubv1.ExceptionResults) int {
+	return cmp.Or(cmp.Compare(b.Results, a.Results), strings.Compare(a.Name, b.Name))
+}
+
 func compareApplicationKey(a, b policyhubv1.ApplicationSummary) int {
 	return cmp.Or(
 		strings.Compare(a.Namespace, b.Namespace),
