@@ -57,6 +57,7 @@ type options struct {
 	retryMaxDelay           time.Duration
 	qps                     float64
 	burst                   int
+	maxExceptionLifetime    time.Duration
 }
 
 func main() {
@@ -90,6 +91,7 @@ func run() error {
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints (heap, CPU and goroutine profiles); empty or 0 disables them.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader among hub replicas on the hub (a Lease), so one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "policyhub-system", "The hub's namespace: its leader election Lease, the ConfigMap that publishes its id, and the FleetPolicies' ClusterStatusSlices are there.")
+	fs.DurationVar(&o.maxExceptionLifetime, "max-exception-lifetime", policyhubv1.DefaultMaxExceptionLifetime, "Longest a FleetPolicyException may last from its creation to its spec.expiresAt; one that asks for longer is Invalid and in no cluster. Keep it equal to the chart's exceptions.maxLifetime (admission refuses longer ones there).")
 	version := fs.Bool("version", false, "Print the version, commit, build date and Go version, and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -109,8 +111,8 @@ func run() error {
 	if errs := validation.IsValidLabelValue(o.hubID); o.hubID == "" || len(errs) > 0 {
 		return fmt.Errorf("--hub-id %q must be a valid label value: %s", o.hubID, strings.Join(errs, "; "))
 	}
-	if o.resyncInterval <= 0 || o.maxConcurrentPasses <= 0 || o.maxConcurrentReconciles <= 0 || o.probeTimeout <= 0 || o.maxOwnedObjects <= 0 {
-		return errors.New("--resync-interval, --max-concurrent-passes, --max-concurrent-reconciles, --probe-timeout and --max-owned-objects-per-cluster must be positive")
+	if o.resyncInterval <= 0 || o.maxConcurrentPasses <= 0 || o.maxConcurrentReconciles <= 0 || o.probeTimeout <= 0 || o.maxOwnedObjects <= 0 || o.maxExceptionLifetime <= 0 {
+		return errors.New("--resync-interval, --max-concurrent-passes, --max-concurrent-reconciles, --probe-timeout, --max-owned-objects-per-cluster and --max-exception-lifetime must be positive")
 	}
 	if err := checkMetricsCertDir(o); err != nil {
 		return err
@@ -164,6 +166,7 @@ func run() error {
 		Gateway: gatewayCfg, SecretNamespace: o.secretNamespace, HubID: o.hubID, Lock: work.LockOptions{Identity: o.identity},
 		Registry: ctrlmetrics.Registry, Resync: o.resyncInterval, RetryMaxDelay: o.retryMaxDelay,
 		ProbeTimeout: o.probeTimeout, MaxOwnedObjects: o.maxOwnedObjects, MaxConcurrentPasses: o.maxConcurrentPasses,
+		MaxExceptionLifetime:    o.maxExceptionLifetime,
 		MaxConcurrentReconciles: o.maxConcurrentReconciles,
 		// The hub's namespace: where its leader election Lease is.
 		Namespace: o.leaderElectionNamespace,

@@ -73,6 +73,12 @@ type declaration interface {
 	deepCopy() declaration
 }
 
+// judgedDeclaration is a declaration with a state of its own, judged at each reconcile (an
+// exception's, on the hub's clock): it is set in the status even when nothing can be dispatched.
+type judgedDeclaration interface {
+	judged()
+}
+
 // progress is what a declaration's rollout says after a step.
 type progress struct {
 	// holding says why the declaration is not Ready though its clusters hold what they should
@@ -403,6 +409,9 @@ func (e engine) stalled(ctx context.Context, d, orig declaration, reason string,
 	obj := d.object()
 	st := d.status()
 	*st.observedGeneration = obj.GetGeneration()
+	if j, ok := d.(judgedDeclaration); ok {
+		j.judged()
+	}
 	setConditions(st.conditions,
 		metav1.Condition{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: obj.GetGeneration()},
 		nil, &metav1.Condition{Status: metav1.ConditionTrue, Reason: reason, Message: msg})
@@ -447,21 +456,25 @@ func minPositive(a, b time.Duration) time.Duration {
 //
 // What a rendering is made from besides the declaration (the inventory, OCM placements) marks its
 // rendering for renewal in room as it maps (resultsRoom.rerendering); summaries and results do not.
-func declarationController(mgr ctrl.Manager, name, kind string, obj client.Object, o *DeclarationOptions, room *resultsRoom, every, inCluster, ofPlacement handler.MapFunc) *builder.TypedBuilder[reconcile.Request] {
-	every, ofPlacement = room.rerendering(every), room.rerendering(ofPlacement)
+//
+// A kind without a placement of its own passes no ofPlacement; also passes more of the
+// declaration's own updates (e.g. an approval in its status).
+func declarationController(mgr ctrl.Manager, name, kind string, obj client.Object, o *DeclarationOptions, room *resultsRoom, every, inCluster, ofPlacement handler.MapFunc, also ...predicate.Predicate) *builder.TypedBuilder[reconcile.Request] {
+	every = room.rerendering(every)
 	credentials := predicate.NewPredicateFuncs(func(c client.Object) bool {
 		_, ok := c.GetLabels()[gateway.CredentialTypeLabel]
 		return ok && c.GetNamespace() == o.SecretNamespace
 	})
 	b := ctrl.NewControllerManagedBy(mgr)
-	if o.OCMPlacements {
+	if o.OCMPlacements && ofPlacement != nil {
+		ofPlacement = room.rerendering(ofPlacement)
 		// Where a placementRef places follows its PlacementDecisions, and a Placement created or
 		// deleted ends or starts PlacementNotFound.
 		b = b.Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(ofPlacement)).
 			Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(ofPlacement), builder.OnlyMetadata, builder.WithPredicates(createOrDelete()))
 	}
 	return b.
-		For(obj, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		For(obj, builder.WithPredicates(predicate.Or(append([]predicate.Predicate{predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}}, also...)...))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(every),
 			builder.OnlyMetadata, builder.WithPredicates(credentials, predicate.Or(predicate.LabelChangedPredicate{}, createOrDelete()))).
 		Watches(&policyhubv1.PolicyReportSummary{}, enqueueAfter(inCluster, summaryCoalesce), builder.WithPredicates(summaryChanged())).

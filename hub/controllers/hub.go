@@ -52,6 +52,9 @@ type HubOptions struct {
 	// ApplicationStatusInterval and DepartureRecheck: see ApplicationPolicyReconciler and
 	// DepartureReconciler; zero means their defaults.
 	ApplicationStatusInterval, DepartureRecheck time.Duration
+	// MaxExceptionLifetime bounds a FleetPolicyException's lifetime; zero means
+	// policyhubv1.DefaultMaxExceptionLifetime.
+	MaxExceptionLifetime time.Duration
 }
 
 // SetupHub registers every controller of the hub with mgr — FleetPolicy, PolicySet, ApplicationPolicy (and
@@ -120,6 +123,11 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 		appPolicies := &ApplicationPolicyReconciler{DeclarationOptions: declarations, KubeVela: kubeVela, ClusterSetBindings: bindings, ApplicationStatusInterval: o.ApplicationStatusInterval}
 		if err := appPolicies.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("ApplicationPolicy controller: %w", err)
+		}
+		exceptions := &FleetPolicyExceptionReconciler{DeclarationOptions: declarations, APIReader: mgr.GetAPIReader(), MaxLifetime: o.MaxExceptionLifetime,
+			Metrics: metrics.NewExceptions(o.Registry)}
+		if err := exceptions.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("FleetPolicyException controller: %w", err)
 		}
 		if err := mgr.Add(hubInfo{client: mgr.GetClient(), namespace: o.Namespace, hubID: o.HubID}); err != nil {
 			return fmt.Errorf("publish the hub's id: %w", err)

@@ -52,6 +52,9 @@ type rendering struct {
 	token   string
 	// members are a set's members rendered (of the current version).
 	members []*unstructured.Unstructured
+	// excepted is the policy an exception exempts from (kind/namespace/name), and missing why it
+	// is not found ("" when it is).
+	excepted, missing string
 }
 
 // entry returns key's entry, made on first use; r.mu must be held.

@@ -58,7 +58,7 @@ func declarationsInCluster(ctx context.Context, r client.Reader, kind, namespace
 			continue
 		}
 		req := reconcile.Request{NamespacedName: client.ObjectKey{Name: s.Declaration.Name}}
-		if kind == policyhubv1.KindApplicationPolicy {
+		if namespace == "" { // a namespaced kind: its slices are in its namespace
 			req.Namespace = s.Namespace
 		}
 		if !seen[req] {

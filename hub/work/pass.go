@@ -77,6 +77,10 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 			r := res.Declarations[i]
 			r.Phase = policyhubv1.ClusterPhaseUnsupported
 			r.Message = message
+		} else if message := s.kyvernoIgnoresExceptions(ctx, cc, cluster.Name, d.Objects); message != "" {
+			r := res.Declarations[i]
+			r.Phase = policyhubv1.ClusterPhaseUnsupported
+			r.Message = message
 		} else {
 			active = append(active, i)
 		}

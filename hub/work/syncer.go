@@ -251,8 +251,9 @@ func (s *Syncer) clientsAt(c Cluster) (_ *clusterClients, replaced *clusterClien
 	cfg := rest.CopyConfig(c.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, cc: cc} })
 	// A deprecation warning (e.g. on kyverno.io/v1) comes back with every write of the kind: log
-	// each distinct warning once per cluster, not once per object.
-	cfg.WarningHandlerWithContext = ctrllog.NewKubeAPIWarningLogger(ctrllog.KubeAPIWarningLoggerOptions{Deduplicate: true})
+	// each distinct warning once per cluster, not once per object. A request may also collect them
+	// (warningCollector).
+	cfg.WarningHandlerWithContext = warningCollector{next: ctrllog.NewKubeAPIWarningLogger(ctrllog.KubeAPIWarningLoggerOptions{Deduplicate: true})}
 	// The watch cache's requests are long-lived; every other request gets a deadline, so a cluster
 	// that hangs fails its sync instead of holding it (and the declarations waiting on it) forever.
 	cacheCfg := rest.CopyConfig(cfg)

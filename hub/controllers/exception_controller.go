@@ -1,0 +1,520 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/declare"
+	"github.com/policyhub/policyhub/hub/metrics"
+	"github.com/policyhub/policyhub/hub/placement"
+	"github.com/policyhub/policyhub/hub/render"
+	"github.com/policyhub/policyhub/hub/source"
+	"github.com/policyhub/policyhub/hub/statusslice"
+)
+
+// FleetPolicyExceptionReconciler syncs approved FleetPolicyExceptions, as Kyverno
+// PolicyExceptions, into the clusters their target's policy runs in, and removes them from every
+// cluster when they end (expiry, revocation, denial, a new unapproved generation).
+type FleetPolicyExceptionReconciler struct {
+	DeclarationOptions
+
+	// APIReader reads what the cache does not hold: a PolicySet's snapshots.
+	APIReader client.Reader
+	// MaxLifetime bounds how far after its creation an exception may end; zero means
+	// policyhubv1.DefaultMaxExceptionLifetime.
+	MaxLifetime time.Duration
+	// Now is the hub's clock; nil means time.Now.
+	Now func() time.Time
+	// Metrics exports the exceptions' end dates, states and exempted results (nil: not exported).
+	Metrics *metrics.Exceptions
+
+	room resultsRoom
+}
+
+// SetupWithManager registers the reconciler: exception spec changes and approvals, the
+// inventory, and the clusters its target's policy runs in (the target's ClusterStatusSlices)
+// trigger it; its end date wakes it by itself.
+func (r *FleetPolicyExceptionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	b := declarationController(mgr, "fleetpolicyexception", policyhubv1.KindFleetPolicyException, &policyhubv1.FleetPolicyException{},
+		&r.DeclarationOptions, &r.room, r.every, r.inCluster, nil, approvalChanged())
+	b = b.Watches(&policyhubv1.ClusterStatusSlice{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.ofTargetSlice)),
+		builder.WithPredicates(syncedClustersChanged())).
+		Watches(&policyhubv1.FleetPolicy{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.ofTarget)),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&policyhubv1.PolicySet{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.ofTarget)),
+			builder.WithPredicates(setVersionChanged())).
+		Watches(&policyhubv1.TenantGrant{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.every)),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	return b.Complete(r)
+}
+
+// approvalChanged passes an approver's decision (status.approval), which changes no generation.
+func approvalChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*policyhubv1.FleetPolicyException)
+		updated, okNew := e.ObjectNew.(*policyhubv1.FleetPolicyException)
+		if !okOld || !okNew {
+			return false
+		}
+		return !equalApproval(old.Status.Approval, updated.Status.Approval)
+	}}
+}
+
+func equalApproval(a, b *policyhubv1.ExceptionApproval) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Decision == b.Decision && a.By == b.By && a.Generation == b.Generation
+}
+
+// syncedClustersChanged passes a target's slice events that change where its policy is: a
+// cluster synced or no longer synced, not the results that move with every summary.
+func syncedClustersChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*policyhubv1.ClusterStatusSlice)
+		updated, okNew := e.ObjectNew.(*policyhubv1.ClusterStatusSlice)
+		if !okOld || !okNew {
+			return true
+		}
+		return !slices.Equal(syncedIn(old.Clusters), syncedIn(updated.Clusters))
+	}}
+}
+
+// setVersionChanged passes a PolicySet's spec changes and new versions (its members change).
+func setVersionChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*policyhubv1.PolicySet)
+		updated, okNew := e.ObjectNew.(*policyhubv1.PolicySet)
+		if !okOld || !okNew {
+			return true
+		}
+		return old.Generation != updated.Generation || snapshotOf(old) != snapshotOf(updated)
+	}}
+}
+
+func snapshotOf(ps *policyhubv1.PolicySet) string {
+	if ps.Status.Source == nil {
+		return ""
+	}
+	return ps.Status.Source.Snapshot
+}
+
+// syncedIn are the clusters holding the declaration's policies, in order.
+func syncedIn(clusters []policyhubv1.ClusterStatus) []string {
+	var out []string
+	for _, c := range clusters {
+		if c.Phase == policyhubv1.ClusterPhaseSynced {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// list reads the exceptions for the event maps: the cache's own objects (see readOnlyList).
+func (r *FleetPolicyExceptionReconciler) list(ctx context.Context) []policyhubv1.FleetPolicyException {
+	list := &policyhubv1.FleetPolicyExceptionList{}
+	if err := r.Client.List(ctx, list, readOnlyList); err != nil {
+		log.FromContext(ctx).Error(err, "list FleetPolicyExceptions")
+		return nil
+	}
+	return list.Items
+}
+
+func (r *FleetPolicyExceptionReconciler) every(ctx context.Context, _ client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	for _, ex := range r.list(ctx) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ex)})
+	}
+	return reqs
+}
+
+// targeting are the exceptions whose target is the declaration kind/name.
+func (r *FleetPolicyExceptionReconciler) targeting(ctx context.Context, kind, name string) []reconcile.Request {
+	var reqs []reconcile.Request
+	for _, ex := range r.list(ctx) {
+		if ex.Spec.Target.Kind == kind && ex.Spec.Target.Name == name {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ex)})
+		}
+	}
+	return reqs
+}
+
+func (r *FleetPolicyExceptionReconciler) ofTargetSlice(ctx context.Context, obj client.Object) []reconcile.Request {
+	s, ok := obj.(*policyhubv1.ClusterStatusSlice)
+	if !ok || s.Namespace != r.Namespace {
+		return nil
+	}
+	return r.targeting(ctx, s.Declaration.Kind, s.Declaration.Name)
+}
+
+func (r *FleetPolicyExceptionReconciler) ofTarget(ctx context.Context, obj client.Object) []reconcile.Request {
+	switch obj.(type) {
+	case *policyhubv1.FleetPolicy:
+		return r.targeting(ctx, policyhubv1.KindFleetPolicy, obj.GetName())
+	case *policyhubv1.PolicySet:
+		return r.targeting(ctx, policyhubv1.KindPolicySet, obj.GetName())
+	}
+	return nil
+}
+
+func (r *FleetPolicyExceptionReconciler) inCluster(ctx context.Context, summary client.Object) []reconcile.Request {
+	return declarationsInCluster(ctx, r.Reader, policyhubv1.KindFleetPolicyException, "", summary.GetNamespace())
+}
+
+// Reconcile judges the exception on the hub's clock, then runs target → clusters → render → sync
+// (nothing for an exception not Active: it is pruned everywhere) and records the outcome.
+func (r *FleetPolicyExceptionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ex := &policyhubv1.FleetPolicyException{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ex); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.room.forget(req.NamespacedName)
+			if r.Metrics != nil {
+				r.Metrics.Delete(req.Namespace, req.Name)
+			}
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	maxLifetime := r.MaxLifetime
+	if maxLifetime <= 0 {
+		maxLifetime = policyhubv1.DefaultMaxExceptionLifetime
+	}
+	d := &fleetPolicyException{FleetPolicyException: ex, r: r, verdict: declare.ExceptionState(ex, now(), maxLifetime)}
+	d.was = ex.Status.State
+	return r.engine(&r.room).reconcile(ctx, req.NamespacedName, d)
+}
+
+// fleetPolicyException is a FleetPolicyException as the engine's declaration.
+type fleetPolicyException struct {
+	*policyhubv1.FleetPolicyException
+	r *FleetPolicyExceptionReconciler
+	// verdict is its state at this reconcile, by the hub's clock; was is the state the status
+	// said before it.
+	verdict declare.ExceptionVerdict
+	was     string
+}
+
+func (d *fleetPolicyException) object() client.Object { return d.FleetPolicyException }
+func (d *fleetPolicyException) kind() string          { return policyhubv1.KindFleetPolicyException }
+func (d *fleetPolicyException) statusWithoutChurn() any {
+	st := *d.Status.DeepCopy()
+	st.Summary.Results = st.Summary.Results.WithoutChurn()
+	return st
+}
+func (d *fleetPolicyException) suspended() bool { return false }
+func (d *fleetPolicyException) prune() bool     { return true }
+func (d *fleetPolicyException) deepCopy() declaration {
+	c := *d
+	c.FleetPolicyException = d.FleetPolicyException.DeepCopy()
+	return &c
+}
+
+func (d *fleetPolicyException) status() declarationStatus {
+	return declarationStatus{observedGeneration: &d.Status.ObservedGeneration, conditions: &d.Status.Conditions, summary: &d.Status.Summary}
+}
+
+func (d *fleetPolicyException) source(hubID string) string {
+	return render.FleetPolicyExceptionOwner(hubID, d.Namespace, d.Name).Source()
+}
+
+// renderInput is the exception's state: the render changes with it (only Active renders
+// anything), and the approver (named on the rendered object).
+func (d *fleetPolicyException) renderInput() string {
+	input := d.verdict.State
+	if a := d.Status.Approval; a != nil {
+		input += "/" + a.By
+	}
+	return input
+}
+
+// render resolves the target's policy and the clusters it runs in, within spec.clusters and, for
+// a tenant's exception, its grants; then renders the Kyverno exception for them. Nothing is
+// rendered unless the exception is Active.
+func (d *fleetPolicyException) render(ctx context.Context) (*rendering, error) {
+	owner := render.FleetPolicyExceptionOwner(d.r.HubID, d.Namespace, d.Name)
+	empty := &rendering{targets: &render.Targets{Source: owner.Source(), Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}}}
+	if d.verdict.State != policyhubv1.ExceptionActive {
+		return empty, nil
+	}
+	policy, targetUID, missing, err := d.resolveTarget(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if missing != "" {
+		empty.missing = missing
+		return empty, nil
+	}
+	running, _, err := statusslice.Read(ctx, d.r.Reader, statusslice.Owner{Kind: d.Spec.Target.Kind, Name: d.Spec.Target.Name, UID: targetUID, Namespace: d.r.Namespace})
+	if err != nil {
+		return nil, err
+	}
+	inv, err := placement.ReadInventory(ctx, d.r.Reader, d.r.SecretNamespace)
+	if err != nil {
+		return nil, fmt.Errorf("read the cluster inventory: %w", err)
+	}
+	clusters, err := chosenClusters(d.Spec.Clusters, syncedIn(running), inv)
+	if err != nil {
+		return nil, &render.InvalidError{Reason: "InvalidClusters", Err: err}
+	}
+	ex := d.FleetPolicyException
+	var notGranted []string
+	if d.Namespace != d.r.Namespace {
+		// A tenant's exception reaches only the namespaces granted to it, cluster by cluster.
+		if ex, clusters, notGranted, err = d.withinGrants(ctx, clusters, inv); err != nil {
+			return nil, err
+		}
+	}
+	t, err := render.ExceptionTargets(d.r.HubID, ex, policy, exceptionNamespaces(inv), clusters)
+	if err != nil {
+		return nil, err
+	}
+	t.NotGranted = notGranted
+	return &rendering{targets: t, excepted: policy.Ref()}, nil
+}
+
+// resolveTarget finds the Kyverno policy the target renders: a FleetPolicy's template (named
+// like the FleetPolicy unless it names itself), or the PolicySet member in the set's current
+// version. missing says why it is not there.
+func (d *fleetPolicyException) resolveTarget(ctx context.Context) (policy render.ExceptedPolicy, uid, missing string, err error) {
+	target := d.Spec.Target
+	switch target.Kind {
+	case policyhubv1.KindFleetPolicy:
+		fp := &policyhubv1.FleetPolicy{}
+		if err := d.r.Reader.Get(ctx, client.ObjectKey{Name: target.Name}, fp); err != nil {
+			if apierrors.IsNotFound(err) {
+				return policy, "", fmt.Sprintf("FleetPolicy %s (spec.target) does not exist", target.Name), nil
+			}
+			return policy, "", "", fmt.Errorf("read the target FleetPolicy %s: %w", target.Name, err)
+		}
+		tmpl := fp.Spec.Template
+		name := tmpl.Metadata.Name
+		if name == "" {
+			name = fp.Name
+		}
+		return render.ExceptedPolicy{APIVersion: tmpl.APIVersion, Kind: tmpl.Kind, Namespace: tmpl.Metadata.Namespace, Name: name}, string(fp.UID), "", nil
+	case policyhubv1.KindPolicySet:
+		ps := &policyhubv1.PolicySet{}
+		if err := d.r.Reader.Get(ctx, client.ObjectKey{Name: target.Name}, ps); err != nil {
+			if apierrors.IsNotFound(err) {
+				return policy, "", fmt.Sprintf("PolicySet %s (spec.target) does not exist", target.Name), nil
+			}
+			return policy, "", "", fmt.Errorf("read the target PolicySet %s: %w", target.Name, err)
+		}
+		if ps.Status.Source == nil || ps.Status.Source.Snapshot == "" {
+			return policy, "", fmt.Sprintf("PolicySet %s has no version yet", ps.Name), nil
+		}
+		reader := source.Reader{Hub: d.r.APIReader, Secrets: d.r.APIReader, Namespace: d.r.Namespace}
+		art, err := reader.Snapshot(ctx, ps, ps.Status.Source.Snapshot)
+		if err != nil {
+			return policy, "", "", fmt.Errorf("read PolicySet %s's version: %w", ps.Name, err)
+		}
+		if art == nil {
+			return policy, "", fmt.Sprintf("PolicySet %s's version %s is gone", ps.Name, ps.Status.Source.Revision), nil
+		}
+		m := target.Member
+		for _, p := range art.Policies {
+			if ref := source.Ref(p); ref == *m {
+				return render.ExceptedPolicy{APIVersion: p.GetAPIVersion(), Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}, string(ps.UID), "", nil
+			}
+		}
+		member := render.ExceptedPolicy{Kind: m.Kind, Namespace: m.Namespace, Name: m.Name}
+		return policy, "", fmt.Sprintf("PolicySet %s's version %s has no member %s (spec.target.member)",
+			ps.Name, ps.Status.Source.Revision, member.Ref()), nil
+	}
+	return policy, "", fmt.Sprintf("spec.target.kind %q is not FleetPolicy or PolicySet", target.Kind), nil
+}
+
+// exceptionNamespaces says where each cluster's Kyverno reads exceptions from: its label
+// policyhubv1.LabelExceptionNamespace, else policyhubv1.DefaultExceptionNamespace.
+func exceptionNamespaces(inv placement.Inventory) func(string) string {
+	labelled := map[string]string{}
+	for _, c := range inv.Clusters {
+		if ns := c.Labels[policyhubv1.LabelExceptionNamespace]; ns != "" {
+			labelled[c.Name] = ns
+		}
+	}
+	return func(cluster string) string {
+		if ns, ok := labelled[cluster]; ok {
+			return ns
+		}
+		return policyhubv1.DefaultExceptionNamespace
+	}
+}
+
+// chosenClusters are the clusters, among those the policy runs in, that spec.clusters names or
+// selects.
+func chosenClusters(choice policyhubv1.ExceptionClusters, running []string, inv placement.Inventory) ([]string, error) {
+	var selector labels.Selector
+	if choice.ClusterSelector != nil {
+		var err error
+		if selector, err = metav1.LabelSelectorAsSelector(choice.ClusterSelector.LabelSelector()); err != nil {
+			return nil, fmt.Errorf("spec.clusters.clusterSelector: %w", err)
+		}
+	}
+	labelsOf := map[string]map[string]string{}
+	for _, c := range inv.Clusters {
+		labelsOf[c.Name] = c.Labels
+	}
+	var out []string
+	for _, c := range running {
+		if slices.Contains(choice.Names, c) || (selector != nil && selector.Matches(labels.Set(labelsOf[c]))) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// withinGrants confines a tenant's exception: its namespaces (its own namespace's name when it
+// lists none; no wildcards) must all be granted to it in a cluster for the exception to go there.
+// The exception returned lists the namespaces it was confined to.
+func (d *fleetPolicyException) withinGrants(ctx context.Context, clusters []string, inv placement.Inventory) (*policyhubv1.FleetPolicyException, []string, []string, error) {
+	ex := d.FleetPolicyException
+	namespaces := ex.Spec.Resources.Namespaces
+	for _, ns := range namespaces {
+		if strings.ContainsAny(ns, "*?") {
+			return nil, nil, nil, &render.InvalidError{Reason: "InvalidException", Err: fmt.Errorf(
+				"spec.resources.namespaces: %q has a wildcard; a tenant's exception names the namespaces granted to it", ns)}
+		}
+	}
+	if len(namespaces) == 0 {
+		ex = ex.DeepCopy()
+		ex.Spec.Resources.Namespaces = []string{ex.Namespace}
+		namespaces = ex.Spec.Resources.Namespaces
+	}
+	grants, err := placement.ReadGrants(ctx, d.r.Reader, ex.Namespace)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	reach, err := placement.ReachOf(grants, inv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var allowed, refused []string
+	for _, c := range clusters {
+		ok := true
+		for _, ns := range namespaces {
+			if !reach.Allows(c, ns) {
+				ok = false
+				refused = append(refused, c+"/"+ns)
+			}
+		}
+		if ok {
+			allowed = append(allowed, c)
+		}
+	}
+	return ex, allowed, refused, nil
+}
+
+// setResults sets, in each cluster's state, the results the exception turned into skip there
+// (the agents count the results Kyverno marks with the exception's name), and their sum in the
+// status. A cluster whose summary could not be read keeps what it had.
+func (d *fleetPolicyException) setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, _ map[string][]aggregate.Policy, _ time.Time) []policyhubv1.ClusterStatus {
+	name := policyhubv1.ExceptionObjectName(d.Namespace, d.Name)
+	var total int64
+	for i := range clusters {
+		c := &clusters[i]
+		if read.unread[c.Name] {
+			if c.Results != nil {
+				total = aggregate.AddCount(total, c.Results.Skip)
+			}
+			continue
+		}
+		c.Results = nil
+		s := read.summaries[c.Name]
+		if s == nil {
+			continue
+		}
+		for _, e := range s.Spec.Exceptions {
+			if e.Name == name {
+				c.Results = &policyhubv1.ResultCounts{Skip: e.Results}
+				total = aggregate.AddCount(total, e.Results)
+				break
+			}
+		}
+	}
+	d.Status.Exempted = total
+	return clusters
+}
+
+// progress sets the exception's own status (state, clusters in force, Approved) and holds Ready
+// while it is not Active, or its target is missing; it wakes at the end date.
+func (d *fleetPolicyException) progress(r *rendering, outcomes []clusterOutcome, _ summaryRead, _ map[string][]aggregate.Policy, _ time.Time) progress {
+	d.judged()
+	d.Status.Policy = r.excepted
+	var inForce int32
+	for _, o := range outcomes {
+		if r.targets.Objects[o.cluster] != nil && !o.pending && o.result.Phase == policyhubv1.ClusterPhaseSynced {
+			inForce++
+		}
+	}
+	d.Status.InForce = inForce
+	p := progress{wake: d.verdict.Wake}
+	switch {
+	case d.verdict.State != policyhubv1.ExceptionActive:
+		p.holding, p.reason = d.verdict.Message, d.verdict.State
+	case r.missing != "":
+		p.holding, p.reason = r.missing+": in force nowhere", "TargetMissing"
+	}
+	return p
+}
+
+// judged sets the exception's state and its Approved condition from this reconcile's verdict.
+func (d *fleetPolicyException) judged() {
+	d.Status.State = d.verdict.State
+	approved := metav1.Condition{Type: policyhubv1.ConditionApproved, Status: metav1.ConditionFalse, Reason: d.verdict.State,
+		Message: policyhubv1.TruncateMessage(d.verdict.Message, 1024), ObservedGeneration: d.Generation}
+	switch d.verdict.State {
+	case policyhubv1.ExceptionActive:
+		approved.Status, approved.Reason = metav1.ConditionTrue, policyhubv1.DecisionApproved
+	case policyhubv1.ExceptionExpired:
+		// Whatever was decided, it has ended.
+		if a := d.Status.Approval; a != nil && a.Decision == policyhubv1.DecisionApproved && a.Generation == d.Generation {
+			approved.Status, approved.Reason = metav1.ConditionTrue, policyhubv1.DecisionApproved
+		}
+	}
+	meta.SetStatusCondition(&d.Status.Conditions, approved)
+}
+
+// afterStatus exports the exception's metrics and announces a change of state (approved,
+// denied, revoked, expired) once.
+func (d *fleetPolicyException) afterStatus(context.Context) time.Duration {
+	if d.r.Metrics != nil {
+		d.r.Metrics.Set(d.FleetPolicyException)
+	}
+	if d.was == d.verdict.State {
+		return 0
+	}
+	kind := corev1.EventTypeNormal
+	if d.verdict.State == policyhubv1.ExceptionInvalid {
+		kind = corev1.EventTypeWarning
+	}
+	msg := d.verdict.Message
+	if d.verdict.State == policyhubv1.ExceptionActive {
+		msg = fmt.Sprintf("%s; in force in %d clusters", msg, d.Status.InForce)
+	}
+	d.r.Recorder.Eventf(d.FleetPolicyException, nil, kind, d.verdict.State, "Judge", "%s", policyhubv1.TruncateMessage(msg, 1024))
+	return 0
+}
