@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -63,6 +64,10 @@ type declarationStatus struct {
 	Blocked int64 `json:"blocked"`
 	// Clusters is the declaration's state in each selected cluster, by name.
 	Clusters []declarationCluster `json:"clusters"`
+	// Exceptions are the active FleetPolicyExceptions from a FleetPolicy's or PolicySet's
+	// policies (the first to end first, at most 10; MoreExceptions counts the rest).
+	Exceptions     []activeException `json:"exceptions,omitempty"`
+	MoreExceptions int               `json:"moreExceptions,omitempty"`
 }
 
 // declarationCluster is a declaration's state in one cluster.
@@ -165,7 +170,9 @@ blocked admissions alone do not count), 2 on errors.
 "violations", "blocked", "clusters": [{"name", "phase", "message", "lastSyncTime", "actions":
 {"created", "updated", "unchanged", "deleted", "conflict", "failed"}, "results" (null before the
 cluster's agent reported), "violations", "blocked", "reportTime", "stale", "revision" (the
-PolicySet version the cluster runs)}]}]}.`,
+PolicySet version the cluster runs)}], "exceptions": [{"namespace", "name", "member", "expiresAt",
+"inForce", "exempted"}] (the active FleetPolicyExceptions from the declaration's policies, the first
+to end first, at most 10), "moreExceptions"}]}. The table lists those exceptions under the clusters.`,
 		Example: `  # Every FleetPolicy, and the ApplicationPolicies of the current namespace
   kubectl policyhub status
 
@@ -190,6 +197,7 @@ PolicySet version the cluster runs)}]}]}.`,
 			}
 			if err := o.printReport(report, func(w io.Writer) error {
 				printStatusTable(w, report)
+				printStatusExceptions(w, report, time.Now())
 				return nil
 			}); err != nil {
 				return err
@@ -302,6 +310,12 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 		}
 	}
 
+	var active []policyhubv1.FleetPolicyException
+	if len(fps)+len(sets) > 0 {
+		if active, err = readActiveExceptions(ctx, c, ns); err != nil {
+			return nil, err
+		}
+	}
 	report := &statusReport{Declarations: []declarationStatus{}}
 	slices.SortFunc(fps, func(a, b policyhubv1.FleetPolicy) int { return strings.Compare(a.Name, b.Name) })
 	for i := range fps {
@@ -315,6 +329,7 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 			return nil, err
 		}
 		d.fill(fp.Status.Conditions, clusters)
+		d.Exceptions, d.MoreExceptions = exceptionsFrom(active, policyhubv1.KindFleetPolicy, fp.Name)
 		report.Declarations = append(report.Declarations, d)
 	}
 	slices.SortFunc(sets, func(a, b policyhubv1.PolicySet) int { return strings.Compare(a.Name, b.Name) })
@@ -332,6 +347,7 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 			return nil, err
 		}
 		d.fill(ps.Status.Conditions, clusters)
+		d.Exceptions, d.MoreExceptions = exceptionsFrom(active, policyhubv1.KindPolicySet, ps.Name)
 		report.Declarations = append(report.Declarations, d)
 	}
 	slices.SortFunc(aps, func(a, b policyhubv1.ApplicationPolicy) int {
