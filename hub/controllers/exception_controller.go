@@ -326,7 +326,7 @@ func (d *fleetPolicyException) resolveTarget(ctx context.Context) (policy render
 		if ps.Status.Source == nil || ps.Status.Source.Snapshot == "" {
 			return policy, "", fmt.Sprintf("PolicySet %s has no version yet", ps.Name), nil
 		}
-		reader := source.Reader{Hub: d.r.APIReader, Secrets: d.r.APIReader, Namespace: d.r.Namespace}
+		reader := source.Reader{Hub: d.r.APIReader, Secrets: d.r.APIReader, Namespace: d.r.Namespace, Limits: source.DefaultLimits}
 		art, err := reader.Snapshot(ctx, ps, ps.Status.Source.Snapshot)
 		if err != nil {
 			return policy, "", "", fmt.Errorf("read PolicySet %s's version: %w", ps.Name, err)
