@@ -41,6 +41,9 @@ type infoReport struct {
 	// BlockedAdmissions are the most recent refused admission per cluster and policy, with
 	// Kyverno's message, from its ApplicationPolicies' status.
 	BlockedAdmissions []appBlocked `json:"blockedAdmissions"`
+	// Exceptions are the active FleetPolicyExceptions that may exempt resources of the
+	// namespace (they name it, or match it with a wildcard), the first to end first, at most 10.
+	Exceptions []namespaceException `json:"exceptions,omitempty"`
 }
 
 // appResult is the application's results of one policy in one cluster.
@@ -99,7 +102,8 @@ any admission of it was refused (blocked > 0), 2 on errors.
 "results", "blocked", "reportTime", "stale"}], "topViolations": [{"cluster", "policy", "rule",
 "result", "severity", "resource": {"apiVersion", "kind", "namespace", "name"}, "message",
 "timestamp"}], "blockedAdmissions": [{"cluster", "policy", "count", "resource", "message",
-"time"}]}.`,
+"time"}], "exceptions": [{"namespace", "name", "policy", "expiresAt", "inForce", "exempted"}]
+(the active FleetPolicyExceptions that name the namespace, when there are any)}.`,
 		Example: `  # The shop application of namespace shop
   kubectl policyhub info shop -n shop
 
@@ -200,7 +204,13 @@ func (o *options) info(ctx context.Context, app string, now time.Time) (*infoRep
 			aps = append(aps, &apList.Items[i])
 		}
 	}
-	return buildInfo(app, ns, summaries, live, aps, now), nil
+	report := buildInfo(app, ns, summaries, live, aps, now)
+	active, err := readActiveExceptions(ctx, c, ns)
+	if err != nil {
+		return nil, err
+	}
+	report.Exceptions = exceptionsIn(active, ns)
+	return report, nil
 }
 
 // buildInfo gathers the application's results from the clusters' summaries (by cluster) and its
@@ -383,4 +393,5 @@ func printInfoTable(w io.Writer, r *infoReport, now time.Time) {
 			tableRow(w, b.Cluster, b.Policy, itoa(b.Count), resource, humanAge(b.Time, now), b.Message)
 		}
 	}
+	printNamespaceExceptions(w, r.Exceptions, now)
 }

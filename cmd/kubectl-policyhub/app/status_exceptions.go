@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -81,11 +82,66 @@ func printStatusExceptions(w io.Writer, report *statusReport, now time.Time) {
 			if ex.Member != "" {
 				from += " member " + ex.Member
 			}
-			fmt.Fprintf(w, "exception %s/%s from %s: in force in %d clusters, %d results exempted, ends %s (%s)\n",
-				ex.Namespace, ex.Name, from, ex.InForce, ex.Exempted, ex.ExpiresAt.UTC().Format(time.RFC3339), relativeTime(ex.ExpiresAt.Time, now))
+			fmt.Fprintf(w, "exception %s from %s: in force in %d clusters, %d results exempted, ends %s (%s)\n",
+				cellText(ex.Namespace+"/"+ex.Name), cellText(from), ex.InForce, ex.Exempted, ex.ExpiresAt.UTC().Format(time.RFC3339), relativeTime(ex.ExpiresAt.Time, now))
 		}
 		if d.MoreExceptions > 0 {
-			fmt.Fprintf(w, "and %d more exceptions from %s: kubectl policyhub exception list -A\n", d.MoreExceptions, d.ref())
+			fmt.Fprintf(w, "and %d more exceptions from %s: kubectl policyhub exception list -A\n", d.MoreExceptions, cellText(d.ref()))
 		}
+	}
+}
+
+// namespaceException is an active exception that may exempt resources of a namespace.
+type namespaceException struct {
+	Namespace string      `json:"namespace"`
+	Name      string      `json:"name"`
+	Policy    string      `json:"policy"`
+	ExpiresAt metav1.Time `json:"expiresAt"`
+	InForce   int32       `json:"inForce"`
+	Exempted  int64       `json:"exempted"`
+}
+
+// exceptionsIn are the active exceptions whose resources are in namespace: they name it (or a
+// pattern matching it), or name no namespace and are the namespace's own (a tenant's exception
+// without namespaces is confined to its own). The first to end first, at most
+// maxStatusExceptions.
+func exceptionsIn(all []policyhubv1.FleetPolicyException, namespace string) []namespaceException {
+	var out []namespaceException
+	for _, ex := range all {
+		names := ex.Spec.Resources.Namespaces
+		applies := len(names) == 0 && ex.Namespace == namespace
+		for _, n := range names {
+			if ok, _ := path.Match(n, namespace); ok {
+				applies = true
+			}
+		}
+		if applies {
+			out = append(out, namespaceException{Namespace: ex.Namespace, Name: ex.Name, Policy: ex.Status.Policy,
+				ExpiresAt: ex.Spec.ExpiresAt, InForce: ex.Status.InForce, Exempted: ex.Status.Exempted})
+		}
+	}
+	slices.SortFunc(out, func(a, b namespaceException) int {
+		if c := a.ExpiresAt.Compare(b.ExpiresAt.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	if len(out) > maxStatusExceptions {
+		out = out[:maxStatusExceptions]
+	}
+	return out
+}
+
+// printNamespaceExceptions lists the exceptions that may exempt the application's resources.
+func printNamespaceExceptions(w io.Writer, exceptions []namespaceException, now time.Time) {
+	if len(exceptions) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Exceptions in force in the namespace:")
+	tableRow(w, "EXCEPTION", "POLICY", "IN-FORCE", "EXEMPTED", "ENDS")
+	for _, ex := range exceptions {
+		tableRow(w, ex.Namespace+"/"+ex.Name, ex.Policy, fmt.Sprint(ex.InForce), fmt.Sprint(ex.Exempted),
+			ex.ExpiresAt.UTC().Format(time.RFC3339)+" ("+relativeTime(ex.ExpiresAt.Time, now)+")")
 	}
 }

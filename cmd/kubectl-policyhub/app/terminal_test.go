@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 // hostile is what a hostile agent or cluster may write into any string the CLI prints: clear the
@@ -126,7 +128,11 @@ func TestTablesAreTerminalSafe(t *testing.T) {
 		rows  int // lines the table prints, when each field stays on its line; 0: not counted
 	}{
 		{name: "status", print: func(w io.Writer) { printStatusTable(w, poisoned[statusReport](hostile)) }, rows: 2},
-		{name: "info", print: func(w io.Writer) { printInfoTable(w, poisoned[infoReport](hostile), now) }, rows: 17},
+		{name: "info", print: func(w io.Writer) { printInfoTable(w, poisoned[infoReport](hostile), now) }, rows: 21},
+		{name: "status exceptions", print: func(w io.Writer) { printStatusExceptions(w, poisoned[statusReport](hostile), now) }, rows: 1},
+		{name: "exception list", print: func(w io.Writer) {
+			printExceptionTable(w, exceptionRows(poisoned[policyhubv1.FleetPolicyExceptionList](hostile).Items, now), true)
+		}, rows: 2},
 		{name: "clusters", print: func(w io.Writer) { printClustersTable(w, poisoned[clustersReport](hostile)) }, rows: 2},
 		{name: "rollout", print: func(w io.Writer) { printRolloutTable(w, *poisoned[[]rolloutRow](hostile)) }, rows: 2},
 		{name: "sync", print: func(w io.Writer) { syncWriteTable(w, poisoned[syncReport](hostile)) }},
