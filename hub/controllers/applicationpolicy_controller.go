@@ -76,24 +76,16 @@ func (r *ApplicationPolicyReconciler) list(ctx context.Context, opts ...client.L
 }
 
 func (r *ApplicationPolicyReconciler) every(ctx context.Context, _ client.Object) []reconcile.Request {
-	var reqs []reconcile.Request
-	for _, ap := range r.list(ctx) {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ap)})
-	}
-	return reqs
+	return requestsFor[policyhubv1.ApplicationPolicy](r.list(ctx), nil)
 }
 
 // ofPlacement maps an OCM Placement or PlacementDecision to the ApplicationPolicies whose
 // placementRef names the Placement (a ref without a namespace names one in the policy's own).
 func (r *ApplicationPolicyReconciler) ofPlacement(ctx context.Context, obj client.Object) []reconcile.Request {
 	key := placement.PlacementOf(obj)
-	var reqs []reconcile.Request
-	for _, ap := range r.list(ctx) {
-		if placement.Names(ap.Spec.Placement, ap.Namespace, key) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ap)})
-		}
-	}
-	return reqs
+	return requestsFor(r.list(ctx), func(ap *policyhubv1.ApplicationPolicy) bool {
+		return placement.Names(ap.Spec.Placement, ap.Namespace, key)
+	})
 }
 
 // ofGrant maps a TenantGrant to the ApplicationPolicies of its tenants (before and after a change:
@@ -104,11 +96,7 @@ func (r *ApplicationPolicyReconciler) ofGrant(ctx context.Context, _ client.Obje
 
 // inNamespace maps an OCM ManagedClusterSetBinding to the ApplicationPolicies of its namespace.
 func (r *ApplicationPolicyReconciler) inNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
-	var reqs []reconcile.Request
-	for _, ap := range r.list(ctx, client.InNamespace(obj.GetNamespace())) {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ap)})
-	}
-	return reqs
+	return requestsFor[policyhubv1.ApplicationPolicy](r.list(ctx, client.InNamespace(obj.GetNamespace())), nil)
 }
 
 // inCluster maps a cluster's summary to the ApplicationPolicies whose slices hold the cluster.
@@ -117,13 +105,9 @@ func (r *ApplicationPolicyReconciler) inCluster(ctx context.Context, summary cli
 }
 
 func (r *ApplicationPolicyReconciler) ofApplication(ctx context.Context, app client.Object) []reconcile.Request {
-	var reqs []reconcile.Request
-	for _, ap := range r.list(ctx, client.InNamespace(app.GetNamespace())) {
-		if ap.Spec.Application == app.GetName() {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ap)})
-		}
-	}
-	return reqs
+	return requestsFor(r.list(ctx, client.InNamespace(app.GetNamespace())), func(ap *policyhubv1.ApplicationPolicy) bool {
+		return ap.Spec.Application == app.GetName()
+	})
 }
 
 // Reconcile runs placement → render → sync for one ApplicationPolicy and records the outcome.

@@ -156,6 +156,21 @@ func (o *DeclarationOptions) engine(room *resultsRoom) engine {
 	}
 }
 
+// requestsFor are the reconcile requests of the items keep passes (every item when keep is nil):
+// what the event maps of every declaration kind return.
+func requestsFor[T any, P interface {
+	*T
+	client.Object
+}](items []T, keep func(P) bool) []reconcile.Request {
+	var reqs []reconcile.Request
+	for i := range items {
+		if obj := P(&items[i]); keep == nil || keep(obj) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+		}
+	}
+	return reqs
+}
+
 // readOnlyList lists the cache's own objects instead of deep copies, for reads that only look
 // (event maps, lookups): every summary or inventory event would otherwise copy every
 // declaration. Objects listed with it must never be changed.

@@ -141,22 +141,14 @@ func (r *FleetPolicyExceptionReconciler) list(ctx context.Context) []policyhubv1
 }
 
 func (r *FleetPolicyExceptionReconciler) every(ctx context.Context, _ client.Object) []reconcile.Request {
-	var reqs []reconcile.Request
-	for _, ex := range r.list(ctx) {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ex)})
-	}
-	return reqs
+	return requestsFor[policyhubv1.FleetPolicyException](r.list(ctx), nil)
 }
 
 // targeting are the exceptions whose target is the declaration kind/name.
 func (r *FleetPolicyExceptionReconciler) targeting(ctx context.Context, kind, name string) []reconcile.Request {
-	var reqs []reconcile.Request
-	for _, ex := range r.list(ctx) {
-		if ex.Spec.Target.Kind == kind && ex.Spec.Target.Name == name {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ex)})
-		}
-	}
-	return reqs
+	return requestsFor(r.list(ctx), func(ex *policyhubv1.FleetPolicyException) bool {
+		return ex.Spec.Target.Kind == kind && ex.Spec.Target.Name == name
+	})
 }
 
 func (r *FleetPolicyExceptionReconciler) ofTargetSlice(ctx context.Context, obj client.Object) []reconcile.Request {

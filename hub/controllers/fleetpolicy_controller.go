@@ -47,11 +47,7 @@ func (r *FleetPolicyReconciler) everyFleetPolicy(ctx context.Context, _ client.O
 		log.FromContext(ctx).Error(err, "list FleetPolicies after an inventory change")
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, fp := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fp)})
-	}
-	return reqs
+	return requestsFor[policyhubv1.FleetPolicy](list.Items, nil)
 }
 
 // fleetPoliciesOfPlacement maps an OCM Placement or PlacementDecision to the FleetPolicies whose
@@ -63,13 +59,7 @@ func (r *FleetPolicyReconciler) fleetPoliciesOfPlacement(ctx context.Context, ob
 		return nil
 	}
 	key := placement.PlacementOf(obj)
-	var reqs []reconcile.Request
-	for _, fp := range list.Items {
-		if placement.Names(&fp.Spec.Placement, "", key) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&fp)})
-		}
-	}
-	return reqs
+	return requestsFor(list.Items, func(fp *policyhubv1.FleetPolicy) bool { return placement.Names(&fp.Spec.Placement, "", key) })
 }
 
 // fleetPoliciesInCluster maps a cluster's summary to the FleetPolicies whose slices (in the hub's

@@ -116,22 +116,12 @@ func (r *PolicySetReconciler) list(ctx context.Context) []policyhubv1.PolicySet 
 }
 
 func (r *PolicySetReconciler) every(ctx context.Context, _ client.Object) []reconcile.Request {
-	var reqs []reconcile.Request
-	for _, ps := range r.list(ctx) {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ps)})
-	}
-	return reqs
+	return requestsFor[policyhubv1.PolicySet](r.list(ctx), nil)
 }
 
 func (r *PolicySetReconciler) ofPlacement(ctx context.Context, obj client.Object) []reconcile.Request {
 	key := placement.PlacementOf(obj)
-	var reqs []reconcile.Request
-	for _, ps := range r.list(ctx) {
-		if placement.Names(&ps.Spec.Placement, "", key) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&ps)})
-		}
-	}
-	return reqs
+	return requestsFor(r.list(ctx), func(ps *policyhubv1.PolicySet) bool { return placement.Names(&ps.Spec.Placement, "", key) })
 }
 
 func (r *PolicySetReconciler) inCluster(ctx context.Context, summary client.Object) []reconcile.Request {
