@@ -104,6 +104,19 @@ hubAccess: {enabled: true}`))
 		t.Fatalf("no %s in %s", kind, file)
 		return nil
 	}
+	configNamed := func(file, name string) *unstructured.Unstructured {
+		objs, err := chartDecodeObjects(chartFile(t, file))
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, o := range objs {
+			if o.GetName() == name {
+				return o
+			}
+		}
+		t.Fatalf("no %s in %s", name, file)
+		return nil
+	}
 	rendered := func(r *renderedChart, kind, namespace, nameSuffix string) *unstructured.Unstructured {
 		for _, o := range r.byKind(kind) {
 			if o.GetNamespace() == namespace && strings.HasSuffix(o.GetName(), nameSuffix) {
@@ -121,6 +134,7 @@ hubAccess: {enabled: true}`))
 	}{
 		{"the hub's ClusterRole", rendered(hub, "ClusterRole", "", "policyhub-hub"), configObject("../config/rbac/hub/cluster_role.yaml", "ClusterRole"), "rules"},
 		{"the tenants' ClusterRole", rendered(hub, "ClusterRole", "", "-tenant"), configObject("../config/rbac/tenant/cluster_role.yaml", "ClusterRole"), "rules"},
+		{"the exception approvers' ClusterRole", rendered(hub, "ClusterRole", "", "-exception-approver"), configObject("../config/rbac/exception-approver/cluster_role.yaml", "ClusterRole"), "rules"},
 		{"the hub's gateway Secrets Role", rendered(hub, "Role", "vela-system", "-cluster-inventory"), configObject("../config/rbac/hub/gateway_secrets_role.yaml", "Role"), "rules"},
 		{"the hub's leader election Role", rendered(hub, "Role", "policyhub-system", "-leader-election"), configObject("../config/rbac/hub/leader_election_role.yaml", "Role"), "rules"},
 		{"the hub's metrics auth ClusterRole", rendered(hub, "ClusterRole", "", "-metrics-auth"), configObject("../config/rbac/hub/metrics_auth_role.yaml", "ClusterRole"), "rules"},
@@ -129,7 +143,10 @@ hubAccess: {enabled: true}`))
 		{"the agent's hub access Role", rendered(agent, "Role", "cluster-1", "policyhub-agent"), configObject("../config/rbac/agent-hub-access/agent_access.yaml", "Role"), "rules"},
 		{"the KubeVela PolicyDefinition", hub.one(t, "PolicyDefinition"), configObject("../config/kubevela/kyverno-policy.yaml", "PolicyDefinition"), "spec"},
 		{"the KubeVela WorkflowStepDefinition", hub.one(t, "WorkflowStepDefinition"), configObject("../config/kubevela/kyverno-policy-ready.yaml", "WorkflowStepDefinition"), "spec"},
-		{"the finalizer admission policy", hub.one(t, "MutatingAdmissionPolicy"), configObject("../config/admission/finalizer.yaml", "MutatingAdmissionPolicy"), "spec"},
+		{"the finalizer admission policy", rendered(hub, "MutatingAdmissionPolicy", "", "-finalizer"), configObject("../config/admission/finalizer.yaml", "MutatingAdmissionPolicy"), "spec"},
+		{"the exception requester admission policy", rendered(hub, "MutatingAdmissionPolicy", "", "-exception-requester"), configNamed("../config/admission/exceptions.yaml", "policyhub-exception-requester"), "spec"},
+		{"the exception approval admission policy", rendered(hub, "ValidatingAdmissionPolicy", "", "-exception-approval"), configNamed("../config/admission/exceptions.yaml", "policyhub-exception-approval"), "spec"},
+		{"the exception lifetime admission policy", rendered(hub, "ValidatingAdmissionPolicy", "", "-exception-lifetime"), configNamed("../config/admission/exceptions.yaml", "policyhub-exception-lifetime"), "spec"},
 	} {
 		if got, want := c.chart.Object[c.compared], c.config.Object[c.compared]; !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: the chart's %s differ from config's:\nchart:  %v\nconfig: %v", c.what, c.compared, got, want)
@@ -166,6 +183,9 @@ func TestChartValuesSchema(t *testing.T) {
 		{hubChartDir, "a metrics reader without a name", `metrics: {readerSubjects: [{kind: ServiceAccount}]}`, []string{"'/metrics/readerSubjects/0'", "missing property 'name'"}},
 		{hubChartDir, "alert window", `prometheusRule: {alerts: {syncFailing: {window: 15}}}`, []string{"'/prometheusRule/alerts/syncFailing/window'", "got number, want string"}},
 		{hubChartDir, "kubevela.enabled", `kubevela: {enabled: "yes"}`, []string{"'/kubevela/enabled'", "got string, want boolean"}},
+		// The lifetime lands in a CEL expression of the admission policy: only a Go duration passes.
+		{hubChartDir, "exception lifetime in days", `exceptions: {maxLifetime: 90d}`, []string{"'/exceptions/maxLifetime'", "'90d' does not match pattern"}},
+		{hubChartDir, "exception lifetime quoting out", `exceptions: {maxLifetime: "1h') || true || ('"}`, []string{"'/exceptions/maxLifetime'", "does not match pattern"}},
 		{agentChartDir, "no clusterName", `hubKubeconfigSecret: {name: hub-kubeconfig}`, []string{"missing property 'clusterName'"}},
 		{agentChartDir, "clusterName is no DNS label", `{clusterName: Cluster_1, hubKubeconfigSecret: {name: hub-kubeconfig}}`, []string{"'/clusterName'", "'Cluster_1' does not match pattern"}},
 		{agentChartDir, "no hub kubeconfig Secret", `clusterName: cluster-1`, []string{"'/hubKubeconfigSecret'", "missing property 'name'"}},
@@ -218,10 +238,13 @@ func TestChartHubDryRunOnTheHub(t *testing.T) {
 	ctx := testContext(t)
 	hubAdmin := directClient(t, testFleet.Hub.Config)
 	binary := chartBuildCommand(t, t.TempDir(), "policyhub-hub")
-	// The ClusterRoles: the hub's, the tenants' (aggregated into edit, bound by the hub admin), its
-	// metrics auth (bound) and the metrics reader (bound when metrics.readerSubjects are given).
-	base := map[string]int{"ServiceAccount": 1, "ClusterRole": 4, "ClusterRoleBinding": 2, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1, "ConfigMap": 1,
-		"MutatingAdmissionPolicy": 1, "MutatingAdmissionPolicyBinding": 1, "NetworkPolicy": 1, "PodDisruptionBudget": 1}
+	// The ClusterRoles: the hub's, the tenants' (aggregated into edit, bound by the hub admin), the
+	// exception approvers' (bound by the hub admin), its metrics auth (bound) and the metrics reader
+	// (bound when metrics.readerSubjects are given). The admission policies: the finalizer's, and the
+	// exceptions' requester (mutating), approval and lifetime (validating).
+	base := map[string]int{"ServiceAccount": 1, "ClusterRole": 5, "ClusterRoleBinding": 2, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1, "ConfigMap": 1,
+		"MutatingAdmissionPolicy": 2, "MutatingAdmissionPolicyBinding": 2, "ValidatingAdmissionPolicy": 2, "ValidatingAdmissionPolicyBinding": 2,
+		"NetworkPolicy": 1, "PodDisruptionBudget": 1}
 	with := func(extra map[string]int) map[string]int {
 		out := map[string]int{}
 		for k, v := range base {
@@ -275,14 +298,15 @@ networkPolicy:
 podDisruptionBudget: {minAvailable: 1}
 grafanaDashboard: {enabled: false}
 admissionPolicy: {enabled: false}
+exceptions: {maxLifetime: 720h, admissionPolicy: false}
 kubevela: {enabled: true}
 `, strings.Repeat("ab", 32), gatewayNS),
 			with(map[string]int{"ServiceAccount": -1, "ConfigMap": -1, "ServiceMonitor": 1, "PrometheusRule": 1, "PolicyDefinition": 1, "WorkflowStepDefinition": 1, "ClusterRoleBinding": 1,
-				"MutatingAdmissionPolicy": -1, "MutatingAdmissionPolicyBinding": -1}),
+				"MutatingAdmissionPolicy": -2, "MutatingAdmissionPolicyBinding": -2, "ValidatingAdmissionPolicy": -2, "ValidatingAdmissionPolicyBinding": -2}),
 			[]string{"--hub-id=fleet-a", "--gateway-secret-namespace=" + gatewayNS, "--gateway-url=https://cluster-gateway.vela-system.svc:9443",
 				"--gateway-ca-file=/etc/policyhub/gateway-ca/ca.crt", "--resync-interval=5m", "--retry-max-delay=30s", "--max-concurrent-passes=4",
 				"--kube-api-qps=50.5", "--kube-api-burst=100", "--metrics-bind-address=:9090", "--metrics-cert-dir=/etc/policyhub/metrics-cert", "--health-probe-bind-address=:9091",
-				"--zap-log-level=debug", "--zap-encoder=console", "--max-concurrent-reconciles=8"}},
+				"--zap-log-level=debug", "--zap-encoder=console", "--max-concurrent-reconciles=8", "--max-exception-lifetime=720h"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ns := chartNamespace(ctx, t, hubAdmin, "charts-hub")
@@ -351,7 +375,7 @@ kubevela: {enabled: true}
 						t.Errorf("alert %s lacks an expr, a severity or annotations: %+v", rule.Alert, rule)
 					}
 				}
-				want := []string{"PolicyhubClusterUnreachable", "PolicyhubSyncFailing", "PolicyhubSummaryStale", "PolicyhubNewFailResults", "PolicyhubRolloutHeld", "PolicyhubMetricsDown"}
+				want := []string{"PolicyhubClusterUnreachable", "PolicyhubSyncFailing", "PolicyhubSummaryStale", "PolicyhubNewFailResults", "PolicyhubRolloutHeld", "PolicyhubExceptionExpiresSoon", "PolicyhubMetricsDown"}
 				if c.name == "everything set" {
 					want = slices.Delete(want, 3, 4)
 				}
@@ -756,6 +780,10 @@ func chartHubMetricFamilies(t *testing.T) []*dto.MetricFamily {
 	metrics.NewRollout(reg).Set("p", &policyhubv1.RolloutStatus{Revision: "r", Waves: []policyhubv1.WaveStatus{
 		{Name: "w", Phase: policyhubv1.WaveWaiting, Since: &metav1.Time{Time: now}, Fail: 1, Blocked: 1},
 	}})
+	exception := &policyhubv1.FleetPolicyException{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "e"}}
+	exception.Spec.ExpiresAt = metav1.NewTime(now.Add(time.Hour))
+	exception.Status = policyhubv1.FleetPolicyExceptionStatus{State: policyhubv1.ExceptionActive, Policy: "ClusterPolicy/p", Exempted: 1}
+	metrics.NewExceptions(reg).Set(exception)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

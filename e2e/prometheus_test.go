@@ -130,6 +130,20 @@ spec:
 
 	createFleetPolicy(t, teamLabelPolicy(name, ns, "Audit", "cluster-1", "cluster-2"))
 	waitFleetPolicy(t, name, "synced in both clusters", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Synced"}))
+	// An approved exception from it that ends within the alert's week.
+	grace := requestException(t, admin, fmt.Sprintf(`
+metadata: {name: prometheus-e2e-grace, namespace: %s}
+spec:
+  target: {kind: FleetPolicy, name: %s}
+  resources: {namespaces: [%s], names: [legacy]}
+  clusters: {names: [cluster-1]}
+  owner: shop
+  reason: the legacy Deployment goes with the next release
+  ticket: SHOP-1
+  expiresAt: %s`, e2eHubNamespace, name, ns, expiresIn(48*time.Hour)))
+	if err := decide(ctx, t, approverClient(t, "security@corp"), grace, policyhubv1.DecisionApproved, "security@corp"); err != nil {
+		t.Fatalf("approve the exception: %v", err)
+	}
 	// A compliant Deployment: the policy has results in cluster-1, fail 0.
 	if err := c1.Create(ctx, shopDeployment(ns, "ok", "checkout")); err != nil {
 		t.Fatal(err)
@@ -180,6 +194,7 @@ spec:
 			`ALERTS{alertname="PolicyhubClusterUnreachable", cluster="` + ghost + `"}`,
 			`ALERTS{alertname="PolicyhubSummaryStale", cluster="` + silent + `"}`,
 			`ALERTS{alertname="PolicyhubRolloutHeld", alertstate="firing", policy="prometheus-e2e-rollout", wave="prod"}`,
+			`ALERTS{alertname="PolicyhubExceptionExpiresSoon", alertstate="firing", namespace="policyhub-system", name="prometheus-e2e-grace"}`,
 			`ALERTS{alertname="PolicyhubMetricsDown", alertstate="pending", job="policyhub-hub-metrics", namespace="policyhub-system"}`,
 		} {
 			if err := prom.wantData(ctx, q); err != nil {

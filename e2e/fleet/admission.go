@@ -13,22 +13,26 @@ import (
 	"github.com/policyhub/policyhub/hub/controllers"
 )
 
-// hubAdmission is policyhub's admission policy for the hub, installed as a user would.
-const hubAdmission = "config/admission/finalizer.yaml"
+// hubAdmission are policyhub's admission policies for the hub, installed as a user would: the
+// finalizer's, and the exceptions' (requester stamped, approval guarded, lifetime bounded).
+var hubAdmission = []string{"config/admission/finalizer.yaml", "config/admission/exceptions.yaml"}
 
-// installAdmission applies policyhub's admission policy to the hub and waits until the apiserver
-// applies it: a dry-run creation of a FleetPolicy comes back with the finalizer.
+// installAdmission applies policyhub's admission policies to the hub and waits until the
+// apiserver applies them: a dry-run creation of a FleetPolicy comes back with the finalizer, and
+// one of a FleetPolicyException with its requester stamped.
 func installAdmission(ctx context.Context, hub client.Client) error {
 	root, err := repoRoot()
 	if err != nil {
 		return err
 	}
-	objs, err := readObjects(filepath.Join(root, hubAdmission))
-	if err != nil {
-		return err
-	}
-	if err := applyObjects(ctx, hub, objs); err != nil {
-		return err
+	for _, file := range hubAdmission {
+		objs, err := readObjects(filepath.Join(root, file))
+		if err != nil {
+			return err
+		}
+		if err := applyObjects(ctx, hub, objs); err != nil {
+			return err
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -44,6 +48,24 @@ func installAdmission(ctx context.Context, hub client.Client) error {
 		if err := hub.Create(ctx, probe, client.DryRunAll); err != nil {
 			return false, fmt.Errorf("dry-run FleetPolicy: %w", err)
 		}
-		return slices.Contains(probe.GetFinalizers(), controllers.Finalizer), nil
+		if !slices.Contains(probe.GetFinalizers(), controllers.Finalizer) {
+			return false, nil
+		}
+		exception := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "policyhub.io/v1alpha1", "kind": "FleetPolicyException",
+			"metadata": map[string]any{"name": "admission-probe", "namespace": "default"},
+			"spec": map[string]any{
+				"target":    map[string]any{"kind": "FleetPolicy", "name": "probe"},
+				"resources": map[string]any{"namespaces": []any{"probe"}},
+				"clusters":  map[string]any{"names": []any{"probe"}},
+				"owner":     "probe", "reason": "probe", "ticket": "probe",
+				"expiresAt": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+			},
+		}}
+		if err := hub.Create(ctx, exception, client.DryRunAll); err != nil {
+			return false, nil // the lifetime policy may refuse it until the apiserver sees it whole
+		}
+		requestedBy, _, _ := unstructured.NestedString(exception.Object, "spec", "requestedBy")
+		return requestedBy != "", nil
 	})
 }

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 // KyvernoNamespace is where the fleet's Kyverno processes keep their leases, secrets and config.
@@ -49,11 +51,15 @@ func (f *Fleet) startKyverno(ctx context.Context, b binaries, c *Cluster, report
 			"METRICS_CONFIG=kyverno-metrics",
 		}
 	}
+	// Kyverno reads PolicyExceptions only when enabled, and only from the namespace named: the
+	// one the hub writes them to (policyhub's FleetPolicyExceptions), as a Helm install with
+	// features.policyExceptions {enabled: true, namespace: policyhub-system} would run it.
+	exceptionArgs := []string{"--enablePolicyException=true", "--exceptionNamespace=" + policyhubv1.DefaultExceptionNamespace}
 	admission := &process{
 		name: "kyverno " + c.Name,
 		path: b.kyverno,
 		env:  env("admission-controller"),
-		args: []string{
+		args: append([]string{
 			"--kubeconfig=" + c.Kubeconfig,
 			"--serverIP=127.0.0.1:" + strconv.Itoa(webhookPort),
 			"--webhookServerHost=127.0.0.1",
@@ -66,7 +72,7 @@ func (f *Fleet) startKyverno(ctx context.Context, b binaries, c *Cluster, report
 			"--metricsHost=127.0.0.1",
 			"--metricsPort=" + strconv.Itoa(admissionMetrics),
 			"--disableLogColor",
-		},
+		}, exceptionArgs...),
 		logPath: filepath.Join(f.LogDir, "kyverno-"+c.Name+".log"),
 	}
 	reports := &process{
@@ -80,7 +86,7 @@ func (f *Fleet) startKyverno(ctx context.Context, b binaries, c *Cluster, report
 			"--metricsPort=" + strconv.Itoa(reportsMetrics),
 			"--backgroundScanInterval=30s",
 			"--disableLogColor",
-		}, reportsArgs...),
+		}, append(exceptionArgs, reportsArgs...)...),
 		logPath: filepath.Join(f.LogDir, "kyverno-reports-"+c.Name+".log"),
 	}
 	for _, p := range []*process{admission, reports} {

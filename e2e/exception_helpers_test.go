@@ -1,0 +1,210 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// approverClient is a client acting as user, bound fleet-wide to config/rbac/exception-approver's
+// ClusterRole, as a hub admin binds a security team.
+func approverClient(t *testing.T, user string) client.Client {
+	t.Helper()
+	ctx := testContext(t)
+	hub := directClient(t, testFleet.Hub.Config)
+	data, err := os.ReadFile("../config/rbac/exception-approver/cluster_role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(data, &role.Object); err != nil {
+		t.Fatal(err)
+	}
+	apply(ctx, t, hub, role)
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "exception-approver-" + strings.ReplaceAll(user, "@", "-at-")},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.GetName()},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
+	}
+	if err := hub.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(context.Background(), binding) })
+	return impersonating(t, user)
+}
+
+// impersonating is a client acting as user (impersonated by the fleet's admin).
+func impersonating(t *testing.T, user string) client.Client {
+	cfg := rest.CopyConfig(testFleet.Hub.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	return directClient(t, cfg)
+}
+
+// requestException creates a FleetPolicyException from YAML as c's user and, when the test ends,
+// deletes it and waits until the hub has removed it from every cluster and let it go.
+func requestException(t *testing.T, c client.Client, manifest string) *policyhubv1.FleetPolicyException {
+	t.Helper()
+	ctx := testContext(t)
+	ex := &policyhubv1.FleetPolicyException{}
+	if err := yaml.Unmarshal([]byte(manifest), ex); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, ex); err != nil {
+		t.Fatalf("request FleetPolicyException %s/%s: %v", ex.Namespace, ex.Name, err)
+	}
+	t.Cleanup(func() {
+		hub := directClient(t, testFleet.Hub.Config)
+		ctx := context.Background()
+		if err := hub.Delete(ctx, ex); client.IgnoreNotFound(err) != nil {
+			t.Errorf("delete FleetPolicyException %s: %v", ex.Name, err)
+			return
+		}
+		eventually(t, 60*time.Second, 200*time.Millisecond, "FleetPolicyException "+ex.Name+" pruned and gone", func() error {
+			err := hub.Get(ctx, client.ObjectKeyFromObject(ex), &policyhubv1.FleetPolicyException{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("still there (%v)", err)
+		})
+	})
+	return ex
+}
+
+// decide writes an approver's decision on the exception's current generation, as c's user (by)
+// through the status subresource: what `kubectl policyhub exception approve|deny|revoke` does.
+func decide(ctx context.Context, t *testing.T, c client.Client, ex *policyhubv1.FleetPolicyException, decision, by string) error {
+	t.Helper()
+	live := &policyhubv1.FleetPolicyException{}
+	if err := directClient(t, testFleet.Hub.Config).Get(ctx, client.ObjectKeyFromObject(ex), live); err != nil {
+		t.Fatal(err)
+	}
+	return decideOn(ctx, c, live, decision, by, live.Generation)
+}
+
+// decideOn patches status.approval of ex as c's user, exactly as given.
+func decideOn(ctx context.Context, c client.Client, ex *policyhubv1.FleetPolicyException, decision, by string, generation int64) error {
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"approval": map[string]any{
+		"decision": decision, "by": by, "generation": generation, "at": time.Now().UTC().Format(time.RFC3339),
+	}}})
+	if err != nil {
+		return err
+	}
+	target := &policyhubv1.FleetPolicyException{ObjectMeta: metav1.ObjectMeta{Namespace: ex.Namespace, Name: ex.Name}}
+	return c.Status().Patch(ctx, target, client.RawPatch("application/merge-patch+json", patch))
+}
+
+// waitException polls the exception until check passes (60s).
+func waitException(t *testing.T, ex *policyhubv1.FleetPolicyException, what string, check func(*policyhubv1.FleetPolicyException) error) *policyhubv1.FleetPolicyException {
+	t.Helper()
+	return waitExceptionFor(t, ex, 60*time.Second, what, check)
+}
+
+// waitExceptionFor polls the exception until check passes or timeout.
+func waitExceptionFor(t *testing.T, ex *policyhubv1.FleetPolicyException, timeout time.Duration, what string, check func(*policyhubv1.FleetPolicyException) error) *policyhubv1.FleetPolicyException {
+	t.Helper()
+	ctx := testContext(t)
+	hub := directClient(t, testFleet.Hub.Config)
+	live := &policyhubv1.FleetPolicyException{}
+	eventually(t, timeout, 200*time.Millisecond, "FleetPolicyException "+ex.Name+": "+what, func() error {
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(ex), live); err != nil {
+			return err
+		}
+		return check(live)
+	})
+	return live
+}
+
+// exceptionState passes once the exception is observed in state (at its current generation).
+func exceptionState(state string) func(*policyhubv1.FleetPolicyException) error {
+	return func(ex *policyhubv1.FleetPolicyException) error {
+		if ex.Status.ObservedGeneration != ex.Generation || ex.Status.State != state {
+			return fmt.Errorf("state %q at generation %d/%d, want %s (conditions %v)", ex.Status.State, ex.Status.ObservedGeneration, ex.Generation, state, ex.Status.Conditions)
+		}
+		return nil
+	}
+}
+
+// kyvernoExceptions are the PolicyExceptions of apiVersion (kyverno.io/v2 or
+// policies.kyverno.io/v1) in the cluster's exception namespace, by name.
+func kyvernoExceptions(ctx context.Context, t *testing.T, cluster, apiVersion string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	return kyvernoExceptionsIn(ctx, t, cluster, apiVersion, policyhubv1.DefaultExceptionNamespace)
+}
+
+// kyvernoExceptionsIn are the PolicyExceptions of apiVersion in a namespace of the cluster, by name.
+func kyvernoExceptionsIn(ctx context.Context, t *testing.T, cluster, apiVersion, namespace string) map[string]*unstructured.Unstructured {
+	t.Helper()
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(gv.WithKind("PolicyExceptionList"))
+	if err := directClient(t, testFleet.Cluster(cluster).Config).List(ctx, list, client.InNamespace(namespace)); err != nil {
+		t.Fatalf("list %s PolicyExceptions in %s/%s: %v", apiVersion, cluster, namespace, err)
+	}
+	out := map[string]*unstructured.Unstructured{}
+	for i := range list.Items {
+		out[list.Items[i].GetName()] = &list.Items[i]
+	}
+	return out
+}
+
+// admittedEventually polls a dry-run create of the Deployment in the cluster until Kyverno admits
+// it: a new exception takes effect within moments to seconds (kyverno#17106).
+func admittedEventually(ctx context.Context, t *testing.T, cluster string, obj client.Object, what string) {
+	t.Helper()
+	c := directClient(t, testFleet.Cluster(cluster).Config)
+	eventually(t, 60*time.Second, time.Second, what, func() error {
+		return c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
+	})
+}
+
+// deniedEventually polls a dry-run create of the Deployment in the cluster until Kyverno denies it,
+// and returns the denial.
+func deniedEventually(ctx context.Context, t *testing.T, cluster string, obj client.Object, what string) error {
+	t.Helper()
+	c := directClient(t, testFleet.Cluster(cluster).Config)
+	var denial error
+	eventually(t, 60*time.Second, time.Second, what, func() error {
+		denial = c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
+		if denial == nil {
+			return fmt.Errorf("admitted")
+		}
+		return nil
+	})
+	return denial
+}
+
+// enforcedLatestTag is a FleetPolicy enforcing latestTagPolicy in namespace ns of both clusters.
+func enforcedLatestTag(t *testing.T, name, ns string) *policyhubv1.FleetPolicy {
+	t.Helper()
+	fp := createFleetPolicy(t, fmt.Sprintf(`
+metadata: {name: %s}
+spec:
+  placement: {clusters: [cluster-1, cluster-2]}
+  template:
+    apiVersion: kyverno.io/v1
+    kind: ClusterPolicy
+    spec: %s`, name, marshalJSON(latestTagPolicy(t, "unused", ns, "Enforce").Object["spec"])))
+	waitFleetPolicy(t, fp.Name, "in force in both clusters", allInForce)
+	return fp
+}
+
+// expiresIn is an RFC 3339 time d from now, for spec.expiresAt.
+func expiresIn(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339) }
