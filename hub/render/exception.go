@@ -119,6 +119,9 @@ func Exception(hubID string, ex *policyhubv1.FleetPolicyException, policy Except
 // controllers under other names (autogen-<rule>, autogen-cronjob-<rule>) and matches exceptions
 // by rule name, so those are exempted with the rule.
 func legacyException(ex *policyhubv1.FleetPolicyException, policy ExceptedPolicy) (*unstructured.Unstructured, error) {
+	if len(ex.Spec.Resources.MatchConditions) > 0 {
+		return nil, fmt.Errorf("spec.resources.matchConditions: %s is a kyverno.io policy, whose exceptions have no CEL conditions; use namespaces, kinds, names or a selector", policy.Ref())
+	}
 	rules := []any{"*"}
 	if len(ex.Spec.Target.Rules) > 0 {
 		rules = nil
@@ -201,7 +204,8 @@ func celException(ex *policyhubv1.FleetPolicyException, policy ExceptedPolicy) (
 	}}, nil
 }
 
-// exceptionConditions are the CEL match conditions selecting the resources: one per field given.
+// exceptionConditions are the CEL match conditions selecting the resources: one per field given
+// (named policyhub-<field>), then the exception's own.
 // Every term checks presence first (has()), so that a resource without a namespace or labels is
 // simply not exempted.
 func exceptionConditions(res policyhubv1.ExceptionResources) ([]any, error) {
@@ -210,24 +214,27 @@ func exceptionConditions(res policyhubv1.ExceptionResources) ([]any, error) {
 		conditions = append(conditions, map[string]any{"name": name, "expression": expression})
 	}
 	if len(res.Namespaces) > 0 {
-		add("namespaces", "has(object.metadata.namespace) && ("+nameMatches("object.metadata.namespace", res.Namespaces)+")")
+		add("policyhub-namespaces", "has(object.metadata.namespace) && ("+nameMatches("object.metadata.namespace", res.Namespaces)+")")
 	}
 	if len(res.Kinds) > 0 {
 		kinds := make([]string, 0, len(res.Kinds))
 		for _, k := range res.Kinds {
 			kinds = append(kinds, celString(k[strings.LastIndex(k, "/")+1:]))
 		}
-		add("kinds", "object.kind in ["+strings.Join(kinds, ", ")+"]")
+		add("policyhub-kinds", "object.kind in ["+strings.Join(kinds, ", ")+"]")
 	}
 	if len(res.Names) > 0 {
-		add("names", nameMatches("object.metadata.name", res.Names))
+		add("policyhub-names", nameMatches("object.metadata.name", res.Names))
 	}
 	if s := res.Selector; s != nil {
 		expr, err := selectorCEL(s)
 		if err != nil {
 			return nil, err
 		}
-		add("selector", expr)
+		add("policyhub-selector", expr)
+	}
+	for _, c := range res.MatchConditions {
+		add(c.Name, c.Expression)
 	}
 	return conditions, nil
 }

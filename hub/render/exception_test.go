@@ -63,6 +63,22 @@ func TestExceptionRendersKyvernoKinds(t *testing.T) {
 				`(has(object.metadata.labels) \u0026\u0026 'tier' in object.metadata.labels) \u0026\u0026 object.metadata.labels['tier'] == 'edge' \u0026\u0026 !(has(object.metadata.labels) \u0026\u0026 'legacy' in object.metadata.labels)`},
 		},
 		{
+			name:   "ValidatingPolicy: the exception's own CEL conditions after the hub's",
+			policy: ExceptedPolicy{APIVersion: "policies.kyverno.io/v1", Kind: "ValidatingPolicy", Name: "no-latest"},
+			edit: func(ex *policyhubv1.FleetPolicyException) {
+				ex.Spec.Resources.MatchConditions = []policyhubv1.ExceptionMatchCondition{{Name: "edge-only", Expression: "object.metadata.labels['tier'] == 'edge'"}}
+			},
+			want: []string{`{"expression":"object.metadata.name.matches('^agent-.*$')","name":"policyhub-names"},{"expression":"object.metadata.labels['tier'] == 'edge'","name":"edge-only"}`},
+		},
+		{
+			name:   "CEL conditions for a kyverno.io policy are refused",
+			policy: ExceptedPolicy{APIVersion: "kyverno.io/v1", Kind: "ClusterPolicy", Name: "p"},
+			edit: func(ex *policyhubv1.FleetPolicyException) {
+				ex.Spec.Resources.MatchConditions = []policyhubv1.ExceptionMatchCondition{{Name: "c", Expression: "true"}}
+			},
+			wantErr: "spec.resources.matchConditions: ClusterPolicy/p is a kyverno.io policy",
+		},
+		{
 			name:    "rules on a CEL policy are refused",
 			policy:  ExceptedPolicy{APIVersion: "policies.kyverno.io/v1", Kind: "ValidatingPolicy", Name: "no-latest"},
 			edit:    func(ex *policyhubv1.FleetPolicyException) { ex.Spec.Target.Rules = []string{"r"} },

@@ -107,7 +107,7 @@ type ExceptionTarget struct {
 
 // ExceptionResources narrow the resources exempted: every field given must match.
 // +kubebuilder:validation:XValidation:rule="!has(self.selector) || (has(self.selector.matchLabels) && size(self.selector.matchLabels) > 0) || (has(self.selector.matchExpressions) && size(self.selector.matchExpressions) > 0)",message="spec.resources.selector is empty: give matchLabels or matchExpressions"
-// +kubebuilder:validation:XValidation:rule="(has(self.namespaces) && size(self.namespaces) > 0) || (has(self.names) && size(self.names) > 0) || has(self.selector)",message="spec.resources must narrow the exception: give namespaces, names or a selector"
+// +kubebuilder:validation:XValidation:rule="(has(self.namespaces) && size(self.namespaces) > 0) || (has(self.names) && size(self.names) > 0) || has(self.selector) || (has(self.matchConditions) && size(self.matchConditions) > 0)",message="spec.resources must narrow the exception: give namespaces, names, a selector or matchConditions"
 type ExceptionResources struct {
 	// Namespaces of the resources ('*' and '?' wildcards for the hub admin's exceptions only). A
 	// tenant's exception reaches only namespaces granted to it, and without namespaces only the
@@ -139,6 +139,29 @@ type ExceptionResources struct {
 	// Selector selects the resources by their labels.
 	// +optional
 	Selector *ClusterSelector `json:"selector,omitempty"`
+
+	// MatchConditions are CEL expressions over the admission request (object, oldObject, request),
+	// all of which must be true for a resource to be exempted. For a policies.kyverno.io policy
+	// only (Kyverno's kyverno.io exceptions have no CEL conditions).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(c, !c.name.startsWith('policyhub-'))",message="spec.resources.matchConditions: names starting with policyhub- are the hub's own"
+	MatchConditions []ExceptionMatchCondition `json:"matchConditions,omitempty"`
+}
+
+// ExceptionMatchCondition is a named CEL expression a resource must meet to be exempted.
+type ExceptionMatchCondition struct {
+	// Name of the condition, unique in the list.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`
+	Name string `json:"name"`
+	// Expression is CEL that evaluates to a boolean, e.g. `object.metadata.labels['tier'] == 'edge'`.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	Expression string `json:"expression"`
 }
 
 // ExceptionClusters choose the clusters an exception applies in, among those its target's
