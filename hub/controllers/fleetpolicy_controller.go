@@ -8,7 +8,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -38,7 +40,11 @@ type FleetPolicyReconciler struct {
 // SetupWithManager registers the reconciler: FleetPolicy spec changes, and changes of the
 // inventory (gateway credential Secrets, metadata only), trigger it.
 func (r *FleetPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return declarationController(mgr, "fleetpolicy", policyhubv1.KindFleetPolicy, &policyhubv1.FleetPolicy{}, &r.DeclarationOptions, &r.room, r.everyFleetPolicy, r.fleetPoliciesInCluster, r.fleetPoliciesOfPlacement).Complete(r)
+	return declarationController(mgr, "fleetpolicy", policyhubv1.KindFleetPolicy, &policyhubv1.FleetPolicy{}, &r.DeclarationOptions, &r.room, r.everyFleetPolicy, r.fleetPoliciesInCluster, r.fleetPoliciesOfPlacement).
+		// Where its exceptions are in force marks its namespaced CEL policies (markExceptionsInForce).
+		Watches(&policyhubv1.ClusterStatusSlice{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(ofExceptionSlice(r.Reader, policyhubv1.KindFleetPolicy, r.everyFleetPolicy))),
+			builder.WithPredicates(syncedClustersChanged())).
+		Complete(r)
 }
 
 func (r *FleetPolicyReconciler) everyFleetPolicy(ctx context.Context, _ client.Object) []reconcile.Request {
@@ -122,7 +128,20 @@ func (d *fleetPolicy) render(ctx context.Context) (*rendering, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := markExceptionsInForce(ctx, d.r.Reader, policyhubv1.KindFleetPolicy, d.Name, d.policyRef, t); err != nil {
+		return nil, err
+	}
 	return &rendering{targets: t, rollout: plan}, nil
+}
+
+// policyRef names the policy the FleetPolicy renders (every exception of it exempts from it).
+func (d *fleetPolicy) policyRef(*policyhubv1.ExceptionTarget) string {
+	tmpl := d.Spec.Template
+	name := tmpl.Metadata.Name
+	if name == "" {
+		name = d.Name
+	}
+	return render.ExceptedPolicy{Kind: tmpl.Kind, Namespace: tmpl.Metadata.Namespace, Name: name}.Ref()
 }
 
 // renderInput is the rollout's state, when it rolls out: the plan, and so what each wave's

@@ -63,6 +63,9 @@ func (r *PolicySetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := declarationController(mgr, "policyset", policyhubv1.KindPolicySet, &policyhubv1.PolicySet{}, &r.DeclarationOptions, &r.room, r.every, r.inCluster, r.ofPlacement)
 	inHub := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Namespace })
 	b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.ofLibrary), builder.WithPredicates(inHub))
+	// Where its exceptions are in force marks its namespaced CEL members (markExceptionsInForce).
+	b = b.Watches(&policyhubv1.ClusterStatusSlice{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(ofExceptionSlice(r.Reader, policyhubv1.KindPolicySet, r.every))),
+		builder.WithPredicates(syncedClustersChanged()))
 	for _, gvk := range r.FluxSources {
 		src := &unstructured.Unstructured{}
 		src.SetGroupVersionKind(gvk)
@@ -227,7 +230,18 @@ func (d *policySet) render(ctx context.Context) (*rendering, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := markExceptionsInForce(ctx, d.r.Reader, policyhubv1.KindPolicySet, d.Name, memberPolicyRef, t); err != nil {
+		return nil, err
+	}
 	return &rendering{targets: t, rollout: plan, members: members}, nil
+}
+
+// memberPolicyRef names the member an exception of a set exempts from.
+func memberPolicyRef(target *policyhubv1.ExceptionTarget) string {
+	if target.Member == nil {
+		return ""
+	}
+	return render.ExceptedPolicy{Kind: target.Member.Kind, Namespace: target.Member.Namespace, Name: target.Member.Name}.Ref()
 }
 
 // renderInput is the version the set runs and, when it rolls out, the rollout's state: a new

@@ -41,6 +41,8 @@ func ExceptionState(ex *policyhubv1.FleetPolicyException, now time.Time, maxLife
 	wake := expires.Sub(now)
 	a := ex.Status.Approval
 	switch {
+	case a == nil && ex.Spec.RequestedBy != "":
+		return ExceptionVerdict{State: policyhubv1.ExceptionPending, Message: "requested by " + ex.Spec.RequestedBy + "; awaiting approval", Wake: wake}
 	case a == nil:
 		return ExceptionVerdict{State: policyhubv1.ExceptionPending, Message: "awaiting approval", Wake: wake}
 	case a.Generation != ex.Generation:

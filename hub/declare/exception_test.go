@@ -29,7 +29,7 @@ func TestExceptionState(t *testing.T) {
 		message     string
 		wake        time.Duration
 	}{
-		{name: "no decision yet", state: policyhubv1.ExceptionPending, message: "awaiting approval", wake: 47 * time.Hour},
+		{name: "no decision yet", state: policyhubv1.ExceptionPending, message: "requested by bob; awaiting approval", wake: 47 * time.Hour},
 		{name: "approved by another user", approval: approval(policyhubv1.DecisionApproved, "alice", 1),
 			state: policyhubv1.ExceptionActive, message: "approved by alice", wake: 47 * time.Hour},
 		{name: "approved for an older generation", approval: approval(policyhubv1.DecisionApproved, "alice", 1), generation: 2,
