@@ -46,6 +46,8 @@ func TestExceptionRefusedAtAdmission(t *testing.T) {
 		{"narrowing nothing", map[string]string{"resources": "{kinds: [Deployment]}"}, []string{"spec.resources must narrow the exception"}},
 		{"no cluster", map[string]string{"clusters": "{}"}, []string{"spec.clusters: name clusters, or give a clusterSelector"}},
 		{"a PolicySet target without its member", map[string]string{"target": "{kind: PolicySet, name: baseline}"}, []string{"spec.target.member"}},
+		{"a match condition named like the hub's", map[string]string{"resources": "{namespaces: [shop], matchConditions: [{name: policyhub-names, expression: 'true'}]}"},
+			[]string{"names starting with policyhub- are the hub's own"}},
 		{"an empty resource selector", map[string]string{"resources": "{namespaces: [shop], selector: {}}"}, []string{"spec.resources.selector is empty"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

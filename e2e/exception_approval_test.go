@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -99,6 +100,29 @@ spec:
 	admittedEventually(ctx, t, "cluster-1", latest, "the excepted Deployment admitted in cluster-1")
 	err = directClient(t, testFleet.Cluster("cluster-2").Config).Create(ctx, latest.DeepCopy(), client.DryRunAll)
 	assertKyvernoDenial(t, "cluster-2, not listed", err, ns, fp.Name)
+	// Who asked and who approved are in the exception's Events, as the hub saw each state.
+	eventually(t, 30*time.Second, 200*time.Millisecond, "Pending and Active Events naming the requester and the approver", func() error {
+		list := &eventsv1.EventList{}
+		if err := hub.List(ctx, list, client.InNamespace(tenant)); err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, e := range list.Items {
+			if e.Regarding.Kind == policyhubv1.KindFleetPolicyException && e.Regarding.Name == ex.Name {
+				seen[e.Reason+": "+e.Note] = true
+			}
+		}
+		for _, want := range []string{"Pending: requested by dev@team-exc; awaiting approval", "Active: approved by security@corp"} {
+			found := false
+			for note := range seen {
+				found = found || strings.HasPrefix(note, want)
+			}
+			if !found {
+				return fmt.Errorf("no Event %q among %v", want, keysOf(seen))
+			}
+		}
+		return nil
+	})
 	other := deployment(ns, "web-latest", "nginx:latest")
 	other.Name = "other-latest"
 	if err := directClient(t, testFleet.Cluster("cluster-1").Config).Create(ctx, other, client.DryRunAll); err == nil {

@@ -14,8 +14,8 @@ import (
 
 // An exception from a policies.kyverno.io ValidatingPolicy becomes a policies.kyverno.io/v1
 // PolicyException, with Kyverno's own expiresAt and properties (owner, ticket, reason,
-// approved-by) and the resources as CEL match conditions: once approved, Kyverno admits the
-// excepted Deployment, and only it.
+// approved-by) and the resources as CEL match conditions (the hub's and the exception's own):
+// once approved, Kyverno admits the excepted Deployment, and only it.
 func TestExceptionFromCELPolicy(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
@@ -57,7 +57,12 @@ spec:
 metadata: {name: cel-vendor, namespace: %s}
 spec:
   target: {kind: FleetPolicy, name: %s}
-  resources: {namespaces: [%s], kinds: [apps/v1/Deployment], names: ["web-lat*"]}
+  resources:
+    namespaces: [%s]
+    kinds: [apps/v1/Deployment]
+    names: ["web-lat*"]
+    matchConditions:
+    - {name: nginx-only, expression: "object.spec.template.spec.containers.all(c, c.image.startsWith('nginx:'))"}
   clusters: {names: [cluster-2]}
   owner: platform
   reason: the vendor's image is only published as latest
