@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +32,8 @@ type exceptionRequest struct {
 	// The resources exempted.
 	namespaces, kinds, names []string
 	selector                 string
+	// matchConditions are NAME=EXPRESSION, CEL conditions for a policies.kyverno.io policy.
+	matchConditions []string
 	// Where: exactly one of clusters, clusterSelector and allClusters.
 	clusters        []string
 	clusterSelector string
@@ -69,7 +72,9 @@ kyverno.io policy (wildcards allowed); a policies.kyverno.io policy is exempted 
 
 The resources: --namespaces, --names (wildcards '*' and '?') and --selector (a label selector, as
 kubectl's -l: app=web,tier in (a,b)); give at least one of them. --kinds (e.g. Deployment or
-apps/v1/Deployment) narrows further. A tenant's exception reaches only the namespaces granted to it.
+apps/v1/Deployment) narrows further, and so do --match-condition NAME=EXPRESSION (CEL over object,
+oldObject and request; a policies.kyverno.io policy only, repeatable). A tenant's exception
+reaches only the namespaces granted to it.
 
 The clusters, among those the policy runs in: exactly one of --clusters (names), --cluster-selector
 (cluster labels) and --all-clusters.
@@ -146,6 +151,7 @@ the object it would create (as YAML, or -o json), creating nothing.
 	f.StringSliceVar(&r.kinds, "kinds", nil, "Kinds of the resources exempted, e.g. Deployment or apps/v1/Deployment; default: every kind the policy matches.")
 	f.StringSliceVar(&r.names, "names", nil, "Names of the resources exempted ('*' and '?' wildcards).")
 	f.StringVar(&r.selector, "selector", "", "Labels of the resources exempted, as a label selector: app=web,tier in (a,b).")
+	f.StringArrayVar(&r.matchConditions, "match-condition", nil, "A CEL condition the resources exempted meet, NAME=EXPRESSION (a policies.kyverno.io policy only; repeatable).")
 	f.StringSliceVar(&r.clusters, "clusters", nil, "Clusters the exception applies in, by name.")
 	f.StringVar(&r.clusterSelector, "cluster-selector", "", "Clusters the exception applies in, by label: env=staging,region in (eu,us).")
 	f.BoolVar(&r.allClusters, "all-clusters", false, "The exception applies in every cluster the policy runs in.")
@@ -350,11 +356,25 @@ func (r *exceptionRequest) resources() (policyhubv1.ExceptionResources, error) {
 			return res, err
 		}
 	}
-	if len(res.Namespaces) == 0 && len(res.Names) == 0 && res.Selector == nil {
-		return res, usageError{fmt.Errorf("give --namespaces, --names or --selector: an exception must narrow the resources it exempts (--kinds alone does not)")}
+	for _, c := range r.matchConditions {
+		name, expression, ok := strings.Cut(c, "=")
+		name, expression = strings.TrimSpace(name), strings.TrimSpace(expression)
+		if !ok || !conditionName.MatchString(name) || len(name) > 63 || expression == "" || strings.HasPrefix(expression, "=") {
+			return res, usageError{fmt.Errorf("--match-condition %q: write NAME=EXPRESSION, NAME of letters, digits, '-', '_' and '.'", c)}
+		}
+		if strings.HasPrefix(name, "policyhub-") {
+			return res, usageError{fmt.Errorf("--match-condition %q: names starting with policyhub- are the hub's own", c)}
+		}
+		res.MatchConditions = append(res.MatchConditions, policyhubv1.ExceptionMatchCondition{Name: name, Expression: expression})
+	}
+	if len(res.Namespaces) == 0 && len(res.Names) == 0 && res.Selector == nil && len(res.MatchConditions) == 0 {
+		return res, usageError{fmt.Errorf("give --namespaces, --names, --selector or --match-condition: an exception must narrow the resources it exempts (--kinds alone does not)")}
 	}
 	return res, nil
 }
+
+// conditionName is the CRD's pattern of a match condition's name.
+var conditionName = regexp.MustCompile(`^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
 
 // where reads --clusters, --cluster-selector and --all-clusters: exactly one of them.
 func (r *exceptionRequest) where() (policyhubv1.ExceptionClusters, error) {

@@ -63,6 +63,15 @@ func TestExceptionRequestBuild(t *testing.T) {
 			Owner:    "team-batch", Reason: "pinned next sprint", Ticket: "SHOP-1234",
 			ExpiresAt: metav1.NewTime(time.Date(2030, 3, 1, 0, 0, 0, 0, time.UTC)),
 		}},
+		{"CEL conditions alone", func(r *exceptionRequest) {
+			r.namespaces, r.kinds, r.names = nil, nil, nil
+			r.matchConditions = []string{"edge = object.metadata.labels['tier'] == 'edge'"}
+		}, policyhubv1.FleetPolicyExceptionSpec{
+			Target:    policyhubv1.ExceptionTarget{Kind: kindFleetPolicy, Name: "disallow-latest-tag"},
+			Resources: policyhubv1.ExceptionResources{MatchConditions: []policyhubv1.ExceptionMatchCondition{{Name: "edge", Expression: "object.metadata.labels['tier'] == 'edge'"}}},
+			Clusters:  policyhubv1.ExceptionClusters{Names: []string{"cluster-1", "cluster-2"}},
+			Owner:     "team-shop", Reason: "pinned next sprint", Ticket: "SHOP-1234", ExpiresAt: expires(72 * time.Hour),
+		}},
 		{"every cluster, whole days, a namespaced member", func(r *exceptionRequest) {
 			r.policy, r.member = "policyset/pss", "NamespacedValidatingPolicy/shop/limits"
 			r.kinds, r.names = nil, nil
@@ -116,6 +125,8 @@ func TestExceptionRequestRefused(t *testing.T) {
 		{"an empty kind", func(r *exceptionRequest) { r.kinds = []string{""} }, "--kinds"},
 		{"an empty name", func(r *exceptionRequest) { r.names = []string{"web", ""} }, "--names"},
 		{"kinds alone", func(r *exceptionRequest) { r.namespaces, r.names = nil, nil }, "--selector"},
+		{"a match condition without its name", func(r *exceptionRequest) { r.matchConditions = []string{"object.kind == 'Pod'"} }, "--match-condition"},
+		{"a match condition named like the hub's", func(r *exceptionRequest) { r.matchConditions = []string{"policyhub-names=true"} }, "--match-condition"},
 		{"a bad selector", func(r *exceptionRequest) { r.selector = "app in (" }, "--selector"},
 		{"an unsupported operator", func(r *exceptionRequest) { r.selector = "replicas>1" }, "--selector"},
 		{"no clusters", func(r *exceptionRequest) { r.clusters = nil }, "--all-clusters"},
