@@ -73,17 +73,14 @@ type declaration interface {
 	deepCopy() declaration
 }
 
-// judgedDeclaration is a declaration with a state of its own, judged at each reconcile (an
-// exception's, on the hub's clock): it is set in the status even when nothing can be dispatched.
-type judgedDeclaration interface {
-	judged()
-}
-
 // progress is what a declaration's rollout says after a step.
 type progress struct {
 	// holding says why the declaration is not Ready though its clusters hold what they should
 	// now ("" when nothing holds it); reason is the condition reason for it.
 	holding, reason string
+	// stalled says that only a change of the declaration can end the holding: Stalled, rather
+	// than Reconciling.
+	stalled bool
 	// wake is when to reconcile again without an event (zero: no need).
 	wake time.Duration
 }
@@ -424,9 +421,7 @@ func (e engine) stalled(ctx context.Context, d, orig declaration, reason string,
 	obj := d.object()
 	st := d.status()
 	*st.observedGeneration = obj.GetGeneration()
-	if j, ok := d.(judgedDeclaration); ok {
-		j.judged()
-	}
+
 	setConditions(st.conditions,
 		metav1.Condition{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: obj.GetGeneration()},
 		nil, &metav1.Condition{Status: metav1.ConditionTrue, Reason: reason, Message: msg})

@@ -244,8 +244,20 @@ func (d *fleetPolicyException) renderInput() string {
 
 // render resolves the target's policy and the clusters it runs in, within spec.clusters and, for
 // a tenant's exception, its grants; then renders the Kyverno exception for them. Nothing is
-// rendered unless the exception is Active.
+// rendered unless the exception is Active, and nothing for one that cannot be rendered: unlike a
+// policy, an exception left in the clusters as it was would keep exempting what its spec no
+// longer says (it is Stalled, and pruned everywhere).
 func (d *fleetPolicyException) render(ctx context.Context) (*rendering, error) {
+	r, err := d.renderActive(ctx)
+	if invalid, ok := render.AsInvalid(err); ok {
+		owner := render.FleetPolicyExceptionOwner(d.r.HubID, d.Namespace, d.Name)
+		return &rendering{targets: &render.Targets{Source: owner.Source(), Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}},
+			refused: invalid}, nil
+	}
+	return r, err
+}
+
+func (d *fleetPolicyException) renderActive(ctx context.Context) (*rendering, error) {
 	owner := render.FleetPolicyExceptionOwner(d.r.HubID, d.Namespace, d.Name)
 	empty := &rendering{targets: &render.Targets{Source: owner.Source(), Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}}}
 	if d.verdict.State != policyhubv1.ExceptionActive {
@@ -467,6 +479,8 @@ func (d *fleetPolicyException) progress(r *rendering, outcomes []clusterOutcome,
 	switch {
 	case d.verdict.State != policyhubv1.ExceptionActive:
 		p.holding, p.reason = d.verdict.Message, d.verdict.State
+	case r.refused != nil:
+		p.holding, p.reason, p.stalled = r.refused.Error()+": in force nowhere", r.refused.Reason, true
 	case r.missing != "":
 		p.holding, p.reason = r.missing+": in force nowhere", "TargetMissing"
 	}

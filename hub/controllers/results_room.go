@@ -53,8 +53,10 @@ type rendering struct {
 	// members are a set's members rendered (of the current version).
 	members []*unstructured.Unstructured
 	// excepted is the policy an exception exempts from (kind/namespace/name), and missing why it
-	// is not found ("" when it is).
+	// is not found ("" when it is); refused says why the exception cannot be rendered (nil when it
+	// can): it is then in no cluster.
 	excepted, missing string
+	refused           *render.InvalidError
 }
 
 // entry returns key's entry, made on first use; r.mu must be held.

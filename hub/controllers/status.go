@@ -50,14 +50,21 @@ func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 		reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Progressing", Message: fmt.Sprintf("waiting for %d clusters", sent.pending)}
 	}
 	ready := readyCondition(clusters, sent.targets.Unknown, sent.targets.MissingPlacement, obj.GetGeneration())
+	var refused *metav1.Condition
 	if prog.holding != "" && ready.Status == metav1.ConditionTrue {
 		msg := policyhubv1.TruncateMessage(prog.holding, 1024)
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, prog.reason, msg
-		if reconciling == nil {
+		switch {
+		case prog.stalled:
+			refused = &metav1.Condition{Status: metav1.ConditionTrue, Reason: prog.reason, Message: msg}
+		case reconciling == nil:
 			reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: prog.reason, Message: msg}
 		}
 	}
 	stalled := notGranted(&ready, obj.GetNamespace(), sent.targets.NotGranted)
+	if stalled == nil {
+		stalled = refused
+	}
 	setConditions(st.conditions, ready, reconciling, stalled)
 	if err := e.writeSlices(ctx, d, clusters, have); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
