@@ -178,20 +178,7 @@ func (o *options) exceptionPolicyNames(ctx context.Context) []string {
 	if err != nil {
 		return nil
 	}
-	var names []string
-	fps := &policyhubv1.FleetPolicyList{}
-	if c.List(ctx, fps) == nil {
-		for _, fp := range fps.Items {
-			names = append(names, fp.Name)
-		}
-	}
-	sets := &policyhubv1.PolicySetList{}
-	if c.List(ctx, sets) == nil {
-		for _, ps := range sets.Items {
-			names = append(names, "pset/"+ps.Name)
-		}
-	}
-	return names
+	return fleetDeclarationNames(ctx, c)
 }
 
 // noRequesterWarning says why an exception without spec.requestedBy can never be in force.

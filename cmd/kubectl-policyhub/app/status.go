@@ -123,6 +123,25 @@ type declarationRef struct {
 	kind, name string
 }
 
+// fleetDeclarationNames are the cluster-scoped declarations as the commands name them: the
+// FleetPolicies (NAME) and PolicySets (pset/NAME) the user may list.
+func fleetDeclarationNames(ctx context.Context, c client.Client) []string {
+	var names []string
+	fps := &policyhubv1.FleetPolicyList{}
+	if c.List(ctx, fps) == nil {
+		for _, fp := range fps.Items {
+			names = append(names, fp.Name)
+		}
+	}
+	sets := &policyhubv1.PolicySetList{}
+	if c.List(ctx, sets) == nil {
+		for _, ps := range sets.Items {
+			names = append(names, "pset/"+ps.Name)
+		}
+	}
+	return names
+}
+
 // parseDeclarationRef reads NAME (a FleetPolicy), or TYPE/NAME with TYPE one of FleetPolicy's,
 // PolicySet's or ApplicationPolicy's names (fleetpolicy, fleetpolicies, fp, policyset,
 // policysets, pset, applicationpolicy, applicationpolicies, ap; case-insensitive, optionally
@@ -217,19 +236,14 @@ to end first, at most 10), "moreExceptions"}]}. The table lists those exceptions
 	return cmd
 }
 
-// declarationNames completes status's arguments: FleetPolicy names and ap/NAME of the namespace.
+// declarationNames completes status's arguments: FleetPolicy names, pset/NAME and ap/NAME of the
+// namespace.
 func (o *options) declarationNames(ctx context.Context, done []string) []string {
 	c, err := o.hubClient()
 	if err != nil {
 		return nil
 	}
-	var names []string
-	fps := &policyhubv1.FleetPolicyList{}
-	if c.List(ctx, fps) == nil {
-		for _, fp := range fps.Items {
-			names = append(names, fp.Name)
-		}
-	}
+	names := fleetDeclarationNames(ctx, c)
 	aps := &policyhubv1.ApplicationPolicyList{}
 	if c.List(ctx, aps, client.InNamespace(o.namespace())) == nil {
 		for _, ap := range aps.Items {
