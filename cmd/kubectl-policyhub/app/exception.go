@@ -278,8 +278,10 @@ type exceptionRow struct {
 	// target: fp/NAME, pset/NAME:KIND/NAME.
 	Policy, State string
 	// Expires is the end date, RFC3339, and how far it is from now.
-	Expires                    string
-	InForce                    int32
+	Expires string
+	InForce int32
+	// Exempted are the results the exception turned into skip (status.exempted).
+	Exempted                   int64
 	Owner, Ticket, RequestedBy string
 	ApprovedBy                 string
 }
@@ -290,7 +292,7 @@ func exceptionRows(items []policyhubv1.FleetPolicyException, now time.Time) []ex
 	for i := range items {
 		ex := &items[i]
 		row := exceptionRow{Namespace: ex.Namespace, Name: ex.Name, Policy: ex.Status.Policy, State: ex.Status.State,
-			InForce: ex.Status.InForce, Owner: ex.Spec.Owner, Ticket: ex.Spec.Ticket, RequestedBy: ex.Spec.RequestedBy}
+			InForce: ex.Status.InForce, Exempted: ex.Status.Exempted, Owner: ex.Spec.Owner, Ticket: ex.Spec.Ticket, RequestedBy: ex.Spec.RequestedBy}
 		if row.Policy == "" {
 			row.Policy = exceptionTarget(ex.Spec.Target)
 		}
@@ -335,13 +337,13 @@ func printExceptionTable(w io.Writer, rows []exceptionRow, allNamespaces bool) {
 	if len(rows) == 0 {
 		return
 	}
-	header := []string{"NAME", "POLICY", "STATE", "EXPIRES", "IN-FORCE", "OWNER", "TICKET", "REQUESTED-BY", "APPROVED-BY"}
+	header := []string{"NAME", "POLICY", "STATE", "EXPIRES", "IN-FORCE", "EXEMPTED", "OWNER", "TICKET", "REQUESTED-BY", "APPROVED-BY"}
 	if allNamespaces {
 		header = append([]string{"NAMESPACE"}, header...)
 	}
 	tableRow(w, header...)
 	for _, r := range rows {
-		cells := []string{r.Name, r.Policy, r.State, r.Expires, itoa(int64(r.InForce)), r.Owner, r.Ticket, r.RequestedBy, r.ApprovedBy}
+		cells := []string{r.Name, r.Policy, r.State, r.Expires, itoa(int64(r.InForce)), itoa(r.Exempted), r.Owner, r.Ticket, r.RequestedBy, r.ApprovedBy}
 		if allNamespaces {
 			cells = append([]string{r.Namespace}, cells...)
 		}
@@ -389,8 +391,8 @@ namespace), by namespace then name.
 POLICY is the Kyverno policy exempted from as the hub resolved it (kind/name), else the target as
 requested (fp/NAME, pset/NAME:KIND/NAME). STATE is Pending (awaiting a decision on the current
 spec), Active, Denied, Revoked, Expired or Invalid, on the hub's clock ("-" before the hub saw it).
-EXPIRES is the end date and how far it is from now. IN-FORCE counts the clusters holding it.
-APPROVED-BY is the approver of the current spec, if it is approved.
+EXPIRES is the end date and how far it is from now. IN-FORCE counts the clusters holding it,
+EXEMPTED the report results it turned into skip there. APPROVED-BY is the approver of the current spec, if it is approved.
 
 -o json|yaml prints a FleetPolicyExceptionList (apiVersion policyhub.io/v1alpha1): the exceptions
 as the hub holds them, without managedFields.`,

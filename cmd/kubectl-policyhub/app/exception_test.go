@@ -267,7 +267,7 @@ func listedExceptions() []policyhubv1.FleetPolicyException {
 				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
 			Spec: policyhubv1.FleetPolicyExceptionSpec{Target: policyhubv1.ExceptionTarget{Kind: kindFleetPolicy, Name: "disallow-latest-tag"},
 				Owner: "team-shop", Ticket: "SHOP-1", ExpiresAt: at(76 * time.Hour), RequestedBy: "bob"},
-			Status: policyhubv1.FleetPolicyExceptionStatus{State: policyhubv1.ExceptionActive, Policy: "ClusterPolicy/disallow-latest-tag", InForce: 2,
+			Status: policyhubv1.FleetPolicyExceptionStatus{State: policyhubv1.ExceptionActive, Policy: "ClusterPolicy/disallow-latest-tag", InForce: 2, Exempted: 7,
 				Approval: &policyhubv1.ExceptionApproval{Decision: policyhubv1.DecisionApproved, By: "alice", Generation: 2}},
 		},
 		{
@@ -312,11 +312,11 @@ func TestExceptionRowsAndTable(t *testing.T) {
 	tw := newTableWriter(&out)
 	printExceptionTable(tw, rows, true)
 	_ = tw.Flush()
-	want := `NAMESPACE   NAME         POLICY                                       STATE     EXPIRES                          IN-FORCE   OWNER        TICKET   REQUESTED-BY   APPROVED-BY
-batch       gpu          pset/pss:ClusterPolicy/disallow-privileged   Expired   2030-01-01T07:00:00Z (5h ago)    0          team-batch   OPS-42   carol          -
-shop        api-root     fp/no-root                                   -         2030-01-01T12:30:00Z (in 30m)    0          team-shop    SHOP-2   bob            -
-shop        denied       ClusterPolicy/no-root                        Denied    2030-01-03T12:00:00Z (in 2d)     0          team-shop    SHOP-3   bob            -
-shop        web-latest   ClusterPolicy/disallow-latest-tag            Active    2030-01-04T16:00:00Z (in 3d4h)   2          team-shop    SHOP-1   bob            alice
+	want := `NAMESPACE   NAME         POLICY                                       STATE     EXPIRES                          IN-FORCE   EXEMPTED   OWNER        TICKET   REQUESTED-BY   APPROVED-BY
+batch       gpu          pset/pss:ClusterPolicy/disallow-privileged   Expired   2030-01-01T07:00:00Z (5h ago)    0          0          team-batch   OPS-42   carol          -
+shop        api-root     fp/no-root                                   -         2030-01-01T12:30:00Z (in 30m)    0          0          team-shop    SHOP-2   bob            -
+shop        denied       ClusterPolicy/no-root                        Denied    2030-01-03T12:00:00Z (in 2d)     0          0          team-shop    SHOP-3   bob            -
+shop        web-latest   ClusterPolicy/disallow-latest-tag            Active    2030-01-04T16:00:00Z (in 3d4h)   2          7          team-shop    SHOP-1   bob            alice
 `
 	if out.String() != want {
 		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
@@ -327,8 +327,8 @@ shop        web-latest   ClusterPolicy/disallow-latest-tag            Active    
 	tw = newTableWriter(&out)
 	printExceptionTable(tw, rows[3:], false)
 	_ = tw.Flush()
-	if want := "NAME         POLICY                              STATE    EXPIRES                          IN-FORCE   OWNER       TICKET   REQUESTED-BY   APPROVED-BY\n" +
-		"web-latest   ClusterPolicy/disallow-latest-tag   Active   2030-01-04T16:00:00Z (in 3d4h)   2          team-shop   SHOP-1   bob            alice\n"; out.String() != want {
+	if want := "NAME         POLICY                              STATE    EXPIRES                          IN-FORCE   EXEMPTED   OWNER       TICKET   REQUESTED-BY   APPROVED-BY\n" +
+		"web-latest   ClusterPolicy/disallow-latest-tag   Active   2030-01-04T16:00:00Z (in 3d4h)   2          7          team-shop   SHOP-1   bob            alice\n"; out.String() != want {
 		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
 	}
 
