@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/statusslice"
 )
 
 // A PolicyException of the cluster's own under the name the hub would give an exception is never
@@ -39,7 +38,7 @@ spec:
 	}
 	t.Cleanup(func() { _ = cluster1.Delete(context.Background(), local) })
 
-	ex := requestException(t, directClient(t, testFleet.Hub.Config), fmt.Sprintf(`
+	ex := approvedException(t, fmt.Sprintf(`
 metadata: {name: %s, namespace: %s}
 spec:
   target: {kind: FleetPolicy, name: %s}
@@ -49,23 +48,17 @@ spec:
   reason: a name the cluster already uses
   ticket: SEC-409
   expiresAt: %s`, name, e2eHubNamespace, fp.Name, ns, expiresIn(time.Hour)))
-	if err := decide(ctx, t, approverClient(t, "security@corp"), ex, policyhubv1.DecisionApproved, "security@corp"); err != nil {
-		t.Fatalf("approve: %v", err)
-	}
 	var message string
 	waitException(t, ex, "Conflict in cluster-1, in force in cluster-2", func(ex *policyhubv1.FleetPolicyException) error {
-		clusters, _, err := statusslice.Read(ctx, directClient(t, testFleet.Hub.Config), statusslice.Owner{
-			Kind: policyhubv1.KindFleetPolicyException, Name: ex.Name, UID: string(ex.UID), Namespace: ex.Namespace})
+		clusters, err := exceptionClusters(ctx, t, ex)
 		if err != nil {
 			return err
 		}
 		phases := map[string]policyhubv1.ClusterPhase{}
-		for _, c := range clusters {
-			phases[c.Name] = c.Phase
-			if c.Name == "cluster-1" {
-				message = c.Message
-			}
+		for name, c := range clusters {
+			phases[name] = c.Phase
 		}
+		message = clusters["cluster-1"].Message
 		if phases["cluster-1"] != policyhubv1.ClusterPhaseConflict || phases["cluster-2"] != policyhubv1.ClusterPhaseSynced || ex.Status.InForce != 1 {
 			return fmt.Errorf("phases %v, inForce %d", phases, ex.Status.InForce)
 		}

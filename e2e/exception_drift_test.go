@@ -18,7 +18,7 @@ func TestExceptionWidenedInAClusterIsRestored(t *testing.T) {
 	const ns = "exception-drift-e2e"
 	createNamespace(ctx, t, directClient(t, testFleet.Cluster("cluster-1").Config), ns)
 	fp := enforcedLatestTag(t, "e2e-exception-drift", ns)
-	ex := requestException(t, directClient(t, testFleet.Hub.Config), fmt.Sprintf(`
+	ex := approvedException(t, fmt.Sprintf(`
 metadata: {name: drift, namespace: %s}
 spec:
   target: {kind: FleetPolicy, name: %s}
@@ -28,9 +28,6 @@ spec:
   reason: one Deployment only
   ticket: SEC-5
   expiresAt: %s`, e2eHubNamespace, fp.Name, ns, expiresIn(time.Hour)))
-	if err := decide(ctx, t, approverClient(t, "security@corp"), ex, policyhubv1.DecisionApproved, "security@corp"); err != nil {
-		t.Fatalf("approve: %v", err)
-	}
 	waitException(t, ex, "in force in cluster-1", func(ex *policyhubv1.FleetPolicyException) error {
 		if ex.Status.InForce != 1 {
 			return fmt.Errorf("inForce %d", ex.Status.InForce)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/statusslice"
 )
 
 // approverClient is a client acting as user, bound fleet-wide to config/rbac/exception-approver's
@@ -27,18 +27,9 @@ func approverClient(t *testing.T, user string) client.Client {
 	t.Helper()
 	ctx := testContext(t)
 	hub := directClient(t, testFleet.Hub.Config)
-	data, err := os.ReadFile("../config/rbac/exception-approver/cluster_role.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	role := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(data, &role.Object); err != nil {
-		t.Fatal(err)
-	}
-	apply(ctx, t, hub, role)
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "exception-approver-" + strings.ReplaceAll(user, "@", "-at-")},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.GetName()},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: applyClusterRole(t, "../config/rbac/exception-approver/cluster_role.yaml")},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
 	}
 	if err := hub.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -83,6 +74,32 @@ func requestException(t *testing.T, c client.Client, manifest string) *policyhub
 		})
 	})
 	return ex
+}
+
+// approvedException requests the exception as the fleet's admin (in the hub's namespace: the
+// admin's) and has an approver, security@corp, approve it.
+func approvedException(t *testing.T, manifest string) *policyhubv1.FleetPolicyException {
+	t.Helper()
+	ex := requestException(t, directClient(t, testFleet.Hub.Config), manifest)
+	if err := decide(testContext(t), t, approverClient(t, "security@corp"), ex, policyhubv1.DecisionApproved, "security@corp"); err != nil {
+		t.Fatalf("approve %s: %v", ex.Name, err)
+	}
+	return ex
+}
+
+// exceptionClusters are the exception's per-cluster states, from its ClusterStatusSlices, by name.
+func exceptionClusters(ctx context.Context, t *testing.T, ex *policyhubv1.FleetPolicyException) (map[string]policyhubv1.ClusterStatus, error) {
+	t.Helper()
+	clusters, _, err := statusslice.Read(ctx, directClient(t, testFleet.Hub.Config), statusslice.Owner{
+		Kind: policyhubv1.KindFleetPolicyException, Name: ex.Name, UID: string(ex.UID), Namespace: ex.Namespace})
+	if err != nil {
+		return nil, err
+	}
+	byName := map[string]policyhubv1.ClusterStatus{}
+	for _, c := range clusters {
+		byName[c.Name] = c
+	}
+	return byName, nil
 }
 
 // decide writes an approver's decision on the exception's current generation, as c's user (by)

@@ -22,7 +22,7 @@ func TestExceptionRefusedIsPruned(t *testing.T) {
 	const ns = "exception-refused-e2e"
 	createNamespace(ctx, t, directClient(t, testFleet.Cluster("cluster-1").Config), ns)
 	fp := enforcedLatestTag(t, "e2e-exception-refused", ns)
-	ex := requestException(t, directClient(t, testFleet.Hub.Config), fmt.Sprintf(`
+	ex := approvedException(t, fmt.Sprintf(`
 metadata: {name: refused, namespace: %s}
 spec:
   target: {kind: FleetPolicy, name: %s, rules: [require-pinned-image]}
@@ -32,9 +32,6 @@ spec:
   reason: one rule, one Deployment
   ticket: SEC-422
   expiresAt: %s`, e2eHubNamespace, fp.Name, ns, expiresIn(time.Hour)))
-	if err := decide(ctx, t, approverClient(t, "security@corp"), ex, policyhubv1.DecisionApproved, "security@corp"); err != nil {
-		t.Fatalf("approve: %v", err)
-	}
 	waitException(t, ex, "in force in cluster-1", func(ex *policyhubv1.FleetPolicyException) error {
 		if ex.Status.InForce != 1 {
 			return fmt.Errorf("inForce %d", ex.Status.InForce)

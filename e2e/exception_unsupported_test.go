@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/statusslice"
 )
 
 // Where Kyverno would ignore an exception, it is Unsupported with the reason, not written and not
@@ -38,7 +37,7 @@ func TestExceptionUnsupportedWhereKyvernoIgnoresIt(t *testing.T) {
 		}
 	})
 	fp := enforcedLatestTag(t, "e2e-exception-unsupported", ns)
-	ex := requestException(t, directClient(t, testFleet.Hub.Config), fmt.Sprintf(`
+	ex := approvedException(t, fmt.Sprintf(`
 metadata: {name: unsupported, namespace: %s}
 spec:
   target: {kind: FleetPolicy, name: %s}
@@ -48,26 +47,20 @@ spec:
   reason: checking where Kyverno reads exceptions
   ticket: SEC-404
   expiresAt: %s`, e2eHubNamespace, fp.Name, ns, expiresIn(time.Hour)))
-	if err := decide(ctx, t, approverClient(t, "security@corp"), ex, policyhubv1.DecisionApproved, "security@corp"); err != nil {
-		t.Fatalf("approve: %v", err)
-	}
 	var cluster2 policyhubv1.ClusterStatus
 	live := waitException(t, ex, "in force in cluster-1, Unsupported in cluster-2", func(ex *policyhubv1.FleetPolicyException) error {
 		if err := exceptionState(policyhubv1.ExceptionActive)(ex); err != nil {
 			return err
 		}
-		clusters, _, err := statusslice.Read(ctx, directClient(t, testFleet.Hub.Config), statusslice.Owner{
-			Kind: policyhubv1.KindFleetPolicyException, Name: ex.Name, UID: string(ex.UID), Namespace: ex.Namespace})
+		clusters, err := exceptionClusters(ctx, t, ex)
 		if err != nil {
 			return err
 		}
 		phases := map[string]policyhubv1.ClusterPhase{}
-		for _, c := range clusters {
-			phases[c.Name] = c.Phase
-			if c.Name == "cluster-2" {
-				cluster2 = c
-			}
+		for name, c := range clusters {
+			phases[name] = c.Phase
 		}
+		cluster2 = clusters["cluster-2"]
 		if phases["cluster-1"] != policyhubv1.ClusterPhaseSynced || phases["cluster-2"] != policyhubv1.ClusterPhaseUnsupported || ex.Status.InForce != 1 {
 			return fmt.Errorf("phases %v, inForce %d", phases, ex.Status.InForce)
 		}

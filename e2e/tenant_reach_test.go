@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -155,7 +154,22 @@ func tenantClient(t *testing.T, namespace, user string) client.Client {
 	t.Helper()
 	ctx := testContext(t)
 	hub := directClient(t, testFleet.Hub.Config)
-	data, err := os.ReadFile("../config/rbac/tenant/cluster_role.yaml")
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + user, Namespace: namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: applyClusterRole(t, "../config/rbac/tenant/cluster_role.yaml")},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
+	}
+	if err := hub.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	return impersonating(t, user)
+}
+
+// applyClusterRole applies the ClusterRole of a config/rbac manifest to the hub, as a hub admin
+// installs it, and returns its name.
+func applyClusterRole(t *testing.T, file string) string {
+	t.Helper()
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,16 +177,6 @@ func tenantClient(t *testing.T, namespace, user string) client.Client {
 	if err := yaml.Unmarshal(data, &role.Object); err != nil {
 		t.Fatal(err)
 	}
-	apply(ctx, t, hub, role)
-	binding := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + user, Namespace: namespace},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.GetName()},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}},
-	}
-	if err := hub.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	cfg := rest.CopyConfig(testFleet.Hub.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	return directClient(t, cfg)
+	apply(testContext(t), t, directClient(t, testFleet.Hub.Config), role)
+	return role.GetName()
 }
