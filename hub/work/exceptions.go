@@ -12,8 +12,9 @@ import (
 // Kyverno reads PolicyExceptions only when its processes run with --enablePolicyException, and
 // only from the namespace --exceptionNamespace names. Nothing in the cluster's API says how they
 // run; Kyverno's exception webhooks say it, as warnings, to every write of an exception. Before a
-// declaration's exceptions are written, one dry-run apply of each asks (it persists nothing), so
-// that an exception Kyverno would ignore is Unsupported with the reason instead of Synced.
+// declaration's exceptions are written (created, changed, restored), one dry-run apply of each
+// asks (it persists nothing), so that an exception Kyverno would ignore is Unsupported with the
+// reason instead of Synced. One already in place is not asked about again until it is written.
 
 // kyvernoExceptionWarnings are the warnings of Kyverno 1.19's exception webhooks
 // (pkg/validation/exception), each with what it means for an exception the hub writes.

@@ -77,10 +77,6 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 			r := res.Declarations[i]
 			r.Phase = policyhubv1.ClusterPhaseUnsupported
 			r.Message = message
-		} else if message := s.kyvernoIgnoresExceptions(ctx, cc, cluster.Name, d.Objects); message != "" {
-			r := res.Declarations[i]
-			r.Phase = policyhubv1.ClusterPhaseUnsupported
-			r.Message = message
 		} else {
 			active = append(active, i)
 		}
@@ -103,6 +99,13 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 		case decls[i].DryRun:
 			dryRun = append(dryRun, i)
 		case work.needsWrite(i):
+			// Kyverno is asked whether it reads an exception when the exception is to be written
+			// (one dry-run each): a quiet fleet asks nothing.
+			if message := s.kyvernoIgnoresExceptions(ctx, cc, cluster.Name, decls[i].Objects); message != "" {
+				r := res.Declarations[i]
+				r.Phase, r.Message = policyhubv1.ClusterPhaseUnsupported, message
+				continue
+			}
 			real = append(real, i)
 		default:
 			res.record(i, work, false)
