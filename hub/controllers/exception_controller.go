@@ -58,7 +58,7 @@ func (r *FleetPolicyExceptionReconciler) SetupWithManager(mgr ctrl.Manager) erro
 	b := declarationController(mgr, "fleetpolicyexception", policyhubv1.KindFleetPolicyException, &policyhubv1.FleetPolicyException{},
 		&r.DeclarationOptions, &r.room, r.every, r.inCluster, nil, approvalChanged())
 	b = b.Watches(&policyhubv1.ClusterStatusSlice{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.ofTargetSlice)),
-		builder.WithPredicates(syncedClustersChanged())).
+		builder.WithPredicates(slicesOfKinds(policyhubv1.KindFleetPolicy, policyhubv1.KindPolicySet), syncedClustersChanged())).
 		Watches(&policyhubv1.FleetPolicy{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.ofTarget)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&policyhubv1.PolicySet{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.ofTarget)),
@@ -98,6 +98,15 @@ func syncedClustersChanged() predicate.Predicate {
 		}
 		return !slices.Equal(syncedIn(old.Clusters), syncedIn(updated.Clusters))
 	}}
+}
+
+// slicesOfKinds passes the ClusterStatusSlices of declarations of the kinds: a watch of slices
+// sees every declaration's, most of them moving with every summary.
+func slicesOfKinds(kinds ...string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		s, ok := o.(*policyhubv1.ClusterStatusSlice)
+		return ok && slices.Contains(kinds, s.Declaration.Kind)
+	})
 }
 
 // setVersionChanged passes a PolicySet's spec changes and new versions (its members change).

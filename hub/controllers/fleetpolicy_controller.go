@@ -43,7 +43,7 @@ func (r *FleetPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return declarationController(mgr, "fleetpolicy", policyhubv1.KindFleetPolicy, &policyhubv1.FleetPolicy{}, &r.DeclarationOptions, &r.room, r.everyFleetPolicy, r.fleetPoliciesInCluster, r.fleetPoliciesOfPlacement).
 		// Where its exceptions are in force marks its namespaced CEL policies (markExceptionsInForce).
 		Watches(&policyhubv1.ClusterStatusSlice{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(ofExceptionSlice(r.Reader, policyhubv1.KindFleetPolicy, r.everyFleetPolicy))),
-			builder.WithPredicates(syncedClustersChanged())).
+			builder.WithPredicates(slicesOfKinds(policyhubv1.KindFleetPolicyException), syncedClustersChanged())).
 		Complete(r)
 }
 

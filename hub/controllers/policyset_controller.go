@@ -65,7 +65,7 @@ func (r *PolicySetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.ofLibrary), builder.WithPredicates(inHub))
 	// Where its exceptions are in force marks its namespaced CEL members (markExceptionsInForce).
 	b = b.Watches(&policyhubv1.ClusterStatusSlice{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(ofExceptionSlice(r.Reader, policyhubv1.KindPolicySet, r.every))),
-		builder.WithPredicates(syncedClustersChanged()))
+		builder.WithPredicates(slicesOfKinds(policyhubv1.KindFleetPolicyException), syncedClustersChanged()))
 	for _, gvk := range r.FluxSources {
 		src := &unstructured.Unstructured{}
 		src.SetGroupVersionKind(gvk)

@@ -1,0 +1,42 @@
+package controllers
+
+import (
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// The watches of ClusterStatusSlices wake exceptions, FleetPolicies and PolicySets only when a
+// slice of the kinds they follow changes where a declaration is synced, not when results move.
+func TestSliceWatchesPassOnlyWhereSyncedChanges(t *testing.T) {
+	slice := func(kind string, phases ...policyhubv1.ClusterPhase) *policyhubv1.ClusterStatusSlice {
+		s := &policyhubv1.ClusterStatusSlice{Declaration: policyhubv1.DeclarationRef{Kind: kind, Name: "x"}}
+		for i, p := range phases {
+			s.Clusters = append(s.Clusters, policyhubv1.ClusterStatus{Name: string(rune('a' + i)), Phase: p})
+		}
+		return s
+	}
+	synced, failed := policyhubv1.ClusterPhaseSynced, policyhubv1.ClusterPhaseFailed
+	withResults := slice(policyhubv1.KindFleetPolicyException, synced, failed)
+	withResults.Clusters[0].Results = &policyhubv1.ResultCounts{Skip: 3}
+	for _, tc := range []struct {
+		name     string
+		old, new *policyhubv1.ClusterStatusSlice
+		want     bool
+	}{
+		{"a cluster synced", slice(policyhubv1.KindFleetPolicyException, synced, failed), slice(policyhubv1.KindFleetPolicyException, synced, synced), true},
+		{"a cluster no longer synced", slice(policyhubv1.KindFleetPolicyException, synced), slice(policyhubv1.KindFleetPolicyException), true},
+		{"results only", slice(policyhubv1.KindFleetPolicyException, synced, failed), withResults, false},
+		{"another kind's slice", slice(policyhubv1.KindApplicationPolicy), slice(policyhubv1.KindApplicationPolicy, synced), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}
+			got := slicesOfKinds(policyhubv1.KindFleetPolicyException).Update(e) && syncedClustersChanged().Update(e)
+			if got != tc.want {
+				t.Errorf("passes %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
