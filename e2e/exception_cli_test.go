@@ -6,12 +6,18 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 // `kubectl policyhub exception` end to end against the real hub, each step as the user it is
-// for (--as): a tenant requests, is refused approving its own request, an approver approves, the
-// list shows the exception Active in force in the cluster it names, and the approver revokes.
+// for (--as): a tenant's dry run creates nothing; it requests, cannot request the same name again,
+// and is refused approving its own request; a peer without the approver role is refused by RBAC
+// with the role named; a missing name is said plainly; an approver denies, then approves (the
+// decision stored whole: approver, generation, time, comment); the list, status and info show
+// the exception in force; the approver revokes.
 func TestExceptionCLI(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
@@ -30,19 +36,52 @@ func TestExceptionCLI(t *testing.T) {
 		return cliReadRun(t, append([]string{"--as", user}, args...)...)
 	}
 
-	code, out, errOut := run("dev@team-cli", "exception", "request", "vendor", "-n", tenant, "--policy", fp.Name,
+	request := []string{"exception", "request", "vendor", "-n", tenant, "--policy", fp.Name,
 		"--namespaces", ns, "--kinds", "Deployment", "--names", "web-latest", "--clusters", "cluster-1",
-		"--owner", "team-cli", "--reason", "vendor image", "--ticket", "CLI-1", "--expires-in", "2h")
+		"--owner", "team-cli", "--reason", "vendor image", "--ticket", "CLI-1", "--expires-in", "2h"}
+	ex := &policyhubv1.FleetPolicyException{}
+	ex.Namespace, ex.Name = tenant, "vendor"
+
+	// A dry run has the hub admit the request and creates nothing.
+	code, out, errOut := run("dev@team-cli", append(request, "--dry-run")...)
+	if code != 0 || !strings.Contains(out, "name: vendor") || !strings.Contains(errOut, "dry run: the hub accepted the request and created nothing") {
+		t.Fatalf("request --dry-run: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := hub.Get(ctx, client.ObjectKeyFromObject(ex), &policyhubv1.FleetPolicyException{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("after the dry run: %v, want NotFound", err)
+	}
+
+	code, out, errOut = run("dev@team-cli", request...)
 	if code != 0 || !strings.Contains(out, "requested by dev@team-cli") {
 		t.Fatalf("request: exit %d\n%s%s", code, out, errOut)
 	}
-	ex := &policyhubv1.FleetPolicyException{}
-	ex.Namespace, ex.Name = tenant, "vendor"
 	t.Cleanup(func() { _ = hub.Delete(ctx, ex) })
+	if code, out, errOut := run("dev@team-cli", request...); code != 2 || !strings.Contains(errOut, "fleetpolicyexception "+tenant+"/vendor already exists") {
+		t.Errorf("the same request again: exit %d, want 2 saying it exists\n%s%s", code, out, errOut)
+	}
+
+	// Another member of the team may read it, not decide on it: RBAC refuses, and the CLI says
+	// which role deciding needs. A name that does not exist is said plainly.
+	tenantClient(t, tenant, "peer@team-cli")
+	if code, out, errOut := run("peer@team-cli", "exception", "approve", "vendor", "-n", tenant); code != 2 ||
+		!strings.Contains(errOut, "approving needs verb approve on fleetpolicyexceptions (the policyhub-exception-approver ClusterRole)") {
+		t.Errorf("a peer's approve: exit %d, want 2 naming the approver role\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := run("security@corp", "exception", "approve", "nope", "-n", tenant); code != 2 || !strings.Contains(errOut, "fleetpolicyexception "+tenant+"/nope not found") {
+		t.Errorf("approve a missing exception: exit %d\n%s%s", code, out, errOut)
+	}
+	if live := waitException(t, ex, "undecided", exceptionState(policyhubv1.ExceptionPending)); live.Status.Approval != nil {
+		t.Fatalf("a refused decision was stored: %+v", live.Status.Approval)
+	}
 
 	if code, out, errOut := run("dev@team-cli", "exception", "approve", "vendor", "-n", tenant); code != 2 || !strings.Contains(errOut, "you (dev@team-cli) requested it: another approver must decide") {
 		t.Errorf("the requester's approve: exit %d, want 2 saying they requested it\n%s%s", code, out, errOut)
 	}
+	// A denial, then an approval that replaces it whole: decision, approver, generation, time, comment.
+	if code, out, errOut := run("security@corp", "exception", "deny", "vendor", "-n", tenant, "--comment", "no ticket yet"); code != 0 || !strings.Contains(out, "denied") {
+		t.Fatalf("deny: exit %d\n%s%s", code, out, errOut)
+	}
+	waitException(t, ex, "Denied", exceptionState(policyhubv1.ExceptionDenied))
 	if code, out, errOut := run("security@corp", "exception", "approve", "vendor", "-n", tenant, "--comment", "until the vendor's 2.0"); code != 0 ||
 		!strings.Contains(out, "approved") || !strings.Contains(out, "security@corp") {
 		t.Fatalf("approve: exit %d\n%s%s", code, out, errOut)
@@ -56,6 +95,20 @@ func TestExceptionCLI(t *testing.T) {
 		}
 		return nil
 	})
+	stored := &policyhubv1.FleetPolicyException{}
+	if err := hub.Get(ctx, client.ObjectKeyFromObject(ex), stored); err != nil {
+		t.Fatal(err)
+	}
+	if a := stored.Status.Approval; a == nil || a.Decision != policyhubv1.DecisionApproved || a.By != "security@corp" ||
+		a.Generation != stored.Generation || a.At == nil || a.Comment != "until the vendor's 2.0" {
+		t.Errorf("stored approval %+v (generation %d)", a, stored.Generation)
+	}
+	if code, out, errOut := run("security@corp", "exception", "list", "-n", ns); code != 0 || out != "" || !strings.Contains(errOut, "No exceptions found in namespace "+ns) {
+		t.Errorf("list in a namespace without exceptions: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := run("dev@team-cli", "exception", "list", "-n", ns); code != 2 || !strings.Contains(errOut, "permission denied: list FleetPolicyExceptions") {
+		t.Errorf("the tenant listing a namespace it is not bound in: exit %d, want 2 and permission denied\n%s%s", code, out, errOut)
+	}
 	code, out, errOut = run("dev@team-cli", "exception", "list", "-n", tenant)
 	if code != 0 {
 		t.Fatalf("list: exit %d\n%s%s", code, out, errOut)

@@ -2,7 +2,6 @@ package app
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -10,16 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
@@ -368,161 +359,22 @@ func TestExceptionListReport(t *testing.T) {
 	}
 }
 
-// fakeHub is a hub holding objs, where the SelfSubjectReview says the user is user.
-func fakeHub(t *testing.T, user string, funcs interceptor.Funcs, objs ...client.Object) client.Client {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := policyhubv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	create := funcs.Create
-	funcs.Create = func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-		if review, ok := obj.(*authenticationv1.SelfSubjectReview); ok {
-			review.Status.UserInfo.Username = user
-			return nil
-		}
-		if create != nil {
-			return create(ctx, c, obj, opts...)
-		}
-		return c.Create(ctx, obj, opts...)
-	}
-	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
-		WithStatusSubresource(&policyhubv1.FleetPolicyException{}).WithInterceptorFuncs(funcs).Build()
-}
-
-func pendingException() *policyhubv1.FleetPolicyException {
-	return &policyhubv1.FleetPolicyException{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-latest", Generation: 3},
-		Spec: policyhubv1.FleetPolicyExceptionSpec{Target: policyhubv1.ExceptionTarget{Kind: kindFleetPolicy, Name: "disallow-latest-tag"},
-			Owner: "team-shop", Reason: "r", Ticket: "SHOP-1", ExpiresAt: metav1.NewTime(exceptionNow.Add(72 * time.Hour)), RequestedBy: "bob"},
-	}
-}
-
-func TestDecideException(t *testing.T) {
-	ctx := t.Context()
-	key := client.ObjectKey{Namespace: "shop", Name: "web-latest"}
-	approve, deny := exceptionVerbs[0], exceptionVerbs[1]
-	c := fakeHub(t, "alice", interceptor.Funcs{}, pendingException())
-
-	res, err := decideException(ctx, c, key, approve, "until the release", exceptionNow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Decision != policyhubv1.DecisionApproved || res.By != "alice" || res.Generation != 3 || len(res.Warnings) != 0 {
-		t.Errorf("result %+v", res)
-	}
-	got := &policyhubv1.FleetPolicyException{}
-	if err := c.Get(ctx, key, got); err != nil {
-		t.Fatal(err)
-	}
-	want := &policyhubv1.ExceptionApproval{Decision: policyhubv1.DecisionApproved, By: "alice", Generation: 3,
-		At: &metav1.Time{Time: exceptionNow}, Comment: "until the release"}
-	if diff := cmp.Diff(want, got.Status.Approval); diff != "" {
-		t.Errorf("approval (-want +got):\n%s", diff)
-	}
-
-	// A new decision replaces the whole one before, the comment included.
-	if _, err := decideException(ctx, c, key, deny, "", exceptionNow.Add(time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Get(ctx, key, got); err != nil {
-		t.Fatal(err)
-	}
-	want = &policyhubv1.ExceptionApproval{Decision: policyhubv1.DecisionDenied, By: "alice", Generation: 3, At: &metav1.Time{Time: exceptionNow.Add(time.Minute)}}
-	if diff := cmp.Diff(want, got.Status.Approval); diff != "" {
-		t.Errorf("approval (-want +got):\n%s", diff)
-	}
-
-	// The requester is refused before anything is written.
-	c = fakeHub(t, "bob", interceptor.Funcs{SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
-		t.Error("the requester's decision was written")
-		return nil
-	}}, pendingException())
-	if _, err := decideException(ctx, c, key, approve, "", exceptionNow); err == nil || !strings.Contains(err.Error(), "you (bob) requested it: another approver must decide") {
-		t.Errorf("requester: %v", err)
-	}
-
-	if _, err := decideException(ctx, c, client.ObjectKey{Namespace: "shop", Name: "nope"}, approve, "", exceptionNow); err == nil || err.Error() != "fleetpolicyexception shop/nope not found" {
-		t.Errorf("missing: %v", err)
-	}
-
-	// Without verb approve: the role to ask for, and the server's words.
-	c = fakeHub(t, "mallory", interceptor.Funcs{SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
-		return apierrors.NewForbidden(schema.GroupResource{Group: "policyhub.io", Resource: "fleetpolicyexceptions"}, "web-latest", errors.New("RBAC: not allowed"))
-	}}, pendingException())
-	_, err = decideException(ctx, c, key, exceptionVerbs[2], "", exceptionNow)
-	if err == nil || !apierrors.IsForbidden(err) ||
-		!strings.Contains(err.Error(), "revoking needs verb approve on fleetpolicyexceptions (the policyhub-exception-approver ClusterRole): ") ||
-		!strings.Contains(err.Error(), "RBAC: not allowed") {
-		t.Errorf("forbidden: %v", err)
-	}
-
-	// Without the admission policy's stamp, or once expired: written, with a warning.
-	ex := pendingException()
-	ex.Spec.RequestedBy = ""
-	c = fakeHub(t, "alice", interceptor.Funcs{}, ex)
-	if res, err := decideException(ctx, c, key, approve, "", exceptionNow.Add(100*time.Hour)); err != nil || len(res.Warnings) != 2 {
-		t.Errorf("warnings: %+v %v", res, err)
-	}
-}
-
-func TestListExceptions(t *testing.T) {
-	var objs []client.Object
-	for _, ex := range listedExceptions() {
-		ex.ManagedFields = nil
-		objs = append(objs, ex.DeepCopy())
-	}
-	c := fakeHub(t, "alice", interceptor.Funcs{}, objs...)
-	list, err := listExceptions(t.Context(), c, "shop", false)
-	if err != nil || len(list.Items) != 3 {
-		t.Fatalf("shop: %+v %v", list, err)
-	}
-	if list, err = listExceptions(t.Context(), c, "shop", true); err != nil || len(list.Items) != 4 {
-		t.Fatalf("all: %+v %v", list, err)
-	}
-	if list, err = listExceptions(t.Context(), c, "empty", false); err != nil || len(list.Items) != 0 {
-		t.Fatalf("empty: %+v %v", list, err)
-	}
-}
-
-func TestRequestException(t *testing.T) {
+// What request prints of the created exception: the requester the server stamped, or why no
+// approval will count without one; -o yaml prints the object with its kind, without managedFields.
+func TestRequestedLineAndPrintable(t *testing.T) {
 	r := validRequest()
-	ex, err := r.build("shop", "web-latest", exceptionNow)
+	created, err := r.build("shop", "web-latest", exceptionNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The hub's admission policy stamps the requester.
-	c := fakeHub(t, "bob", interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-		if ex, ok := obj.(*policyhubv1.FleetPolicyException); ok {
-			ex.Spec.RequestedBy = "bob"
-			ex.Generation = 1
-		}
-		return c.Create(ctx, obj, opts...)
-	}})
-	if err := requestException(t.Context(), c, ex.DeepCopy(), true); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Get(t.Context(), client.ObjectKeyFromObject(ex), &policyhubv1.FleetPolicyException{}); !apierrors.IsNotFound(err) {
-		t.Errorf("a dry run created it: %v", err)
-	}
-	created := ex.DeepCopy()
-	if err := requestException(t.Context(), c, created, false); err != nil {
-		t.Fatal(err)
-	}
+	created.Spec.RequestedBy, created.Generation = "bob", 1
 	if want := "fleetpolicyexception shop/web-latest requested by bob (generation 1); it is inert until an approver runs: kubectl policyhub exception approve web-latest -n shop"; requestedLine(created) != want {
 		t.Errorf("line %q\nwant %q", requestedLine(created), want)
-	}
-	if err := requestException(t.Context(), c, ex.DeepCopy(), false); err == nil || !strings.Contains(err.Error(), "fleetpolicyexception shop/web-latest already exists") {
-		t.Errorf("again: %v", err)
 	}
 	created.Spec.RequestedBy = ""
 	if line := requestedLine(created); !strings.Contains(line, "admission policy") || !strings.Contains(line, "no approval will count") {
 		t.Errorf("without requester: %q", line)
 	}
-	// -o yaml prints the object with its kind, without managedFields.
 	created.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 	var out bytes.Buffer
 	if err := writeReport(&out, "yaml", printable(created), nil); err != nil {
