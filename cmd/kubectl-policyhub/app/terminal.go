@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/policyhub/policyhub/internal/textsafe"
 )
 
 // What the CLI prints comes largely from elsewhere: cluster and policy names, the hub's
@@ -18,54 +18,18 @@ import (
 // goes through termSafe, and -o json and -o yaml escape the controls their encoders leave raw
 // (jsonTerminalSafe).
 
-// termSafe returns s with every character a terminal acts on replaced by its Go escape (\x1b,
-// \r, \x7f, \u009b, \u202e; \xff for a byte that is not UTF-8): C0 controls (ESC and CR
-// included), DEL, C1 controls (which UTF-8 terminals also obey), bidirectional-text controls
-// (which reorder what is shown) and invalid UTF-8. The escape shows that something was there and
-// does nothing. keep lists the layout characters let through: "\t\n" for a table's stream, ""
-// within one cell or line.
+// termSafe returns s with every character a terminal acts on replaced by its escape
+// (textsafe.Visible); keep lists the layout characters let through: "\t\n" for a table's stream,
+// "" within one cell or line.
 func termSafe(s, keep string) string {
-	if isTermSafe(s, keep) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unsafeRune(r) && !strings.ContainsRune(keep, r):
-			q := strconv.QuoteRune(r) // '\x1b'
-			b.WriteString(q[1 : len(q)-1])
-		default:
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
-}
-
-func isTermSafe(s, keep string) bool {
-	for _, r := range s {
-		if r == utf8.RuneError || (unsafeRune(r) && !strings.ContainsRune(keep, r)) {
-			return false
-		}
-	}
-	return true
-}
-
-// unsafeRune: a control character (C0, DEL, C1) or a bidirectional-text control.
-func unsafeRune(r rune) bool {
-	return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)
+	return textsafe.Visible(s, keep)
 }
 
 // cellText is s as one table cell or one line of text: line breaks and tabs become spaces (a
 // message must not break the table's rows or columns), and termSafe does the rest.
 func cellText(s string) string {
-	return termSafe(cellSpaces.Replace(s), "")
+	return textsafe.Line(s)
 }
-
-var cellSpaces = strings.NewReplacer("\r\n", " ", "\n", " ", "\t", " ")
 
 // safeWriter passes text on through termSafe, keeping the layout characters keep. A character
 // split between two writes is held until the next one; Flush writes what is still held.

@@ -1,0 +1,202 @@
+package ui
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/ui/read"
+)
+
+func newTestServer(t *testing.T, snap *read.Snapshot, guard func(http.Handler) http.Handler) (*Server, *staticSource) {
+	t.Helper()
+	src := &staticSource{snap: snap, broker: read.NewBroker(), full: map[string]*policyhubv1.PolicyReportSummary{}}
+	s, err := New(src, Options{Guard: guard, Now: func() time.Time { return snap.Now }, Coalesce: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, src
+}
+
+func open(h http.Handler) http.Handler { return h }
+
+func get(t *testing.T, h http.Handler, target string, header ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodGet, target, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Set(header[i], header[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	return rec
+}
+
+func TestPagesAnswer(t *testing.T) {
+	s, _ := newTestServer(t, syntheticFleet(12, 6, time.Now()), open)
+	for _, tc := range []struct {
+		url  string
+		code int
+		has  string
+	}{
+		{"/", http.StatusFound, ""},
+		{"/fleet", http.StatusOK, "cluster-0010"},
+		{"/fleet?kind=ValidatingPolicy", http.StatusOK, "policy-001"},
+		{"/fleet?selector=env%20in%20(", http.StatusOK, "selector &#34;env in (&#34;"},
+		{"/policies/fleetpolicy/policy-000", http.StatusOK, "cluster-0000"},
+		{"/policies/fleetpolicy/nope", http.StatusNotFound, "not found"},
+		{"/policies/applicationpolicy/nope", http.StatusNotFound, "no such page"},
+		{"/policies/secret/x", http.StatusNotFound, "no such page"},
+		{"/clusters/cluster-0003", http.StatusOK, "policy-005"},
+		{"/clusters/elsewhere", http.StatusNotFound, "not in the fleet"},
+		{"/applications/shop/web", http.StatusOK, "No cluster reports"},
+		{"/healthz", http.StatusOK, "ok"},
+	} {
+		rec := get(t, s, tc.url)
+		if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.has) {
+			t.Errorf("GET %s: %d, want %d with %q; body: %.300s", tc.url, rec.Code, tc.code, tc.has, rec.Body.String())
+		}
+	}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/fleet", nil))
+	if rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /fleet: %d, want 405", rec.Code)
+	}
+}
+
+func TestPageHeadersAllowOnlyItsOwnScript(t *testing.T) {
+	s, _ := newTestServer(t, syntheticFleet(2, 2, time.Now()), open)
+	rec := get(t, s, "/fleet")
+	for header, want := range map[string]string{
+		"Content-Security-Policy": "script-src 'self'",
+		"X-Content-Type-Options":  "nosniff",
+		"Referrer-Policy":         "no-referrer",
+		"Cache-Control":           "no-store",
+	} {
+		if got := rec.Header().Get(header); !strings.Contains(got, want) {
+			t.Errorf("%s = %q, want it to hold %q", header, got, want)
+		}
+	}
+	if body := rec.Body.String(); strings.Contains(body, "<script>") || strings.Contains(body, " on") && strings.Contains(body, "onclick") {
+		t.Error("the page has inline script")
+	}
+	asset := get(t, s, staticAssets.Script)
+	if asset.Code != http.StatusOK || !strings.Contains(asset.Header().Get("Cache-Control"), "immutable") {
+		t.Errorf("GET %s: %d, Cache-Control %q", staticAssets.Script, asset.Code, asset.Header().Get("Cache-Control"))
+	}
+	if rec := get(t, s, "/static/0000/ui.js"); rec.Code != http.StatusNotFound {
+		t.Errorf("a static file under another hash: %d, want 404", rec.Code)
+	}
+}
+
+func TestFragmentIsTheMainOnly(t *testing.T) {
+	s, _ := newTestServer(t, syntheticFleet(2, 2, time.Now()), open)
+	body := get(t, s, "/fleet", FragmentHeader, "main").Body.String()
+	if strings.Contains(body, "<html") || strings.Contains(body, "<main") || !strings.Contains(body, `id="grid"`) {
+		t.Errorf("fragment: %.300s", body)
+	}
+}
+
+// A cluster's agent and Kyverno write the messages: markup in them is shown as text, and
+// bidirectional overrides and controls are made visible, never obeyed.
+func TestHostileTextIsShownInert(t *testing.T) {
+	snap := syntheticFleet(1, 1, time.Now())
+	s, src := newTestServer(t, snap, open)
+	full := snap.Summaries[0].DeepCopy()
+	full.Spec.Violations = []policyhubv1.Violation{{Policy: "policy-000", Rule: `<img src=x onerror=alert(1)>`, Result: "fail",
+		Resource: policyhubv1.ResourceRef{Kind: "Pod", Namespace: "shop", Name: "web\u202egnp.exe"},
+		Message:  `</td><script>alert(1)</script>` + "\x1b[2J"}}
+	src.full[full.Namespace] = full
+	body := get(t, s, "/clusters/"+full.Namespace).Body.String()
+	for _, bad := range []string{"<script>alert", "<img src=x", "\u202e", "\x1b"} {
+		if strings.Contains(body, bad) {
+			t.Errorf("the page holds %q raw", bad)
+		}
+	}
+	for _, shown := range []string{"&lt;script&gt;alert(1)&lt;/script&gt;", `web\u202egnp.exe`, `\x1b[2J`, "&lt;img src=x"} {
+		if !strings.Contains(body, shown) {
+			t.Errorf("the page does not show %q", shown)
+		}
+	}
+}
+
+func TestLocalGuard(t *testing.T) {
+	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4242}
+	s, _ := newTestServer(t, syntheticFleet(1, 1, time.Now()), LocalGuard(addr, "sesame"))
+	req := func(host, target, cookie string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, target, nil)
+		r.Host = host
+		if cookie != "" {
+			r.AddCookie(&http.Cookie{Name: TokenCookie, Value: cookie})
+		}
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, r)
+		return rec
+	}
+	if rec := req("127.0.0.1:4242", "/fleet", ""); rec.Code != http.StatusUnauthorized {
+		t.Errorf("no token: %d, want 401", rec.Code)
+	}
+	if rec := req("127.0.0.1:4242", "/fleet?token=wrong", ""); rec.Code != http.StatusUnauthorized {
+		t.Errorf("wrong token: %d, want 401", rec.Code)
+	}
+	if rec := req("evil.example:4242", "/fleet?token=sesame", ""); rec.Code != http.StatusForbidden {
+		t.Errorf("another Host (DNS rebinding): %d, want 403", rec.Code)
+	}
+	if rec := req("evil.example:4242", "/fleet", "sesame"); rec.Code != http.StatusForbidden {
+		t.Errorf("another Host with the cookie: %d, want 403", rec.Code)
+	}
+	rec := req("127.0.0.1:4242", "/fleet?kind=ClusterPolicy&token=sesame", "")
+	cookie := rec.Result().Cookies()
+	if rec.Code != http.StatusFound || rec.Header().Get("Location") != "/fleet?kind=ClusterPolicy" || len(cookie) != 1 ||
+		!cookie[0].HttpOnly || cookie[0].SameSite != http.SameSiteStrictMode || cookie[0].Value != "sesame" {
+		t.Errorf("token traded: %d, Location %q, cookies %v", rec.Code, rec.Header().Get("Location"), cookie)
+	}
+	if rec := req("localhost:4242", "/fleet", "sesame"); rec.Code != http.StatusOK {
+		t.Errorf("with the cookie: %d, want 200", rec.Code)
+	}
+	if rec := req("127.0.0.1:4242", "/healthz", ""); rec.Code != http.StatusOK {
+		t.Errorf("health without a token: %d, want 200", rec.Code)
+	}
+}
+
+func TestNoGuardNoServer(t *testing.T) {
+	if _, err := New(&staticSource{}, Options{}); err == nil {
+		t.Error("a server without a guard was made")
+	}
+}
+
+// Changes reach a page as one event per burst, naming each topic once.
+func TestEventsCoalesceChanges(t *testing.T) {
+	s, src := newTestServer(t, syntheticFleet(1, 1, time.Now()), open)
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	resp, err := http.Get(ts.URL + "/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	lines := bufio.NewScanner(resp.Body)
+	next := func() string {
+		for lines.Scan() {
+			if l := lines.Text(); strings.HasPrefix(l, "data: ") {
+				return l
+			}
+		}
+		return ""
+	}
+	// The subscription exists once the handler answered; publish a burst.
+	for range 3 {
+		src.broker.Publish(read.ClusterTopic("cluster-0000"))
+	}
+	src.broker.Publish(read.TopicInventory)
+	if got, want := next(), `data: ["cluster/cluster-0000","inventory"]`; got != want {
+		t.Errorf("event %q, want %q", got, want)
+	}
+}
