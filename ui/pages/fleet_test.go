@@ -90,4 +90,3 @@ func TestPaginate(t *testing.T) {
 		}
 	}
 }
-

@@ -57,4 +57,3 @@ func ApplicationURL(namespace, name string) string {
 type policyKey struct{ kind, namespace, name string }
 
 func (k policyKey) ref() string { return policyhubv1.PolicyRef(k.namespace, k.name) }
-
