@@ -236,9 +236,9 @@ func BuildFleet(s *read.Snapshot, q FleetQuery) *Fleet {
 	f.ColPages = paginate(len(order), q.ColPage, func(p int) string { q := q; q.ColPage = p; return FleetURL(q) })
 	f.RowPages = paginate(len(rows), q.RowPage, func(p int) string { q := q; q.RowPage = p; return FleetURL(q) })
 	f.Query.RowPage, f.Query.ColPage = f.RowPages.Page, f.ColPages.Page
-	shown := order[f.ColPages.From-1 : f.ColPages.To]
-	if f.ColPages.Total == 0 {
-		shown = nil
+	var shown []int
+	if f.ColPages.Total > 0 {
+		shown = order[f.ColPages.From-1 : f.ColPages.To]
 	}
 	for _, i := range shown {
 		c := columns[i]

@@ -90,3 +90,14 @@ func TestPaginate(t *testing.T) {
 		}
 	}
 }
+
+func TestFleetEmpty(t *testing.T) {
+	f := BuildFleet(&read.Snapshot{Now: time.Now()}, FleetQuery{RowPage: 3, ColPage: 2})
+	if len(f.Rows) != 0 || len(f.Columns) != 0 || f.RowPages.Total != 0 || f.ColPages.Total != 0 {
+		t.Errorf("an empty hub: %+v", f)
+	}
+	noSummaries := BuildFleet(&read.Snapshot{Now: time.Now(), Clusters: map[string]map[string]string{"a": nil}}, FleetQuery{})
+	if len(noSummaries.Rows) != 1 || noSummaries.Rows[0].Reported || len(noSummaries.Columns) != 0 {
+		t.Errorf("a cluster without a summary: %+v", noSummaries)
+	}
+}

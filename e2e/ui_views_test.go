@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// uiTeamPolicy is an Audit FleetPolicy in cluster-1 requiring a team label on the Deployments of
+// ns, in a category of its own so that the grid can be filtered down to it.
+func uiTeamPolicy(name, ns string) string {
+	return fmt.Sprintf(`
+apiVersion: policyhub.io/v1alpha1
+kind: FleetPolicy
+metadata: {name: %s}
+spec:
+  mode: Audit
+  placement: {clusters: [cluster-1]}
+  template:
+    apiVersion: kyverno.io/v1
+    kind: ClusterPolicy
+    metadata:
+      annotations: {policies.kyverno.io/severity: high, policies.kyverno.io/category: UI-e2e}
+    spec:
+      background: true
+      rules:
+      - name: need-team
+        match:
+          any:
+          - resources:
+              kinds: [Deployment]
+              namespaces: [%s]
+        validate:
+          message: "Deployments need a team label"
+          pattern:
+            metadata:
+              labels:
+                team: "?*"
+`, name, ns)
+}
+
+// The web view in a real browser, over the real hub, Kyverno and agent: the fleet grid shows the
+// violation the test made, its links lead to the policy, the cluster (with the resource, rule and
+// Kyverno's message) and the application; and the pages follow new violations without a reload.
+func TestUIViews(t *testing.T) {
+	startHub(t, time.Hour)
+	startAgent(t, "cluster-1")
+	ctx := testContext(t)
+	const ns, policy = "ui-e2e", "ui-team"
+	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	createNamespace(ctx, t, c1, ns)
+	createFleetPolicy(t, uiTeamPolicy(policy, ns))
+	waitFleetPolicy(t, policy, "synced", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
+	if err := c1.Create(ctx, shopDeployment(ns, "web", "")); err != nil {
+		t.Fatalf("Audit mode must let the Deployment in: %v", err)
+	}
+
+	url := startUI(t)
+	tab := uiBrowser(t)
+	base := url[:strings.Index(url, "/?token=")]
+	if err := browse(t, tab, 30*time.Second, chromedp.Navigate(url)); err != nil {
+		t.Fatalf("open %s: %v", url, err)
+	}
+	if loc := evaluate[string](t, tab, "location.href"); strings.Contains(loc, "token") || !strings.HasSuffix(loc, "/fleet") {
+		t.Errorf("after the token: at %s, want /fleet with the token gone from the address", loc)
+	}
+
+	// Fleet: the cell of cluster-1 × the policy counts the violation.
+	fleet := base + "/fleet?category=UI-e2e"
+	cell := fmt.Sprintf(`td[aria-label^="cluster-1, %s:"]`, policy)
+	eventually(t, 3*time.Minute, 2*time.Second, "the grid shows cluster-1's violation", func() error {
+		if err := browse(t, tab, 30*time.Second, chromedp.Navigate(fleet)); err != nil {
+			return err
+		}
+		if got := pageText(t, tab, cell); got != "1" {
+			return fmt.Errorf("cell %s = %q, want 1", cell, got)
+		}
+		return nil
+	})
+	if cols := evaluate[float64](t, tab, `document.querySelectorAll("#grid thead th.pol").length`); cols != 1 {
+		t.Errorf("filtered by category: %v policy columns, want 1", cols)
+	}
+	screenshot(t, tab, "fleet")
+
+	// Drill down: the column's link leads to the FleetPolicy.
+	if err := browse(t, tab, 30*time.Second, chromedp.Click(chromedp.CSS(`#grid a[href="/policies/fleetpolicy/`+policy+`"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#clusters"))); err != nil {
+		t.Fatalf("follow the policy's link: %v", err)
+	}
+	if text := pageText(t, tab, "#clusters"); !strings.Contains(text, "cluster-1") || !strings.Contains(text, "Synced") {
+		t.Errorf("the FleetPolicy's page, clusters:\n%s", text)
+	}
+	screenshot(t, tab, "policy")
+
+	// …and its cluster's link to the cluster, with the violation's resource, rule and message.
+	if err := browse(t, tab, 30*time.Second, chromedp.Click(chromedp.CSS(`#clusters a[href="/clusters/cluster-1"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#violations"))); err != nil {
+		t.Fatalf("follow the cluster's link: %v", err)
+	}
+	violations := pageText(t, tab, "#violations")
+	for _, want := range []string{"Deployment " + ns + "/web", policy, "need-team", "Deployments need a team label"} {
+		if !strings.Contains(violations, want) {
+			t.Errorf("the cluster's violations do not show %q:\n%s", want, violations)
+		}
+	}
+	screenshot(t, tab, "cluster")
+
+	// …and the application's link to the application's page.
+	if err := browse(t, tab, 30*time.Second, chromedp.Click(chromedp.CSS(`#applications a[href="/applications/`+ns+`/shop"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#results"))); err != nil {
+		t.Fatalf("follow the application's link: %v", err)
+	}
+	if text := pageText(t, tab, "#results"); !strings.Contains(text, "cluster-1") || !strings.Contains(text, policy) {
+		t.Errorf("the application's results:\n%s", text)
+	}
+	screenshot(t, tab, "application")
+
+	// Live: a new violation changes the grid's cell with no navigation (the page's own state stays).
+	if err := browse(t, tab, 30*time.Second, chromedp.Navigate(fleet)); err != nil {
+		t.Fatal(err)
+	}
+	evaluate[float64](t, tab, "window.policyhubMarker = 42")
+	if err := c1.Create(ctx, shopDeployment(ns, "api", "")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, time.Second, "the grid follows the new violation", func() error {
+		if marker := evaluate[float64](t, tab, "window.policyhubMarker || 0"); marker != 42 {
+			return fmt.Errorf("the page was reloaded (marker %v)", marker)
+		}
+		if got := pageText(t, tab, cell); got != "2" {
+			return fmt.Errorf("cell = %q, want 2", got)
+		}
+		return nil
+	})
+	if updated, _ := strconv.Atoi(evaluate[string](t, tab, `document.getElementById("main").getAttribute("data-updated") || "0"`)); updated < 1 {
+		t.Errorf("main was updated %d times, want at least once", updated)
+	}
+
+	// …and the cluster's page lists it.
+	if err := browse(t, tab, 30*time.Second, chromedp.Navigate(base+"/clusters/cluster-1")); err != nil {
+		t.Fatal(err)
+	}
+	evaluate[float64](t, tab, "window.policyhubMarker = 7")
+	if err := c1.Create(ctx, shopDeployment(ns, "db", "")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, time.Second, "the cluster's page follows the new violation", func() error {
+		if marker := evaluate[float64](t, tab, "window.policyhubMarker || 0"); marker != 7 {
+			return fmt.Errorf("the page was reloaded (marker %v)", marker)
+		}
+		if text := pageText(t, tab, "#violations"); !strings.Contains(text, "Deployment "+ns+"/db") {
+			return fmt.Errorf("violations:\n%s", text)
+		}
+		return nil
+	})
+}
