@@ -50,8 +50,13 @@ verify-generated: ## Fail if the generated deepcopy code or CRDs were not regene
 	if [ "$$before" != "$$(cat $(GENERATED) | sha256sum)" ]; then \
 		echo "generated code was stale and has now been regenerated: review and commit it"; exit 1; fi
 
-testbin: ## Build the local fleet's binaries from the Go module proxy into $(POLICYHUB_TESTBIN); install Prometheus.
+testbin: ## Build every binary the tests run from the Go module proxy into $(POLICYHUB_TESTBIN); install Prometheus and Chromium.
 	hack/testbin.sh
+
+# What each target runs, and so builds (hack/testbin.sh's components): a newcomer's `make demo`
+# builds neither KubeVela, Flux, the Kyverno CLI nor kubectl.
+TESTBIN_FLEET = etcd kube-apiserver cluster-gateway
+TESTBIN_DEMO = $(TESTBIN_FLEET) kube-controller-manager kyverno
 
 test: testbin verify-generated ## Run every test: unit tests and the e2e tests on a local fleet.
 	# One package at a time: the e2e packages run local fleets, and the image test cross-compiles;
@@ -97,16 +102,20 @@ vet:
 BENCH_SYNC_FLAGS ?= -clusters 4 -policies 200 -parallel 8
 BENCH_SCALE_FLAGS ?= -real 16 -virtual 1000 -policies 50
 
-demo: testbin ## Run policyhub on a local fleet (hub + 2 clusters, real gateway and Kyverno) until Ctrl-C; DEMO_ONESHOT=1 exits after printing.
+demo: ## Run policyhub on a local fleet (hub + 2 clusters, real gateway and Kyverno) and its web view until Ctrl-C; DEMO_ONESHOT=1 exits after printing.
+	hack/testbin.sh $(TESTBIN_DEMO)
 	go run ./e2e/demo
 
-bench-sync: testbin ## Benchmark: policyhub vs a kubectl loop vs a bare SSA loop on a local fleet (prints a table).
+bench-sync: ## Benchmark: policyhub vs a kubectl loop vs a bare SSA loop on a local fleet (prints a table).
+	hack/testbin.sh $(TESTBIN_FLEET) kyverno kubectl
 	go run ./e2e/bench/syncbench $(BENCH_SYNC_FLAGS)
 
-bench-agent: testbin ## Benchmark: policyhub-agent on a cluster of 100,000 report results: memory, CPU, summary latency, metric series (prints a table).
+bench-agent: ## Benchmark: policyhub-agent on a cluster of 100,000 report results: memory, CPU, summary latency, metric series (prints a table).
+	hack/testbin.sh $(TESTBIN_FLEET)
 	go run ./e2e/bench/agentbench $(BENCH_AGENT_FLAGS)
 
-bench-scale: testbin ## Benchmark: the hub binary at fleet scale (real, virtual and dark clusters) on a local fleet (prints a table).
+bench-scale: ## Benchmark: the hub binary at fleet scale (real, virtual and dark clusters) on a local fleet (prints a table).
+	hack/testbin.sh $(TESTBIN_FLEET)
 	go run ./e2e/bench/scalebench $(BENCH_SCALE_FLAGS)
 
 leftovers: ## Fail if a process started by a local fleet is still running.

@@ -12,7 +12,8 @@ import (
 
 // `DEMO_ONESHOT=1 make demo` (here: its program, from the repository's root) prints the three
 // tables with shop's violation in staging, Kyverno's refusal in prod, the hub's /metrics refused
-// without a token and served over HTTPS to the metrics reader's, and leaves no process behind.
+// without a token and served over HTTPS to the metrics reader's, the web view's URL (which opens
+// on the fleet grid), and leaves no process behind.
 func TestDemoOneShot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -30,6 +31,7 @@ func TestDemoOneShot(t *testing.T) {
 		"FleetPolicy/disallow-latest-tag", "Deployment/shop/web",
 		"Kyverno refused it", "The image tag latest is not allowed: pin a version.",
 		"KUBECONFIG=", "/metrics", "without a token: 401 Unauthorized",
+		"the web view: http://127.0.0.1:", "the web view answered 200 OK at /fleet", "the grid shown",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, text)

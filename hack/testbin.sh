@@ -2,9 +2,25 @@
 # Builds the real parts of the local fleet (etcd, kube-apiserver, cluster-gateway, Kyverno and its
 # CLI, Flux's source-controller and KubeVela's vela-core) from the Go module proxy through the wrapper modules in e2e/testbin, into a
 # cache outside the clone so that a fresh clone on the same machine reuses them. Installs
-# Prometheus from Debian when it is missing.
+# Prometheus and Chromium from Debian when they are missing.
+#
+# Usage: hack/testbin.sh [COMPONENT...]: only the components named (each make target builds only
+# what it runs: `make demo` needs neither KubeVela nor the browser), every one without arguments.
+# Components: prometheus chromium etcd kube-apiserver kube-controller-manager kubectl
+# cluster-gateway kyverno kyverno-cli source-controller kubevela.
 # Prints where the binaries are on its last line (the directory the e2e harness reads).
 set -euo pipefail
+
+all_components="prometheus chromium etcd kube-apiserver kube-controller-manager kubectl cluster-gateway kyverno kyverno-cli source-controller kubevela"
+components=" ${*:-$all_components} "
+for c in $components; do
+	case " $all_components " in
+	*" $c "*) ;;
+	*) echo "testbin: unknown component $c (known: $all_components)" >&2; exit 2 ;;
+	esac
+done
+# wanted COMPONENT: whether it was asked for.
+wanted() { [[ "$components" == *" $1 "* ]]; }
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${POLICYHUB_TESTBIN:-${XDG_CACHE_HOME:-$HOME/.cache}/policyhub/testbin}
@@ -39,48 +55,74 @@ build() {
 	done
 }
 
+# debian_install COMMAND PACKAGE: installs Debian's PACKAGE when COMMAND is not on PATH.
+debian_install() {
+	local command=$1 package=$2
+	if ! command -v "$command" >/dev/null 2>&1; then
+		say "$package: installing Debian's $package"
+		if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
+		$sudo apt-get update -qq
+		# Without Recommends: a headless browser needs no desktop (upower, mesa...).
+		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$package" >/dev/null
+	fi
+	say "$package: $(command -v "$command")"
+}
+
 # The e2e test that runs the hub chart's dashboard and alert queries on a real Prometheus.
-if ! command -v prometheus >/dev/null 2>&1; then
-	say "prometheus: installing Debian's prometheus"
-	if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
-	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq prometheus >/dev/null
-fi
-say "prometheus: $(command -v prometheus)"
+if wanted prometheus; then debian_install prometheus prometheus; fi
+# The web view's tests drive a headless Chromium (chromedp runs it from PATH).
+if wanted chromium; then debian_install chromium chromium; fi
 
 # etcd v3.6, not Debian's 3.4: kube-apiserver 1.36 needs RequestWatchProgress for watches that
 # start without a resourceVersion. e2e/fleet/testbin.go names the same version.
-build etcd v3.6.8 etcd "-s -w" \
-	go.etcd.io/etcd/server/v3 etcd
+if wanted etcd; then
+	build etcd v3.6.8 etcd "-s -w" \
+		go.etcd.io/etcd/server/v3 etcd
+fi
 
 k8s_version=v1.36.3
-build kube-apiserver "$k8s_version" kube-apiserver \
-	"-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36" \
-	k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver \
-	k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager \
-	k8s.io/kubernetes/cmd/kubectl kubectl
-build cluster-gateway v1.9.1 cluster-gateway "-s -w" \
-	github.com/oam-dev/cluster-gateway/cmd/apiserver cluster-gateway
-build kyverno v1.19.1 kyverno "-s -w" \
-	github.com/kyverno/kyverno/cmd/kyverno kyverno \
-	github.com/kyverno/kyverno/cmd/reports-controller reports-controller \
-	github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno kyverno-cli
+k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
+for program in kube-apiserver kube-controller-manager kubectl; do
+	if wanted "$program"; then
+		build kube-apiserver "$k8s_version" kube-apiserver "$k8s_ldflags" k8s.io/kubernetes/cmd/$program $program
+	fi
+done
+if wanted cluster-gateway; then
+	build cluster-gateway v1.9.1 cluster-gateway "-s -w" \
+		github.com/oam-dev/cluster-gateway/cmd/apiserver cluster-gateway
+fi
+if wanted kyverno; then
+	build kyverno v1.19.1 kyverno "-s -w" \
+		github.com/kyverno/kyverno/cmd/kyverno kyverno \
+		github.com/kyverno/kyverno/cmd/reports-controller reports-controller
+fi
+if wanted kyverno-cli; then
+	build kyverno v1.19.1 kyverno "-s -w" \
+		github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno kyverno-cli
+fi
 # Flux's source-controller: it serves the Git repositories PolicySets read (issue 27).
-build source-controller v1.9.3 source-controller "-s -w" \
-	github.com/fluxcd/source-controller source-controller
+if wanted source-controller; then
+	build source-controller v1.9.3 source-controller "-s -w" \
+		github.com/fluxcd/source-controller source-controller
+fi
 # KubeVela's controller, to run the kyverno-policy policy under the real thing (issue 16), and its
 # CLI, which enables addons (config/kubevela/addon).
-build kubevela v1.10.6 kubevela "-s -w -X github.com/oam-dev/kubevela/version.VelaVersion=v1.10.6" \
-	github.com/oam-dev/kubevela/cmd/core vela-core \
-	github.com/oam-dev/kubevela/references/cmd/cli vela
+if wanted kubevela; then
+	build kubevela v1.10.6 kubevela "-s -w -X github.com/oam-dev/kubevela/version.VelaVersion=v1.10.6" \
+		github.com/oam-dev/kubevela/cmd/core vela-core \
+		github.com/oam-dev/kubevela/references/cmd/cli vela
+fi
 
 # Modules whose CRDs the fleet installs (e2e/fleet/testbin.go names the same versions): fetched
-# now so that tests never wait on a download.
-for module in github.com/kyverno/kyverno@v1.19.1 github.com/openreports/reports-api@v0.2.1 \
-	open-cluster-management.io/api@v1.1.0 github.com/oam-dev/kubevela@v1.10.6 \
-	github.com/fluxcd/source-controller@v1.9.3; do
-	(cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod GOWORK=off go mod download "$module")
-done
-say "CRD modules: in the Go module cache"
+# now so that tests never wait on a download. Every fleet installs the first four (the hub's CRDs
+# include KubeVela's Application); Flux's only with source-controller.
+crd_modules="github.com/kyverno/kyverno@v1.19.1 github.com/openreports/reports-api@v0.2.1 open-cluster-management.io/api@v1.1.0 github.com/oam-dev/kubevela@v1.10.6"
+if wanted source-controller; then crd_modules="$crd_modules github.com/fluxcd/source-controller@v1.9.3"; fi
+if wanted kube-apiserver; then
+	for module in $crd_modules; do
+		(cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod GOWORK=off go mod download "$module")
+	done
+	say "CRD modules: in the Go module cache"
+fi
 
 echo "$cache"

@@ -122,8 +122,13 @@ func run(ctx context.Context, out io.Writer, oneShot bool) (err error) {
 	if err != nil {
 		return err
 	}
+	uiURL, err := d.serveUI(ctx, oneShot)
+	if err != nil {
+		return err
+	}
 
 	fmt.Fprintf(d.out, "\nThe fleet is yours to explore:\n")
+	fmt.Fprintf(d.out, "  the web view: %s\n", uiURL)
 	fmt.Fprintf(d.out, "  hub:       KUBECONFIG=%s\n", d.f.Hub.Kubeconfig)
 	for _, c := range d.f.Managed {
 		fmt.Fprintf(d.out, "  %s: KUBECONFIG=%s\n", c.Name, c.Kubeconfig)
