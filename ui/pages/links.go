@@ -4,8 +4,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-
-	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 // The pages' addresses: each view is a URL that can be shared.
@@ -55,5 +53,3 @@ func ApplicationURL(namespace, name string) string {
 // policyKey names a Kyverno policy in a cluster: its kind, namespace and name (two policies of
 // different kinds may share a name).
 type policyKey struct{ kind, namespace, name string }
-
-func (k policyKey) ref() string { return policyhubv1.PolicyRef(k.namespace, k.name) }
