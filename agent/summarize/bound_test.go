@@ -250,12 +250,14 @@ func TestSummarizeMaxBytes(t *testing.T) {
 
 	t.Run("nothing fits: every list is emptied and counted", func(t *testing.T) {
 		got := Summarize(s, Options{Cluster: "east-1", MaxViolations: 200, MaxBytes: 1})
-		if len(got.Applications)+len(got.Violations)+len(got.Policies)+len(got.Exceptions) != 0 {
-			t.Fatalf("kept %d applications, %d violations, %d policies, %d exceptions", len(got.Applications), len(got.Violations), len(got.Policies), len(got.Exceptions))
+		if len(got.Applications)+len(got.Violations)+len(got.Policies)+len(got.Exceptions)+len(got.Namespaces) != 0 {
+			t.Fatalf("kept %d applications, %d violations, %d policies, %d exceptions, %d namespaces",
+				len(got.Applications), len(got.Violations), len(got.Policies), len(got.Exceptions), len(got.Namespaces))
 		}
 		want := policyhubv1.Truncation{
 			Policies:     int32(len(full.Policies)),
 			Applications: int32(len(full.Applications)),
+			Namespaces:   int32(len(full.Namespaces)),
 			Violations:   full.Truncated.Violations + int64(len(full.Violations)),
 			Exceptions:   int32(len(full.Exceptions)),
 		}

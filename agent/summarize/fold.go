@@ -79,6 +79,27 @@ type fold struct {
 	// exceptions are the results each Kyverno PolicyException exempted, by its name as the API
 	// carries it (cut to its bound).
 	exceptions map[string]int64
+	// namespaces are the results and refusals of each namespace's resources, every policy together.
+	namespaces map[string]*namespaceCounts
+}
+
+// namespaceCounts are one namespace's results and refused admissions.
+type namespaceCounts struct {
+	counts  policyhubv1.ResultCounts
+	blocked int64
+}
+
+// namespace is the counts of namespace ns, made on first use ("" is cluster-scoped: nil).
+func (f *fold) namespace(ns string) *namespaceCounts {
+	if ns == "" {
+		return nil
+	}
+	n := f.namespaces[ns]
+	if n == nil {
+		n = &namespaceCounts{}
+		f.namespaces[ns] = n
+	}
+	return n
 }
 
 func newFold(s collect.Snapshot) *fold {
@@ -89,6 +110,7 @@ func newFold(s collect.Snapshot) *fold {
 		policies:   map[collect.PolicyKey]*policy{},
 		refIndex:   map[string]int32{},
 		exceptions: map[string]int64{},
+		namespaces: map[string]*namespaceCounts{},
 	}
 }
 
@@ -238,6 +260,9 @@ func (f *fold) count(apps *topK[appEntry]) {
 			p.lastBlock = b
 		}
 		f.blocked += n
+		if ns := f.namespace(b.Resource.Namespace); ns != nil {
+			ns.blocked += n
+		}
 		if a := f.blockApps[i]; a >= 0 {
 			appBlocks[a] = append(appBlocks[a], b)
 		}
@@ -276,11 +301,15 @@ func (f *fold) count(apps *topK[appEntry]) {
 			}
 			cur = d.app
 		}
+		ns := f.namespace(d.Resource.Namespace)
 		for i := range d.Policies {
 			pc := &d.Policies[i]
 			p := f.rawPols[f.rawAt(i, pc)]
 			addCounts(&p.counts, pc.Counts)
 			addCounts(&f.totals, pc.Counts)
+			if ns != nil {
+				addCounts(&ns.counts, pc.Counts)
+			}
 			if oldest := pc.Oldest(); !oldest.IsZero() && (p.oldest.IsZero() || oldest.Before(p.oldest)) {
 				p.oldest = oldest
 			}

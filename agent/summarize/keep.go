@@ -44,6 +44,16 @@ func (f *fold) topExceptions(n int) ([]policyhubv1.ExceptionResults, int) {
 	return top.sorted(), len(f.exceptions)
 }
 
+// topNamespaces is the n namespaces to keep, most fail and error results first, and how many
+// namespaces there are.
+func (f *fold) topNamespaces(n int) ([]policyhubv1.NamespaceSummary, int) {
+	top := newTopK(n, compareNamespacePriority)
+	for name, c := range f.namespaces {
+		top.offer(policyhubv1.NamespaceSummary{Namespace: policyhubv1.CutUTF8(name, policyhubv1.MaxSummaryNamespaceLength), Results: c.counts, Blocked: c.blocked})
+	}
+	return top.sorted(), len(f.namespaces)
+}
+
 // resultTime is the API form of a result's time (nil when unknown), in whole seconds as reports have it.
 func resultTime(t time.Time) *metav1.Time {
 	if t.IsZero() {

@@ -21,6 +21,7 @@ const (
 	maxPolicies     = policyhubv1.MaxSummaryPolicies
 	maxApplications = policyhubv1.MaxSummaryApplications
 	maxExceptions   = policyhubv1.MaxSummaryExceptions
+	maxNamespaces   = policyhubv1.MaxSummaryNamespaces
 
 	defaultMaxViolations = 50
 	defaultMaxBytes      = 512 * 1024
@@ -39,6 +40,9 @@ type Options struct {
 	// MaxExceptions is how many exceptions are kept (those with the most results); 0 means (and
 	// at most) 200.
 	MaxExceptions int
+	// MaxNamespaces is how many namespaces are kept (those with the most fail and error
+	// results); 0 means (and at most) 1000.
+	MaxNamespaces int
 	// MaxBytes bounds the JSON of the spec as pushed (with generatedAt); 0 means 512 KiB.
 	MaxBytes int
 }
@@ -48,6 +52,7 @@ func (o Options) withDefaults() Options {
 	o.MaxPolicies = bound(o.MaxPolicies, maxPolicies, maxPolicies)
 	o.MaxApplications = bound(o.MaxApplications, maxApplications, maxApplications)
 	o.MaxExceptions = bound(o.MaxExceptions, maxExceptions, maxExceptions)
+	o.MaxNamespaces = bound(o.MaxNamespaces, maxNamespaces, maxNamespaces)
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = defaultMaxBytes
 	}
@@ -77,7 +82,8 @@ func Summarize(s collect.Snapshot, o Options) policyhubv1.PolicyReportSummarySpe
 	apps, allApps := f.applicationSummaries(topApps.sorted()), f.appEntries
 	viols, allViols := f.topViolations(o.MaxViolations)
 	excs, allExcs := f.topExceptions(o.MaxExceptions)
-	nPol, nApp, nViol, nExc := len(pols), len(apps), len(viols), len(excs)
+	nss, allNss := f.topNamespaces(o.MaxNamespaces)
+	nPol, nApp, nViol, nExc, nNs := len(pols), len(apps), len(viols), len(excs), len(nss)
 
 	base := policyhubv1.PolicyReportSummarySpec{
 		Cluster: o.Cluster,
@@ -86,17 +92,20 @@ func Summarize(s collect.Snapshot, o Options) policyhubv1.PolicyReportSummarySpe
 		Blocked: f.blocked,
 	}
 	for {
-		spec := assemble(base, pols[:nPol], apps[:nApp], viols[:nViol], excs[:nExc])
-		spec.Truncated = truncation(allPols-nPol, allApps-nApp, allViols-int64(nViol), allExcs-nExc)
-		if size(spec) < o.MaxBytes || nPol+nApp+nViol+nExc == 0 {
+		spec := assemble(base, pols[:nPol], apps[:nApp], viols[:nViol], excs[:nExc], nss[:nNs])
+		spec.Truncated = truncation(allPols-nPol, allApps-nApp, allViols-int64(nViol), allExcs-nExc, allNss-nNs)
+		if size(spec) < o.MaxBytes || nPol+nApp+nViol+nExc+nNs == 0 {
 			spec.ContentHash = Hash(spec)
 			return spec
 		}
 		// Applications are the most numerous, and the per-policy view stands without them;
-		// violations are examples; exceptions (at most 200 short entries) and policies go last.
+		// namespaces next (a view of their own); violations are examples; exceptions (at most 200
+		// short entries) and policies go last.
 		switch {
 		case nApp > 0:
 			nApp /= 2
+		case nNs > 0:
+			nNs /= 2
 		case nViol > 0:
 			nViol /= 2
 		case nExc > 0:
@@ -144,10 +153,10 @@ func size(spec policyhubv1.PolicyReportSummarySpec) int {
 }
 
 // assemble builds the spec from the kept entries, in the API's order: policies by (namespace,
-// name, kind), applications by (namespace, name, policy), violations most important first,
-// exceptions most results first.
+// name, kind), applications by (namespace, name, policy), namespaces by name, violations most
+// important first, exceptions most results first.
 func assemble(base policyhubv1.PolicyReportSummarySpec, pols []policyhubv1.PolicySummary, apps []policyhubv1.ApplicationSummary,
-	viols []policyhubv1.Violation, excs []policyhubv1.ExceptionResults) policyhubv1.PolicyReportSummarySpec {
+	viols []policyhubv1.Violation, excs []policyhubv1.ExceptionResults, nss []policyhubv1.NamespaceSummary) policyhubv1.PolicyReportSummarySpec {
 	spec := base
 	if len(pols) > 0 {
 		spec.Policies = slices.SortedFunc(slices.Values(pols), comparePolicyKey)
@@ -161,14 +170,19 @@ func assemble(base policyhubv1.PolicyReportSummarySpec, pols []policyhubv1.Polic
 	if len(excs) > 0 {
 		spec.Exceptions = slices.Clone(excs)
 	}
+	if len(nss) > 0 {
+		spec.Namespaces = slices.SortedFunc(slices.Values(nss), func(a, b policyhubv1.NamespaceSummary) int {
+			return strings.Compare(a.Namespace, b.Namespace)
+		})
+	}
 	return spec
 }
 
-func truncation(pols, apps int, viols int64, excs int) *policyhubv1.Truncation {
-	if pols == 0 && apps == 0 && viols == 0 && excs == 0 {
+func truncation(pols, apps int, viols int64, excs, nss int) *policyhubv1.Truncation {
+	if pols == 0 && apps == 0 && viols == 0 && excs == 0 && nss == 0 {
 		return nil
 	}
-	return &policyhubv1.Truncation{Policies: int32(pols), Applications: int32(apps), Violations: viols, Exceptions: int32(excs)}
+	return &policyhubv1.Truncation{Policies: int32(pols), Applications: int32(apps), Violations: viols, Exceptions: int32(excs), Namespaces: int32(nss)}
 }
 
 func copyEngine(e policyhubv1.EngineInfo) policyhubv1.EngineInfo {

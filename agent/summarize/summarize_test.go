@@ -3,6 +3,8 @@ package summarize
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -418,6 +420,7 @@ func TestSummarize(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.Cluster = "east-1"
 			tt.want.Cluster = "east-1"
+			tt.want.Namespaces = namespacesOf(tt.in)
 			tt.want.ContentHash = Hash(tt.want)
 			got := Summarize(tt.in, tt.opts)
 			if g, w := mustJSON(t, got), mustJSON(t, tt.want); g != w {
@@ -431,15 +434,51 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+// namespacesOf is what spec.namespaces must hold for a snapshot with few namespaces, summed the
+// plain way: TestSummarize's cases state the rest of each summary, and this part follows from
+// their resources (TestSummarizeNamespaces states it for its own case).
+func namespacesOf(s collect.Snapshot) []policyhubv1.NamespaceSummary {
+	byName := map[string]*policyhubv1.NamespaceSummary{}
+	get := func(ns string) *policyhubv1.NamespaceSummary {
+		if byName[ns] == nil {
+			byName[ns] = &policyhubv1.NamespaceSummary{Namespace: ns}
+		}
+		return byName[ns]
+	}
+	for _, d := range s.Digests {
+		if d.Resource.Namespace == "" {
+			continue
+		}
+		n := get(d.Resource.Namespace)
+		for _, pc := range d.Policies {
+			n.Results.Pass += int64(pc.Counts.Pass)
+			n.Results.Fail += int64(pc.Counts.Fail)
+			n.Results.Warn += int64(pc.Counts.Warn)
+			n.Results.Error += int64(pc.Counts.Error)
+			n.Results.Skip += int64(pc.Counts.Skip)
+		}
+	}
+	for _, b := range s.Blocks {
+		if b != nil && b.Resource.Namespace != "" {
+			get(b.Resource.Namespace).Blocked += int64(max(b.Count, 1))
+		}
+	}
+	var out []policyhubv1.NamespaceSummary
+	for _, ns := range slices.Sorted(maps.Keys(byName)) {
+		out = append(out, *byName[ns])
+	}
+	return out
+}
+
 func TestOptionsDefaults(t *testing.T) {
 	tests := []struct {
 		in, want Options
 	}{
-		{Options{}, Options{MaxViolations: 50, MaxPolicies: 1000, MaxApplications: 2000, MaxExceptions: 200, MaxBytes: 512 * 1024}},
-		{Options{MaxViolations: 500, MaxPolicies: 5000, MaxApplications: 9000, MaxExceptions: 900, MaxBytes: 2 << 20},
-			Options{MaxViolations: 200, MaxPolicies: 1000, MaxApplications: 2000, MaxExceptions: 200, MaxBytes: 2 << 20}},
-		{Options{MaxViolations: 7, MaxPolicies: 8, MaxApplications: 9, MaxExceptions: 3, MaxBytes: 10},
-			Options{MaxViolations: 7, MaxPolicies: 8, MaxApplications: 9, MaxExceptions: 3, MaxBytes: 10}},
+		{Options{}, Options{MaxViolations: 50, MaxPolicies: 1000, MaxApplications: 2000, MaxExceptions: 200, MaxNamespaces: 1000, MaxBytes: 512 * 1024}},
+		{Options{MaxViolations: 500, MaxPolicies: 5000, MaxApplications: 9000, MaxExceptions: 900, MaxNamespaces: 5000, MaxBytes: 2 << 20},
+			Options{MaxViolations: 200, MaxPolicies: 1000, MaxApplications: 2000, MaxExceptions: 200, MaxNamespaces: 1000, MaxBytes: 2 << 20}},
+		{Options{MaxViolations: 7, MaxPolicies: 8, MaxApplications: 9, MaxExceptions: 3, MaxNamespaces: 4, MaxBytes: 10},
+			Options{MaxViolations: 7, MaxPolicies: 8, MaxApplications: 9, MaxExceptions: 3, MaxNamespaces: 4, MaxBytes: 10}},
 	}
 	for _, tt := range tests {
 		if got := tt.in.withDefaults(); got != tt.want {
@@ -546,5 +585,35 @@ func TestSummarizeExceptionsTopN(t *testing.T) {
 		if again.ContentHash != got.ContentHash || mustJSON(t, again) != mustJSON(t, got) {
 			t.Fatal("the same exceptions in another order give another summary")
 		}
+	}
+}
+
+// Each namespace's resources are counted together, every policy and refusal; cluster-scoped
+// resources in no namespace; when there are more namespaces than kept, those with the most
+// violations stay and the rest are counted as cut.
+func TestSummarizeNamespaces(t *testing.T) {
+	var s collect.Snapshot
+	s.Digests = []*collect.Digest{
+		{Resource: pod("shop", "web"), Policies: []collect.PolicyCounts{counts(requireLabels, collect.Counts{Fail: 1}), counts(disallowLatest, collect.Counts{Pass: 1})}},
+		{Resource: pod("shop", "db"), Policies: []collect.PolicyCounts{counts(requireLabels, collect.Counts{Fail: 1, Error: 1})}},
+		{Resource: pod("blog", "web"), Policies: []collect.PolicyCounts{counts(requireLabels, collect.Counts{Pass: 2, Skip: 1})}},
+		{Resource: collect.Resource{APIVersion: "v1", Kind: "Namespace", Name: "shop"}, Policies: []collect.PolicyCounts{counts(requireLabels, collect.Counts{Fail: 5})}},
+	}
+	s.Blocks = []*collect.Block{{Policy: disallowLatest, Resource: pod("quiet", "x"), Message: "refused", Time: t0, Count: 3}}
+	got := Summarize(s, Options{Cluster: "east-1"})
+	want := []policyhubv1.NamespaceSummary{
+		{Namespace: "blog", Results: policyhubv1.ResultCounts{Pass: 2, Skip: 1}},
+		{Namespace: "quiet", Blocked: 3},
+		{Namespace: "shop", Results: policyhubv1.ResultCounts{Pass: 1, Fail: 2, Error: 1}},
+	}
+	if mustJSON(t, got.Namespaces) != mustJSON(t, want) {
+		t.Errorf("namespaces:\n%s\nwant\n%s", mustJSON(t, got.Namespaces), mustJSON(t, want))
+	}
+	cut := Summarize(s, Options{Cluster: "east-1", MaxNamespaces: 1})
+	if len(cut.Namespaces) != 1 || cut.Namespaces[0].Namespace != "shop" || cut.Truncated == nil || cut.Truncated.Namespaces != 2 {
+		t.Errorf("one namespace kept: %+v, truncated %+v; want shop (the most violations) and 2 cut", cut.Namespaces, cut.Truncated)
+	}
+	if err := cut.Validate(); err != nil {
+		t.Errorf("the summary breaks the API's rules: %v", err)
 	}
 }

@@ -85,6 +85,17 @@ func compareExceptionPriority(a, b policyhubv1.ExceptionResults) int {
 	return cmp.Or(cmp.Compare(b.Results, a.Results), strings.Compare(a.Name, b.Name))
 }
 
+// compareNamespacePriority ranks namespaces for keeping: most fail+error, most results, most
+// blocked, then by name.
+func compareNamespacePriority(a, b policyhubv1.NamespaceSummary) int {
+	return cmp.Or(
+		cmp.Compare(violations(b.Results), violations(a.Results)),
+		cmp.Compare(total(b.Results), total(a.Results)),
+		cmp.Compare(b.Blocked, a.Blocked),
+		strings.Compare(a.Namespace, b.Namespace),
+	)
+}
+
 func compareApplicationKey(a, b policyhubv1.ApplicationSummary) int {
 	return cmp.Or(
 		strings.Compare(a.Namespace, b.Namespace),

@@ -31,6 +31,9 @@ type Cluster struct {
 	Applications []ApplicationResults
 	Violations   []policyhubv1.Violation
 	Truncated    policyhubv1.Truncation
+	// NamespacesDerived: the agent does not count namespaces (an older one); Namespaces are
+	// summed from its applications and namespaced policies.
+	NamespacesDerived bool
 }
 
 // ClusterPolicy is one Kyverno policy's results in the cluster.
@@ -46,12 +49,13 @@ type ClusterDeclaration struct {
 	policyhubv1.ClusterStatus
 }
 
-// NamespaceResults are a namespace's results, summed over what the agent reports by namespace:
-// its applications' results and its namespaced policies'.
+// NamespaceResults are a namespace's results: as the agent counts them (spec.namespaces), or,
+// from an agent that does not, summed over its applications' and namespaced policies' results.
 type NamespaceResults struct {
 	Namespace    string
 	Results      policyhubv1.ResultCounts
 	Violations   int64
+	Blocked      int64
 	Applications int
 }
 
@@ -87,11 +91,16 @@ func BuildCluster(s *read.Snapshot, name string, full *policyhubv1.PolicyReportS
 			}
 			return n
 		}
+		c.NamespacesDerived = len(full.Spec.Namespaces) == 0
+		for _, n := range full.Spec.Namespaces {
+			ns := inNamespace(n.Namespace)
+			ns.Results, ns.Blocked = n.Results, n.Blocked
+		}
 		for _, p := range full.Spec.Policies {
 			cp := ClusterPolicy{PolicySummary: p, Violations: aggregate.AddCount(p.Results.Fail, p.Results.Error)}
 			cp.Declaration = cmp.Or(declarations[policyKey{p.Kind, p.Namespace, p.Name}], declarations[policyKey{"", p.Namespace, p.Name}])
 			c.Policies = append(c.Policies, cp)
-			if p.Namespace != "" {
+			if p.Namespace != "" && c.NamespacesDerived {
 				addCounts(&inNamespace(p.Namespace).Results, p.Results)
 			}
 		}
@@ -102,7 +111,9 @@ func BuildCluster(s *read.Snapshot, name string, full *policyhubv1.PolicyReportS
 			c.Applications = append(c.Applications, ApplicationResults{ApplicationSummary: a,
 				Violations: aggregate.AddCount(a.Results.Fail, a.Results.Error), URL: ApplicationURL(a.Namespace, a.Name)})
 			n := inNamespace(a.Namespace)
-			addCounts(&n.Results, a.Results)
+			if c.NamespacesDerived {
+				addCounts(&n.Results, a.Results)
+			}
 			n.Applications++
 		}
 		slices.SortFunc(c.Applications, func(a, b ApplicationResults) int {

@@ -351,6 +351,7 @@ func TestSummaryCRDRefusesWhatAgentsMustNotSay(t *testing.T) {
 	}{
 		{"policies", []string{"name", "namespace", "kind"}},
 		{"applications", []string{"namespace", "name", "policy"}},
+		{"namespaces", []string{"namespace"}},
 		{"exceptions", []string{"name"}},
 	} {
 		s := schemaAt(t, spec, list.path)
@@ -380,6 +381,7 @@ func TestSummaryBoundsMatchTheCRD(t *testing.T) {
 		"applications.[].namespace":         MaxSummaryNamespaceLength,
 		"applications.[].name":              MaxSummaryNameLength,
 		"applications.[].policy":            MaxSummaryRefLength,
+		"namespaces.[].namespace":           MaxSummaryNamespaceLength,
 		"violations.[].cluster":             MaxSummaryNameLength,
 		"violations.[].policy":              MaxSummaryRefLength,
 		"violations.[].rule":                MaxSummaryRuleLength,
@@ -396,7 +398,7 @@ func TestSummaryBoundsMatchTheCRD(t *testing.T) {
 		}
 	}
 	for path, want := range map[string]int{
-		"policies": MaxSummaryPolicies, "applications": MaxSummaryApplications,
+		"policies": MaxSummaryPolicies, "applications": MaxSummaryApplications, "namespaces": MaxSummaryNamespaces,
 		"violations": MaxSummaryViolations, "engine.reportAPIs": MaxSummaryReportAPIs,
 		"exceptions": MaxSummaryExceptions,
 	} {

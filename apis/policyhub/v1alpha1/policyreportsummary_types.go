@@ -133,6 +133,20 @@ type ExceptionResults struct {
 	Results int64 `json:"results"`
 }
 
+// NamespaceSummary is the results of one namespace's resources, every policy together.
+type NamespaceSummary struct {
+	// Namespace of the resources.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace"`
+	// Results counts the namespace's results by kind of result.
+	Results ResultCounts `json:"results"`
+	// Blocked counts admissions in the namespace that Kyverno refused.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Blocked int64 `json:"blocked,omitempty"`
+}
+
 // Truncation says what the agent cut to keep the summary bounded.
 type Truncation struct {
 	// Policies left out of spec.policies.
@@ -143,6 +157,10 @@ type Truncation struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Applications int32 `json:"applications,omitempty"`
+	// Namespaces left out of spec.namespaces.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Namespaces int32 `json:"namespaces,omitempty"`
 	// Violations left out of spec.violations.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
@@ -215,6 +233,15 @@ type PolicyReportSummarySpec struct {
 	// +listMapKey=policy
 	// +kubebuilder:validation:MaxItems=2000
 	Applications []ApplicationSummary `json:"applications,omitempty"`
+
+	// Namespaces are the results per namespace of the namespaced resources reported, every policy
+	// together; at most 1000 entries, those with the most fail and error results kept, one per
+	// namespace.
+	// +optional
+	// +listType=map
+	// +listMapKey=namespace
+	// +kubebuilder:validation:MaxItems=1000
+	Namespaces []NamespaceSummary `json:"namespaces,omitempty"`
 
 	// Violations are the top fail and error results, most severe and newest first; at most 200.
 	// +optional

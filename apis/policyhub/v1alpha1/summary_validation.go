@@ -30,6 +30,7 @@ const (
 
 	MaxSummaryPolicies     = 1000
 	MaxSummaryApplications = 2000
+	MaxSummaryNamespaces   = 1000
 	MaxSummaryViolations   = 200
 	MaxSummaryReportAPIs   = 10
 	// MaxSummaryExceptions bounds spec.exceptions (its names are MaxSummaryNameLength).
@@ -37,8 +38,8 @@ const (
 )
 
 // Validate says what in the spec the CRD would refuse (nil when nothing): a negative count, a
-// string or list over its bound, invalid UTF-8, an exception without a name, or two policies (or
-// applications, or exceptions) under one key.
+// string or list over its bound, invalid UTF-8, an exception or namespace without a name, or two
+// policies (or applications, namespaces, or exceptions) under one key.
 // The apiserver refuses all of it at admission; the hub checks again because a cluster may run
 // an older CRD, and an agent's summary must never be able to change what other clusters say.
 func (s *PolicyReportSummarySpec) Validate() error {
@@ -53,6 +54,7 @@ func (s *PolicyReportSummarySpec) Validate() error {
 	v.count("spec.blocked", s.Blocked)
 	v.policies(s.Policies)
 	v.applications(s.Applications)
+	v.namespaces(s.Namespaces)
 	v.items("spec.violations", len(s.Violations), MaxSummaryViolations)
 	for i := range s.Violations {
 		v.violation(fmt.Sprintf("spec.violations[%d]", i), &s.Violations[i])
@@ -61,6 +63,7 @@ func (s *PolicyReportSummarySpec) Validate() error {
 	if t := s.Truncated; t != nil {
 		v.count("spec.truncated.policies", int64(t.Policies))
 		v.count("spec.truncated.applications", int64(t.Applications))
+		v.count("spec.truncated.namespaces", int64(t.Namespaces))
 		v.count("spec.truncated.violations", t.Violations)
 		v.count("spec.truncated.exceptions", int64(t.Exceptions))
 	}
@@ -170,6 +173,25 @@ func (v *validator) applications(apps []ApplicationSummary) {
 		v.str(path+".policy", a.Policy, MaxSummaryRefLength)
 		v.counts(path+".results", a.Results)
 		v.count(path+".blocked", a.Blocked)
+	}
+}
+
+func (v *validator) namespaces(namespaces []NamespaceSummary) {
+	v.items("spec.namespaces", len(namespaces), MaxSummaryNamespaces)
+	seen := make(map[string]struct{}, len(namespaces))
+	for i := range namespaces {
+		n := &namespaces[i]
+		path := fmt.Sprintf("spec.namespaces[%d]", i)
+		if _, dup := seen[n.Namespace]; dup {
+			v.fail("%s: a second entry for namespace %q", path, n.Namespace)
+		}
+		seen[n.Namespace] = struct{}{}
+		if n.Namespace == "" {
+			v.fail("%s.namespace: empty, a namespace is named", path)
+		}
+		v.str(path+".namespace", n.Namespace, MaxSummaryNamespaceLength)
+		v.counts(path+".results", n.Results)
+		v.count(path+".blocked", n.Blocked)
 	}
 }
 

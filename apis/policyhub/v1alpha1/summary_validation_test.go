@@ -22,6 +22,7 @@ func validSpec() PolicyReportSummarySpec {
 		},
 		Violations: []Violation{{Policy: "require-labels", Result: "fail", Resource: ResourceRef{Kind: "Pod", Name: "web"}}},
 		Exceptions: []ExceptionResults{{Name: "fpex-shop-web-0123456789", Results: 4}, {Name: "local", Results: 0}},
+		Namespaces: []NamespaceSummary{{Namespace: "shop", Results: ResultCounts{Pass: 3, Fail: 1}}, {Namespace: "kube-system", Blocked: 2}},
 	}
 }
 
@@ -54,6 +55,18 @@ func TestSummaryValidate(t *testing.T) {
 		{"a negative exceptions truncation", func(s *PolicyReportSummarySpec) { s.Truncated = &Truncation{Exceptions: -1} }, "spec.truncated.exceptions"},
 		{"exceptions at their bound", func(s *PolicyReportSummarySpec) { s.Exceptions = manyExceptions(MaxSummaryExceptions) }, ""},
 		{"too many exceptions", func(s *PolicyReportSummarySpec) { s.Exceptions = manyExceptions(MaxSummaryExceptions + 1) }, "spec.exceptions: 201 entries, at most 200"},
+		{"a namespace listed twice", func(s *PolicyReportSummarySpec) { s.Namespaces = append(s.Namespaces, s.Namespaces[0]) }, "spec.namespaces[2]: a second entry for namespace"},
+		{"a namespace without a name", func(s *PolicyReportSummarySpec) { s.Namespaces[1].Namespace = "" }, "spec.namespaces[1].namespace: empty"},
+		{"an overlong namespace", func(s *PolicyReportSummarySpec) { s.Namespaces[0].Namespace = strings.Repeat("n", 64) }, "spec.namespaces[0].namespace: 64 bytes, at most 63"},
+		{"a negative namespace count", func(s *PolicyReportSummarySpec) { s.Namespaces[0].Results.Fail = -3 }, "spec.namespaces[0].results.fail: -3"},
+		{"negative namespace refusals", func(s *PolicyReportSummarySpec) { s.Namespaces[1].Blocked = -1 }, "spec.namespaces[1].blocked"},
+		{"a negative namespaces truncation", func(s *PolicyReportSummarySpec) { s.Truncated = &Truncation{Namespaces: -1} }, "spec.truncated.namespaces"},
+		{"too many namespaces", func(s *PolicyReportSummarySpec) {
+			s.Namespaces = make([]NamespaceSummary, MaxSummaryNamespaces+1)
+			for i := range s.Namespaces {
+				s.Namespaces[i].Namespace = fmt.Sprintf("ns-%d", i)
+			}
+		}, "spec.namespaces: 1001 entries, at most 1000"},
 		{"too many policies", func(s *PolicyReportSummarySpec) {
 			s.Policies = make([]PolicySummary, MaxSummaryPolicies+1)
 			for i := range s.Policies {
