@@ -286,3 +286,46 @@ func chartCheckDisruptionBudget(t *testing.T, r *renderedChart, dep *appsv1.Depl
 		t.Errorf("unhealthyPodEvictionPolicy %v, want AlwaysAllow (a crash-looping replica never holds up a drain)", p)
 	}
 }
+
+// chartCheckWebView: the view's certificate is mounted where --ui-cert-dir reads it, its Service
+// reaches the container's ui port, only ui.from may connect, and the viewers are bound.
+func chartCheckWebView(t *testing.T, r *renderedChart, dep *appsv1.Deployment) {
+	t.Helper()
+	pod := dep.Spec.Template.Spec
+	mounted := false
+	for _, m := range pod.Containers[0].VolumeMounts {
+		for _, v := range pod.Volumes {
+			if v.Name == m.Name && m.MountPath == "/etc/policyhub/ui-cert" && v.Secret != nil && v.Secret.SecretName == "ui-cert" {
+				mounted = true
+			}
+		}
+	}
+	if !mounted {
+		t.Errorf("the Secret ui-cert is not mounted at /etc/policyhub/ui-cert: %+v %+v", pod.Containers[0].VolumeMounts, pod.Volumes)
+	}
+	found := false
+	for _, svc := range r.byKind("Service") {
+		if strings.HasSuffix(svc.GetName(), "-ui") {
+			found = true
+			if ports := fmt.Sprint(svc.Object["spec"].(map[string]any)["ports"]); !strings.Contains(ports, "targetPort:ui") || !strings.Contains(ports, "port:9443") {
+				t.Errorf("the view's Service ports %s", ports)
+			}
+		}
+	}
+	if !found {
+		t.Error("no Service for the web view")
+	}
+	np := fmt.Sprint(r.one(t, "NetworkPolicy").Object["spec"])
+	if !strings.Contains(np, "port:ui") || !strings.Contains(np, "kubernetes.io/metadata.name:auth-proxy") {
+		t.Errorf("the NetworkPolicy does not admit ui.from to the view: %s", np)
+	}
+	var subjects string
+	for _, b := range r.byKind("ClusterRoleBinding") {
+		if strings.HasSuffix(b.GetName(), "-ui-viewer") {
+			subjects = fmt.Sprint(b.Object["subjects"])
+		}
+	}
+	if !strings.Contains(subjects, "kind:Group name:platform") {
+		t.Errorf("the viewer binding's subjects %q are not ui.viewerSubjects", subjects)
+	}
+}

@@ -66,7 +66,7 @@ func TestChartHubCRDsMatchConfig(t *testing.T) {
 // config/kubevela's and the admission policy config/admission's: the kustomize manifests and the
 // charts never drift apart.
 func TestChartManifestsMatchConfig(t *testing.T) {
-	hub := mustRender(t, hubChartDir, "policyhub-hub", "policyhub-system", chartValues(t, `kubevela: {enabled: true}`))
+	hub := mustRender(t, hubChartDir, "policyhub-hub", "policyhub-system", chartValues(t, `{kubevela: {enabled: true}, ui: {enabled: true}}`))
 	agent := mustRender(t, agentChartDir, "policyhub-agent", "policyhub-system", chartValues(t, `
 clusterName: cluster-1
 hubKubeconfigSecret: {name: hub-kubeconfig}
@@ -120,6 +120,7 @@ hubAccess: {enabled: true}`))
 		{"the hub's leader election Role", rendered(hub, "Role", "policyhub-system", "-leader-election"), configObject("../config/rbac/hub/leader_election_role.yaml", "Role"), "rules"},
 		{"the hub's metrics auth ClusterRole", rendered(hub, "ClusterRole", "", "-metrics-auth"), configObject("../config/rbac/hub/metrics_auth_role.yaml", "ClusterRole"), "rules"},
 		{"the metrics reader ClusterRole", rendered(hub, "ClusterRole", "", "-metrics-reader"), configObject("../config/rbac/hub/metrics_reader_role.yaml", "ClusterRole"), "rules"},
+		{"the web view's viewer ClusterRole", rendered(hub, "ClusterRole", "", "-ui-viewer"), configObject("../config/rbac/hub/ui_viewer_role.yaml", "ClusterRole"), "rules"},
 		{"the agent's ClusterRole", rendered(agent, "ClusterRole", "", "policyhub-agent"), configObject("../config/rbac/agent/cluster_role.yaml", "ClusterRole"), "rules"},
 		{"the agent's hub access Role", rendered(agent, "Role", "cluster-1", "policyhub-agent"), configObject("../config/rbac/agent-hub-access/agent_access.yaml", "Role"), "rules"},
 		{"the KubeVela PolicyDefinition", hub.one(t, "PolicyDefinition"), configObject("../config/kubevela/kyverno-policy.yaml", "PolicyDefinition"), "spec"},
@@ -185,6 +186,12 @@ func TestChartHubDryRunOnTheHub(t *testing.T) {
 		{"plain metrics", `{metrics: {secure: false, serviceMonitor: {enabled: true}}}`,
 			with(map[string]int{"ServiceMonitor": 1, "ClusterRole": -2, "ClusterRoleBinding": -1}), []string{"--metrics-secure=false"}},
 		{"kubevela", `kubevela: {enabled: true}`, with(map[string]int{"PolicyDefinition": 1, "WorkflowStepDefinition": 1}), []string{"--hub-id=policyhub"}},
+		// The web view with plain metrics: the hub still reviews tokens (the view's), the metrics
+		// reader goes, the viewer ClusterRole, its binding and the view's Service come.
+		{"web view", `
+ui: {enabled: true, certSecret: ui-cert, viewerSubjects: [{kind: Group, name: platform}], from: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: auth-proxy}}}]}
+metrics: {secure: false}`,
+			with(map[string]int{"ClusterRoleBinding": 1, "Service": 1}), []string{"--ui-bind-address=:9443", "--ui-cert-dir=/etc/policyhub/ui-cert", "--metrics-secure=false"}},
 		{"everything set", fmt.Sprintf(`
 hubId: fleet-a
 image: {repository: registry.example:5000/policyhub/hub, digest: "sha256:%s"}
@@ -260,7 +267,12 @@ kubevela: {enabled: true}
 					t.Errorf("the metrics reader binding's subjects %s are not metrics.readerSubjects", subjects)
 				}
 			}
-			chartCheckPodSpec(t, dep.Spec.Template.Spec, map[string]int32{"metrics": metricsPort, "probes": probePort})
+			ports := map[string]int32{"metrics": metricsPort, "probes": probePort}
+			if c.name == "web view" {
+				ports["ui"] = 9443
+				chartCheckWebView(t, r, dep)
+			}
+			chartCheckPodSpec(t, dep.Spec.Template.Spec, ports)
 			chartCheckHubWiring(t, r, dep, ns)
 			chartCheckNetworkPolicy(t, r, dep)
 			chartCheckDisruptionBudget(t, r, dep)

@@ -109,6 +109,9 @@ func TestUIViews(t *testing.T) {
 			t.Errorf("the cluster's violations do not show %q:\n%s", want, violations)
 		}
 	}
+	if ns := pageText(t, tab, "#namespaces"); !strings.Contains(ns, "ui-e2e\t1") || strings.Contains(ns, "does not count namespaces") {
+		t.Errorf("the cluster's namespaces, as its agent counts them, do not show ui-e2e with 1 violation:\n%s", ns)
+	}
 	screenshot(t, tab, "cluster")
 
 	// …and the application's link to the application's page.

@@ -52,6 +52,8 @@ type Server struct {
 	o     Options
 	pages map[string]*template.Template
 	mux   *http.ServeMux
+	// guarded is mux behind the guard.
+	guarded http.Handler
 }
 
 // New returns the view's server.
@@ -85,6 +87,7 @@ func New(src Source, o Options) (*Server, error) {
 	s.mux.HandleFunc("GET /applications/{namespace}/{name}", s.application)
 	s.mux.HandleFunc("GET /events", s.events)
 	s.mux.HandleFunc("GET /static/{hash}/{file}", serveStatic)
+	s.guarded = o.Guard(s.mux)
 	return s, nil
 }
 
@@ -101,7 +104,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the view only reads: every action stays in kubectl", http.StatusMethodNotAllowed)
 		return
 	}
-	s.o.Guard(s.mux).ServeHTTP(w, r)
+	s.guarded.ServeHTTP(w, r)
 }
 
 // secureHeaders: no script but the view's own, no framing, no referrer, nothing cached.

@@ -49,6 +49,7 @@ type options struct {
 	metricsAddr             string
 	metricsSecure           bool
 	metricsCertDir          string
+	uiAddr, uiCertDir       string
 	enableHTTP2             bool
 	probeAddr               string
 	pprofAddr               string
@@ -86,6 +87,8 @@ func run() error {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus /metrics endpoint; 0 disables it.")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve /metrics over HTTPS, to clients the hub's apiserver authenticates (TokenReview) and authorizes for GET on the non-resource URL /metrics (SubjectAccessReview; e.g. the policyhub-metrics-reader ClusterRole). --metrics-secure=false serves plain HTTP to anyone who can connect.")
 	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "Directory with the metrics server's tls.crt and tls.key (reloaded when they change), e.g. a cert-manager Secret's mount. Empty: a self-signed certificate generated at start.")
+	fs.StringVar(&o.uiAddr, "ui-bind-address", "0", "Address of the web view (HTTPS; each request's bearer token authenticated and authorized by the hub's apiserver for GET on the page's path, e.g. the policyhub-ui-viewer ClusterRole; it shows the whole fleet as the hub reads it); 0 disables it. kubectl policyhub ui serves it locally with the user's own rights instead.")
+	fs.StringVar(&o.uiCertDir, "ui-cert-dir", "", "Directory with the web view's tls.crt and tls.key (reloaded when they change). Empty: a self-signed certificate generated at start.")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics server. Off by default: HTTP/2's stream resets and rapid-reset attacks (CVE-2023-44487, CVE-2023-39325) are avoided by serving HTTP/1.1 only.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints (heap, CPU and goroutine profiles); empty or 0 disables them.")
@@ -176,6 +179,9 @@ func run() error {
 	}
 	// On shutdown, the sync Leases still held are given up, so other writers need not wait for them to expire.
 	defer workers.Close()
+	if err := addUI(mgr, cfg, o); err != nil {
+		return err
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
