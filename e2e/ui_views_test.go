@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/cmd/kubectl-policyhub/app"
 )
 
 // uiTeamPolicy is an Audit FleetPolicy in cluster-1 requiring a team label on the Deployments of
@@ -121,6 +123,21 @@ func TestUIViews(t *testing.T) {
 	}
 	if text := pageText(t, tab, "#results"); !strings.Contains(text, "cluster-1") || !strings.Contains(text, policy) {
 		t.Errorf("the application's results:\n%s", text)
+	}
+	// …the same as `kubectl policyhub info` says.
+	code, out, errOut := cliReadRun(t, "info", "shop", "-n", ns, "-o", "json")
+	var info struct {
+		Totals  struct{ Fail int64 }
+		Results []struct{ Cluster, Policy string }
+	}
+	if err := json.Unmarshal([]byte(out), &info); err != nil || code == app.ExitError {
+		t.Fatalf("kubectl policyhub info: exit %d, %v; %s", code, err, errOut)
+	}
+	if rows := evaluate[float64](t, tab, `document.querySelectorAll("#results tbody th[scope=row]").length`); int(rows) != len(info.Results) {
+		t.Errorf("the application's page has %v result rows, kubectl policyhub info %d", rows, len(info.Results))
+	}
+	if facts := pageText(t, tab, "dl.facts"); !strings.Contains(facts, fmt.Sprintf("%d fail", info.Totals.Fail)) {
+		t.Errorf("the application's page says %q, kubectl policyhub info %d fail", facts, info.Totals.Fail)
 	}
 	screenshot(t, tab, "application")
 
