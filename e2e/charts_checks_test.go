@@ -70,8 +70,8 @@ func chartCheckHubWiring(t *testing.T, r *renderedChart, dep *appsv1.Deployment,
 	args := strings.Join(pod.Containers[0].Args, " ")
 	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
 		for _, b := range r.byKind(kind) {
-			if kind == "ClusterRoleBinding" && strings.HasSuffix(b.GetName(), "-metrics-reader") {
-				continue // binds metrics.readerSubjects, Prometheus's identity, not the hub's
+			if kind == "ClusterRoleBinding" && (strings.HasSuffix(b.GetName(), "-metrics-reader") || strings.HasSuffix(b.GetName(), "-ui-viewer")) {
+				continue // binds metrics.readerSubjects or ui.viewerSubjects (Prometheus, the viewers), not the hub
 			}
 			subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
 			if s := fmt.Sprint(subjects); len(subjects) != 1 || !strings.Contains(s, "name:"+pod.ServiceAccountName+" ") || !strings.Contains(s, "namespace:"+ns) {
@@ -94,7 +94,16 @@ func chartCheckHubWiring(t *testing.T, r *renderedChart, dep *appsv1.Deployment,
 		}
 	}
 	svc := &corev1.Service{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(r.one(t, "Service").Object, svc); err != nil {
+	var metrics *unstructured.Unstructured
+	for _, o := range r.byKind("Service") {
+		if strings.HasSuffix(o.GetName(), "-metrics") {
+			metrics = o
+		}
+	}
+	if metrics == nil {
+		t.Fatalf("no metrics Service")
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(metrics.Object, svc); err != nil {
 		t.Fatal(err)
 	}
 	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(dep.Spec.Template.Labels)) || len(svc.Spec.Selector) == 0 {
