@@ -73,76 +73,56 @@ if wanted prometheus; then debian_install prometheus prometheus; fi
 # The web view's tests drive a headless Chromium (chromedp runs it from PATH).
 if wanted chromium; then debian_install chromium chromium; fi
 
-# The builds run in two lanes at once: a Go build leaves cores idle while it downloads modules
-# and links, and the other lane fills them (a cold `make demo` is mostly these builds). Each
-# lane's builds run in order.
+# etcd v3.6, not Debian's 3.4: kube-apiserver 1.36 needs RequestWatchProgress for watches that
+# start without a resourceVersion. e2e/fleet/testbin.go names the same version.
+if wanted etcd; then
+	build etcd v3.6.8 etcd "-s -w" \
+		go.etcd.io/etcd/server/v3 etcd
+fi
+
 k8s_version=v1.36.3
 k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36"
+for program in kube-apiserver kube-controller-manager kubectl; do
+	if wanted "$program"; then
+		build kube-apiserver "$k8s_version" kube-apiserver "$k8s_ldflags" k8s.io/kubernetes/cmd/$program $program
+	fi
+done
+if wanted cluster-gateway; then
+	build cluster-gateway v1.9.1 cluster-gateway "-s -w" \
+		github.com/oam-dev/cluster-gateway/cmd/apiserver cluster-gateway
+fi
+if wanted kyverno; then
+	build kyverno v1.19.1 kyverno "-s -w" \
+		github.com/kyverno/kyverno/cmd/kyverno kyverno \
+		github.com/kyverno/kyverno/cmd/reports-controller reports-controller
+fi
+if wanted kyverno-cli; then
+	build kyverno v1.19.1 kyverno "-s -w" \
+		github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno kyverno-cli
+fi
+# Flux's source-controller: it serves the Git repositories PolicySets read (issue 27).
+if wanted source-controller; then
+	build source-controller v1.9.3 source-controller "-s -w" \
+		github.com/fluxcd/source-controller source-controller
+fi
+# KubeVela's controller, to run the kyverno-policy policy under the real thing (issue 16), and its
+# CLI, which enables addons (config/kubevela/addon).
+if wanted kubevela; then
+	build kubevela v1.10.6 kubevela "-s -w -X github.com/oam-dev/kubevela/version.VelaVersion=v1.10.6" \
+		github.com/oam-dev/kubevela/cmd/core vela-core \
+		github.com/oam-dev/kubevela/references/cmd/cli vela
+fi
 
-# The largest module first, alone in its lane: Kubernetes' programs, then Flux's.
-lane_kubernetes() {
-	for program in kube-apiserver kube-controller-manager kubectl; do
-		if wanted "$program"; then
-			build kube-apiserver "$k8s_version" kube-apiserver "$k8s_ldflags" k8s.io/kubernetes/cmd/$program $program
-		fi
+# Modules whose CRDs the fleet installs (e2e/fleet/testbin.go names the same versions): fetched
+# now so that tests never wait on a download. Every fleet installs the first four (the hub's CRDs
+# include KubeVela's Application); Flux's only with source-controller.
+crd_modules="github.com/kyverno/kyverno@v1.19.1 github.com/openreports/reports-api@v0.2.1 open-cluster-management.io/api@v1.1.0 github.com/oam-dev/kubevela@v1.10.6"
+if wanted source-controller; then crd_modules="$crd_modules github.com/fluxcd/source-controller@v1.9.3"; fi
+if wanted kube-apiserver; then
+	for module in $crd_modules; do
+		(cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod GOWORK=off go mod download "$module")
 	done
-	# Flux's source-controller: it serves the Git repositories PolicySets read (issue 27).
-	if wanted source-controller; then
-		build source-controller v1.9.3 source-controller "-s -w" \
-			github.com/fluxcd/source-controller source-controller
-	fi
-}
-
-lane_others() {
-	# etcd v3.6, not Debian's 3.4: kube-apiserver 1.36 needs RequestWatchProgress for watches that
-	# start without a resourceVersion. e2e/fleet/testbin.go names the same version.
-	if wanted etcd; then
-		build etcd v3.6.8 etcd "-s -w" \
-			go.etcd.io/etcd/server/v3 etcd
-	fi
-	if wanted cluster-gateway; then
-		build cluster-gateway v1.9.1 cluster-gateway "-s -w" \
-			github.com/oam-dev/cluster-gateway/cmd/apiserver cluster-gateway
-	fi
-	if wanted kyverno; then
-		build kyverno v1.19.1 kyverno "-s -w" \
-			github.com/kyverno/kyverno/cmd/kyverno kyverno \
-			github.com/kyverno/kyverno/cmd/reports-controller reports-controller
-	fi
-	if wanted kyverno-cli; then
-		build kyverno v1.19.1 kyverno "-s -w" \
-			github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno kyverno-cli
-	fi
-	# KubeVela's controller, to run the kyverno-policy policy under the real thing (issue 16), and its
-	# CLI, which enables addons (config/kubevela/addon).
-	if wanted kubevela; then
-		build kubevela v1.10.6 kubevela "-s -w -X github.com/oam-dev/kubevela/version.VelaVersion=v1.10.6" \
-			github.com/oam-dev/kubevela/cmd/core vela-core \
-			github.com/oam-dev/kubevela/references/cmd/cli vela
-	fi
-	# Modules whose CRDs the fleet installs (e2e/fleet/testbin.go names the same versions): fetched
-	# now so that tests never wait on a download. Every fleet installs the first four (the hub's
-	# CRDs include KubeVela's Application); Flux's only with source-controller.
-	local crd_modules="github.com/kyverno/kyverno@v1.19.1 github.com/openreports/reports-api@v0.2.1 open-cluster-management.io/api@v1.1.0 github.com/oam-dev/kubevela@v1.10.6"
-	if wanted source-controller; then crd_modules="$crd_modules github.com/fluxcd/source-controller@v1.9.3"; fi
-	if wanted kube-apiserver; then
-		for module in $crd_modules; do
-			(cd "${TMPDIR:-/tmp}" && GOFLAGS=-mod=mod GOWORK=off go mod download "$module")
-		done
-		say "CRD modules: in the Go module cache"
-	fi
-}
-
-lane_kubernetes &
-kubernetes_lane=$!
-lane_others &
-others_lane=$!
-failed=0
-wait "$kubernetes_lane" || failed=1
-wait "$others_lane" || failed=1
-if [ "$failed" -ne 0 ]; then
-	say "a build failed (see above)"
-	exit 1
+	say "CRD modules: in the Go module cache"
 fi
 
 echo "$cache"
