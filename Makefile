@@ -1,4 +1,4 @@
-# policyhub — see README.md. `make test` runs every test; `make demo` (arrives with the charts/demo issue).
+# policyhub — see README.md. `make test` runs every test; `make demo` runs policyhub on a local fleet.
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
 
