@@ -4,46 +4,40 @@ import (
 	"fmt"
 	"html/template"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/internal/textsafe"
 	"github.com/policyhub/policyhub/ui/pages"
 )
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // funcs are the templates' helpers. Text from the hub and the clusters goes through "text":
 // html/template escapes markup, and textsafe makes controls and bidirectional overrides visible,
 // so a message can neither add to the page nor make it read differently.
 func funcs() template.FuncMap {
 	return template.FuncMap{
-		"text":    textsafe.Line,
-		"age":     age,
-		"since":   sinceText,
-		"clock":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
-		"fleet":   pages.FleetURL,
-		"cluster": pages.ClusterURL,
-		"decl":    pages.DeclarationURL,
-		"app":     pages.ApplicationURL,
-		"ref":     policyhubv1.PolicyRef,
-		"resource": func(r policyhubv1.ResourceRef) string {
-			return textsafe.Line(r.Kind + " " + policyhubv1.PolicyRef(r.Namespace, r.Name))
-		},
+		"text":     textsafe.Line,
+		"age":      age,
+		"since":    sinceText,
+		"clock":    func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 UTC") },
+		"cluster":  pages.ClusterURL,
+		"decl":     pages.DeclarationURL,
+		"app":      pages.ApplicationURL,
+		"ref":      policyhubv1.PolicyRef,
+		"resource": func(r policyhubv1.ResourceRef) string { return textsafe.Line(pages.ResourceText(r)) },
 		"violations": func(r *policyhubv1.ResultCounts) int64 {
 			if r == nil {
 				return 0
 			}
-			return r.Fail + r.Error
+			return aggregate.AddCount(r.Fail, r.Error)
 		},
 		"lower":   strings.ToLower,
 		"labels":  labelText,
 		"inforce": func(b *bool) string { return map[bool]string{true: "yes", false: "no"}[b != nil && *b] },
-		"add":     func(a, b int) int { return a + b },
 		"dur": func(d *metav1.Duration) string {
 			if d == nil {
 				return "—"

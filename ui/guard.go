@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 )
 
 // TokenCookie holds the local token once the browser has traded the URL's token for it.
@@ -31,7 +32,7 @@ func NewToken() (string, error) {
 func LocalGuard(addr net.Addr, token string) func(http.Handler) http.Handler {
 	port := ""
 	if tcp, ok := addr.(*net.TCPAddr); ok {
-		port = itoa(tcp.Port)
+		port = strconv.Itoa(tcp.Port)
 	}
 	hosts := []string{"127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port}
 	return func(next http.Handler) http.Handler {

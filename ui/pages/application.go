@@ -60,7 +60,7 @@ func BuildApplication(s *read.Snapshot, namespace, name string) *Application {
 				r = &ApplicationResult{Cluster: sum.Namespace, Policy: row.Policy, Stale: aggregate.JudgedStale(sum)}
 				results[k] = r
 			}
-			addCounts(&r.Results, row.Results)
+			aggregate.Add(&r.Results, row.Results)
 			r.Blocked = aggregate.AddCount(r.Blocked, row.Blocked)
 		}
 	}
@@ -81,7 +81,7 @@ func BuildApplication(s *read.Snapshot, namespace, name string) *Application {
 			if b := p.LastBlocked; b != nil {
 				ref := Refusal{Cluster: p.Cluster, Policy: k.policy, Count: p.Blocked, Message: b.Message}
 				if b.Resource != nil {
-					ref.Resource = resourceText(*b.Resource)
+					ref.Resource = ResourceText(*b.Resource)
 				}
 				if b.Time != nil {
 					ref.At = b.Time.Time
@@ -93,7 +93,7 @@ func BuildApplication(s *read.Snapshot, namespace, name string) *Application {
 	}
 	for _, r := range results {
 		r.Violations = aggregate.AddCount(r.Results.Fail, r.Results.Error)
-		addCounts(&a.Totals, r.Results)
+		aggregate.Add(&a.Totals, r.Results)
 		a.Blocked = aggregate.AddCount(a.Blocked, r.Blocked)
 		a.Results = append(a.Results, *r)
 	}
@@ -115,7 +115,7 @@ func BuildApplication(s *read.Snapshot, namespace, name string) *Application {
 	return a
 }
 
-// resourceText names a resource as kubectl does: Kind namespace/name.
-func resourceText(r policyhubv1.ResourceRef) string {
+// ResourceText names a resource for a page: Kind namespace/name.
+func ResourceText(r policyhubv1.ResourceRef) string {
 	return r.Kind + " " + policyhubv1.PolicyRef(r.Namespace, r.Name)
 }

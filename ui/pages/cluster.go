@@ -101,7 +101,7 @@ func BuildCluster(s *read.Snapshot, name string, full *policyhubv1.PolicyReportS
 			cp.Declaration = cmp.Or(declarations[policyKey{p.Kind, p.Namespace, p.Name}], declarations[policyKey{"", p.Namespace, p.Name}])
 			c.Policies = append(c.Policies, cp)
 			if p.Namespace != "" && c.NamespacesDerived {
-				addCounts(&inNamespace(p.Namespace).Results, p.Results)
+				aggregate.Add(&inNamespace(p.Namespace).Results, p.Results)
 			}
 		}
 		slices.SortFunc(c.Policies, func(a, b ClusterPolicy) int {
@@ -112,7 +112,7 @@ func BuildCluster(s *read.Snapshot, name string, full *policyhubv1.PolicyReportS
 				Violations: aggregate.AddCount(a.Results.Fail, a.Results.Error), URL: ApplicationURL(a.Namespace, a.Name)})
 			n := inNamespace(a.Namespace)
 			if c.NamespacesDerived {
-				addCounts(&n.Results, a.Results)
+				aggregate.Add(&n.Results, a.Results)
 			}
 			n.Applications++
 		}
@@ -152,12 +152,4 @@ func BuildCluster(s *read.Snapshot, name string, full *policyhubv1.PolicyReportS
 			strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	return c
-}
-
-func addCounts(to *policyhubv1.ResultCounts, r policyhubv1.ResultCounts) {
-	to.Pass = aggregate.AddCount(to.Pass, r.Pass)
-	to.Fail = aggregate.AddCount(to.Fail, r.Fail)
-	to.Warn = aggregate.AddCount(to.Warn, r.Warn)
-	to.Error = aggregate.AddCount(to.Error, r.Error)
-	to.Skip = aggregate.AddCount(to.Skip, r.Skip)
 }

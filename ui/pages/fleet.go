@@ -43,8 +43,8 @@ type Fleet struct {
 
 // FleetTotals count over the clusters and policies the filters keep.
 type FleetTotals struct {
-	Clusters, Policies            int
-	Fail, Error, Pass, Warn, Skip int64
+	Clusters, Policies int
+	Results            policyhubv1.ResultCounts
 	// Failing counts clusters with at least one fail or error.
 	Failing int
 	// Stale counts clusters whose agent went quiet, Unreported those with no summary yet,
@@ -78,10 +78,10 @@ func (c Column) Ref() string { return policyhubv1.PolicyRef(c.Namespace, c.Name)
 type Row struct {
 	Cluster string
 	Labels  map[string]string
-	// Violations sums fail and error over the filtered policies.
-	Violations                    int64
-	Fail, Error, Pass, Warn, Skip int64
-	Reported, Stale, Unreachable  bool
+	// Violations sums fail and error over the filtered policies, Results every result.
+	Violations                   int64
+	Results                      policyhubv1.ResultCounts
+	Reported, Stale, Unreachable bool
 	// Age is how long ago the hub last heard from the cluster's agent (0 when never).
 	Age time.Duration
 	// NotSynced counts the declarations not Synced there; Phase is the worst of their phases.
@@ -181,11 +181,7 @@ func BuildFleet(s *read.Snapshot, q FleetQuery) *Fleet {
 				v := aggregate.AddCount(p.Results.Fail, p.Results.Error)
 				r.cells[i] = v
 				r.row.Violations = aggregate.AddCount(r.row.Violations, v)
-				r.row.Fail = aggregate.AddCount(r.row.Fail, p.Results.Fail)
-				r.row.Error = aggregate.AddCount(r.row.Error, p.Results.Error)
-				r.row.Pass = aggregate.AddCount(r.row.Pass, p.Results.Pass)
-				r.row.Warn = aggregate.AddCount(r.row.Warn, p.Results.Warn)
-				r.row.Skip = aggregate.AddCount(r.row.Skip, p.Results.Skip)
+				aggregate.Add(&r.row.Results, p.Results)
 				if v > 0 {
 					columns[i].Violations = aggregate.AddCount(columns[i].Violations, v)
 					columns[i].Failing++
@@ -199,8 +195,7 @@ func BuildFleet(s *read.Snapshot, q FleetQuery) *Fleet {
 	t := &f.Totals
 	t.Clusters = len(rows)
 	for _, r := range rows {
-		t.Fail, t.Error = aggregate.AddCount(t.Fail, r.row.Fail), aggregate.AddCount(t.Error, r.row.Error)
-		t.Pass, t.Warn, t.Skip = aggregate.AddCount(t.Pass, r.row.Pass), aggregate.AddCount(t.Warn, r.row.Warn), aggregate.AddCount(t.Skip, r.row.Skip)
+		aggregate.Add(&t.Results, r.row.Results)
 		if r.row.Violations > 0 {
 			t.Failing++
 		}

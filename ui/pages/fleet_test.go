@@ -58,7 +58,7 @@ func TestFleetWorstFirstFilteredAndLinked(t *testing.T) {
 	if c := f.Rows[2].Cells[0]; c.Reported {
 		t.Errorf("dark×labels = %+v, want not reported", c)
 	}
-	if !f.Rows[2].Unreachable || f.Totals.Unreachable != 1 || f.Totals.Unreported != 1 || f.Totals.Failing != 2 || f.Totals.Fail != 38 {
+	if !f.Rows[2].Unreachable || f.Totals.Unreachable != 1 || f.Totals.Unreported != 1 || f.Totals.Failing != 2 || f.Totals.Results.Fail != 38 {
 		t.Errorf("totals %+v; dark %+v", f.Totals, f.Rows[2])
 	}
 

@@ -44,8 +44,6 @@ type Reader struct {
 	broker *Broker
 	scope  Scope
 	kinds  []kind
-	// secretNamespace is where the inventory's Secrets are.
-	secretNamespace string
 }
 
 // Start reads the hub: it asks which kinds the user may list, starts a watch for each, and
@@ -62,7 +60,7 @@ func Start(ctx context.Context, o Options) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hub client: %w", err)
 	}
-	r := &Reader{direct: direct, broker: NewBroker(), secretNamespace: o.GatewaySecretNamespace}
+	r := &Reader{direct: direct, broker: NewBroker()}
 	r.kinds, r.scope, err = allowedKinds(ctx, direct, o.GatewaySecretNamespace, o.Namespace)
 	if err != nil {
 		return nil, err

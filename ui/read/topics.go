@@ -1,14 +1,13 @@
 package read
 
 import (
-	"strings"
 	"sync"
 )
 
 // Topics name what changed, for a page to tell whether it shows it: "cluster/NAME" (a cluster's
 // summary), "decl/KIND/NAMESPACE/NAME" (a declaration, or its per-cluster state; FleetPolicies
 // and PolicySets have no namespace), "exception/NAMESPACE/NAME", "inventory" (the clusters and
-// their labels). A page follows the prefixes it names (Follows).
+// their labels). A page follows the topic prefixes it names in its data-watch attribute (ui.js).
 const (
 	TopicInventory = "inventory"
 	// TopicAll stands for every topic, when more changed than a subscriber keeps apart.
@@ -25,21 +24,6 @@ func DeclarationTopic(kind, namespace, name string) string {
 
 // ExceptionTopic is the topic of a FleetPolicyException.
 func ExceptionTopic(namespace, name string) string { return "exception/" + namespace + "/" + name }
-
-// Follows says whether a page following prefixes shows something of changed.
-func Follows(prefixes, changed []string) bool {
-	for _, c := range changed {
-		if c == TopicAll {
-			return true
-		}
-		for _, p := range prefixes {
-			if strings.HasPrefix(c, p) {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // maxPending is how many distinct topics a subscriber keeps apart before it is told "everything
 // changed": a subscriber costs bounded memory however busy the fleet is.

@@ -6,24 +6,6 @@ import (
 	"testing"
 )
 
-func TestFollows(t *testing.T) {
-	for _, tc := range []struct {
-		prefixes, changed []string
-		want              bool
-	}{
-		{[]string{"cluster/c1"}, []string{"cluster/c1"}, true},
-		{[]string{"cluster/c1"}, []string{"cluster/c2"}, false},
-		{[]string{"decl/FleetPolicy//"}, []string{"decl/FleetPolicy//a"}, true},
-		{[]string{""}, []string{"inventory"}, true},
-		{[]string{"cluster/c1"}, []string{TopicAll}, true},
-		{nil, []string{"cluster/c1"}, false},
-	} {
-		if got := Follows(tc.prefixes, tc.changed); got != tc.want {
-			t.Errorf("Follows(%q, %q) = %v, want %v", tc.prefixes, tc.changed, got, tc.want)
-		}
-	}
-}
-
 func TestBrokerCoalescesAndBounds(t *testing.T) {
 	b := NewBroker()
 	s := b.Subscribe()
