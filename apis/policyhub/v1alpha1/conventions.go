@@ -124,3 +124,33 @@ const DefaultExceptionNamespace = SyncLeaseNamespace
 // ManagedCluster), names the namespace its Kyverno reads PolicyExceptions from
 // (--exceptionNamespace), when it is not DefaultExceptionNamespace.
 const LabelExceptionNamespace = "policyhub.io/kyverno-exception-namespace"
+
+// Hub replicas share the fleet by cluster (hub/shard). Each replica holds a Lease of its own in
+// the hub's namespace, named ReplicaLeaseName and labelled LabelReplicaOf with the hub's id: the
+// live replicas are the live Leases. The hub, its CLI and its alerts read the same names.
+const (
+	// LabelReplicaOf, on a replica's Lease, is the id of the hub the replica belongs to.
+	LabelReplicaOf = "policyhub.io/replica-of"
+	// LabelPinnedReplica, on a cluster (its cluster-gateway credential Secret), names the replica
+	// that must own it while that replica runs (for debugging); otherwise it is ignored.
+	LabelPinnedReplica = "policyhub.io/hub-replica"
+	// replicaLeasePrefix starts every replica Lease's name.
+	replicaLeasePrefix = "policyhub-replica."
+)
+
+// ReplicaLeaseName is the name of the Lease replica holds for hub hubID: "policyhub-replica.<hub
+// id, lowercased>.<replica>". The replica name (a pod's name, by default) must make it a valid
+// Lease name; ReplicaFromLease reads it back.
+func ReplicaLeaseName(hubID, replica string) string {
+	return replicaLeasePrefix + strings.ToLower(hubID) + "." + replica
+}
+
+// ReplicaFromLease is the replica name of a Lease named by ReplicaLeaseName for hubID ("" when
+// the name is not one).
+func ReplicaFromLease(hubID, leaseName string) string {
+	prefix := replicaLeasePrefix + strings.ToLower(hubID) + "."
+	if !strings.HasPrefix(leaseName, prefix) {
+		return ""
+	}
+	return strings.TrimPrefix(leaseName, prefix)
+}

@@ -1,0 +1,124 @@
+package shard
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/utils/ptr"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// Members are the replicas of one hub as their Leases show them, judged by the hub's clock: a
+// replica is live while its Lease has a holder and the hub saw it renewed within the Lease's
+// duration. A Lease's renewTime is the replica's own clock: it stands in only for a Lease the hub
+// has not seen change yet (after a restart), and never later than now. Safe for concurrent use.
+type Members struct {
+	hubID string
+	now   func() time.Time
+
+	mu      sync.Mutex
+	leases  map[string]member // by replica name
+	changed func()
+}
+
+type member struct {
+	resourceVersion string
+	held            bool
+	heard           time.Time
+	duration        time.Duration
+}
+
+// NewMembers returns the members of hub hubID, none yet; now is the hub's clock (nil: time.Now).
+func NewMembers(hubID string, now func() time.Time) *Members {
+	if now == nil {
+		now = time.Now
+	}
+	return &Members{hubID: hubID, now: now, leases: map[string]member{}}
+}
+
+// maxLeaseDuration bounds what a Lease may claim: a Lease saying it lasts a day must not keep a
+// dead replica's clusters unworked for a day.
+const maxLeaseDuration = 4 * LeaseDuration
+
+// Seen records a replica Lease as the watch delivers it (created, updated, or listed). A Lease of
+// another hub, or not named as a replica's, is ignored.
+func (m *Members) Seen(lease *coordinationv1.Lease) {
+	name := policyhubv1.ReplicaFromLease(m.hubID, lease.Name)
+	if name == "" || lease.Labels[policyhubv1.LabelReplicaOf] != m.hubID {
+		return
+	}
+	now := m.now()
+	duration := time.Duration(ptr.Deref(lease.Spec.LeaseDurationSeconds, int32(LeaseDuration/time.Second))) * time.Second
+	duration = min(max(duration, time.Second), maxLeaseDuration)
+	m.mu.Lock()
+	prev, known := m.leases[name]
+	next := member{resourceVersion: lease.ResourceVersion, held: ptr.Deref(lease.Spec.HolderIdentity, "") != "", duration: duration, heard: prev.heard}
+	switch {
+	case known && prev.resourceVersion == lease.ResourceVersion:
+		// An informer's resync: nothing was renewed.
+	case known:
+		next.heard = now
+	default:
+		if t := lease.Spec.RenewTime; t != nil {
+			next.heard = t.Time
+			if next.heard.After(now) {
+				next.heard = now
+			}
+		}
+	}
+	m.leases[name] = next
+	m.mu.Unlock()
+	m.notify()
+}
+
+// Gone forgets a deleted replica Lease.
+func (m *Members) Gone(leaseName string) {
+	name := policyhubv1.ReplicaFromLease(m.hubID, leaseName)
+	if name == "" {
+		return
+	}
+	m.mu.Lock()
+	delete(m.leases, name)
+	m.mu.Unlock()
+	m.notify()
+}
+
+// Live are the live replicas' names, sorted, and when the next of them expires unless renewed
+// (zero: none live).
+func (m *Members) Live() (live []string, nextExpiry time.Time) {
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, l := range m.leases {
+		expiry := l.heard.Add(l.duration)
+		if !l.held || !expiry.After(now) {
+			continue
+		}
+		live = append(live, name)
+		if nextExpiry.IsZero() || expiry.Before(nextExpiry) {
+			nextExpiry = expiry
+		}
+	}
+	slices.Sort(live)
+	return live, nextExpiry
+}
+
+// OnChange sets what is called (outside the lock) after every Lease event: the live set may have
+// changed.
+func (m *Members) OnChange(f func()) {
+	m.mu.Lock()
+	m.changed = f
+	m.mu.Unlock()
+}
+
+func (m *Members) notify() {
+	m.mu.Lock()
+	f := m.changed
+	m.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}

@@ -1,0 +1,61 @@
+package shard
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+func replicaLease(hubID, replica, rv, holder string, renewed time.Time, seconds int32) *coordinationv1.Lease {
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: policyhubv1.ReplicaLeaseName(hubID, replica), ResourceVersion: rv,
+			Labels: map[string]string{policyhubv1.LabelReplicaOf: hubID}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), RenewTime: &metav1.MicroTime{Time: renewed}, LeaseDurationSeconds: ptr.To(seconds)},
+	}
+}
+
+// Liveness is judged by the hub's clock: a renewal the hub sees counts from when it saw it, a
+// Lease found on start from its own renewTime (never later than now); a released Lease, an
+// expired one, another hub's and a Lease claiming a day are handled.
+func TestMembersJudgeLivenessByTheHubsClock(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	m := NewMembers("policyhub", func() time.Time { return now })
+	live := func() []string { l, _ := m.Live(); return l }
+
+	m.Seen(replicaLease("policyhub", "hub-0", "1", "policyhub/hub-0-a", now.Add(-5*time.Second), 15))
+	m.Seen(replicaLease("policyhub", "hub-1", "1", "policyhub/hub-1-a", now.Add(time.Hour), 15)) // clock ahead: counts as now
+	m.Seen(replicaLease("policyhub", "hub-2", "1", "policyhub/hub-2-a", now.Add(-20*time.Second), 15))
+	m.Seen(replicaLease("other", "hub-9", "1", "other/hub-9", now, 15))
+	m.Seen(replicaLease("policyhub", "hub-3", "1", "", now, 15)) // released on a clean stop
+	if got := live(); !slices.Equal(got, []string{"hub-0", "hub-1"}) {
+		t.Fatalf("live = %v, want [hub-0 hub-1]", got)
+	}
+	now = now.Add(12 * time.Second)
+	// hub-0 renewed (a new resourceVersion), hub-1 only resynced (the same one).
+	m.Seen(replicaLease("policyhub", "hub-0", "2", "policyhub/hub-0-a", now, 15))
+	m.Seen(replicaLease("policyhub", "hub-1", "1", "policyhub/hub-1-a", now.Add(time.Hour), 15))
+	if got := live(); !slices.Equal(got, []string{"hub-0", "hub-1"}) {
+		t.Fatalf("after 12s: live = %v, want [hub-0 hub-1]", got)
+	}
+	now = now.Add(4 * time.Second)
+	if got := live(); !slices.Equal(got, []string{"hub-0"}) {
+		t.Fatalf("16s after hub-1 was last seen renewing: live = %v, want [hub-0]", got)
+	}
+	// A Lease claiming a day lasts no longer than maxLeaseDuration after its last renewal.
+	m.Seen(replicaLease("policyhub", "hub-0", "3", "policyhub/hub-0-a", now, 86400))
+	now = now.Add(maxLeaseDuration + time.Second)
+	if got := live(); len(got) != 0 {
+		t.Fatalf("past maxLeaseDuration: live = %v, want none", got)
+	}
+	m.Seen(replicaLease("policyhub", "hub-0", "4", "policyhub/hub-0-a", now, 15))
+	m.Gone(policyhubv1.ReplicaLeaseName("policyhub", "hub-0"))
+	if got := live(); len(got) != 0 {
+		t.Fatalf("after the Lease was deleted: live = %v, want none", got)
+	}
+}

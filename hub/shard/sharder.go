@@ -1,0 +1,181 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// Sharder keeps this replica's share of the fleet: it holds the replica's Lease, watches the
+// others', and assigns the inventory over the live replicas whenever either changes. Until it has
+// seen its own Lease live it owns nothing; once it lost its Lease it owns nothing again and stops.
+type Sharder struct {
+	replica    Replica
+	client     kubernetes.Interface
+	inventory  func(context.Context) ([]Cluster, error)
+	loadFactor float64
+	members    *Members
+
+	current atomic.Pointer[Assignment]
+	lost    atomic.Bool
+	kick    chan struct{}
+
+	mu        sync.Mutex
+	listeners []func(Assignment)
+}
+
+// NewSharder returns the sharder of replica r; inventory lists the fleet's clusters (with their
+// pins), from a cache: it is read again at every change.
+func NewSharder(r Replica, client kubernetes.Interface, inventory func(context.Context) ([]Cluster, error), loadFactor float64) *Sharder {
+	s := &Sharder{replica: r, client: client, inventory: inventory, loadFactor: loadFactor,
+		members: NewMembers(r.HubID, nil), kick: make(chan struct{}, 1)}
+	s.current.Store(&Assignment{})
+	s.members.OnChange(s.Kick)
+	return s
+}
+
+// Kick asks for the assignment to be made again (the inventory changed). It never blocks.
+func (s *Sharder) Kick() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// OnChange adds f, called with every new assignment that moves a cluster or changes the live
+// replicas. Add them before Start.
+func (s *Sharder) OnChange(f func(Assignment)) {
+	s.mu.Lock()
+	s.listeners = append(s.listeners, f)
+	s.mu.Unlock()
+}
+
+// Assignment is the latest assignment (empty before the first, and after the Lease was lost).
+func (s *Sharder) Assignment() Assignment { return *s.current.Load() }
+
+// Owns says whether this replica works cluster now.
+func (s *Sharder) Owns(cluster string) bool {
+	return !s.lost.Load() && s.current.Load().Owner(cluster) == s.replica.Name
+}
+
+// Name is this replica's name.
+func (s *Sharder) Name() string { return s.replica.Name }
+
+// NeedLeaderElection is false: every replica runs its own sharder.
+func (s *Sharder) NeedLeaderElection() bool { return false }
+
+// settle is how long the sharder waits after a change for more before it assigns again: a burst
+// of clusters joining (or the replicas starting together) moves clusters once, not once per event.
+const settle = 200 * time.Millisecond
+
+// Start watches the replicas' Leases, holds this replica's, and assigns until ctx ends. It returns
+// an error when this replica's Lease could not be renewed: the replica must stop, and its clusters
+// go to the others.
+func (s *Sharder) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithValues("replica", s.replica.Name)
+	factory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace(s.replica.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = policyhubv1.LabelReplicaOf + "=" + s.replica.HubID
+		}))
+	leases := factory.Coordination().V1().Leases().Informer()
+	if _, err := leases.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { s.seen(obj) },
+		UpdateFunc: func(_, obj any) { s.seen(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if l, ok := obj.(*coordinationv1.Lease); ok {
+				s.members.Gone(l.Name)
+			}
+		},
+	}); err != nil {
+		return fmt.Errorf("watch the replicas' Leases: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+
+	held := make(chan error, 1)
+	go func() { held <- Hold(ctx, s.client.CoordinationV1(), s.replica) }()
+	expiry := time.NewTimer(time.Hour)
+	defer expiry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-held:
+			if err == nil {
+				return nil
+			}
+			s.lost.Store(true)
+			s.publish(Assignment{})
+			logger.Error(err, "this replica lost its Lease: it stops, and its clusters go to the other replicas")
+			return err
+		case <-s.kick:
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(settle):
+			}
+		case <-expiry.C:
+		}
+		next, err := s.assign(ctx)
+		if err != nil {
+			logger.Error(err, "assign the fleet to the replicas; the last assignment stays")
+			continue
+		}
+		expiry.Reset(next)
+	}
+}
+
+func (s *Sharder) seen(obj any) {
+	if l, ok := obj.(*coordinationv1.Lease); ok {
+		s.members.Seen(l)
+	}
+}
+
+// assign makes the assignment from the live replicas and the inventory, publishes it when it
+// changed, and says how long until a replica expires unless renewed.
+func (s *Sharder) assign(ctx context.Context) (time.Duration, error) {
+	live, nextExpiry := s.members.Live()
+	clusters, err := s.inventory(ctx)
+	if err != nil {
+		return time.Second, err
+	}
+	if !slices.Contains(live, s.replica.Name) {
+		live = nil // not live in its own view yet (or any more): owns nothing
+	}
+	next := Assign(clusters, live, s.loadFactor)
+	if !s.lost.Load() && !next.Same(*s.current.Load()) {
+		s.publish(next)
+	}
+	wait := time.Hour
+	if !nextExpiry.IsZero() {
+		wait = max(time.Until(nextExpiry), 10*time.Millisecond)
+	}
+	return wait, nil
+}
+
+func (s *Sharder) publish(a Assignment) {
+	s.current.Store(&a)
+	s.mu.Lock()
+	listeners := append([]func(Assignment){}, s.listeners...)
+	s.mu.Unlock()
+	for _, f := range listeners {
+		f(a)
+	}
+}
