@@ -41,14 +41,19 @@ type testHub struct {
 // PolicyReportSummary and the KubeVela adapter — (hub id e2e-hub) until the test ends. Register it
 // before creating FleetPolicies, so their deletion (which needs the running hub to prune and
 // release the finalizer) is cleaned up first.
-func startHub(t *testing.T, resync time.Duration) *testHub {
+// ensureHubNamespace creates the hub's namespace, kept for the package's whole run (a deleted
+// namespace stays Terminating a while), as a hub's own namespace is.
+func ensureHubNamespace(t *testing.T) {
 	t.Helper()
-	// Kept for the package's whole run (a deleted namespace stays Terminating here: no
-	// controller-manager), as a hub's own namespace is.
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e2eHubNamespace}}
 	if err := directClient(t, testFleet.Hub.Config).Create(testContext(t), ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create namespace %s: %v", e2eHubNamespace, err)
 	}
+}
+
+func startHub(t *testing.T, resync time.Duration) *testHub {
+	t.Helper()
+	ensureHubNamespace(t)
 	mgr, err := ctrl.NewManager(testFleet.Hub.Config, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},

@@ -23,9 +23,21 @@ import (
 	"github.com/policyhub/policyhub/hub/work"
 )
 
-// runHubProcess builds cmd/policyhub-hub once per test and runs it against the fleet's hub until
-// the test ends; its output goes to the fleet's log directory.
-func runHubProcess(t *testing.T, binary, identity string) {
+// buildHubBinary builds cmd/policyhub-hub into the test's temporary directory.
+func buildHubBinary(t *testing.T) string {
+	t.Helper()
+	binary := filepath.Join(t.TempDir(), "policyhub-hub")
+	build := exec.Command("go", "build", "-o", binary, "./cmd/policyhub-hub")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build policyhub-hub: %v\n%s", err, out)
+	}
+	return binary
+}
+
+// runHubProcess runs the hub binary against the fleet's hub until the test ends (extra flags
+// after the defaults win); its output goes to the fleet's log directory.
+func runHubProcess(t *testing.T, binary, identity string, extra ...string) *exec.Cmd {
 	t.Helper()
 	logFile, err := os.Create(filepath.Join(testFleet.LogDir, "policyhub-hub-"+identity+".log"))
 	if err != nil {
@@ -38,6 +50,7 @@ func runHubProcess(t *testing.T, binary, identity string) {
 		"--leader-elect=false", // two writers on purpose: only the clusters' sync Leases keep them apart
 		"--resync-interval=1s",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -55,6 +68,7 @@ func runHubProcess(t *testing.T, binary, identity string) {
 		}
 		logFile.Close()
 	})
+	return cmd
 }
 
 // leaseHolders watches a cluster's sync Lease and collects every holder it sees.
@@ -100,13 +114,8 @@ func leaseHolders(t *testing.T, ctx context.Context, cluster string) func() map[
 // by the processes one at a time, and no process ever found a Lease taken from under it while it
 // believed it held it (what concurrent writers of one process once caused).
 func TestTwoHubProcessesTakeTurnsPerCluster(t *testing.T) {
-	dir := t.TempDir()
-	binary := filepath.Join(dir, "policyhub-hub")
-	build := exec.Command("go", "build", "-o", binary, "./cmd/policyhub-hub")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build policyhub-hub: %v\n%s", err, out)
-	}
+	binary := buildHubBinary(t)
+	ensureHubNamespace(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	for _, c := range []string{"cluster-1", "cluster-2"} {

@@ -30,6 +30,7 @@ import (
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/placement"
+	"github.com/policyhub/policyhub/hub/shard"
 	"github.com/policyhub/policyhub/hub/work"
 	"github.com/policyhub/policyhub/internal/buildinfo"
 	"github.com/policyhub/policyhub/internal/metricsauth"
@@ -54,6 +55,8 @@ type options struct {
 	probeAddr               string
 	pprofAddr               string
 	leaderElect             bool
+	shareFleet              bool
+	replicaName             string
 	leaderElectionNamespace string
 	retryMaxDelay           time.Duration
 	qps                     float64
@@ -93,6 +96,8 @@ func run() error {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints (heap, CPU and goroutine profiles); empty or 0 disables them.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader among hub replicas on the hub (a Lease), so one replica reconciles at a time.")
+	fs.BoolVar(&o.shareFleet, "share-fleet", false, "Run active-active with the hub's other replicas: each holds a Lease of its own in the hub's namespace, and the clusters are shared between the live replicas (consistent hashing with bounded loads), each worked by exactly one; a replica that stops or dies hands its clusters over within seconds. Needs --leader-elect=false.")
+	fs.StringVar(&o.replicaName, "replica-name", "", "This replica's name among the hub's replicas, which a cluster's policyhub.io/hub-replica label pins it to (default: the hostname, a pod's name).")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "policyhub-system", "The hub's namespace: its leader election Lease, the ConfigMap that publishes its id, and the FleetPolicies' ClusterStatusSlices are there.")
 	fs.DurationVar(&o.maxExceptionLifetime, "max-exception-lifetime", policyhubv1.DefaultMaxExceptionLifetime, "Longest a FleetPolicyException may last from its creation to its spec.expiresAt; one that asks for longer is Invalid and in no cluster. Keep it equal to the chart's exceptions.maxLifetime (admission refuses longer ones there).")
 	version := fs.Bool("version", false, "Print the version, commit, build date and Go version, and exit.")
@@ -119,6 +124,12 @@ func run() error {
 	}
 	if err := checkMetricsCertDir(o); err != nil {
 		return err
+	}
+	if o.shareFleet && o.leaderElect {
+		return errors.New("--share-fleet runs the replicas active-active: it needs --leader-elect=false")
+	}
+	if o.replicaName == "" {
+		o.replicaName, _ = os.Hostname()
 	}
 	if o.identity == "" {
 		host, _ := os.Hostname()
@@ -173,6 +184,7 @@ func run() error {
 		MaxConcurrentReconciles: o.maxConcurrentReconciles,
 		// The hub's namespace: where its leader election Lease is.
 		Namespace: o.leaderElectionNamespace,
+		Replica:   replica(o),
 	})
 	if err != nil {
 		return err
@@ -243,4 +255,12 @@ func gatewayConfig(hub *rest.Config, o options) (*rest.Config, error) {
 		cfg.TLSClientConfig.CAData, cfg.TLSClientConfig.CAFile = ca, ""
 	}
 	return cfg, nil
+}
+
+// replica is this process's place among the hub's replicas with --share-fleet (nil without).
+func replica(o options) *shard.Replica {
+	if !o.shareFleet {
+		return nil
+	}
+	return &shard.Replica{HubID: o.hubID, Namespace: o.leaderElectionNamespace, Name: o.replicaName, Identity: o.identity}
 }

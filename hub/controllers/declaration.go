@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,6 +36,7 @@ import (
 	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
+	"github.com/policyhub/policyhub/hub/shard"
 	"github.com/policyhub/policyhub/hub/statusslice"
 	"github.com/policyhub/policyhub/hub/work"
 )
@@ -134,6 +136,9 @@ type DeclarationOptions struct {
 	ClustersPerSlice int
 	// Renders counts the declarations rendered (nil: not counted).
 	Renders *metrics.Renders
+	// Shard is this replica's share of the fleet when the hub's replicas share it (nil: this
+	// replica works every cluster and writes every status).
+	Shard *shard.Sharder
 }
 
 // statusQuiet is how many StatusCoalesce a status waits for its first cluster's answer.
@@ -148,7 +153,7 @@ func (o *DeclarationOptions) engine(room *resultsRoom) engine {
 	}
 	return engine{
 		client: o.Client, reader: o.Reader, recorder: o.Recorder, hubID: o.HubID, coalesce: coalesce, quiet: statusQuiet * coalesce, room: room, renders: o.Renders,
-		secretNamespace: o.SecretNamespace, heard: o.Heard, namespace: o.Namespace, sliceSize: o.ClustersPerSlice,
+		secretNamespace: o.SecretNamespace, heard: o.Heard, namespace: o.Namespace, sliceSize: o.ClustersPerSlice, shard: o.Shard,
 		dispatch: dispatcher{gateway: o.Gateway, workers: o.Workers},
 	}
 }
@@ -196,6 +201,8 @@ type engine struct {
 	// namespace holds FleetPolicies' ClusterStatusSlices; sliceSize is the clusters per slice.
 	namespace string
 	sliceSize int
+	// shard is this replica's share of the fleet (nil: all of it; see share).
+	shard *shard.Sharder
 }
 
 // sliceReread is how long a reconcile that found its cached slices behind waits to read them again.
@@ -304,6 +311,7 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	sh := e.shareOf(d)
 	var clusters []string
 	for _, c := range before {
 		clusters = append(clusters, c.Name)
@@ -316,6 +324,10 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 			return ctrl.Result{}, err
 		}
 	}
+	// Each replica prunes the clusters it works; the others' entries stay until their owners
+	// prune them and remove them.
+	clusters = sh.ownedNames(clusters)
+	others := sh.others(before, nil)
 	if d.prune() {
 		// A cluster that left the fleet (its credential Secret is gone) cannot be reached to prune:
 		// waiting for it would hold the finalizer (and the namespace of an ApplicationPolicy) forever.
@@ -344,8 +356,11 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 			}
 		}
 		if len(stuck) > 0 {
-			if err := e.writeSlices(ctx, d, clusterStatuses(before, stuck, nil, metav1.Now()), have); err != nil {
+			if err := e.writeSlices(ctx, d, withOthers(clusterStatuses(before, stuck, nil, metav1.Now()), others), have); err != nil {
 				return ctrl.Result{}, err
+			}
+			if !sh.writes {
+				return ctrl.Result{}, nil
 			}
 			setConditions(st.conditions, metav1.Condition{
 				Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "PruneFailed", ObservedGeneration: obj.GetGeneration(),
@@ -362,6 +377,20 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 		if pending > 0 {
 			return ctrl.Result{}, nil // the workers' results wake this reconcile
 		}
+	}
+	if len(others) > 0 || !sh.writes {
+		// This replica's clusters are let go of; the declaration's writer lets it go once no
+		// other replica's cluster is left (their slices wake it).
+		if err := e.writeSlices(ctx, d, others, have); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+				return ctrl.Result{RequeueAfter: sliceReread}, nil
+			}
+			return ctrl.Result{}, err
+		}
+		for _, c := range clusters {
+			e.dispatch.workers.Drop(c, source)
+		}
+		return ctrl.Result{}, nil
 	}
 	// No garbage collector need run on the hub: the slices go with the declaration.
 	if err := statusslice.Apply(ctx, e.client, obj, schema.GroupVersionKind{}, statusslice.Changes{Delete: have}); err != nil {
@@ -482,6 +511,17 @@ func declarationController(mgr ctrl.Manager, name, kind string, obj client.Objec
 		// deleted ends or starts PlacementNotFound.
 		b = b.Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(ofPlacement)).
 			Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(ofPlacement), builder.OnlyMetadata, builder.WithPredicates(createOrDelete()))
+	}
+	if o.Shard != nil {
+		// What its writer writes in its status (a rollout's state, a set's kept version, an
+		// exception's approval) is what the other replicas render from.
+		also = append(also, predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return !o.writes(kind, e.ObjectNew) }})
+		// Another replica's entries in a declaration's slices wake it: its writer counts them.
+		namespaced, err := mgr.GetClient().IsObjectNamespaced(obj)
+		if err != nil {
+			namespaced = obj.GetNamespace() != ""
+		}
+		b = b.Watches(&policyhubv1.ClusterStatusSlice{}, handler.EnqueueRequestsFromMapFunc(ofSlice(kind, namespaced)))
 	}
 	return b.
 		For(obj, builder.WithPredicates(predicate.Or(append([]predicate.Predicate{predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}}, also...)...))).

@@ -51,10 +51,11 @@ func (e engine) dispatchHalf(ctx context.Context, key types.NamespacedName, d de
 	}
 	source := d.source(e.hubID)
 	prune := d.prune()
-	wants := targetWants(r.targets, prune, r.token)
+	sh := e.shareOf(d)
+	wants := sh.ownedWants(targetWants(r.targets, prune, r.token))
 	// Clusters that were synced before and are no longer selected: prune there, then forget them.
 	// With prune off the policies stay there and the cluster just leaves the status.
-	leaving := declare.Leaving(before, r.targets.Objects)
+	leaving := sh.ownedNames(declare.Leaving(before, r.targets.Objects))
 	if !prune {
 		for _, c := range leaving {
 			e.dispatch.workers.Drop(c, source)

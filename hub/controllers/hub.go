@@ -12,6 +12,7 @@ import (
 
 	"github.com/policyhub/policyhub/hub/heartbeat"
 	"github.com/policyhub/policyhub/hub/metrics"
+	"github.com/policyhub/policyhub/hub/shard"
 	"github.com/policyhub/policyhub/hub/work"
 )
 
@@ -55,6 +56,10 @@ type HubOptions struct {
 	// MaxExceptionLifetime bounds a FleetPolicyException's lifetime; zero means
 	// policyhubv1.DefaultMaxExceptionLifetime.
 	MaxExceptionLifetime time.Duration
+	// Replica, when set, makes this process one of the hub's replicas that share the fleet,
+	// active-active: it holds a Lease of its own, works the clusters assigned to it and writes
+	// the status of its share of the declarations (see share). Nil: it works every cluster.
+	Replica *shard.Replica
 }
 
 // SetupHub registers every controller of the hub with mgr — FleetPolicy, PolicySet, ApplicationPolicy (and
@@ -70,7 +75,16 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 	}
 	syncMetrics := metrics.NewSync(o.Registry)
 	results := &ResultEvents{}
+	sharder, err := newSharder(ctx, mgr, o)
+	if err != nil {
+		return nil, err
+	}
+	var works func(string) bool
+	if sharder != nil {
+		works = sharder.Works
+	}
 	workers, err := work.NewWorkers(work.WorkersOptions{
+		Works:               works,
 		Sync:                work.Options{HubID: o.HubID, Lock: o.Lock, ProbeTimeout: o.ProbeTimeout, MaxOwnedObjects: o.MaxOwnedObjects},
 		Window:              10 * time.Millisecond,
 		Resync:              o.Resync,
@@ -94,7 +108,7 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: o.Gateway, SecretNamespace: o.SecretNamespace,
 		HubID: o.HubID, Workers: workers, Results: results, Recorder: mgr.GetEventRecorder("policyhub-hub"),
 		StatusCoalesce: o.StatusCoalesce, MaxConcurrentReconciles: o.MaxConcurrentReconciles, OCMPlacements: ocm, Heard: heard,
-		Namespace: o.Namespace, ClustersPerSlice: o.ClustersPerSlice, Renders: metrics.NewRenders(o.Registry),
+		Namespace: o.Namespace, ClustersPerSlice: o.ClustersPerSlice, Renders: metrics.NewRenders(o.Registry), Shard: sharder,
 	}
 	setup := func() error {
 		rollouts := metrics.NewRollout(o.Registry)
@@ -135,9 +149,17 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 		summaries := &SummaryReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub"), Heard: heard,
 			Compliance: metrics.NewCompliance(o.Registry, time.Now, heard.At), MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+			Works: works, Wake: results.For(kindSummary),
 		}
 		if err := summaries.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("PolicyReportSummary controller: %w", err)
+		}
+		if sharder != nil {
+			h := &handover{reader: mgr.GetClient(), workers: workers, results: results, shard: sharder, metrics: metrics.NewReplica(o.Registry)}
+			sharder.OnChange(func(a shard.Assignment) { h.moved(ctx, a) })
+			if err := mgr.Add(sharder); err != nil {
+				return fmt.Errorf("share the fleet with the other replicas: %w", err)
+			}
 		}
 		return nil
 	}

@@ -171,7 +171,11 @@ func (r *PolicySetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if ps.Spec.Suspend {
 		return engine.reconcile(ctx, req.NamespacedName, d)
 	}
-	read, err := r.readSource(ctx, req.NamespacedName, ps)
+	readSource := r.readSource
+	if !r.writes(policyhubv1.KindPolicySet, ps) {
+		readSource = r.followSource
+	}
+	read, err := readSource(ctx, req.NamespacedName, ps)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -142,6 +142,31 @@ func (r *PolicySetReconciler) readSource(ctx context.Context, key types.Namespac
 	return sourceRead{members: kept, wake: until(next.due, now)}, nil
 }
 
+// followSource is readSource for a replica that does not write the set's status (hub replicas
+// share the fleet): it reads no source, and syncs the version the set's writer kept, the
+// snapshot status.source names, so that every replica syncs the same version.
+func (r *PolicySetReconciler) followSource(ctx context.Context, key types.NamespacedName, ps *policyhubv1.PolicySet) (sourceRead, error) {
+	st := r.sources.state(key)
+	r.sources.mu.Lock()
+	kept := st.kept
+	r.sources.mu.Unlock()
+	if ps.Status.Source == nil {
+		return sourceRead{}, nil
+	}
+	if kept != nil && kept.Digest == ps.Status.Source.Digest {
+		return sourceRead{members: kept}, nil
+	}
+	kept, err := r.readSnapshot(ctx, ps)
+	if err != nil {
+		return sourceRead{}, err
+	}
+	r.sources.mu.Lock()
+	// The generation is not taken: were this replica to become the writer, it reads the source.
+	st.kept = kept
+	r.sources.mu.Unlock()
+	return sourceRead{members: kept}, nil
+}
+
 // until is how long from now to t (zero t: never).
 func until(t, now time.Time) time.Duration {
 	if t.IsZero() {

@@ -48,3 +48,15 @@ func (r *ResultEvents) For(kind string) source.Source {
 		return nil
 	})
 }
+
+// Wake enqueues the objects of kind named by keys, in the controller registered with For(kind)
+// (none yet: nothing to wake).
+func (r *ResultEvents) Wake(kind string, keys ...types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if q := r.queues[kind]; q != nil {
+		for _, k := range keys {
+			q.Add(reconcile.Request{NamespacedName: k})
+		}
+	}
+}

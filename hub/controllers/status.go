@@ -34,22 +34,47 @@ func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	e.room.fresh(key, sent.kept)
-	clusters := clusterStatuses(before, sent.kept, sent.targets.Revisions, metav1.NewTime(now))
+	sh := e.shareOf(d)
+	others := sh.others(before, sent.targets)
+	clusters := withOthers(sh.answered(clusterStatuses(before, sent.kept, sent.targets.Revisions, metav1.NewTime(now)), sent.kept, obj.GetGeneration()), others)
 	owned := ownedPolicies(sent.targets.Objects)
 	read := readSummaries(ctx, e.reader, clusters)
 	read.heard = e.heard
 	clusters = d.setResults(clusters, read, owned, now)
-	*st.summary = summarize(clusters)
-	prog := d.progress(sent.rendering, sent.kept, read, owned, now)
+	if !sh.writes {
+		// Another replica writes the declaration's status: this one keeps its clusters' entries.
+		if err := e.writeSlices(ctx, d, clusters, have); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+				return ctrl.Result{RequeueAfter: sliceReread}, nil
+			}
+			return ctrl.Result{}, err
+		}
+		emitSyncEvents(e.recorder, obj, before, sent.kept)
+		return ctrl.Result{}, nil
+	}
+	// The writer's view: another replica's state of an older generation is not an answer yet.
+	view, theirs := sh.view(clusters, sent.targets.Source, obj.GetGeneration())
+	outcomes := append(append([]clusterOutcome(nil), sent.kept...), theirs...)
+	failing, pending := sent.failing, sent.pending
+	for _, o := range theirs {
+		switch {
+		case o.pending:
+			pending++
+		case o.result.Phase == policyhubv1.ClusterPhaseFailed, o.result.Phase == policyhubv1.ClusterPhaseLockHeld:
+			failing = true
+		}
+	}
+	*st.summary = summarize(view)
+	prog := d.progress(sent.rendering, outcomes, read, owned, now)
 	*st.observedGeneration = obj.GetGeneration()
 	var reconciling *metav1.Condition
 	switch {
-	case sent.failing:
+	case failing:
 		reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "RetryingClusters", Message: "some clusters failed or were locked; their workers retry with backoff"}
-	case sent.pending > 0:
-		reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Progressing", Message: fmt.Sprintf("waiting for %d clusters", sent.pending)}
+	case pending > 0:
+		reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Progressing", Message: fmt.Sprintf("waiting for %d clusters", pending)}
 	}
-	ready := readyCondition(clusters, sent.targets.Unknown, sent.targets.MissingPlacement, obj.GetGeneration())
+	ready := readyCondition(view, sent.targets.Unknown, sent.targets.MissingPlacement, obj.GetGeneration())
 	var refused *metav1.Condition
 	if prog.holding != "" && ready.Status == metav1.ConditionTrue {
 		msg := policyhubv1.TruncateMessage(prog.holding, 1024)

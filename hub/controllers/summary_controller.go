@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
@@ -36,6 +37,12 @@ type SummaryReconciler struct {
 	// MaxConcurrentReconciles bounds the summaries checked at once: a thousand agents push
 	// about a hundred a second, and each check writes the summary's status.
 	MaxConcurrentReconciles int
+	// Works says whether this replica works the cluster (hub replicas share the fleet): only
+	// the cluster's replica judges its summary and exports its series. Nil: every cluster.
+	Works func(cluster string) bool
+	// Wake, when set, is a source of summaries to check again (the clusters moved between
+	// replicas).
+	Wake source.Source
 }
 
 // SetupWithManager registers the reconciler for PolicyReportSummaries.
@@ -43,7 +50,11 @@ func (r *SummaryReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Heard == nil {
 		r.Heard = heartbeat.New(r.Now)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.Wake != nil {
+		b = b.WatchesRawSource(r.Wake)
+	}
+	return b.
 		For(&policyhubv1.PolicyReportSummary{}).
 		// A renewal enqueues the cluster's summary; its status changes only when the verdict
 		// does (Stale back to Aggregated), so a quiet agent's renewals write nothing.
@@ -58,6 +69,10 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now
+	}
+	if r.Works != nil && !r.Works(req.Namespace) {
+		r.Compliance.Forget(req.Namespace) // another replica's cluster: its series are there
+		return ctrl.Result{}, nil
 	}
 	s := &policyhubv1.PolicyReportSummary{}
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {

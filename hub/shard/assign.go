@@ -187,3 +187,29 @@ func (a Assignment) Writer(key string) string {
 	}
 	return a.ring.first(hashOf(key), func(string) bool { return true })
 }
+
+// Works says whether replica works cluster: it owns it, or nobody does (the cluster is not in
+// the inventory: it left the fleet, and what was synced there must still be let go of) and the
+// cluster's name hashes to it.
+func (a Assignment) Works(replica, cluster string) bool {
+	if replica == "" {
+		return false
+	}
+	owner, ok := a.owner[cluster]
+	if ok {
+		return owner == replica
+	}
+	return a.Writer("cluster/"+cluster) == replica
+}
+
+// Owned are the clusters replica owns, sorted.
+func (a Assignment) Owned(replica string) []string {
+	var out []string
+	for c, r := range a.owner {
+		if r == replica {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -174,3 +174,22 @@ func TestWriterIsOneLiveReplicaAndSpreads(t *testing.T) {
 		t.Errorf("no replica: writer %q", w)
 	}
 }
+
+func TestWorksNamesOneReplicaForEveryClusterKnownOrNot(t *testing.T) {
+	replicas := replicaNames(3)
+	a := Assign(names("c", 20), replicas, 0)
+	for _, cluster := range []string{"c-1", "c-7", "gone-1", "gone-2", "gone-3"} {
+		n := 0
+		for _, r := range replicas {
+			if a.Works(r, cluster) {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s is worked by %d replicas, want exactly one", cluster, n)
+		}
+	}
+	if a.Works("", "c-1") || a.Works("policyhub-hub-9", "c-1") {
+		t.Error("a replica that is not live works a cluster")
+	}
+}

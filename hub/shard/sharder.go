@@ -65,9 +65,9 @@ func (s *Sharder) OnChange(f func(Assignment)) {
 // Assignment is the latest assignment (empty before the first, and after the Lease was lost).
 func (s *Sharder) Assignment() Assignment { return *s.current.Load() }
 
-// Owns says whether this replica works cluster now.
-func (s *Sharder) Owns(cluster string) bool {
-	return !s.lost.Load() && s.current.Load().Owner(cluster) == s.replica.Name
+// Works says whether this replica works cluster now (Assignment.Works).
+func (s *Sharder) Works(cluster string) bool {
+	return !s.lost.Load() && s.current.Load().Works(s.replica.Name, cluster)
 }
 
 // Name is this replica's name.

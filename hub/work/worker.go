@@ -37,6 +37,10 @@ type WorkersOptions struct {
 	// Published, when set, is told the declarations whose result in the cluster changed. It must
 	// not block: it is called by the cluster's worker.
 	Published func(cluster string, sources []string)
+	// Works, when set, says whether this process works the cluster now (hub replicas share the
+	// fleet): a worker makes no pass in a cluster another replica works, even if it was handed
+	// work just before the cluster moved. It must not block.
+	Works func(cluster string) bool
 }
 
 // Workers give every managed cluster one worker that owns it: the state every declaration
@@ -347,6 +351,11 @@ func (ws *Workers) run(ctx context.Context, w *worker) {
 				return
 			case <-time.After(ws.opts.Window): // a batching window, not synchronisation
 			}
+		}
+		if ws.opts.Works != nil && !ws.opts.Works(w.cluster.Name) {
+			// Another replica works the cluster now: its worker is forgotten soon.
+			ws.syncer.ReleaseLease(w.cluster.Name)
+			continue
 		}
 		decls, tokens := ws.takeDirty(w)
 		if len(decls) == 0 {

@@ -324,6 +324,12 @@ type ClusterStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	Revision string `json:"revision,omitempty"`
+	// ObservedGeneration is the declaration's generation this state answers, when the hub's
+	// replicas share the fleet: the replica that works the cluster writes it, and the one that
+	// writes the declaration's status counts an older one as Pending. Absent with one replica.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
 // WithoutChurn is the result counts without those that move with every agent's summary (pass,

@@ -1,0 +1,367 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/placement"
+	"github.com/policyhub/policyhub/hub/shard"
+)
+
+// hubReplica is one policyhub-hub process run with --share-fleet.
+type hubReplica struct {
+	name    string
+	cmd     *exec.Cmd
+	metrics string // http://127.0.0.1:P/metrics
+	log     string
+}
+
+// runReplica starts a hub replica that shares the fleet with the others, its metrics on a port
+// of its own (plain HTTP on loopback: the test reads them).
+func runReplica(t *testing.T, binary, name string) *hubReplica {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cmd := runHubProcess(t, binary, name, "--share-fleet", "--replica-name="+name,
+		"--metrics-bind-address="+addr, "--metrics-secure=false")
+	return &hubReplica{name: name, cmd: cmd, metrics: "http://" + addr + "/metrics",
+		log: filepath.Join(testFleet.LogDir, "policyhub-hub-"+name+".log")}
+}
+
+// metric reads the value of the replica's first series of name with labels (a gauge's or a
+// counter's) from its /metrics.
+func (r *hubReplica) metric(ctx context.Context, name string, labels map[string]string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.metrics, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	f, ok := families[name]
+	if !ok {
+		return 0, fmt.Errorf("%s: no %s yet", r.name, name)
+	}
+	for _, m := range f.Metric {
+		if matches(m, labels) {
+			if m.Gauge != nil {
+				return m.Gauge.GetValue(), nil
+			}
+			return m.Counter.GetValue(), nil
+		}
+	}
+	return 0, fmt.Errorf("%s: no %s%v", r.name, name, labels)
+}
+
+func matches(m *dto.Metric, labels map[string]string) bool {
+	for k, v := range labels {
+		found := false
+		for _, l := range m.Label {
+			if l.GetName() == k && l.GetValue() == v {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// passedClusters are the clusters the replica's log shows a sync pass of, from byte offset on.
+func (r *hubReplica) passedClusters(t *testing.T, offset int64) map[string]bool {
+	t.Helper()
+	logged, err := os.ReadFile(r.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(logged[min(offset, int64(len(logged))):]), "\n") {
+		if !strings.Contains(line, `"msg":"applied `) {
+			continue
+		}
+		if m := passCluster.FindStringSubmatch(line); m != nil {
+			out[m[1]] = true
+		}
+	}
+	return out
+}
+
+var passCluster = regexp.MustCompile(`"cluster":"([^"]+)"`)
+
+func (r *hubReplica) logSize(t *testing.T) int64 {
+	t.Helper()
+	st, err := os.Stat(r.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
+}
+
+// expectedAssignment is the assignment the replicas must agree on, made by the test from what
+// they read: the live replica Leases (by their own renewTime: the test is on the hub's clock) and
+// the credential Secrets.
+func expectedAssignment(t *testing.T, ctx context.Context) shard.Assignment {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, err := cs.CoordinationV1().Leases(e2eHubNamespace).List(ctx, metav1.ListOptions{LabelSelector: policyhubv1.LabelReplicaOf + "=" + e2eHubID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var live []string
+	for _, l := range leases.Items {
+		name := policyhubv1.ReplicaFromLease(e2eHubID, l.Name)
+		expires := l.Spec.RenewTime.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 15)) * time.Second)
+		if name != "" && ptr.Deref(l.Spec.HolderIdentity, "") != "" && time.Now().Before(expires) {
+			live = append(live, name)
+		}
+	}
+	secrets, err := placement.CredentialSecrets(ctx, directClient(t, testFleet.Hub.Config), testFleet.SecretNamespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clusters []shard.Cluster
+	for _, s := range secrets {
+		clusters = append(clusters, shard.Cluster{Name: s.Name, Pin: s.Labels[policyhubv1.LabelPinnedReplica]})
+	}
+	return shard.Assign(clusters, live, 0)
+}
+
+// waitShares waits until every replica sees the same live replicas (want), the fleet of n
+// clusters, and owns what expectedAssignment gives it; it returns that assignment.
+func waitShares(t *testing.T, replicas []*hubReplica, want []string, n int) shard.Assignment {
+	t.Helper()
+	ctx := testContext(t)
+	var a shard.Assignment
+	eventually(t, 60*time.Second, 250*time.Millisecond, fmt.Sprintf("replicas %v share %d clusters", want, n), func() error {
+		a = expectedAssignment(t, ctx)
+		if !slices.Equal(a.Replicas(), want) {
+			return fmt.Errorf("live replica Leases %v, want %v", a.Replicas(), want)
+		}
+		total := 0
+		for _, r := range replicas {
+			live, err := r.metric(ctx, "policyhub_replica_live_replicas", nil)
+			if err != nil {
+				return err
+			}
+			fleetSize, err := r.metric(ctx, "policyhub_replica_fleet_clusters", nil)
+			if err != nil {
+				return err
+			}
+			owned, err := r.metric(ctx, "policyhub_replica_clusters", nil)
+			if err != nil {
+				return err
+			}
+			if int(live) != len(want) || int(fleetSize) != n || int(owned) != a.Load(r.name) {
+				return fmt.Errorf("%s sees %v live replicas and %v clusters and works %v; want %d, %d, %d", r.name, live, fleetSize, owned, len(want), n, a.Load(r.name))
+			}
+			total += int(owned)
+		}
+		if total != n {
+			return fmt.Errorf("the replicas work %d clusters in all, want every one of %d exactly once", total, n)
+		}
+		return nil
+	})
+	return a
+}
+
+// Three hub processes share the fleet (every cluster worked by exactly one, a pinned cluster where
+// pinned); one is killed with SIGKILL and a change made at once reaches all its clusters through
+// the others within 30 s; a fourth joins and takes its share; every change is written once in
+// each apiserver.
+func TestHubReplicasShareTheFleet(t *testing.T) {
+	binary := buildHubBinary(t)
+	ensureHubNamespace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	// Nine clusters (credential Secrets) on the two managed apiservers, round-robin, plus the
+	// fleet's own two: enough that each of three replicas works several.
+	var shared []string
+	for i := range 9 {
+		name := fmt.Sprintf("shared-%d", i)
+		like := []string{"cluster-1", "cluster-2"}[i%2]
+		labels := map[string]string{"e2e-replicas": "shared"}
+		if i == 8 {
+			labels[policyhubv1.LabelPinnedReplica] = "replica-c"
+		}
+		if err := testFleet.AddClusterSecret(ctx, name, testFleet.Cluster(like).URL, like, labels); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = testFleet.RemoveClusterSecret(context.Background(), name) })
+		shared = append(shared, name)
+	}
+	const fleetSize = 11
+	// Registered before the processes, so it runs after they stopped.
+	t.Cleanup(func() {
+		for _, c := range []string{"cluster-1", "cluster-2"} {
+			deleteLease(t, c)
+		}
+	})
+	a, b, c := runReplica(t, binary, "replica-a"), runReplica(t, binary, "replica-b"), runReplica(t, binary, "replica-c")
+	three := []*hubReplica{a, b, c}
+	assigned := waitShares(t, three, []string{"replica-a", "replica-b", "replica-c"}, fleetSize)
+	for _, r := range three {
+		if assigned.Load(r.name) == 0 {
+			t.Errorf("%s works no cluster of %d", r.name, fleetSize)
+		}
+	}
+	if owner := assigned.Owner("shared-8"); owner != "replica-c" {
+		t.Errorf("shared-8, pinned to replica-c, is worked by %s", owner)
+	}
+
+	const policy = "e2e-replicas"
+	offsets := map[string]int64{}
+	for _, r := range three {
+		offsets[r.name] = r.logSize(t)
+	}
+	createFleetPolicy(t, fmt.Sprintf(`
+metadata: {name: %s}
+spec:
+  placement: {clusterSelector: {matchLabels: {e2e-replicas: shared}}}
+  template:
+    apiVersion: kyverno.io/v1
+    kind: ClusterPolicy
+    spec: %s`, policy, indentedSpec("replicas")))
+	allSynced := func(fp *fleetView) error {
+		if fp.Status.Summary.Synced != int32(len(shared)) || fp.Status.Summary.Clusters != int32(len(shared)) {
+			return fmt.Errorf("%d of %d clusters synced (summary %+v)", fp.Status.Summary.Synced, len(shared), fp.Status.Summary)
+		}
+		for _, cs := range fp.Clusters {
+			if cs.Phase != policyhubv1.ClusterPhaseSynced || cs.ObservedGeneration != fp.Generation {
+				return fmt.Errorf("%s: %s at generation %d (%s), want Synced at %d", cs.Name, cs.Phase, cs.ObservedGeneration, cs.Message, fp.Generation)
+			}
+		}
+		return nil
+	}
+	waitFleetPolicy(t, policy, "synced by three replicas", allSynced)
+	// Each cluster was worked by its replica only.
+	for _, r := range three {
+		for cluster := range r.passedClusters(t, offsets[r.name]) {
+			if owner := assigned.Owner(cluster); owner != r.name {
+				t.Errorf("%s made a pass in %s, which %s works", r.name, cluster, owner)
+			}
+		}
+	}
+
+	// SIGKILL the replica working the most shared clusters other than the pinned one's; change
+	// the policy at once: its clusters must have the change within 30 s, from the others.
+	victim := a
+	for _, r := range []*hubReplica{b} {
+		if assigned.Load(r.name) > assigned.Load(victim.name) {
+			victim = r
+		}
+	}
+	survivors := slices.DeleteFunc(slices.Clone(three), func(r *hubReplica) bool { return r == victim })
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	updateFleetPolicy(t, policy, func(fp *policyhubv1.FleetPolicy) { fp.Spec.Mode = ptr.To(policyhubv1.ModeEnforce) })
+	waitFleetPolicyWithin(t, 30*time.Second, policy, "the killed replica's clusters synced by the others", func(fp *fleetView) error {
+		if fp.Status.ObservedGeneration != fp.Generation {
+			return fmt.Errorf("status is of generation %d, spec is %d", fp.Status.ObservedGeneration, fp.Generation)
+		}
+		return allSynced(fp)
+	})
+	t.Logf("%s killed: its clusters synced the change by the others in %s", victim.name, time.Since(killed).Round(100*time.Millisecond))
+	names := []string{survivors[0].name, survivors[1].name}
+	slices.Sort(names)
+	after := waitShares(t, survivors, names, fleetSize)
+	if owner := after.Owner("shared-8"); owner != "replica-c" {
+		t.Errorf("after the kill, shared-8 (pinned to replica-c) is worked by %s", owner)
+	}
+	for _, cluster := range []string{"cluster-1", "cluster-2"} {
+		live, err := liveObject(t, cluster, clusterPolicyNamed(policy))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if action := ruleFailureAction(live); action != "Enforce" {
+			t.Errorf("%s: the policy's failureAction is %q after the change, want Enforce", cluster, action)
+		}
+	}
+
+	// A fourth replica joins: it takes its share, with nothing missed or written twice.
+	d := runReplica(t, binary, "replica-d")
+	four := append(slices.Clone(survivors), d)
+	names = append(names, "replica-d")
+	slices.Sort(names)
+	joined := waitShares(t, four, names, fleetSize)
+	if joined.Load("replica-d") == 0 {
+		t.Errorf("replica-d joined and works no cluster")
+	}
+	if in, err := d.metric(testContext(t), "policyhub_replica_handovers_total", map[string]string{"direction": "in"}); err != nil || int(in) != joined.Load("replica-d") {
+		t.Errorf("replica-d counts %v clusters handed over to it (%v), want %d", in, err, joined.Load("replica-d"))
+	}
+	updateFleetPolicy(t, policy, func(fp *policyhubv1.FleetPolicy) { fp.Spec.Mode = ptr.To(policyhubv1.ModeAudit) })
+	waitFleetPolicy(t, policy, "synced after a fourth replica joined", allSynced)
+
+	// Three contents (created, Enforce, Audit): each written once in each apiserver, whatever
+	// replicas and clusters share it. A write of the same content persists nothing; one of another
+	// content (a replica writing what it was asked before) would raise the generation past 3.
+	for _, cluster := range []string{"cluster-1", "cluster-2"} {
+		live, err := liveObject(t, cluster, clusterPolicyNamed(policy))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if live.GetGeneration() != 3 || ruleFailureAction(live) != "Audit" {
+			t.Errorf("%s: the policy is at generation %d with failureAction %q, want 3 (one write per change) and Audit", cluster, live.GetGeneration(), ruleFailureAction(live))
+		}
+	}
+	// The processes' sync Lease messages are not checked here, as the two-process test checks them:
+	// the shared-N clusters are names of two apiservers, so one replica working two of them holds
+	// one Lease object under one identity for both, and its two workers take it from each other.
+	// The generations above show what that check guards: no content was written twice.
+}
+
+// clusterPolicyNamed is a ClusterPolicy reference for liveObject.
+func clusterPolicyNamed(name string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(clusterPolicyGVK)
+	obj.SetName(name)
+	return obj
+}
+
+// ruleFailureAction is the first rule's validate.failureAction of a live Kyverno policy.
+func ruleFailureAction(obj *unstructured.Unstructured) string {
+	rules, _, _ := unstructured.NestedSlice(obj.Object, "spec", "rules")
+	if len(rules) == 0 {
+		return ""
+	}
+	rule, _ := rules[0].(map[string]any)
+	action, _, _ := unstructured.NestedString(rule, "validate", "failureAction")
+	return action
+}

@@ -1,0 +1,146 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/metrics"
+	"github.com/policyhub/policyhub/hub/placement"
+	"github.com/policyhub/policyhub/hub/shard"
+	"github.com/policyhub/policyhub/hub/work"
+)
+
+// kindSummary names the summary controller's queue in ResultEvents.
+const kindSummary = "PolicyReportSummary"
+
+// handover follows this replica's share of the fleet as it changes: the workers of the clusters
+// it no longer works stop (each gives up the cluster's sync Lease once its pass in progress
+// ends, so the new owner, which must take that Lease to write, starts only after), and every
+// declaration and summary is looked at again, handing the clusters it now works their work.
+type handover struct {
+	reader  client.Reader
+	workers *work.Workers
+	results *ResultEvents
+	shard   *shard.Sharder
+	metrics *metrics.Replica
+
+	mu    sync.Mutex
+	owned map[string]bool
+}
+
+// moved takes in a new assignment.
+func (h *handover) moved(ctx context.Context, a shard.Assignment) {
+	me := h.shard.Name()
+	owned := map[string]bool{}
+	for _, c := range a.Owned(me) {
+		owned[c] = true
+	}
+	h.mu.Lock()
+	in, out := 0, 0
+	for c := range owned {
+		if !h.owned[c] {
+			in++
+		}
+	}
+	for c := range h.owned {
+		if !owned[c] {
+			out++
+		}
+	}
+	h.owned = owned
+	h.mu.Unlock()
+	h.metrics.Set(len(owned), a.Clusters(), len(a.Replicas()), in, out)
+	log.FromContext(ctx).Info("this replica's share of the fleet changed", "replica", me, "replicas", a.Replicas(), "clusters", len(owned), "in", in, "out", out)
+	for _, c := range h.workers.Clusters() {
+		if !h.shard.Works(c) {
+			go h.workers.Forget(c)
+		}
+	}
+	h.wakeAll(ctx)
+}
+
+// wakeAll enqueues every declaration and summary the cache holds.
+func (h *handover) wakeAll(ctx context.Context) {
+	wake := func(kind string, list client.ObjectList, keys func() []types.NamespacedName) {
+		if err := h.reader.List(ctx, list, readOnlyList); err != nil {
+			log.FromContext(ctx).Error(err, "list after the replicas' shares changed", "kind", kind)
+			return
+		}
+		h.results.Wake(kind, keys()...)
+	}
+	fleetPolicies := &policyhubv1.FleetPolicyList{}
+	wake(policyhubv1.KindFleetPolicy, fleetPolicies, func() []types.NamespacedName { return keysOf(fleetPolicies.Items) })
+	sets := &policyhubv1.PolicySetList{}
+	wake(policyhubv1.KindPolicySet, sets, func() []types.NamespacedName { return keysOf(sets.Items) })
+	appPolicies := &policyhubv1.ApplicationPolicyList{}
+	wake(policyhubv1.KindApplicationPolicy, appPolicies, func() []types.NamespacedName { return keysOf(appPolicies.Items) })
+	exceptions := &policyhubv1.FleetPolicyExceptionList{}
+	wake(policyhubv1.KindFleetPolicyException, exceptions, func() []types.NamespacedName { return keysOf(exceptions.Items) })
+	summaries := &policyhubv1.PolicyReportSummaryList{}
+	wake(kindSummary, summaries, func() []types.NamespacedName { return keysOf(summaries.Items) })
+}
+
+// keysOf are the keys of items.
+func keysOf[T any, P interface {
+	*T
+	client.Object
+}](items []T) []types.NamespacedName {
+	keys := make([]types.NamespacedName, 0, len(items))
+	for i := range items {
+		keys = append(keys, client.ObjectKeyFromObject(P(&items[i])))
+	}
+	return keys
+}
+
+// newSharder makes this replica's sharder when o.Replica is set (nil otherwise): the inventory is
+// cluster-gateway's credential Secrets (their metadata, from the cache; a Secret's
+// policyhubv1.LabelPinnedReplica pins it), and a change of one assigns the fleet again.
+func newSharder(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*shard.Sharder, error) {
+	if o.Replica == nil {
+		return nil, nil
+	}
+	if err := o.Replica.Validate(); err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("client for the replicas' Leases: %w", err)
+	}
+	reader := mgr.GetClient()
+	inventory := func(ctx context.Context) ([]shard.Cluster, error) {
+		secrets, err := placement.CredentialSecrets(ctx, reader, o.SecretNamespace)
+		if err != nil {
+			return nil, err
+		}
+		clusters := make([]shard.Cluster, 0, len(secrets))
+		for _, s := range secrets {
+			clusters = append(clusters, shard.Cluster{Name: s.Name, Pin: s.Labels[policyhubv1.LabelPinnedReplica]})
+		}
+		return clusters, nil
+	}
+	sharder := shard.NewSharder(*o.Replica, cs, inventory, shard.DefaultLoadFactor)
+	secretMeta := &metav1.PartialObjectMetadata{}
+	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	informer, err := mgr.GetCache().GetInformer(ctx, secretMeta)
+	if err != nil {
+		return nil, fmt.Errorf("watch the fleet's credential Secrets: %w", err)
+	}
+	kick := func(any) { sharder.Kick() }
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: kick, DeleteFunc: kick, UpdateFunc: func(_, obj any) { sharder.Kick() },
+	}); err != nil {
+		return nil, fmt.Errorf("watch the fleet's credential Secrets: %w", err)
+	}
+	return sharder, nil
+}

@@ -1,0 +1,190 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/render"
+	"github.com/policyhub/policyhub/hub/shard"
+	"github.com/policyhub/policyhub/hub/work"
+)
+
+// share is what this replica does for one declaration when the hub's replicas share the fleet
+// (hub/shard): it works the clusters it owns, and keeps their entries in the declaration's
+// ClusterStatusSlices; the other replicas' entries it keeps as it read them. One replica, the
+// declaration's writer (the replica its key hashes to), also writes the declaration's own status
+// (counts, conditions, rollout) from every entry, so that the status has one writer and each
+// replica writes the status of about its share of the declarations. A single replica owns every
+// cluster and writes every status.
+type share struct {
+	single     bool
+	me         string
+	assignment shard.Assignment
+	writes     bool
+}
+
+// shareOf is this replica's share of the declaration.
+func (e engine) shareOf(d declaration) share {
+	if e.shard == nil {
+		return share{single: true, writes: true}
+	}
+	a := e.shard.Assignment()
+	return share{me: e.shard.Name(), assignment: a, writes: writerOf(a, d.kind(), d.object()) == e.shard.Name()}
+}
+
+// writerOf is the replica that writes the status of the declaration obj of kind.
+func writerOf(a shard.Assignment, kind string, obj client.Object) string {
+	return a.Writer(kind + "/" + obj.GetNamespace() + "/" + obj.GetName())
+}
+
+// writes says whether this replica writes the status of the declaration obj of kind.
+func (o *DeclarationOptions) writes(kind string, obj client.Object) bool {
+	return o.Shard == nil || writerOf(o.Shard.Assignment(), kind, obj) == o.Shard.Name()
+}
+
+// owns says whether this replica works the cluster (shard.Assignment.Works): the clusters
+// assigned to it, and its share of those assigned to nobody.
+func (s share) owns(cluster string) bool {
+	return s.single || s.assignment.Works(s.me, cluster)
+}
+
+// ownedWants keeps the wants of the clusters this replica works.
+func (s share) ownedWants(wants []wantedIn) []wantedIn {
+	if s.single {
+		return wants
+	}
+	kept := wants[:0]
+	for _, w := range wants {
+		if s.owns(w.cluster) {
+			kept = append(kept, w)
+		}
+	}
+	return kept
+}
+
+// ownedNames keeps the clusters this replica works.
+func (s share) ownedNames(clusters []string) []string {
+	if s.single {
+		return clusters
+	}
+	var kept []string
+	for _, c := range clusters {
+		if s.owns(c) {
+			kept = append(kept, c)
+		}
+	}
+	return kept
+}
+
+// others are the entries of the clusters other replicas work: as read (before), and, for a
+// selected cluster its owner has not written yet, Pending. A single replica has none.
+func (s share) others(before []policyhubv1.ClusterStatus, targets *render.Targets) []policyhubv1.ClusterStatus {
+	if s.single {
+		return nil
+	}
+	var out []policyhubv1.ClusterStatus
+	seen := map[string]bool{}
+	for _, c := range before {
+		seen[c.Name] = true
+		if !s.owns(c.Name) {
+			out = append(out, c)
+		}
+	}
+	if targets != nil {
+		for _, name := range targets.Clusters() {
+			if !seen[name] && !s.owns(name) {
+				out = append(out, policyhubv1.ClusterStatus{Name: name, Phase: policyhubv1.ClusterPhasePending,
+					Message: "waiting for replica " + s.assignment.Owner(name) + ", which works this cluster"})
+			}
+		}
+	}
+	return out
+}
+
+// answered marks this replica's entries with the generation they answer (outcomes not pending),
+// when the replicas share the fleet: the declaration's writer reads it.
+func (s share) answered(own []policyhubv1.ClusterStatus, outcomes []clusterOutcome, generation int64) []policyhubv1.ClusterStatus {
+	if s.single {
+		return own
+	}
+	answered := map[string]bool{}
+	for _, o := range outcomes {
+		if !o.pending {
+			answered[o.cluster] = true
+		}
+	}
+	for i := range own {
+		if answered[own[i].Name] {
+			own[i].ObservedGeneration = generation
+		}
+	}
+	return own
+}
+
+// view is every cluster's state as the declaration's writer counts it, and the other replicas'
+// clusters as outcomes (see othersOutcomes): another replica's state of an older generation than
+// the declaration's is Pending, whatever it said of the older one.
+func (s share) view(clusters []policyhubv1.ClusterStatus, source string, generation int64) ([]policyhubv1.ClusterStatus, []clusterOutcome) {
+	if s.single {
+		return clusters, nil
+	}
+	view := make([]policyhubv1.ClusterStatus, len(clusters))
+	var others []policyhubv1.ClusterStatus
+	for i, c := range clusters {
+		if !s.owns(c.Name) {
+			if c.ObservedGeneration < generation && c.Phase != policyhubv1.ClusterPhasePending {
+				c.Phase, c.Message = policyhubv1.ClusterPhasePending, fmt.Sprintf("waiting for replica %s to sync generation %d", s.assignment.Owner(c.Name), generation)
+			}
+			others = append(others, c)
+		}
+		view[i] = c
+	}
+	return view, othersOutcomes(source, others)
+}
+
+// withOthers joins this replica's entries and the others', sorted by name.
+func withOthers(own, others []policyhubv1.ClusterStatus) []policyhubv1.ClusterStatus {
+	if len(others) == 0 {
+		return own
+	}
+	all := append(append(make([]policyhubv1.ClusterStatus, 0, len(own)+len(others)), own...), others...)
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	return all
+}
+
+// othersOutcomes are the other replicas' clusters as outcomes, for the writer's rollout and
+// counts: a cluster's phase and message as its owner wrote them; when its owner wrote the
+// policies there is not known here, so a rollout judges its reports from when its wave was seen
+// synced, as after a restart.
+func othersOutcomes(source string, others []policyhubv1.ClusterStatus) []clusterOutcome {
+	out := make([]clusterOutcome, 0, len(others))
+	for _, c := range others {
+		out = append(out, clusterOutcome{cluster: c.Name, pending: c.Phase == policyhubv1.ClusterPhasePending,
+			result: &work.DeclarationResult{Source: source, Phase: c.Phase, Message: c.Message, Actions: c.Actions, InForce: c.InForce}})
+	}
+	return out
+}
+
+// ofSlice maps a ClusterStatusSlice to its declaration of kind (cluster-scoped kinds have no
+// namespace in their requests): when the replicas share the fleet, another replica's entries
+// wake the declaration's writer.
+func ofSlice(kind string, namespaced bool) handler.MapFunc {
+	return func(_ context.Context, obj client.Object) []reconcile.Request {
+		s, ok := obj.(*policyhubv1.ClusterStatusSlice)
+		if !ok || s.Declaration.Kind != kind {
+			return nil
+		}
+		key := types.NamespacedName{Name: s.Declaration.Name}
+		if namespaced {
+			key.Namespace = s.Namespace
+		}
+		return []reconcile.Request{{NamespacedName: key}}
+	}
+}
