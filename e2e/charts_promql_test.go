@@ -120,6 +120,7 @@ func chartHubMetricFamilies(t *testing.T) []*dto.MetricFamily {
 	exception.Spec.ExpiresAt = metav1.NewTime(now.Add(time.Hour))
 	exception.Status = policyhubv1.FleetPolicyExceptionStatus{State: policyhubv1.ExceptionActive, Policy: "ClusterPolicy/p", Exempted: 1}
 	metrics.NewExceptions(reg).Set(exception)
+	metrics.NewReplica(reg).Set(1, 1, 1, 1, 0)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

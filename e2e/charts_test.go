@@ -176,8 +176,10 @@ func TestChartHubDryRunOnTheHub(t *testing.T) {
 		kinds  map[string]int
 		args   []string // in the container's args, besides the namespaced ones checked below
 	}{
-		{"defaults", `{}`, base, []string{"--hub-id=policyhub", "--gateway-secret-namespace=vela-system", "--resync-interval=10m", "--leader-elect=true",
+		{"defaults", `{}`, base, []string{"--hub-id=policyhub", "--gateway-secret-namespace=vela-system", "--resync-interval=10m", "--share-fleet", "--leader-elect=false",
 			"--metrics-bind-address=:8443", "--metrics-secure=true"}},
+		// Active-passive, as before replicas shared the fleet: one elected replica works it all.
+		{"leader election", `{sharing: {enabled: false}}`, base, []string{"--leader-elect=true"}},
 		{"servicemonitor and prometheusrule", `{metrics: {serviceMonitor: {enabled: true, labels: {release: prom}}}, prometheusRule: {enabled: true}}`,
 			with(map[string]int{"ServiceMonitor": 1, "PrometheusRule": 1}), []string{"--hub-id=policyhub"}},
 		{"servicemonitor with a token Secret", `{metrics: {serviceMonitor: {enabled: true, tokenSecret: {name: prom-token}}}}`,
@@ -298,7 +300,7 @@ kubevela: {enabled: true}
 						t.Errorf("alert %s lacks an expr, a severity or annotations: %+v", rule.Alert, rule)
 					}
 				}
-				want := []string{"PolicyhubClusterUnreachable", "PolicyhubSyncFailing", "PolicyhubSummaryStale", "PolicyhubNewFailResults", "PolicyhubRolloutHeld", "PolicyhubExceptionExpiresSoon", "PolicyhubMetricsDown"}
+				want := []string{"PolicyhubClusterUnreachable", "PolicyhubSyncFailing", "PolicyhubSummaryStale", "PolicyhubNewFailResults", "PolicyhubRolloutHeld", "PolicyhubExceptionExpiresSoon", "PolicyhubClusterUnowned", "PolicyhubMetricsDown"}
 				if c.name == "everything set" {
 					want = slices.Delete(want, 3, 4)
 				}

@@ -51,7 +51,9 @@ func ensureHubNamespace(t *testing.T) {
 	}
 }
 
-func startHub(t *testing.T, resync time.Duration) *testHub {
+// startHub runs the hub's controllers in this process until the test ends; options, when
+// given, change its HubOptions.
+func startHub(t *testing.T, resync time.Duration, options ...func(*controllers.HubOptions)) *testHub {
 	t.Helper()
 	ensureHubNamespace(t)
 	mgr, err := ctrl.NewManager(testFleet.Hub.Config, ctrl.Options{
@@ -66,7 +68,7 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 		t.Fatal(err)
 	}
 	h := &testHub{registry: prometheus.NewRegistry()}
-	workers, err := controllers.SetupHub(testContext(t), mgr, controllers.HubOptions{
+	opts := controllers.HubOptions{
 		Gateway: testFleet.Hub.Config, SecretNamespace: testFleet.SecretNamespace, HubID: e2eHubID,
 		Lock: lockOptions(e2eHubID + "/" + t.Name()), Registry: h.registry, Resync: resync,
 		RetryMaxDelay:  2 * time.Second, // outages in tests last seconds
@@ -76,7 +78,11 @@ func startHub(t *testing.T, resync time.Duration) *testHub {
 		// Ten clusters a slice: a declaration's state spans several slices with the fleet's few
 		// clusters (and the tests' extra ones), as it does at fleet scale.
 		ClustersPerSlice: 10,
-	})
+	}
+	for _, o := range options {
+		o(&opts)
+	}
+	workers, err := controllers.SetupHub(testContext(t), mgr, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -142,22 +143,12 @@ func expectedAssignment(t *testing.T, ctx context.Context) shard.Assignment {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var live []string
-	for _, l := range leases.Items {
-		name := policyhubv1.ReplicaFromLease(e2eHubID, l.Name)
-		expires := l.Spec.RenewTime.Add(time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, 15)) * time.Second)
-		if name != "" && ptr.Deref(l.Spec.HolderIdentity, "") != "" && time.Now().Before(expires) {
-			live = append(live, name)
-		}
-	}
 	secrets, err := placement.CredentialSecrets(ctx, directClient(t, testFleet.Hub.Config), testFleet.SecretNamespace)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var clusters []shard.Cluster
-	for _, s := range secrets {
-		clusters = append(clusters, shard.Cluster{Name: s.Name, Pin: s.Labels[policyhubv1.LabelPinnedReplica]})
-	}
+	live := shard.LiveAt(e2eHubID, leases.Items, time.Now())
+	clusters := shard.FromSecrets(secrets)
 	return shard.Assign(clusters, live, 0)
 }
 
@@ -225,10 +216,19 @@ func TestHubReplicasShareTheFleet(t *testing.T) {
 		shared = append(shared, name)
 	}
 	const fleetSize = 11
-	// Registered before the processes, so it runs after they stopped.
+	// Registered before the processes, so it runs after they stopped: no sync Lease, and no
+	// replica Lease (a killed replica's would stay) is left behind.
 	t.Cleanup(func() {
 		for _, c := range []string{"cluster-1", "cluster-2"} {
 			deleteLease(t, c)
+		}
+		cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)
+		if err == nil {
+			err = cs.CoordinationV1().Leases(e2eHubNamespace).DeleteCollection(context.Background(), metav1.DeleteOptions{},
+				metav1.ListOptions{LabelSelector: policyhubv1.LabelReplicaOf + "=" + e2eHubID})
+		}
+		if err != nil {
+			t.Errorf("delete the replicas' Leases: %v", err)
 		}
 	})
 	a, b, c := runReplica(t, binary, "replica-a"), runReplica(t, binary, "replica-b"), runReplica(t, binary, "replica-c")
@@ -241,6 +241,22 @@ func TestHubReplicasShareTheFleet(t *testing.T) {
 	}
 	if owner := assigned.Owner("shared-8"); owner != "replica-c" {
 		t.Errorf("shared-8, pinned to replica-c, is worked by %s", owner)
+	}
+	// kubectl policyhub clusters names each cluster's replica.
+	code, out, errOut := cliReadRun(t, "clusters", "-o", "json")
+	var listed struct {
+		Clusters []struct{ Name, Replica string } `json:"clusters"`
+	}
+	if err := json.Unmarshal([]byte(out), &listed); code != 0 || err != nil {
+		t.Fatalf("kubectl policyhub clusters: exit %d (%v): %s", code, err, errOut)
+	}
+	for _, cl := range listed.Clusters {
+		if cl.Replica != assigned.Owner(cl.Name) {
+			t.Errorf("kubectl policyhub clusters: %s worked by %q, the replicas say %q", cl.Name, cl.Replica, assigned.Owner(cl.Name))
+		}
+	}
+	if len(listed.Clusters) != fleetSize {
+		t.Errorf("kubectl policyhub clusters lists %d clusters, want %d", len(listed.Clusters), fleetSize)
 	}
 
 	const policy = "e2e-replicas"

@@ -23,7 +23,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/controllers"
 	"github.com/policyhub/policyhub/hub/gateway"
+	"github.com/policyhub/policyhub/hub/shard"
 )
 
 // prometheusBinary is Debian's prometheus package (hack/testbin.sh installs it).
@@ -57,7 +59,11 @@ func TestPrometheusDashboardAndAlerts(t *testing.T) {
 	}
 	start := time.Now()
 	ctx := testContext(t)
-	hub := startHub(t, 2*time.Second) // resyncs keep the conflict's sync errors growing
+	// Resyncs keep the conflict's sync errors growing. The hub runs as a replica sharing the
+	// fleet (alone, it works every cluster), so that the replicas' series are there too.
+	hub := startHub(t, 2*time.Second, func(o *controllers.HubOptions) {
+		o.Replica = &shard.Replica{HubID: e2eHubID, Namespace: e2eHubNamespace, Name: "prometheus-e2e", Identity: e2eHubID + "/prometheus-e2e"}
+	})
 	startAgent(t, "cluster-1")
 	startAgent(t, "cluster-2")
 
@@ -210,6 +216,9 @@ spec:
 	eventually(t, 30*time.Second, time.Second, "every dashboard and alert expression returns data", func() error {
 		var failed []string
 		for _, q := range queries {
+			if q.Source == "alert: PolicyhubClusterUnowned" {
+				continue // fires only when replicas fail each other: TestPrometheusClusterUnownedRule
+			}
 			expr := q.Expr
 			if err := prom.wantData(ctx, expr); err != nil {
 				failed = append(failed, fmt.Sprintf("%s: %v", q.Source, err))
@@ -490,6 +499,83 @@ func TestPrometheusMetricsDownRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "metrics-down-test.yaml")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(filepath.Join(filepath.Dir(prometheusBinary), "promtool"), "test", "rules", path).CombinedOutput(); err != nil {
+		t.Fatalf("promtool test rules: %v\n%s\n%s", err, out, data)
+	}
+}
+
+// PolicyhubClusterUnowned, as the chart renders it, evaluated by promtool on the replicas'
+// series: quiet while the shares add up to the fleet (through a handover, shorter than its 2
+// minutes), firing when a replica's clusters are worked by nobody (a replica that holds its Lease
+// but exports nothing: its clusters are assigned to it, and no other replica takes them).
+func TestPrometheusClusterUnownedRule(t *testing.T) {
+	if _, err := os.Stat(prometheusBinary); err != nil {
+		t.Fatalf("%s: %v (hack/testbin.sh installs Debian's prometheus)", prometheusBinary, err)
+	}
+	type series struct {
+		Series string `json:"series"`
+		Values string `json:"values"`
+	}
+	type alert struct {
+		Labels      map[string]string `json:"exp_labels"`
+		Annotations map[string]string `json:"exp_annotations"`
+	}
+	type check struct {
+		EvalTime  string  `json:"eval_time"`
+		AlertName string  `json:"alertname"`
+		Alerts    []alert `json:"exp_alerts"`
+	}
+	type test struct {
+		Interval string   `json:"interval"`
+		Input    []series `json:"input_series"`
+		Checks   []check  `json:"alert_rule_test"`
+	}
+	var rule alertRule
+	for _, r := range alertRules(t, prometheusTestRules) {
+		if r.Alert == "PolicyhubClusterUnowned" {
+			rule = r
+		}
+	}
+	if rule.Alert == "" {
+		t.Fatal("the chart renders no PolicyhubClusterUnowned alert")
+	}
+	replica := func(metric, pod string) string {
+		return fmt.Sprintf(`%s{job="policyhub-hub-metrics", namespace="policyhub-system", pod=%q}`, metric, pod)
+	}
+	const name = "PolicyhubClusterUnowned"
+	fires := []alert{{Labels: map[string]string{"severity": "critical"}, Annotations: map[string]string{
+		"summary": "policyhub has 3 clusters no hub replica works", "description": rule.Annotations["description"]}}}
+	file := map[string]any{
+		"rule_files":          []string{prometheusRulesFile(t)},
+		"evaluation_interval": "1m",
+		"tests": []test{
+			// Three replicas share 11 clusters (4+4+3); one dies at minute 3 and the others take
+			// its clusters within a minute: never 2 minutes short, no alert.
+			{Interval: "1m", Input: []series{
+				{replica("policyhub_replica_fleet_clusters", "hub-a"), "11x10"},
+				{replica("policyhub_replica_fleet_clusters", "hub-b"), "11x10"},
+				{replica("policyhub_replica_fleet_clusters", "hub-c"), "11x3"},
+				{replica("policyhub_replica_clusters", "hub-a"), "4 4 4 4 6x6"},
+				{replica("policyhub_replica_clusters", "hub-b"), "4 4 4 4 5x6"},
+				{replica("policyhub_replica_clusters", "hub-c"), "3x3"},
+			}, Checks: []check{{"3m", name, []alert{}}, {"6m", name, []alert{}}, {"9m", name, []alert{}}}},
+			// hub-c holds its Lease but works nothing: its 3 clusters are nobody's.
+			{Interval: "1m", Input: []series{
+				{replica("policyhub_replica_fleet_clusters", "hub-a"), "11x10"},
+				{replica("policyhub_replica_fleet_clusters", "hub-b"), "11x10"},
+				{replica("policyhub_replica_clusters", "hub-a"), "4x10"},
+				{replica("policyhub_replica_clusters", "hub-b"), "4x10"},
+			}, Checks: []check{{"1m", name, []alert{}}, {"5m", name, fires}}},
+		},
+	}
+	data, err := yaml.Marshal(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "cluster-unowned-test.yaml")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -229,6 +229,9 @@ func (e engine) writeSlices(ctx context.Context, d declaration, clusters []polic
 // only says so. Otherwise the dispatch half hands the clusters what the declaration wants, and
 // the status half writes what they answered.
 func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d declaration) (ctrl.Result, error) {
+	if e.shareOf(d).idle {
+		return ctrl.Result{}, nil // no share of the fleet yet: its first one wakes every declaration
+	}
 	source := d.source(e.hubID)
 	obj := d.object()
 	deleting := !obj.GetDeletionTimestamp().IsZero()
@@ -327,7 +330,7 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 	// Each replica prunes the clusters it works; the others' entries stay until their owners
 	// prune them and remove them.
 	clusters = sh.ownedNames(clusters)
-	others := sh.others(before, nil)
+	others := sh.others(before)
 	if d.prune() {
 		// A cluster that left the fleet (its credential Secret is gone) cannot be reached to prune:
 		// waiting for it would hold the finalizer (and the namespace of an ApplicationPolicy) forever.

@@ -123,11 +123,7 @@ func newSharder(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*shard.Sha
 		if err != nil {
 			return nil, err
 		}
-		clusters := make([]shard.Cluster, 0, len(secrets))
-		for _, s := range secrets {
-			clusters = append(clusters, shard.Cluster{Name: s.Name, Pin: s.Labels[policyhubv1.LabelPinnedReplica]})
-		}
-		return clusters, nil
+		return shard.FromSecrets(secrets), nil
 	}
 	sharder := shard.NewSharder(*o.Replica, cs, inventory, shard.DefaultLoadFactor)
 	secretMeta := &metav1.PartialObjectMetadata{}

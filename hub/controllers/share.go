@@ -24,7 +24,10 @@ import (
 // replica writes the status of about its share of the declarations. A single replica owns every
 // cluster and writes every status.
 type share struct {
-	single     bool
+	single bool
+	// idle: this replica has no share yet (its Lease not seen live) or any more (lost): it does
+	// nothing, and every declaration is looked at again when it gets one.
+	idle       bool
 	me         string
 	assignment shard.Assignment
 	writes     bool
@@ -36,7 +39,8 @@ func (e engine) shareOf(d declaration) share {
 		return share{single: true, writes: true}
 	}
 	a := e.shard.Assignment()
-	return share{me: e.shard.Name(), assignment: a, writes: writerOf(a, d.kind(), d.object()) == e.shard.Name()}
+	return share{me: e.shard.Name(), assignment: a, writes: writerOf(a, d.kind(), d.object()) == e.shard.Name(),
+		idle: len(a.Replicas()) == 0}
 }
 
 // writerOf is the replica that writes the status of the declaration obj of kind.
@@ -83,26 +87,16 @@ func (s share) ownedNames(clusters []string) []string {
 	return kept
 }
 
-// others are the entries of the clusters other replicas work: as read (before), and, for a
-// selected cluster its owner has not written yet, Pending. A single replica has none.
-func (s share) others(before []policyhubv1.ClusterStatus, targets *render.Targets) []policyhubv1.ClusterStatus {
+// others are the entries of the clusters other replicas work, as read (before). A single
+// replica has none.
+func (s share) others(before []policyhubv1.ClusterStatus) []policyhubv1.ClusterStatus {
 	if s.single {
 		return nil
 	}
 	var out []policyhubv1.ClusterStatus
-	seen := map[string]bool{}
 	for _, c := range before {
-		seen[c.Name] = true
 		if !s.owns(c.Name) {
 			out = append(out, c)
-		}
-	}
-	if targets != nil {
-		for _, name := range targets.Clusters() {
-			if !seen[name] && !s.owns(name) {
-				out = append(out, policyhubv1.ClusterStatus{Name: name, Phase: policyhubv1.ClusterPhasePending,
-					Message: "waiting for replica " + s.assignment.Owner(name) + ", which works this cluster"})
-			}
 		}
 	}
 	return out
@@ -131,22 +125,37 @@ func (s share) answered(own []policyhubv1.ClusterStatus, outcomes []clusterOutco
 // view is every cluster's state as the declaration's writer counts it, and the other replicas'
 // clusters as outcomes (see othersOutcomes): another replica's state of an older generation than
 // the declaration's is Pending, whatever it said of the older one.
-func (s share) view(clusters []policyhubv1.ClusterStatus, source string, generation int64) ([]policyhubv1.ClusterStatus, []clusterOutcome) {
+func (s share) view(clusters []policyhubv1.ClusterStatus, targets *render.Targets, generation int64) ([]policyhubv1.ClusterStatus, []clusterOutcome) {
 	if s.single {
 		return clusters, nil
 	}
-	view := make([]policyhubv1.ClusterStatus, len(clusters))
+	view := make([]policyhubv1.ClusterStatus, 0, len(clusters))
 	var others []policyhubv1.ClusterStatus
-	for i, c := range clusters {
+	seen := map[string]bool{}
+	for _, c := range clusters {
+		seen[c.Name] = true
 		if !s.owns(c.Name) {
 			if c.ObservedGeneration < generation && c.Phase != policyhubv1.ClusterPhasePending {
-				c.Phase, c.Message = policyhubv1.ClusterPhasePending, fmt.Sprintf("waiting for replica %s to sync generation %d", s.assignment.Owner(c.Name), generation)
+				c.Phase, c.Message = policyhubv1.ClusterPhasePending, s.waiting(c.Name, generation)
 			}
 			others = append(others, c)
 		}
-		view[i] = c
+		view = append(view, c)
 	}
-	return view, othersOutcomes(source, others)
+	// A selected cluster its owner has not written yet: Pending here; its owner writes its entry.
+	for _, name := range targets.Clusters() {
+		if !seen[name] && !s.owns(name) {
+			c := policyhubv1.ClusterStatus{Name: name, Phase: policyhubv1.ClusterPhasePending, Message: s.waiting(name, generation)}
+			others, view = append(others, c), append(view, c)
+		}
+	}
+	sort.Slice(view, func(i, j int) bool { return view[i].Name < view[j].Name })
+	return view, othersOutcomes(targets.Source, others)
+}
+
+// waiting is the message of another replica's cluster that has not answered generation yet.
+func (s share) waiting(cluster string, generation int64) string {
+	return fmt.Sprintf("waiting for replica %s to sync generation %d", s.assignment.Owner(cluster), generation)
 }
 
 // withOthers joins this replica's entries and the others', sorted by name.

@@ -35,7 +35,7 @@ func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 	}
 	e.room.fresh(key, sent.kept)
 	sh := e.shareOf(d)
-	others := sh.others(before, sent.targets)
+	others := sh.others(before)
 	clusters := withOthers(sh.answered(clusterStatuses(before, sent.kept, sent.targets.Revisions, metav1.NewTime(now)), sent.kept, obj.GetGeneration()), others)
 	owned := ownedPolicies(sent.targets.Objects)
 	read := readSummaries(ctx, e.reader, clusters)
@@ -53,7 +53,7 @@ func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 		return ctrl.Result{}, nil
 	}
 	// The writer's view: another replica's state of an older generation is not an answer yet.
-	view, theirs := sh.view(clusters, sent.targets.Source, obj.GetGeneration())
+	view, theirs := sh.view(clusters, sent.targets, obj.GetGeneration())
 	outcomes := append(append([]clusterOutcome(nil), sent.kept...), theirs...)
 	failing, pending := sent.failing, sent.pending
 	for _, o := range theirs {

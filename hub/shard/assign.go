@@ -6,6 +6,10 @@ import (
 	"math"
 	"slices"
 	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 // DefaultLoadFactor bounds a replica's clusters at this many times the mean: the most loaded
@@ -212,4 +216,14 @@ func (a Assignment) Owned(replica string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// FromSecrets are the clusters to assign: one per cluster-gateway credential Secret (named after
+// its cluster), pinned by its policyhubv1.LabelPinnedReplica label.
+func FromSecrets(secrets []metav1.PartialObjectMetadata) []Cluster {
+	clusters := make([]Cluster, 0, len(secrets))
+	for _, s := range secrets {
+		clusters = append(clusters, Cluster{Name: s.Name, Pin: s.Labels[policyhubv1.LabelPinnedReplica]})
+	}
+	return clusters
 }

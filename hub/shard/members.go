@@ -122,3 +122,23 @@ func (m *Members) notify() {
 		f()
 	}
 }
+
+// LiveAt are the replicas of hubID whose Leases are held and not expired at now by their own
+// renewTime, sorted: for readers that have not watched them renew (the CLI, tests), and so trust
+// the replicas' clocks; the hub judges by its own (Members). A Lease claims at most
+// maxLeaseDuration.
+func LiveAt(hubID string, leases []coordinationv1.Lease, now time.Time) []string {
+	var live []string
+	for _, l := range leases {
+		name := policyhubv1.ReplicaFromLease(hubID, l.Name)
+		if name == "" || l.Labels[policyhubv1.LabelReplicaOf] != hubID || ptr.Deref(l.Spec.HolderIdentity, "") == "" || l.Spec.RenewTime == nil {
+			continue
+		}
+		duration := time.Duration(ptr.Deref(l.Spec.LeaseDurationSeconds, int32(LeaseDuration/time.Second))) * time.Second
+		if l.Spec.RenewTime.Add(min(max(duration, time.Second), maxLeaseDuration)).After(now) {
+			live = append(live, name)
+		}
+	}
+	slices.Sort(live)
+	return slices.Compact(live)
+}

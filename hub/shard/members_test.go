@@ -59,3 +59,18 @@ func TestMembersJudgeLivenessByTheHubsClock(t *testing.T) {
 		t.Fatalf("after the Lease was deleted: live = %v, want none", got)
 	}
 }
+
+func TestLiveAtTrustsTheLeasesOwnRenewTime(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	leases := []coordinationv1.Lease{
+		*replicaLease("policyhub", "hub-1", "1", "policyhub/hub-1-a", now.Add(-5*time.Second), 15),
+		*replicaLease("policyhub", "hub-0", "1", "policyhub/hub-0-a", now.Add(-14*time.Second), 15),
+		*replicaLease("policyhub", "hub-2", "1", "policyhub/hub-2-a", now.Add(-16*time.Second), 15), // expired
+		*replicaLease("policyhub", "hub-3", "1", "", now, 15),                                       // released
+		*replicaLease("policyhub", "hub-4", "1", "policyhub/hub-4-a", now.Add(-time.Hour), 86400),   // claims a day
+		*replicaLease("other", "hub-5", "1", "other/hub-5-a", now, 15),                              // another hub's
+	}
+	if got := LiveAt("policyhub", leases, now); !slices.Equal(got, []string{"hub-0", "hub-1"}) {
+		t.Errorf("live = %v, want [hub-0 hub-1]", got)
+	}
+}

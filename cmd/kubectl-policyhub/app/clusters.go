@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/version"
@@ -22,6 +23,7 @@ import (
 	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/placement"
+	"github.com/policyhub/policyhub/hub/shard"
 )
 
 func init() { commands = append(commands, newClustersCommand) }
@@ -58,6 +60,9 @@ type clusterReport struct {
 	KyvernoAPIs []string `json:"kyvernoAPIs"`
 	// Summary is the cluster's last PolicyReportSummary on the hub; null when its agent sent none.
 	Summary *clusterSummary `json:"summary"`
+	// Replica is the hub replica that works the cluster when the hub's replicas share the fleet;
+	// absent otherwise (or when the replicas' Leases may not be read).
+	Replica string `json:"replica,omitempty"`
 }
 
 // clusterSummary is what `clusters` shows of a cluster's PolicyReportSummary.
@@ -97,7 +102,13 @@ Naming clusters restricts the list to them; an unknown name is an error.
 
 -o json|yaml prints {"clusters": [{"name", "labels", "reachable", "version", "error",
 "kyvernoAPIs", "summary": {"generatedAt", "ageSeconds", "stale", "results": {"pass", "fail",
-"warn", "error", "skip"}, "violations", "blocked", "kyvernoWebhooks", "reportAPIs"} | null}]}.`,
+"warn", "error", "skip"}, "violations", "blocked", "kyvernoWebhooks", "reportAPIs"} | null,
+"replica"}]}.
+
+When the hub's replicas share the fleet (policyhub-hub --share-fleet), a REPLICA column names
+the replica that works each cluster, computed as the replicas compute it from their live Leases;
+"<none>" for a cluster without a gateway credential Secret (an OCM ManagedCluster alone). A cluster's gateway Secret labelled
+policyhub.io/hub-replica=<replica> is pinned there while that replica runs.`,
 		Example: `  # Every cluster of the fleet
   kubectl policyhub clusters
 
@@ -193,6 +204,7 @@ func (o *options) clusters(ctx context.Context, names []string, now time.Time) (
 		slices.SortFunc(clusters, func(a, b placement.Cluster) int { return strings.Compare(a.Name, b.Name) })
 	}
 
+	owners := o.replicaOwners(ctx, c, now)
 	report := &clustersReport{Clusters: make([]clusterReport, len(clusters))}
 	probes := make([]probeResult, len(clusters))
 	var g errgroup.Group
@@ -213,9 +225,32 @@ func (o *options) clusters(ctx context.Context, names []string, now time.Time) (
 		if s, ok := summaries[cl.Name]; ok {
 			r.Summary = toClusterSummary(s, live, now)
 		}
+		r.Replica = owners.Owner(cl.Name)
 		report.Clusters[i] = r
 	}
 	return report, nil
+}
+
+// replicaOwners is how the hub's replicas share the fleet now, as they compute it (shard.Assign)
+// from their live Leases (by their own renewTime) and the credential Secrets: empty when the
+// replicas do not share it, or their Leases may not be read (the column is then left out).
+func (o *options) replicaOwners(ctx context.Context, c client.Client, now time.Time) shard.Assignment {
+	if err := o.resolveHubID(ctx, c); err != nil {
+		return shard.Assignment{}
+	}
+	leases := &coordinationv1.LeaseList{}
+	if err := c.List(ctx, leases, client.HasLabels{policyhubv1.LabelReplicaOf}); err != nil {
+		return shard.Assignment{}
+	}
+	live := shard.LiveAt(o.hubID, leases.Items, now)
+	if len(live) == 0 {
+		return shard.Assignment{}
+	}
+	secrets, err := placement.CredentialSecrets(ctx, c, o.secretNamespace)
+	if err != nil {
+		return shard.Assignment{}
+	}
+	return shard.Assign(shard.FromSecrets(secrets), live, 0)
 }
 
 // clusterSummaries reads every cluster's PolicyReportSummary on the hub, by cluster (the
@@ -320,7 +355,12 @@ func printClustersTable(w io.Writer, report *clustersReport) {
 	if len(report.Clusters) == 0 {
 		return
 	}
-	tableRow(w, "CLUSTER", "REACHABLE", "VERSION", "KYVERNO", "SUMMARY-AGE", "FAIL", "ERROR", "BLOCKED", "LABELS")
+	shared := slices.ContainsFunc(report.Clusters, func(c clusterReport) bool { return c.Replica != "" })
+	header := []string{"CLUSTER", "REACHABLE", "VERSION", "KYVERNO", "SUMMARY-AGE", "FAIL", "ERROR", "BLOCKED", "LABELS"}
+	if shared {
+		header = slices.Insert(header, 1, "REPLICA")
+	}
+	tableRow(w, header...)
 	for _, c := range report.Clusters {
 		reachable, kyverno := "yes", listString(c.KyvernoAPIs)
 		if !c.Reachable {
@@ -340,6 +380,14 @@ func printClustersTable(w io.Writer, report *clustersReport) {
 			}
 			fail, errs, blocked = itoa(s.Results.Fail), itoa(s.Results.Error), itoa(s.Blocked)
 		}
-		tableRow(w, c.Name, reachable, c.Version, kyverno, age, fail, errs, blocked, labelString(c.Labels))
+		row := []string{c.Name, reachable, c.Version, kyverno, age, fail, errs, blocked, labelString(c.Labels)}
+		if shared {
+			replica := c.Replica
+			if replica == "" {
+				replica = "<none>"
+			}
+			row = slices.Insert(row, 1, replica)
+		}
+		tableRow(w, row...)
 	}
 }

@@ -72,3 +72,22 @@ func TestHelpAndBadOutput(t *testing.T) {
 		}
 	}
 }
+
+// When the hub's replicas share the fleet, a REPLICA column names each cluster's; without, none.
+func TestClustersTableNamesTheReplica(t *testing.T) {
+	report := &clustersReport{Clusters: []clusterReport{
+		{Name: "cluster-1", Labels: map[string]string{}, Reachable: true, Version: "v1.36.3", KyvernoAPIs: []string{}, Replica: "policyhub-hub-7d9f-x2"},
+		{Name: "ocm-only", Labels: map[string]string{}, Error: "no such cluster"},
+	}}
+	var out bytes.Buffer
+	tw := newTableWriter(&out)
+	printClustersTable(tw, report)
+	_ = tw.Flush()
+	want := `CLUSTER     REPLICA                 REACHABLE   VERSION   KYVERNO     SUMMARY-AGE   FAIL   ERROR   BLOCKED   LABELS
+cluster-1   policyhub-hub-7d9f-x2   yes         v1.36.3   <none>      <none>        -      -       -         <none>
+ocm-only    <none>                  no          -         <unknown>   <none>        -      -       -         <none>
+`
+	if out.String() != want {
+		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
+	}
+}

@@ -15,6 +15,11 @@
 //   - cli: `kubectl policyhub status NAME` of a FleetPolicy on M clusters (-cli-clusters), its
 //     ClusterStatusSlices written by the benchmark: the CLI's read at a fleet size the other
 //     scenarios do not reach on one machine.
+//   - replicas (only when named in -only): -replicas hub replicas sharing -replica-clusters names
+//     (--share-fleet), against one replica on a third of them: convergence, clusters and RSS per
+//     replica; then the replica working the most SIGKILLed and every FleetPolicy changed at once:
+//     how long until its clusters, and every cluster, hold the change, and whether any object in
+//     the clusters was written twice.
 //   - sets (only when named in -only): the same S small ClusterPolicies (-set-members) on the N
 //     names, first as S FleetPolicies, then as one PolicySet reading them from a policy library
 //     ConfigMap: convergence, the hub's RSS and the bytes of status and ClusterStatusSlices of
@@ -62,6 +67,8 @@ type options struct {
 	busy, busyEvery         time.Duration
 	busyMoves               string
 	cliClusters             int
+	replicaClusters         int
+	replicas                int
 	setMembers              int
 	logDir                  string
 	profileDir              string
@@ -72,7 +79,7 @@ func main() {
 	flag.IntVar(&o.real, "real", 16, "real managed clusters (kube-apiservers); fewer are started when the machine's memory does not hold them (the output says so)")
 	flag.IntVar(&o.virtual, "virtual", 1000, "cluster names for the virtual and dark scenarios: gateway credential Secrets pointing at the real apiservers, round-robin")
 	flag.IntVar(&o.policies, "policies", 50, "FleetPolicies, each a small kyverno.io/v1 ClusterPolicy placed in every cluster of the scenario")
-	flag.StringVar(&o.only, "only", "real,virtual,dark,cli", "scenarios to run, comma-separated: real, virtual, dark (dark runs virtual too: it is dark's baseline), cli (kubectl policyhub status at -cli-clusters), sets (PolicySet vs FleetPolicies on the -virtual names; not run unless named)")
+	flag.StringVar(&o.only, "only", "real,virtual,dark,cli", "scenarios to run, comma-separated: real, virtual, dark (dark runs virtual too: it is dark's baseline), cli (kubectl policyhub status at -cli-clusters), sets (PolicySet vs FleetPolicies on the -virtual names; not run unless named), replicas (-replicas hub replicas sharing -replica-clusters names; not run unless named)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "deadline of each measured wait (convergence, dark clusters Failed, summaries in status); the table then says \"not reached in\" it")
 	flag.Float64Var(&o.summaryRate, "summary-rate", 100, "summaries written per second in the virtual scenario (1000 agents at their default 10 s push interval: 100/s)")
 	flag.DurationVar(&o.quiet, "quiet", 3*time.Minute, "how long the virtual scenario's quiet fleet runs: every agent renews its Lease each -quiet-heartbeat, nothing else changes (0: skip)")
@@ -83,6 +90,8 @@ func main() {
 	flag.StringVar(&o.busyMoves, "busy-moves", "fail", "which count the busy fleet's rounds move: fail (every cluster's violations change every round: the worst case, each shown in the slices) or pass (pod churn that passes: the hub writes nothing for it, so no latency is measured)")
 	flag.IntVar(&o.cliClusters, "cli-clusters", 10000, "clusters of the cli scenario's FleetPolicy: its ClusterStatusSlices are written by the benchmark and `kubectl policyhub status` is timed reading them")
 	flag.IntVar(&o.setMembers, "set-members", 100, "members of the sets scenario's PolicySet (at most 500, a PolicySet's source limit): small ClusterPolicies as -policies places, declared first as this many FleetPolicies, then as the set's members, so the two compare one to one (-policies does not apply to the sets scenario)")
+	flag.IntVar(&o.replicaClusters, "replica-clusters", 3000, "cluster names of the replicas scenario: -replicas hub replicas share them (after one replica on a third of them, the baseline)")
+	flag.IntVar(&o.replicas, "replicas", 3, "hub replicas of the replicas scenario, sharing the fleet (--share-fleet)")
 	flag.StringVar(&o.logDir, "log-dir", "", "directory for the hubs' logs (default: a new directory under $TMPDIR, kept and printed)")
 	flag.StringVar(&o.profileDir, "profile", "", "directory for the hubs' pprof profiles: heap and goroutines once settled, CPU over the first 30 s of converging and of the no-op resync, and the first 60 s of the aggregation (none when empty)")
 	flag.Parse()
@@ -120,7 +129,9 @@ type bench struct {
 	results  []*result
 	cli      *result // the cli scenario
 	sets     *setsResult
-	notes    []string
+	// replicasRes is the replicas scenario's.
+	replicasRes *replicasResult
+	notes       []string
 }
 
 func run(o options) error {
@@ -128,17 +139,20 @@ func run(o options) error {
 	scenarios := map[string]bool{}
 	for _, s := range strings.Split(o.only, ",") {
 		switch s = strings.TrimSpace(s); s {
-		case "real", "virtual", "cli", "sets":
+		case "real", "virtual", "cli", "sets", "replicas":
 			scenarios[s] = true
 		case "dark":
 			scenarios["dark"], scenarios["virtual"] = true, true
 		case "":
 		default:
-			return fmt.Errorf("-only: unknown scenario %q (real, virtual, dark, cli, sets)", s)
+			return fmt.Errorf("-only: unknown scenario %q (real, virtual, dark, cli, sets, replicas)", s)
 		}
 	}
 	if o.real < 1 || o.policies < 1 || ((scenarios["virtual"] || scenarios["sets"]) && o.virtual < 1) || (scenarios["cli"] && o.cliClusters < 1) {
 		return errors.New("-real, -policies, -virtual and -cli-clusters must be positive")
+	}
+	if scenarios["replicas"] && (o.replicas < 2 || o.replicaClusters < o.replicas) {
+		return errors.New("-replicas must be at least 2, and -replica-clusters at least -replicas")
 	}
 	if scenarios["sets"] && (o.setMembers < 1 || o.setMembers > maxSetMembers) {
 		return fmt.Errorf("-set-members must be between 1 and %d (a PolicySet's source holds at most %d policies)", maxSetMembers, maxSetMembers)
@@ -199,7 +213,7 @@ func run(o options) error {
 	for _, s := range []struct {
 		name string
 		run  func(context.Context) error
-	}{{"real", b.runReal}, {"virtual", b.runVirtual}, {"dark", b.runDark}, {"cli", b.runCLI}, {"sets", b.runSets}} {
+	}{{"real", b.runReal}, {"virtual", b.runVirtual}, {"dark", b.runDark}, {"cli", b.runCLI}, {"sets", b.runSets}, {"replicas", b.runReplicas}} {
 		if !scenarios[s.name] {
 			continue
 		}

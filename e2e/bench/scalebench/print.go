@@ -193,6 +193,7 @@ func (b *bench) print(commit string) {
 
 	b.printSets()
 
+	b.printReplicas()
 	b.printTargets()
 
 	fmt.Println("\nhub logs, and how long each hub took to end on SIGTERM:")

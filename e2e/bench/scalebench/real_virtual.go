@@ -44,15 +44,21 @@ func (b *bench) virtualNames() []string {
 	return out
 }
 
-// addVirtualClusters writes a credential Secret per virtual name, pointing at the real
-// apiservers round-robin with their credentials, and a hub namespace per name (where its agent
-// would write its summary), then waits until the gateway serves the last one.
+// addVirtualClusters writes the virtual names' clusters (addClusters): a hub namespace per name
+// is where its agent would write its summary.
 func (b *bench) addVirtualClusters(ctx context.Context) error {
 	names := b.virtualNames()
 	logf("adding %d cluster names over %d apiservers...", len(names), len(b.f.Managed))
+	return b.addClusters(ctx, names, func(int) map[string]string { return map[string]string{setLabel: "virtual"} })
+}
+
+// addClusters writes a credential Secret per name (labelled labels(i)), pointing at the real
+// apiservers round-robin with their credentials, and a hub namespace per name, then waits until
+// the gateway serves the last one.
+func (b *bench) addClusters(ctx context.Context, names []string, labels func(i int) map[string]string) error {
 	err := inParallel(16, len(names), func(i int) error {
 		real := b.f.Managed[i%len(b.f.Managed)]
-		if err := b.f.AddClusterSecret(ctx, names[i], real.URL, real.Name, map[string]string{setLabel: "virtual"}); err != nil {
+		if err := b.f.AddClusterSecret(ctx, names[i], real.URL, real.Name, labels(i)); err != nil {
 			return err
 		}
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}

@@ -1,0 +1,373 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/e2e/bench/benchkit"
+	"github.com/policyhub/policyhub/e2e/bench/procstat"
+	"github.com/policyhub/policyhub/hub/placement"
+	"github.com/policyhub/policyhub/hub/shard"
+)
+
+// replicasResult is what the replicas scenario measured: one replica on a third of the names
+// (the baseline), then -replicas replicas sharing all of them, then one of those killed.
+type replicasResult struct {
+	names, replicas, policies int
+	// baseline: one replica on names/replicas clusters.
+	baseClusters int
+	baseConverge time.Duration
+	baseOK       bool
+	baseRSS      float64
+	// shared: every replica on every name.
+	converge time.Duration
+	ok       bool
+	owned    map[string]float64 // policyhub_replica_clusters, by replica
+	rss      map[string]float64
+	// kill: the replica working the most clusters SIGKILLed, every FleetPolicy changed at once.
+	victim          string
+	victimClusters  int
+	resumed         time.Duration // until every cluster of the victim held the change
+	resumedOK       bool
+	allDone         time.Duration // until every cluster held it
+	allOK           bool
+	objects         int // the FleetPolicies' objects in the real apiservers
+	writtenTwice    int // objects whose generation says they were written more than once per content
+	notWritten      int // objects without the change
+	pendingAtChange int
+}
+
+// replicaClusterNames are the replicas scenario's cluster names.
+func (b *bench) replicaClusterNames() []string {
+	out := make([]string, b.o.replicaClusters)
+	for i := range out {
+		out[i] = fmt.Sprintf("rc-%04d", i)
+	}
+	return out
+}
+
+// replicaThird labels the first third of the replicas scenario's names: the baseline's clusters.
+const replicaThird = "bench-third"
+
+// runReplicas is the replicas scenario.
+func (b *bench) runReplicas(ctx context.Context) error {
+	n, k := b.o.replicaClusters, b.o.replicas
+	names := b.replicaClusterNames()
+	base := n / k
+	logf("replicas: adding %d cluster names over %d apiservers...", n, len(b.f.Managed))
+	if err := b.addClusters(ctx, names, func(i int) map[string]string {
+		labels := map[string]string{setLabel: "replicas"}
+		if i < base {
+			labels[replicaThird] = "yes"
+		}
+		return labels
+	}); err != nil {
+		return fmt.Errorf("replicas: %w", err)
+	}
+	res := &replicasResult{names: n, replicas: k, policies: b.o.policies, baseClusters: base, owned: map[string]float64{}, rss: map[string]float64{}}
+	b.replicasRes = res
+
+	// The baseline: one replica (sharing, alone) on the first third.
+	solo, err := b.startReplica(ctx, "bench-rep1", "solo")
+	if err != nil {
+		return err
+	}
+	fps := b.fleetPolicyNames("rep1")
+	t, stop, err := newTracker(ctx, b.informer, "rep1")
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := b.createFleetPolicies(ctx, fps, map[string]string{replicaThird: "yes"}); err != nil {
+		return err
+	}
+	last, missing, ok := t.waitAll(ctx, stampSynced, fps, names[:base], start.Add(b.o.timeout))
+	stop()
+	res.baseOK, res.baseConverge = ok, last.Sub(start)
+	res.baseRSS = float64(procstat.Sum([]procstat.Group{{Name: "solo", PIDs: []int{solo.pid}}})["solo"].RSS)
+	logf("replicas: baseline, 1 replica on %d clusters: converged %s (%d missing), RSS %s", base, fmtDur(res.baseConverge, ok, b.o.timeout), missing, mib(res.baseRSS))
+	_, _, _ = solo.stop()
+	if err := b.dropFleetPolicies(ctx, fps); err != nil {
+		return err
+	}
+
+	// k replicas on every name.
+	var procs []*hubProc
+	defer func() {
+		for _, h := range procs {
+			_, _, _ = h.stop()
+		}
+	}()
+	replicaNames := make([]string, k)
+	for i := range k {
+		replicaNames[i] = fmt.Sprintf("replica-%d", i)
+		h, err := b.startReplica(ctx, "bench-rep", replicaNames[i])
+		if err != nil {
+			return err
+		}
+		procs = append(procs, h)
+	}
+	if err := waitFor(ctx, time.Minute, func() bool {
+		for _, h := range procs {
+			m, err := h.scrape(ctx, "policyhub_replica_live_replicas")
+			if live, found := m.sum("policyhub_replica_live_replicas", nil); err != nil || !found || live != float64(k) {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return fmt.Errorf("replicas: the %d replicas did not see each other live: %w", k, err)
+	}
+	fps = b.fleetPolicyNames("rep")
+	t, stop, err = newTracker(ctx, b.informer, "rep-")
+	if err != nil {
+		return err
+	}
+	defer stop()
+	start = time.Now()
+	if err := b.createFleetPolicies(ctx, fps, map[string]string{setLabel: "replicas"}); err != nil {
+		return err
+	}
+	last, missing, ok = t.waitAll(ctx, stampSynced, fps, names, start.Add(b.o.timeout))
+	res.ok, res.converge = ok, last.Sub(start)
+	for i, h := range procs {
+		if m, err := h.scrape(ctx, "policyhub_replica_clusters"); err == nil {
+			res.owned[replicaNames[i]], _ = m.sum("policyhub_replica_clusters", nil)
+		}
+		res.rss[replicaNames[i]] = float64(procstat.Sum([]procstat.Group{{Name: "r", PIDs: []int{h.pid}}})["r"].RSS)
+	}
+	logf("replicas: %d replicas on %d clusters: converged %s (%d missing); clusters %v; RSS %v", k, n, fmtDur(res.converge, ok, b.o.timeout), missing, res.owned, res.rss)
+
+	// Kill the replica working the most, and change every FleetPolicy at once.
+	victim := 0
+	for i := range procs {
+		if res.owned[replicaNames[i]] > res.owned[replicaNames[victim]] {
+			victim = i
+		}
+	}
+	res.victim, res.victimClusters = replicaNames[victim], int(res.owned[replicaNames[victim]])
+	victimClusters, err := b.ownedBy(ctx, "bench-rep", res.victim)
+	if err != nil {
+		return err
+	}
+	_ = syscall.Kill(-procs[victim].pid, syscall.SIGKILL)
+	killed := time.Now()
+	if err := inParallel(8, len(fps), func(i int) error {
+		return b.hub.Patch(ctx, &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: fps[i]}},
+			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"mode":"Enforce"}}`)))
+	}); err != nil {
+		return err
+	}
+	deadline := killed.Add(b.o.timeout)
+	for time.Now().Before(deadline) {
+		done, pending, err := b.atGeneration(ctx, fps, 2)
+		if err != nil {
+			return err
+		}
+		if !res.resumedOK && allIn(done, victimClusters, len(fps)) {
+			res.resumed, res.resumedOK = time.Since(killed), true
+		}
+		res.pendingAtChange = pending
+		if pending == 0 {
+			res.allDone, res.allOK = time.Since(killed), true
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	logf("replicas: %s killed (%d clusters): they held the change after %s, every cluster after %s", res.victim, res.victimClusters,
+		fmtDur(res.resumed, res.resumedOK, b.o.timeout), fmtDur(res.allDone, res.allOK, b.o.timeout))
+	if err := b.countWrites(ctx, fps, res); err != nil {
+		return err
+	}
+	for _, h := range procs {
+		_, _, _ = h.stop()
+	}
+	procs = nil
+	return b.dropFleetPolicies(ctx, fps)
+}
+
+// startReplica starts a hub replica sharing the fleet.
+func (b *bench) startReplica(ctx context.Context, hubID, name string) (*hubProc, error) {
+	h, err := startHub(b.hubBin, "policyhub-hub "+hubID+" "+name, filepath.Join(b.logDir, "policyhub-hub-"+hubID+"-"+name+".log"),
+		"--kubeconfig="+b.f.Hub.Kubeconfig, "--hub-id="+hubID, "--leader-elect=false", "--share-fleet", "--replica-name="+name,
+		"--gateway-secret-namespace="+b.f.SecretNamespace, "--resync-interval=1h",
+		"--leader-election-namespace="+b.f.SecretNamespace)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.waitReady(ctx, time.Minute); err != nil {
+		_, _, _ = h.stop()
+		return nil, err
+	}
+	return h, nil
+}
+
+func (b *bench) fleetPolicyNames(prefix string) []string {
+	out := make([]string, b.o.policies)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", prefix, i)
+	}
+	return out
+}
+
+func (b *bench) createFleetPolicies(ctx context.Context, names []string, selector map[string]string) error {
+	return inParallel(8, len(names), func(i int) error {
+		fp, err := benchkit.FleetPolicy(names[i], i, selector)
+		if err != nil {
+			return err
+		}
+		return b.hub.Create(ctx, fp)
+	})
+}
+
+// dropFleetPolicies deletes the FleetPolicies without waiting for a hub to prune them (the
+// scenario's hubs are stopped; what they wrote carries their hub id, which no later hub touches).
+func (b *bench) dropFleetPolicies(ctx context.Context, names []string) error {
+	return inParallel(8, len(names), func(i int) error {
+		fp := &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}
+		if err := b.hub.Patch(ctx, fp, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return client.IgnoreNotFound(b.hub.Delete(ctx, fp))
+	})
+}
+
+// ownedBy are the clusters replica works, as the replicas assign them (from their live Leases
+// and the credential Secrets).
+func (b *bench) ownedBy(ctx context.Context, hubID, replica string) ([]string, error) {
+	leases := &coordinationv1.LeaseList{}
+	if err := b.hub.List(ctx, leases, client.InNamespace(b.f.SecretNamespace), client.MatchingLabels{policyhubv1.LabelReplicaOf: hubID}); err != nil {
+		return nil, err
+	}
+	secrets, err := placement.CredentialSecrets(ctx, b.hub, b.f.SecretNamespace)
+	if err != nil {
+		return nil, err
+	}
+	return shard.Assign(shard.FromSecrets(secrets), shard.LiveAt(hubID, leases.Items, time.Now()), 0).Owned(replica), nil
+}
+
+// atGeneration reads the FleetPolicies' ClusterStatusSlices: the clusters whose entry is Synced at
+// generation gen (by cluster: how many of the FleetPolicies), and how many entries are not.
+func (b *bench) atGeneration(ctx context.Context, fps []string, gen int64) (map[string]int, int, error) {
+	list := &policyhubv1.ClusterStatusSliceList{}
+	if err := b.hub.List(ctx, list, client.InNamespace(b.f.SecretNamespace)); err != nil {
+		return nil, 0, err
+	}
+	want := map[string]bool{}
+	for _, fp := range fps {
+		want[fp] = true
+	}
+	done, pending := map[string]int{}, 0
+	for _, s := range list.Items {
+		if s.Declaration.Kind != policyhubv1.KindFleetPolicy || !want[s.Declaration.Name] {
+			continue
+		}
+		for _, c := range s.Clusters {
+			if c.Phase == policyhubv1.ClusterPhaseSynced && c.ObservedGeneration >= gen {
+				done[c.Name]++
+			} else {
+				pending++
+			}
+		}
+	}
+	return done, pending, nil
+}
+
+func allIn(done map[string]int, clusters []string, policies int) bool {
+	for _, c := range clusters {
+		if done[c] < policies {
+			return false
+		}
+	}
+	return true
+}
+
+// countWrites reads every FleetPolicy's object in every real apiserver: created, then changed
+// once, it is at generation 2; more means a content was written twice (or a stale one after the
+// change), less that the change is missing.
+func (b *bench) countWrites(ctx context.Context, fps []string, res *replicasResult) error {
+	for _, m := range b.f.Managed {
+		c, err := client.New(m.Config, client.Options{})
+		if err != nil {
+			return err
+		}
+		for _, name := range fps {
+			obj := &unstructured.Unstructured{}
+			obj.SetAPIVersion("kyverno.io/v1")
+			obj.SetKind("ClusterPolicy")
+			if err := c.Get(ctx, types.NamespacedName{Name: name}, obj); err != nil {
+				return fmt.Errorf("%s: ClusterPolicy %s: %w", m.Name, name, err)
+			}
+			res.objects++
+			switch g := obj.GetGeneration(); {
+			case g > 2:
+				res.writtenTwice++
+			case g < 2:
+				res.notWritten++
+			}
+		}
+	}
+	return nil
+}
+
+// waitFor polls ok until it holds or timeout passes.
+func waitFor(ctx context.Context, timeout time.Duration, ok func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// printReplicas prints the replicas scenario's table.
+func (b *bench) printReplicas() {
+	r := b.replicasRes
+	if r == nil {
+		return
+	}
+	fmt.Printf("\nReplicas sharing the fleet: %d FleetPolicies; one replica on %d names (the baseline), then %d replicas on %d names; then the one working the most SIGKILLed and every FleetPolicy changed at once:\n\n",
+		r.policies, r.baseClusters, r.replicas, r.names)
+	fmt.Println("| measure | 1 replica, a third of the names | " + fmt.Sprint(r.replicas) + " replicas, every name |")
+	fmt.Println("|---|---|---|")
+	fmt.Printf("| clusters | %d | %d |\n", r.baseClusters, r.names)
+	fmt.Printf("| converge | %s | %s |\n", fmtDur(r.baseConverge, r.baseOK, b.o.timeout), fmtDur(r.converge, r.ok, b.o.timeout))
+	names := make([]string, 0, len(r.owned))
+	for n := range r.rss {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	owned, rss, most, sum := "", "", 0.0, 0.0
+	for _, n := range names {
+		owned += fmt.Sprintf("%s %.0f; ", n, r.owned[n])
+		rss += fmt.Sprintf("%s %s; ", n, mib(r.rss[n]))
+		most, sum = max(most, r.owned[n]), sum+r.owned[n]
+	}
+	imbalance := 0.0
+	if sum > 0 {
+		imbalance = most / (sum / float64(len(names)))
+	}
+	fmt.Printf("| clusters per replica (max/mean) | %d | %s(%.3f) |\n", r.baseClusters, owned, imbalance)
+	fmt.Printf("| RSS per replica | %s | %s|\n", mib(r.baseRSS), rss)
+	fmt.Printf("| killed replica's %d clusters hold a change made at the kill | – | %s |\n", r.victimClusters, fmtDur(r.resumed, r.resumedOK, b.o.timeout))
+	fmt.Printf("| every cluster holds it | – | %s (%d entries not at the end) |\n", fmtDur(r.allDone, r.allOK, b.o.timeout), r.pendingAtChange)
+	fmt.Printf("| objects in the real apiservers written more than once per content / missing the change | – | %d / %d of %d |\n", r.writtenTwice, r.notWritten, r.objects)
+}
