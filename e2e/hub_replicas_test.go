@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,14 +20,17 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/shard"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // hubReplica is one policyhub-hub process run with --share-fleet.
@@ -190,6 +194,61 @@ func waitShares(t *testing.T, replicas []*hubReplica, want []string, n int) shar
 	return a
 }
 
+// leaseTakeovers watches a cluster's sync Lease and returns, when called, every version that
+// changed holder without the previous holder having released it or let it expire: two writers
+// whose turns overlapped. A holder change after a release (empty holder) or after the previous
+// holder's renewTime + leaseDurationSeconds is a clean turn.
+func leaseTakeovers(t *testing.T, ctx context.Context, cluster string) func() (overlaps []string, turns int) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := cs.CoordinationV1().Leases(work.LeaseNamespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + work.LeaseName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var overlaps []string
+	turns := 0 // holder changes between two replicas, clean or not
+	go func() {
+		// last is the latest version with a holder; released, whether a version without one
+		// (a release) came after it.
+		var last *coordinationv1.Lease
+		released := false
+		for ev := range w.ResultChan() {
+			lease, ok := ev.Object.(*coordinationv1.Lease)
+			if !ok {
+				continue
+			}
+			holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+			if ev.Type == watch.Deleted || holder == "" {
+				released = true
+				continue
+			}
+			if last != nil && ptr.Deref(last.Spec.HolderIdentity, "") != holder {
+				mu.Lock()
+				turns++
+				if !released && last.Spec.RenewTime != nil && lease.Spec.AcquireTime != nil {
+					expired := last.Spec.RenewTime.Add(time.Duration(ptr.Deref(last.Spec.LeaseDurationSeconds, 0)) * time.Second)
+					if lease.Spec.AcquireTime.Before(&metav1.MicroTime{Time: expired}) {
+						overlaps = append(overlaps, fmt.Sprintf("%s: %s took the Lease at %s from %s, whose turn ran until %s",
+							cluster, holder, lease.Spec.AcquireTime.UTC().Format(time.RFC3339Nano), ptr.Deref(last.Spec.HolderIdentity, ""), expired.UTC().Format(time.RFC3339Nano)))
+					}
+				}
+				mu.Unlock()
+			}
+			last, released = lease, false
+		}
+	}()
+	t.Cleanup(w.Stop)
+	return func() ([]string, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(overlaps), turns
+	}
+}
+
 // Three hub processes share the fleet (every cluster worked by exactly one, a pinned cluster where
 // pinned); one is killed with SIGKILL and a change made at once reaches all its clusters through
 // the others within 30 s; a fourth joins and takes its share; every change is written once in
@@ -231,6 +290,7 @@ func TestHubReplicasShareTheFleet(t *testing.T) {
 			t.Errorf("delete the replicas' Leases: %v", err)
 		}
 	})
+	takeovers1, takeovers2 := leaseTakeovers(t, ctx, "cluster-1"), leaseTakeovers(t, ctx, "cluster-2")
 	a, b, c := runReplica(t, binary, "replica-a"), runReplica(t, binary, "replica-b"), runReplica(t, binary, "replica-c")
 	three := []*hubReplica{a, b, c}
 	assigned := waitShares(t, three, []string{"replica-a", "replica-b", "replica-c"}, fleetSize)
@@ -357,10 +417,23 @@ spec:
 			t.Errorf("%s: the policy is at generation %d with failureAction %q, want 3 (one write per change) and Audit", cluster, live.GetGeneration(), ruleFailureAction(live))
 		}
 	}
-	// The processes' sync Lease messages are not checked here, as the two-process test checks them:
-	// the shared-N clusters are names of two apiservers, so one replica working two of them holds
-	// one Lease object under one identity for both, and its two workers take it from each other.
-	// The generations above show what that check guards: no content was written twice.
+	// Every version of each apiserver's sync Lease: replicas took turns, each after the previous
+	// holder released the Lease or its turn ran out (the killed replica's). The processes' own
+	// "Failed to release lease" messages, which the two-process test checks, are not: the shared-N
+	// clusters are names of two apiservers, so one replica working two of them holds one Lease
+	// object under one identity for both, and its two workers meet on it.
+	handed := 0
+	for _, takeovers := range []func() ([]string, int){takeovers1, takeovers2} {
+		overlaps, turns := takeovers()
+		for _, o := range overlaps {
+			t.Errorf("two replicas' turns overlapped: %s", o)
+		}
+		handed += turns
+	}
+	if handed == 0 {
+		t.Error("no sync Lease ever passed from one replica to another: the check above saw nothing")
+	}
+	t.Logf("the sync Leases passed %d times between replicas, every time after a release or an expiry", handed)
 }
 
 // clusterPolicyNamed is a ClusterPolicy reference for liveObject.

@@ -17,7 +17,7 @@
 //     scenarios do not reach on one machine.
 //   - replicas (only when named in -only): -replicas hub replicas sharing -replica-clusters names
 //     (--share-fleet), against one replica on a third of them: convergence, clusters and RSS per
-//     replica; then the replica working the most SIGKILLed and every FleetPolicy changed at once:
+//     replica; then the replica working the most SIGKILLed and one FleetPolicy changed at once:
 //     how long until its clusters, and every cluster, hold the change, and whether any object in
 //     the clusters was written twice.
 //   - sets (only when named in -only): the same S small ClusterPolicies (-set-members) on the N

@@ -36,10 +36,12 @@ type replicasResult struct {
 	ok       bool
 	owned    map[string]float64 // policyhub_replica_clusters, by replica
 	rss      map[string]float64
-	// kill: the replica working the most clusters SIGKILLed, every FleetPolicy changed at once.
+	// kill: the replica working the most clusters SIGKILLed, one FleetPolicy changed at once.
 	victim          string
 	victimClusters  int
-	resumed         time.Duration // until every cluster of the victim held the change
+	first           time.Duration // until the first cluster of the victim held the change
+	firstOK         bool
+	resumed         time.Duration // until every cluster of the victim held it
 	resumedOK       bool
 	allDone         time.Duration // until every cluster held it
 	allOK           bool
@@ -157,26 +159,32 @@ func (b *bench) runReplicas(ctx context.Context) error {
 			victim = i
 		}
 	}
-	res.victim, res.victimClusters = replicaNames[victim], int(res.owned[replicaNames[victim]])
-	victimClusters, err := b.ownedBy(ctx, "bench-rep", res.victim)
+	res.victim = replicaNames[victim]
+	owned, err := b.ownedBy(ctx, "bench-rep", res.victim)
 	if err != nil {
 		return err
 	}
+	victimClusters := slices.DeleteFunc(owned, func(c string) bool { return !slices.Contains(names, c) })
+	res.victimClusters = len(victimClusters)
+	// The fleet is converged and quiet: one FleetPolicy changes as the replica dies, so the times
+	// are the handover's (detection, then the new owners' passes), not the fleet's throughput.
+	changed := fps[:1]
 	_ = syscall.Kill(-procs[victim].pid, syscall.SIGKILL)
 	killed := time.Now()
-	if err := inParallel(8, len(fps), func(i int) error {
-		return b.hub.Patch(ctx, &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: fps[i]}},
-			client.RawPatch(types.MergePatchType, []byte(`{"spec":{"mode":"Enforce"}}`)))
-	}); err != nil {
+	if err := b.hub.Patch(ctx, &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: changed[0]}},
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"mode":"Enforce"}}`))); err != nil {
 		return err
 	}
 	deadline := killed.Add(b.o.timeout)
 	for time.Now().Before(deadline) {
-		done, pending, err := b.atGeneration(ctx, fps, 2)
+		done, pending, err := b.atGeneration(ctx, changed, 2)
 		if err != nil {
 			return err
 		}
-		if !res.resumedOK && allIn(done, victimClusters, len(fps)) {
+		if !res.firstOK && anyIn(done, victimClusters) {
+			res.first, res.firstOK = time.Since(killed), true
+		}
+		if !res.resumedOK && allIn(done, victimClusters, len(changed)) {
 			res.resumed, res.resumedOK = time.Since(killed), true
 		}
 		res.pendingAtChange = pending
@@ -186,9 +194,9 @@ func (b *bench) runReplicas(ctx context.Context) error {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	logf("replicas: %s killed (%d clusters): they held the change after %s, every cluster after %s", res.victim, res.victimClusters,
-		fmtDur(res.resumed, res.resumedOK, b.o.timeout), fmtDur(res.allDone, res.allOK, b.o.timeout))
-	if err := b.countWrites(ctx, fps, res); err != nil {
+	logf("replicas: %s killed (%d clusters): the first of them held the change after %s, all of them after %s, every cluster after %s", res.victim, len(victimClusters),
+		fmtDur(res.first, res.firstOK, b.o.timeout), fmtDur(res.resumed, res.resumedOK, b.o.timeout), fmtDur(res.allDone, res.allOK, b.o.timeout))
+	if err := b.countWrites(ctx, fps, changed, res); err != nil {
 		return err
 	}
 	for _, h := range procs {
@@ -285,6 +293,15 @@ func (b *bench) atGeneration(ctx context.Context, fps []string, gen int64) (map[
 	return done, pending, nil
 }
 
+func anyIn(done map[string]int, clusters []string) bool {
+	for _, c := range clusters {
+		if done[c] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func allIn(done map[string]int, clusters []string, policies int) bool {
 	for _, c := range clusters {
 		if done[c] < policies {
@@ -294,10 +311,10 @@ func allIn(done map[string]int, clusters []string, policies int) bool {
 	return true
 }
 
-// countWrites reads every FleetPolicy's object in every real apiserver: created, then changed
-// once, it is at generation 2; more means a content was written twice (or a stale one after the
-// change), less that the change is missing.
-func (b *bench) countWrites(ctx context.Context, fps []string, res *replicasResult) error {
+// countWrites reads every FleetPolicy's object in every real apiserver: created, it is at
+// generation 1, and 2 when changed once; more means a content was written twice (or a stale one
+// after the change), less that the change is missing.
+func (b *bench) countWrites(ctx context.Context, fps, changed []string, res *replicasResult) error {
 	for _, m := range b.f.Managed {
 		c, err := client.New(m.Config, client.Options{})
 		if err != nil {
@@ -311,10 +328,14 @@ func (b *bench) countWrites(ctx context.Context, fps []string, res *replicasResu
 				return fmt.Errorf("%s: ClusterPolicy %s: %w", m.Name, name, err)
 			}
 			res.objects++
+			want := int64(1)
+			if slices.Contains(changed, name) {
+				want = 2
+			}
 			switch g := obj.GetGeneration(); {
-			case g > 2:
+			case g > want:
 				res.writtenTwice++
-			case g < 2:
+			case g < want:
 				res.notWritten++
 			}
 		}
@@ -344,7 +365,7 @@ func (b *bench) printReplicas() {
 	if r == nil {
 		return
 	}
-	fmt.Printf("\nReplicas sharing the fleet: %d FleetPolicies; one replica on %d names (the baseline), then %d replicas on %d names; then the one working the most SIGKILLed and every FleetPolicy changed at once:\n\n",
+	fmt.Printf("\nReplicas sharing the fleet: %d FleetPolicies; one replica on %d names (the baseline), then %d replicas on %d names; then the one working the most SIGKILLed and one FleetPolicy changed at once:\n\n",
 		r.policies, r.baseClusters, r.replicas, r.names)
 	fmt.Println("| measure | 1 replica, a third of the names | " + fmt.Sprint(r.replicas) + " replicas, every name |")
 	fmt.Println("|---|---|---|")
@@ -367,7 +388,8 @@ func (b *bench) printReplicas() {
 	}
 	fmt.Printf("| clusters per replica (max/mean) | %d | %s(%.3f) |\n", r.baseClusters, owned, imbalance)
 	fmt.Printf("| RSS per replica | %s | %s|\n", mib(r.baseRSS), rss)
-	fmt.Printf("| killed replica's %d clusters hold a change made at the kill | – | %s |\n", r.victimClusters, fmtDur(r.resumed, r.resumedOK, b.o.timeout))
+	fmt.Printf("| killed replica's %d clusters, a FleetPolicy changed at the kill: the first holds it | – | %s |\n", r.victimClusters, fmtDur(r.first, r.firstOK, b.o.timeout))
+	fmt.Printf("| … all of them hold it | – | %s |\n", fmtDur(r.resumed, r.resumedOK, b.o.timeout))
 	fmt.Printf("| every cluster holds it | – | %s (%d entries not at the end) |\n", fmtDur(r.allDone, r.allOK, b.o.timeout), r.pendingAtChange)
 	fmt.Printf("| objects in the real apiservers written more than once per content / missing the change | – | %d / %d of %d |\n", r.writtenTwice, r.notWritten, r.objects)
 }
