@@ -71,8 +71,8 @@ func runHubProcess(t *testing.T, binary, identity string, extra ...string) *exec
 	return cmd
 }
 
-// leaseHolders watches a cluster's sync Lease and collects every holder it sees.
-func leaseHolders(t *testing.T, ctx context.Context, cluster string) func() map[string]bool {
+// watchSyncLease watches a cluster's sync Lease, directly in the cluster, until the test ends.
+func watchSyncLease(t *testing.T, ctx context.Context, cluster string) watch.Interface {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
 	if err != nil {
@@ -82,6 +82,14 @@ func leaseHolders(t *testing.T, ctx context.Context, cluster string) func() map[
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(w.Stop)
+	return w
+}
+
+// leaseHolders watches a cluster's sync Lease and collects every holder it sees.
+func leaseHolders(t *testing.T, ctx context.Context, cluster string) func() map[string]bool {
+	t.Helper()
+	w := watchSyncLease(t, ctx, cluster)
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	go func() {
@@ -95,7 +103,6 @@ func leaseHolders(t *testing.T, ctx context.Context, cluster string) func() map[
 			}
 		}
 	}()
-	t.Cleanup(w.Stop)
 	return func() map[string]bool {
 		mu.Lock()
 		defer mu.Unlock()

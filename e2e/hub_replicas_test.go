@@ -30,7 +30,6 @@ import (
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/shard"
-	"github.com/policyhub/policyhub/hub/work"
 )
 
 // hubReplica is one policyhub-hub process run with --share-fleet.
@@ -200,14 +199,7 @@ func waitShares(t *testing.T, replicas []*hubReplica, want []string, n int) shar
 // holder's renewTime + leaseDurationSeconds is a clean turn.
 func leaseTakeovers(t *testing.T, ctx context.Context, cluster string) func() (overlaps []string, turns int) {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := cs.CoordinationV1().Leases(work.LeaseNamespace).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + work.LeaseName})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := watchSyncLease(t, ctx, cluster)
 	var mu sync.Mutex
 	var overlaps []string
 	turns := 0 // holder changes between two replicas, clean or not
@@ -241,7 +233,6 @@ func leaseTakeovers(t *testing.T, ctx context.Context, cluster string) func() (o
 			last, released = lease, false
 		}
 	}()
-	t.Cleanup(w.Stop)
 	return func() ([]string, int) {
 		mu.Lock()
 		defer mu.Unlock()

@@ -454,57 +454,29 @@ func TestPrometheusMetricsDownRule(t *testing.T) {
 	if !strings.Contains(rule.Annotations["summary"], "every policyhub alert is blind") || !strings.Contains(rule.Annotations["description"], "every other policyhub alert is") {
 		t.Errorf("PolicyhubMetricsDown does not say that the other alerts are blind: %v", rule.Annotations)
 	}
-	type series struct {
-		Series string `json:"series"`
-		Values string `json:"values"`
-	}
-	type alert struct {
-		Labels      map[string]string `json:"exp_labels"`
-		Annotations map[string]string `json:"exp_annotations"`
-	}
-	type check struct {
-		EvalTime  string  `json:"eval_time"`
-		AlertName string  `json:"alertname"`
-		Alerts    []alert `json:"exp_alerts"`
-	}
-	type test struct {
-		Interval string   `json:"interval"`
-		Input    []series `json:"input_series"`
-		Checks   []check  `json:"alert_rule_test"`
-	}
 	const hub = `up{job="policyhub-hub-metrics", namespace="policyhub-system", instance="10.0.0.1:8443"}`
 	const other = `up{job="policyhub-hub-other", namespace="policyhub-system"}`
-	down := func(extra map[string]string) []alert {
+	down := func(extra map[string]string) []promAlert {
 		labels := map[string]string{"severity": "critical", "job": "policyhub-hub-metrics", "namespace": "policyhub-system"}
 		for k, v := range extra {
 			labels[k] = v
 		}
-		return []alert{{Labels: labels, Annotations: rule.Annotations}}
+		return []promAlert{{Labels: labels, Annotations: rule.Annotations}}
 	}
 	name := "PolicyhubMetricsDown"
 	file := map[string]any{
 		"rule_files":          []string{prometheusRulesFile(t)},
 		"evaluation_interval": "1m",
-		"tests": []test{
-			{Interval: "1m", Input: []series{{hub, "0x10"}, {other, "1x10"}}, Checks: []check{
-				{"4m", name, []alert{}},
+		"tests": []promRuleTest{
+			{Interval: "1m", Input: []promSeries{{hub, "0x10"}, {other, "1x10"}}, Checks: []promCheck{
+				{"4m", name, []promAlert{}},
 				{"6m", name, down(map[string]string{"instance": "10.0.0.1:8443"})},
 			}},
-			{Interval: "1m", Input: []series{{other, "0x10"}}, Checks: []check{{"6m", name, down(nil)}}},
-			{Interval: "1m", Input: []series{{hub, "1x10"}}, Checks: []check{{"6m", name, []alert{}}}},
+			{Interval: "1m", Input: []promSeries{{other, "0x10"}}, Checks: []promCheck{{"6m", name, down(nil)}}},
+			{Interval: "1m", Input: []promSeries{{hub, "1x10"}}, Checks: []promCheck{{"6m", name, []promAlert{}}}},
 		},
 	}
-	data, err := yaml.Marshal(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "metrics-down-test.yaml")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(filepath.Join(filepath.Dir(prometheusBinary), "promtool"), "test", "rules", path).CombinedOutput(); err != nil {
-		t.Fatalf("promtool test rules: %v\n%s\n%s", err, out, data)
-	}
+	promtoolTestRules(t, file)
 }
 
 // PolicyhubClusterUnowned, as the chart renders it, evaluated by promtool on the replicas'
@@ -514,24 +486,6 @@ func TestPrometheusMetricsDownRule(t *testing.T) {
 func TestPrometheusClusterUnownedRule(t *testing.T) {
 	if _, err := os.Stat(prometheusBinary); err != nil {
 		t.Fatalf("%s: %v (hack/testbin.sh installs Debian's prometheus)", prometheusBinary, err)
-	}
-	type series struct {
-		Series string `json:"series"`
-		Values string `json:"values"`
-	}
-	type alert struct {
-		Labels      map[string]string `json:"exp_labels"`
-		Annotations map[string]string `json:"exp_annotations"`
-	}
-	type check struct {
-		EvalTime  string  `json:"eval_time"`
-		AlertName string  `json:"alertname"`
-		Alerts    []alert `json:"exp_alerts"`
-	}
-	type test struct {
-		Interval string   `json:"interval"`
-		Input    []series `json:"input_series"`
-		Checks   []check  `json:"alert_rule_test"`
 	}
 	var rule alertRule
 	for _, r := range alertRules(t, prometheusTestRules) {
@@ -546,36 +500,66 @@ func TestPrometheusClusterUnownedRule(t *testing.T) {
 		return fmt.Sprintf(`%s{job="policyhub-hub-metrics", namespace="policyhub-system", pod=%q}`, metric, pod)
 	}
 	const name = "PolicyhubClusterUnowned"
-	fires := []alert{{Labels: map[string]string{"severity": "critical"}, Annotations: map[string]string{
+	fires := []promAlert{{Labels: map[string]string{"severity": "critical"}, Annotations: map[string]string{
 		"summary": "policyhub has 3 clusters no hub replica works", "description": rule.Annotations["description"]}}}
 	file := map[string]any{
 		"rule_files":          []string{prometheusRulesFile(t)},
 		"evaluation_interval": "1m",
-		"tests": []test{
+		"tests": []promRuleTest{
 			// Three replicas share 11 clusters (4+4+3); one dies at minute 3 and the others take
 			// its clusters within a minute: never 2 minutes short, no alert.
-			{Interval: "1m", Input: []series{
+			{Interval: "1m", Input: []promSeries{
 				{replica("policyhub_replica_fleet_clusters", "hub-a"), "11x10"},
 				{replica("policyhub_replica_fleet_clusters", "hub-b"), "11x10"},
 				{replica("policyhub_replica_fleet_clusters", "hub-c"), "11x3"},
 				{replica("policyhub_replica_clusters", "hub-a"), "4 4 4 4 6x6"},
 				{replica("policyhub_replica_clusters", "hub-b"), "4 4 4 4 5x6"},
 				{replica("policyhub_replica_clusters", "hub-c"), "3x3"},
-			}, Checks: []check{{"3m", name, []alert{}}, {"6m", name, []alert{}}, {"9m", name, []alert{}}}},
+			}, Checks: []promCheck{{"3m", name, []promAlert{}}, {"6m", name, []promAlert{}}, {"9m", name, []promAlert{}}}},
 			// hub-c holds its Lease but works nothing: its 3 clusters are nobody's.
-			{Interval: "1m", Input: []series{
+			{Interval: "1m", Input: []promSeries{
 				{replica("policyhub_replica_fleet_clusters", "hub-a"), "11x10"},
 				{replica("policyhub_replica_fleet_clusters", "hub-b"), "11x10"},
 				{replica("policyhub_replica_clusters", "hub-a"), "4x10"},
 				{replica("policyhub_replica_clusters", "hub-b"), "4x10"},
-			}, Checks: []check{{"1m", name, []alert{}}, {"5m", name, fires}}},
+			}, Checks: []promCheck{{"1m", name, []promAlert{}}, {"5m", name, fires}}},
 		},
 	}
+	promtoolTestRules(t, file)
+}
+
+// The shapes of promtool's rule unit tests (`promtool test rules`).
+type promSeries struct {
+	Series string `json:"series"`
+	Values string `json:"values"`
+}
+
+type promAlert struct {
+	Labels      map[string]string `json:"exp_labels"`
+	Annotations map[string]string `json:"exp_annotations"`
+}
+
+type promCheck struct {
+	EvalTime  string      `json:"eval_time"`
+	AlertName string      `json:"alertname"`
+	Alerts    []promAlert `json:"exp_alerts"`
+}
+
+type promRuleTest struct {
+	Interval string       `json:"interval"`
+	Input    []promSeries `json:"input_series"`
+	Checks   []promCheck  `json:"alert_rule_test"`
+}
+
+// promtoolTestRules writes a promtool rule test file and runs it; it fails the test with
+// promtool's words.
+func promtoolTestRules(t *testing.T, file map[string]any) {
+	t.Helper()
 	data, err := yaml.Marshal(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "cluster-unowned-test.yaml")
+	path := filepath.Join(t.TempDir(), "rules-test.yaml")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -18,15 +18,20 @@ import (
 
 // startHub starts a policyhub-hub with only the flags the benchmark relies on.
 func (b *bench) startHub(ctx context.Context, hubID, secretNamespace string) (*hubProc, error) {
-	h, err := startHub(b.hubBin, "policyhub-hub "+hubID, filepath.Join(b.logDir, "policyhub-hub-"+hubID+".log"),
-		"--kubeconfig="+b.f.Hub.Kubeconfig,
-		"--hub-id="+hubID,
+	return b.startNamedHub(ctx, hubID, hubID, secretNamespace)
+}
+
+// startNamedHub starts a policyhub-hub logging to policyhub-hub-<name>.log, with extra flags.
+func (b *bench) startNamedHub(ctx context.Context, name, hubID, secretNamespace string, extra ...string) (*hubProc, error) {
+	h, err := startHub(b.hubBin, "policyhub-hub "+name, filepath.Join(b.logDir, "policyhub-hub-"+name+".log"), append([]string{
+		"--kubeconfig=" + b.f.Hub.Kubeconfig,
+		"--hub-id=" + hubID,
 		"--leader-elect=false",
-		"--gateway-secret-namespace="+secretNamespace,
+		"--gateway-secret-namespace=" + secretNamespace,
 		"--resync-interval=1h",
 		// The hub's own namespace (FleetPolicies' ClusterStatusSlices): one the fleet has.
-		"--leader-election-namespace="+b.f.SecretNamespace,
-	)
+		"--leader-election-namespace=" + b.f.SecretNamespace,
+	}, extra...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
@@ -208,18 +207,7 @@ func (b *bench) runReplicas(ctx context.Context) error {
 
 // startReplica starts a hub replica sharing the fleet.
 func (b *bench) startReplica(ctx context.Context, hubID, name string) (*hubProc, error) {
-	h, err := startHub(b.hubBin, "policyhub-hub "+hubID+" "+name, filepath.Join(b.logDir, "policyhub-hub-"+hubID+"-"+name+".log"),
-		"--kubeconfig="+b.f.Hub.Kubeconfig, "--hub-id="+hubID, "--leader-elect=false", "--share-fleet", "--replica-name="+name,
-		"--gateway-secret-namespace="+b.f.SecretNamespace, "--resync-interval=1h",
-		"--leader-election-namespace="+b.f.SecretNamespace)
-	if err != nil {
-		return nil, err
-	}
-	if err := h.waitReady(ctx, time.Minute); err != nil {
-		_, _, _ = h.stop()
-		return nil, err
-	}
-	return h, nil
+	return b.startNamedHub(ctx, hubID+"-"+name, hubID, b.f.SecretNamespace, "--share-fleet", "--replica-name="+name)
 }
 
 func (b *bench) fleetPolicyNames(prefix string) []string {
