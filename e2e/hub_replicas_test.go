@@ -59,17 +59,7 @@ func runReplica(t *testing.T, binary, name string) *hubReplica {
 // metric reads the value of the replica's first series of name with labels (a gauge's or a
 // counter's) from its /metrics.
 func (r *hubReplica) metric(ctx context.Context, name string, labels map[string]string) (float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.metrics, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	families, err := r.families(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -88,6 +78,23 @@ func (r *hubReplica) metric(ctx context.Context, name string, labels map[string]
 	return 0, fmt.Errorf("%s: no %s%v", r.name, name, labels)
 }
 
+// seriesClusters are the cluster labels of the replica's series of name.
+func (r *hubReplica) seriesClusters(ctx context.Context, name string) ([]string, error) {
+	families, err := r.families(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range families[name].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "cluster" {
+				out = append(out, l.GetValue())
+			}
+		}
+	}
+	return out, nil
+}
+
 func matches(m *dto.Metric, labels map[string]string) bool {
 	for k, v := range labels {
 		found := false
@@ -101,6 +108,21 @@ func matches(m *dto.Metric, labels map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// families reads the replica's /metrics.
+func (r *hubReplica) families(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.metrics, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(resp.Body)
 }
 
 // passedClusters are the clusters the replica's log shows a sync pass of, from byte offset on.
@@ -393,6 +415,22 @@ spec:
 	if in, err := d.metric(testContext(t), "policyhub_replica_handovers_total", map[string]string{"direction": "in"}); err != nil || int(in) != joined.Load("replica-d") {
 		t.Errorf("replica-d counts %v clusters handed over to it (%v), want %d", in, err, joined.Load("replica-d"))
 	}
+	// A replica exports the sync series of the clusters it works only: those it handed to
+	// replica-d went with them (a stale "unreachable" in the old owner would alert).
+	eventually(t, 20*time.Second, 250*time.Millisecond, "sync series only where the clusters are worked", func() error {
+		for _, r := range survivors {
+			clusters, err := r.seriesClusters(testContext(t), "policyhub_cluster_reachable")
+			if err != nil {
+				return err
+			}
+			for _, cluster := range clusters {
+				if owner := joined.Owner(cluster); owner != r.name {
+					return fmt.Errorf("%s still exports policyhub_cluster_reachable of %s, which %s works", r.name, cluster, owner)
+				}
+			}
+		}
+		return nil
+	})
 	updateFleetPolicy(t, policy, func(fp *policyhubv1.FleetPolicy) { fp.Spec.Mode = ptr.To(policyhubv1.ModeAudit) })
 	waitFleetPolicy(t, policy, "synced after a fourth replica joined", allSynced)
 

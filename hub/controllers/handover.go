@@ -26,7 +26,8 @@ const kindSummary = "PolicyReportSummary"
 
 // handover follows this replica's share of the fleet as it changes: the workers of the clusters
 // it no longer works stop (each gives up the cluster's sync Lease once its pass in progress
-// ends, so the new owner, which must take that Lease to write, starts only after), and every
+// ends, so the new owner, which must take that Lease to write, starts only after) and their
+// sync series go (the new owner exports them: a stale "unreachable" here would alert), and every
 // declaration and summary is looked at again, handing the clusters it now works their work.
 type handover struct {
 	reader  client.Reader
@@ -34,6 +35,8 @@ type handover struct {
 	results *ResultEvents
 	shard   *shard.Sharder
 	metrics *metrics.Replica
+	// sync holds the per-cluster sync series: a cluster handed over takes its series with it.
+	sync *metrics.Sync
 
 	mu    sync.Mutex
 	owned map[string]bool
@@ -64,7 +67,10 @@ func (h *handover) moved(ctx context.Context, a shard.Assignment) {
 	log.FromContext(ctx).Info("this replica's share of the fleet changed", "replica", me, "replicas", a.Replicas(), "clusters", len(owned), "in", in, "out", out)
 	for _, c := range h.workers.Clusters() {
 		if !h.shard.Works(c) {
-			go h.workers.Forget(c)
+			go func() {
+				h.workers.Forget(c) // waits for its pass in progress, which may still record series
+				h.sync.ForgetCluster(c)
+			}()
 		}
 	}
 	h.wakeAll(ctx)

@@ -155,7 +155,7 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 			return fmt.Errorf("PolicyReportSummary controller: %w", err)
 		}
 		if sharder != nil {
-			h := &handover{reader: mgr.GetClient(), workers: workers, results: results, shard: sharder, metrics: metrics.NewReplica(o.Registry)}
+			h := &handover{reader: mgr.GetClient(), workers: workers, results: results, shard: sharder, metrics: metrics.NewReplica(o.Registry), sync: syncMetrics}
 			sharder.OnChange(func(a shard.Assignment) { h.moved(ctx, a) })
 			if err := mgr.Add(sharder); err != nil {
 				return fmt.Errorf("share the fleet with the other replicas: %w", err)
