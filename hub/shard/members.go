@@ -71,7 +71,16 @@ func (m *Members) Seen(lease *coordinationv1.Lease) {
 	}
 	m.leases[name] = next
 	m.mu.Unlock()
-	m.notify()
+	// A renewal of a live replica changes nothing: only a replica turning live (or released) is
+	// news; one running out is the expiry's, which Live says when to look for.
+	if next.liveAt(now) != (known && prev.liveAt(now)) {
+		m.notify()
+	}
+}
+
+// liveAt says whether the member is live at now.
+func (l member) liveAt(now time.Time) bool {
+	return l.held && l.heard.Add(l.duration).After(now)
 }
 
 // Gone forgets a deleted replica Lease.
@@ -93,10 +102,10 @@ func (m *Members) Live() (live []string, nextExpiry time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for name, l := range m.leases {
-		expiry := l.heard.Add(l.duration)
-		if !l.held || !expiry.After(now) {
+		if !l.liveAt(now) {
 			continue
 		}
+		expiry := l.heard.Add(l.duration)
 		live = append(live, name)
 		if nextExpiry.IsZero() || expiry.Before(nextExpiry) {
 			nextExpiry = expiry
@@ -106,8 +115,8 @@ func (m *Members) Live() (live []string, nextExpiry time.Time) {
 	return live, nextExpiry
 }
 
-// OnChange sets what is called (outside the lock) after every Lease event: the live set may have
-// changed.
+// OnChange sets what is called (outside the lock) when a Lease event may have changed the live
+// set: a replica turning live, released or deleted (not a renewal of a live one).
 func (m *Members) OnChange(f func()) {
 	m.mu.Lock()
 	m.changed = f

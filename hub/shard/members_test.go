@@ -27,6 +27,16 @@ func TestMembersJudgeLivenessByTheHubsClock(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	m := NewMembers("policyhub", func() time.Time { return now })
 	live := func() []string { l, _ := m.Live(); return l }
+	notified := 0
+	m.OnChange(func() { notified++ })
+	// news checks how many changes were announced since its last call.
+	news := func(want int, what string) {
+		t.Helper()
+		if notified != want {
+			t.Errorf("%s: %d changes announced, want %d", what, notified, want)
+		}
+		notified = 0
+	}
 
 	m.Seen(replicaLease("policyhub", "hub-0", "1", "policyhub/hub-0-a", now.Add(-5*time.Second), 15))
 	m.Seen(replicaLease("policyhub", "hub-1", "1", "policyhub/hub-1-a", now.Add(time.Hour), 15)) // clock ahead: counts as now
@@ -36,6 +46,7 @@ func TestMembersJudgeLivenessByTheHubsClock(t *testing.T) {
 	if got := live(); !slices.Equal(got, []string{"hub-0", "hub-1"}) {
 		t.Fatalf("live = %v, want [hub-0 hub-1]", got)
 	}
+	news(2, "two live replicas found") // the expired, released and foreign Leases are no news
 	now = now.Add(12 * time.Second)
 	// hub-0 renewed (a new resourceVersion), hub-1 only resynced (the same one).
 	m.Seen(replicaLease("policyhub", "hub-0", "2", "policyhub/hub-0-a", now, 15))
@@ -43,6 +54,11 @@ func TestMembersJudgeLivenessByTheHubsClock(t *testing.T) {
 	if got := live(); !slices.Equal(got, []string{"hub-0", "hub-1"}) {
 		t.Fatalf("after 12s: live = %v, want [hub-0 hub-1]", got)
 	}
+	// hub-0's turn had run out (seen 5 s before start, 15 s long): its renewal is news; hub-1's
+	// resync is not.
+	news(1, "hub-0 renewing after its turn ran out, hub-1 resynced")
+	m.Seen(replicaLease("policyhub", "hub-0", "2b", "policyhub/hub-0-a", now, 15))
+	news(0, "a renewal of a live replica")
 	now = now.Add(4 * time.Second)
 	if got := live(); !slices.Equal(got, []string{"hub-0"}) {
 		t.Fatalf("16s after hub-1 was last seen renewing: live = %v, want [hub-0]", got)
@@ -53,7 +69,11 @@ func TestMembersJudgeLivenessByTheHubsClock(t *testing.T) {
 	if got := live(); len(got) != 0 {
 		t.Fatalf("past maxLeaseDuration: live = %v, want none", got)
 	}
+	news(0, "expiries (Live tells them; nothing announces them)")
 	m.Seen(replicaLease("policyhub", "hub-0", "4", "policyhub/hub-0-a", now, 15))
+	news(1, "an expired replica renewing")
+	m.Seen(replicaLease("policyhub", "hub-0", "5", "", now, 15))
+	news(1, "a replica releasing its Lease")
 	m.Gone(policyhubv1.ReplicaLeaseName("policyhub", "hub-0"))
 	if got := live(); len(got) != 0 {
 		t.Fatalf("after the Lease was deleted: live = %v, want none", got)

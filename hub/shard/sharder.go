@@ -31,6 +31,8 @@ type Sharder struct {
 	current atomic.Pointer[Assignment]
 	lost    atomic.Bool
 	kick    chan struct{}
+	// assignedLive are the live replicas the last assignment was made over (Start's loop only).
+	assignedLive []string
 
 	mu        sync.Mutex
 	listeners []func(Assignment)
@@ -80,7 +82,9 @@ func (s *Sharder) NeedLeaderElection() bool { return false }
 // of clusters joining (or the replicas starting together) moves clusters once, not once per event.
 const settle = 200 * time.Millisecond
 
-// Start watches the replicas' Leases, holds this replica's, and assigns until ctx ends. It returns
+// Start watches the replicas' Leases, holds this replica's, and assigns until ctx ends: when the
+// inventory changes (Kick), a replica turns live or leaves, or one's turn runs out unrenewed;
+// never per renewal. It returns
 // an error when this replica's Lease could not be renewed: the replica must stop, and its clusters
 // go to the others.
 func (s *Sharder) Start(ctx context.Context) error {
@@ -132,11 +136,16 @@ func (s *Sharder) Start(ctx context.Context) error {
 			case <-time.After(settle):
 			}
 		case <-expiry.C:
+			// A replica's turn ran out unless it was renewed meanwhile (renewals of live replicas
+			// are not news): assign again only when the live replicas did change.
+			if live, next := s.members.Live(); slices.Equal(live, s.assignedLive) {
+				expiry.Reset(untilExpiry(next))
+				continue
+			}
 		}
 		next, err := s.assign(ctx)
 		if err != nil {
 			logger.Error(err, "assign the fleet to the replicas; the last assignment stays")
-			continue
 		}
 		expiry.Reset(next)
 	}
@@ -156,6 +165,7 @@ func (s *Sharder) assign(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return time.Second, err
 	}
+	s.assignedLive = live
 	if !slices.Contains(live, s.replica.Name) {
 		live = nil // not live in its own view yet (or any more): owns nothing
 	}
@@ -163,11 +173,15 @@ func (s *Sharder) assign(ctx context.Context) (time.Duration, error) {
 	if !s.lost.Load() && !next.Same(*s.current.Load()) {
 		s.publish(next)
 	}
-	wait := time.Hour
-	if !nextExpiry.IsZero() {
-		wait = max(time.Until(nextExpiry), 10*time.Millisecond)
+	return untilExpiry(nextExpiry), nil
+}
+
+// untilExpiry is how long until nextExpiry (zero: no live replica, an hour).
+func untilExpiry(nextExpiry time.Time) time.Duration {
+	if nextExpiry.IsZero() {
+		return time.Hour
 	}
-	return wait, nil
+	return max(time.Until(nextExpiry), 10*time.Millisecond)
 }
 
 func (s *Sharder) publish(a Assignment) {
