@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -44,12 +43,7 @@ type hubReplica struct {
 // of its own (plain HTTP on loopback: the test reads them).
 func runReplica(t *testing.T, binary, name string) *hubReplica {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := freeAddress(t)
 	cmd := runHubProcess(t, binary, name, "--share-fleet", "--replica-name="+name,
 		"--metrics-bind-address="+addr, "--metrics-secure=false")
 	return &hubReplica{name: name, cmd: cmd, metrics: "http://" + addr + "/metrics",
@@ -315,7 +309,19 @@ func TestHubReplicasShareTheFleet(t *testing.T) {
 	if owner := assigned.Owner("shared-8"); owner != "replica-c" {
 		t.Errorf("shared-8, pinned to replica-c, is worked by %s", owner)
 	}
-	// kubectl policyhub clusters names each cluster's replica.
+	// kubectl policyhub clusters names each cluster's replica, from the Leases in the hub's
+	// namespace only: a live-looking replica Lease labelled for this hub elsewhere is no replica.
+	impostor := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: policyhubv1.ReplicaLeaseName(e2eHubID, "impostor"),
+			Labels: map[string]string{policyhubv1.LabelReplicaOf: e2eHubID}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("impostor"), LeaseDurationSeconds: ptr.To(int32(3600)),
+			RenewTime: &metav1.MicroTime{Time: time.Now()}},
+	}
+	hubAdmin := directClient(t, testFleet.Hub.Config)
+	if err := hubAdmin.Create(ctx, impostor); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hubAdmin.Delete(context.Background(), impostor) })
 	code, out, errOut := cliReadRun(t, "clusters", "-o", "json")
 	var listed struct {
 		Clusters []struct{ Name, Replica string } `json:"clusters"`
