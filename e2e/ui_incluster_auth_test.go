@@ -47,10 +47,11 @@ func TestUIInClusterNeedsAViewer(t *testing.T) {
 		}
 		return tr.Status.Token
 	}
-	viewer, stranger := token("viewer"), token("stranger")
+	viewer, otherViewer, stranger := token("viewer"), token("other-viewer"), token("stranger")
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ui-incluster-e2e-viewer"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: applyClusterRole(t, "../config/rbac/hub/ui_viewer_role.yaml")},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "viewer"}}}
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "viewer"},
+			{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "other-viewer"}}}
 	if err := hub.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestUIInClusterNeedsAViewer(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- (&ui.InCluster{Addr: addr, GatewaySecretNamespace: testFleet.SecretNamespace, Config: testFleet.Hub.Config,
-			Log: ctrl.Log.WithName("ui")}).Start(serveCtx)
+			Log: ctrl.Log.WithName("ui"), MaxStreamsPerViewer: 2}).Start(serveCtx)
 	}()
 	t.Cleanup(func() {
 		stop()
@@ -117,6 +118,38 @@ func TestUIInClusterNeedsAViewer(t *testing.T) {
 			t.Errorf("%s, GET %s: %d (%v), want %d with %q; body %.200s", tc.who, tc.path, code, err, tc.code, tc.has, body)
 		}
 	}
+	// A viewer opening change streams in a loop runs out of its own share (2 here), whichever
+	// token it uses: the next is refused, naming the user the apiserver authenticated; another
+	// viewer still gets its stream.
+	openStream := func(token string) (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/events", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := (&http.Client{Transport: client.Transport}).Do(req) // no timeout: streams stay open
+		if err != nil {
+			t.Fatalf("open a change stream: %v", err)
+		}
+		if resp.StatusCode == http.StatusOK {
+			t.Cleanup(func() { resp.Body.Close() })
+			return resp.StatusCode, ""
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	secondToken := token("viewer") // a new token of the same service account
+	for i, tok := range []string{viewer, secondToken} {
+		if code, body := openStream(tok); code != http.StatusOK {
+			t.Fatalf("the viewer's stream %d: %d %s", i+1, code, body)
+		}
+	}
+	if code, body := openStream(viewer); code != http.StatusTooManyRequests ||
+		!strings.Contains(body, `user "system:serviceaccount:`+ns+`:viewer" has 2 change streams open`) {
+		t.Errorf("the viewer's third stream: %d %q, want 429 naming the viewer", code, body)
+	}
+	if code, body := openStream(otherViewer); code != http.StatusOK {
+		t.Errorf("another viewer's stream while the first is at its share: %d %s", code, body)
+	}
+
 	// The view only reads: a viewer's POST changes nothing and is refused.
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+addr+"/fleet", strings.NewReader("x=1"))
 	req.Header.Set("Authorization", "Bearer "+viewer)

@@ -9,13 +9,25 @@ import (
 )
 
 // events streams the hub's changes to a page (Server-Sent Events): an event "changed" whose data
-// is the topics that changed, at most one event per Coalesce. A quiet fleet sends nothing.
+// is the topics that changed, at most one event per Coalesce. A quiet fleet sends nothing. The
+// streams open at once are bounded, in all and per viewer (Options.MaxStreams).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
+	viewer := ""
+	if s.o.Viewer != nil {
+		viewer = s.o.Viewer(r)
+	}
+	release, err := s.streams.open(viewer)
+	if err != nil {
+		s.o.Log.V(1).Info("change stream refused", "viewer", viewer, "reason", err.Error())
+		refuseStream(w, err)
+		return
+	}
+	defer release()
 	sub := s.src.Subscribe()
 	defer sub.Close()
 	w.Header().Set("Content-Type", "text/event-stream")

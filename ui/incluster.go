@@ -33,6 +33,9 @@ type InCluster struct {
 	// Config reaches the hub as the hub: it reads the fleet, and reviews the viewers' tokens.
 	Config *rest.Config
 	Log    logr.Logger
+	// MaxStreams and MaxStreamsPerViewer bound the change streams open at once, in all and per
+	// authenticated user (Options'; zero: the defaults).
+	MaxStreams, MaxStreamsPerViewer int
 }
 
 // NeedLeaderElection: every replica serves the view.
@@ -65,7 +68,8 @@ func (u *InCluster) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("web view: %w", err)
 	}
-	server, err := New(reader, Options{Guard: guard, Log: u.Log})
+	server, err := New(reader, Options{Guard: guard, Log: u.Log, Viewer: authenticatedUser,
+		MaxStreams: u.MaxStreams, MaxStreamsPerViewer: u.MaxStreamsPerViewer})
 	if err != nil {
 		return err
 	}
@@ -117,4 +121,13 @@ func (u *InCluster) tlsConfig(ctx context.Context) (*tls.Config, error) {
 	}
 	c.Certificates = []tls.Certificate{cert}
 	return c, nil
+}
+
+// authenticatedUser is the user name the guard authenticated: each user has its own share of
+// change streams, whichever of its tokens it uses.
+func authenticatedUser(r *http.Request) string {
+	if user, ok := metricsauth.UserFrom(r.Context()); ok {
+		return user.Username
+	}
+	return ""
 }

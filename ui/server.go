@@ -38,6 +38,14 @@ type Options struct {
 	// Coalesce is the shortest time between two change events to one page (1 s when zero): a
 	// busy fleet refreshes a page at most once a second.
 	Coalesce time.Duration
+	// Viewer names who a request comes from, as the guard authenticated it: each viewer may hold
+	// at most MaxStreamsPerViewer change streams. Nil: one viewer (the local user), bounded by
+	// MaxStreams alone.
+	Viewer func(*http.Request) string
+	// MaxStreams bounds the change streams open at once (DefaultMaxStreams when zero);
+	// MaxStreamsPerViewer bounds one viewer's (DefaultMaxStreamsPerViewer when zero; used only
+	// with Viewer).
+	MaxStreams, MaxStreamsPerViewer int
 }
 
 // FragmentHeader asks for a page's main part only: the script's refresh.
@@ -54,6 +62,7 @@ type Server struct {
 	mux   *http.ServeMux
 	// guarded is mux behind the guard.
 	guarded http.Handler
+	streams *streamLimit
 }
 
 // New returns the view's server.
@@ -67,7 +76,18 @@ func New(src Source, o Options) (*Server, error) {
 	if o.Guard == nil {
 		return nil, errors.New("ui: no guard: the view is never served unauthenticated")
 	}
-	s := &Server{src: src, o: o, pages: map[string]*template.Template{}, mux: http.NewServeMux()}
+	if o.MaxStreams <= 0 {
+		o.MaxStreams = DefaultMaxStreams
+	}
+	perViewer := 0
+	if o.Viewer != nil {
+		perViewer = o.MaxStreamsPerViewer
+		if perViewer <= 0 {
+			perViewer = DefaultMaxStreamsPerViewer
+		}
+	}
+	s := &Server{src: src, o: o, pages: map[string]*template.Template{}, mux: http.NewServeMux(),
+		streams: newStreamLimit(o.MaxStreams, perViewer)}
 	layout, err := template.New("layout.html").Funcs(funcs()).ParseFS(templateFiles, "templates/layout.html")
 	if err != nil {
 		return nil, fmt.Errorf("ui templates: %w", err)

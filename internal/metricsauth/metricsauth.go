@@ -96,8 +96,17 @@ func (g *guard) filter(log logr.Logger, handler http.Handler) (http.Handler, err
 			http.Error(w, msg, http.StatusForbidden)
 			return
 		}
-		handler.ServeHTTP(w, req)
+		handler.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), userKey{}, user)))
 	}), nil
+}
+
+type userKey struct{}
+
+// UserFrom returns the user the filter authenticated and authorized for the request whose
+// context this is.
+func UserFrom(ctx context.Context) (*authenticationv1.UserInfo, bool) {
+	user, ok := ctx.Value(userKey{}).(*authenticationv1.UserInfo)
+	return user, ok && user != nil
 }
 
 // authenticate returns the user of the request's bearer token; nil when there is no token or

@@ -88,8 +88,14 @@ func serve(t *testing.T, api *fakeAPIServer, now func() time.Time) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := filter(logr.Discard(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = io.WriteString(w, "metrics")
+	// The page names whom the filter let in (UserFrom), as the web view's stream cap needs it.
+	h, err := filter(logr.Discard(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, ok := UserFrom(r.Context())
+		if !ok {
+			http.Error(w, "no user in the request's context", http.StatusInternalServerError)
+			return
+		}
+		_, _ = io.WriteString(w, "metrics for "+user.Username)
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +143,7 @@ func TestFilterAuthenticatesAndAuthorizes(t *testing.T) {
 		{"no token", "", "/metrics", http.StatusUnauthorized, "Unauthorized"},
 		{"an unknown token", "made-up", "/metrics", http.StatusUnauthorized, "Unauthorized"},
 		{"a user without the right", "other-token", "/metrics", http.StatusForbidden, "Authorization denied for user someone"},
-		{"the reader", "prom-token", "/metrics", http.StatusOK, "metrics"},
+		{"the reader", "prom-token", "/metrics", http.StatusOK, "metrics for " + prom},
 		{"the reader, another path", "prom-token", "/debug", http.StatusForbidden, "Authorization denied for user " + prom},
 	} {
 		if code, body := get(t, url+c.path, c.token); code != c.code || body != c.body {

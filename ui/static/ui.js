@@ -53,6 +53,9 @@
     try { topics = JSON.parse(e.data); } catch (_) { return; }
     if (follows(topics)) refresh();
   });
-  events.onerror = function () { live.textContent = "Reconnecting…"; };
+  events.onerror = function () {
+    // A refused stream (too many open: 429) is closed for good; a broken one reconnects.
+    live.textContent = events.readyState === EventSource.CLOSED ? "Live updates off (too many open tabs?): reload to retry" : "Reconnecting…";
+  };
   events.onopen = function () { live.textContent = "Live"; };
 })();
