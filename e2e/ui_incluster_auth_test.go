@@ -49,7 +49,7 @@ func TestUIInClusterNeedsAViewer(t *testing.T) {
 	}
 	viewer, otherViewer, stranger := token("viewer"), token("other-viewer"), token("stranger")
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ui-incluster-e2e-viewer"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: applyClusterRole(t, "../config/rbac/hub/ui_viewer_role.yaml")},
+		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: applyClusterRole(t, "../config/rbac/hub/ui_viewer_role.yaml")},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "viewer"},
 			{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "other-viewer"}}}
 	if err := hub.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
