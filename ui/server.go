@@ -218,7 +218,7 @@ func (s *Server) application(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a := pages.BuildApplication(snap, r.PathValue("namespace"), r.PathValue("name"))
+	a := pages.BuildApplication(pages.ApplicationFrom(snap, r.PathValue("namespace"), r.PathValue("name")))
 	watch := "cluster/ " + read.DeclarationTopic(policyhubv1.KindApplicationPolicy, a.Namespace, "") + " exception/" + a.Namespace + "/"
 	s.render(w, r, "application", view{Title: "Application " + a.Namespace + "/" + a.Name, Watch: watch, Scope: snap.Scope, Now: snap.Now, Page: a})
 }

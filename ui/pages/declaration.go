@@ -53,9 +53,11 @@ type Wave struct {
 // Exception is an exception to the declaration (or to a member of the set).
 type Exception struct {
 	Namespace, Name, State, Member, Owner, Ticket, Reason string
-	InForce                                               int32
-	Exempted                                              int64
-	ExpiresAt                                             time.Time
+	// Policy is the Kyverno policy the exception is rendered against (its status).
+	Policy    string
+	InForce   int32
+	Exempted  int64
+	ExpiresAt time.Time
 }
 
 // BuildDeclaration computes the page of the declaration kind/namespace/name, showing the given
@@ -174,7 +176,7 @@ func modeOf(m *policyhubv1.Mode) string {
 }
 
 func exceptionOf(ex *policyhubv1.FleetPolicyException) Exception {
-	e := Exception{Namespace: ex.Namespace, Name: ex.Name, State: ex.Status.State, Owner: ex.Spec.Owner, Ticket: ex.Spec.Ticket,
+	e := Exception{Namespace: ex.Namespace, Name: ex.Name, State: ex.Status.State, Policy: ex.Status.Policy, Owner: ex.Spec.Owner, Ticket: ex.Spec.Ticket,
 		Reason: ex.Spec.Reason, InForce: ex.Status.InForce, Exempted: ex.Status.Exempted, ExpiresAt: ex.Spec.ExpiresAt.Time}
 	if m := ex.Spec.Target.Member; m != nil {
 		e.Member = m.Kind + " " + policyhubv1.PolicyRef(m.Namespace, m.Name)

@@ -1,12 +1,10 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/ui/pages"
 )
 
 func init() { commands = append(commands, newInfoCommand) }
@@ -179,7 +177,8 @@ func (o *options) applicationNames(ctx context.Context) []string {
 	return out
 }
 
-// info builds the report of application app in the namespace.
+// info builds the report of application app in the namespace, as the web view's application
+// page computes it (pages.BuildApplication).
 func (o *options) info(ctx context.Context, app string, now time.Time) (*infoReport, error) {
 	c, err := o.hubClient()
 	if err != nil {
@@ -198,151 +197,57 @@ func (o *options) info(ctx context.Context, app string, now time.Time) (*infoRep
 	if err := c.List(ctx, apList, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("list ApplicationPolicies in %s: %w", ns, err)
 	}
-	var aps []*policyhubv1.ApplicationPolicy
-	for i := range apList.Items {
-		if apList.Items[i].Spec.Application == app {
-			aps = append(aps, &apList.Items[i])
-		}
-	}
-	report := buildInfo(app, ns, summaries, live, aps, now)
 	active, err := readActiveExceptions(ctx, c, ns)
 	if err != nil {
 		return nil, err
 	}
-	report.Exceptions = exceptionsIn(active, ns)
-	return report, nil
+	in := pages.ApplicationInput{Namespace: ns, Name: app, Now: now,
+		Stale: func(s *policyhubv1.PolicyReportSummary) bool { return live.stale(s, now) }}
+	for _, s := range summaries {
+		in.Summaries = append(in.Summaries, s)
+	}
+	for i := range apList.Items {
+		in.ApplicationPolicies = append(in.ApplicationPolicies, &apList.Items[i])
+	}
+	for i := range active {
+		in.Exceptions = append(in.Exceptions, &active[i])
+	}
+	return infoFrom(pages.BuildApplication(in)), nil
 }
 
-// buildInfo gathers the application's results from the clusters' summaries (by cluster) and its
-// ApplicationPolicies. The summaries are the source of the results; an ApplicationPolicy's own
-// per-policy results fill in what a summary left out (a truncated one).
-func buildInfo(app, ns string, summaries map[string]*policyhubv1.PolicyReportSummary, live liveness, aps []*policyhubv1.ApplicationPolicy, now time.Time) *infoReport {
-	report := &infoReport{Application: app, Namespace: ns, ApplicationPolicies: []string{},
+// infoFrom is the report of an application's page: its lists [] in JSON when empty, messages on
+// one line.
+func infoFrom(a *pages.Application) *infoReport {
+	report := &infoReport{Application: a.Name, Namespace: a.Namespace, ApplicationPolicies: append([]string{}, a.ApplicationPolicies...),
+		Totals: toReportCounts(a.Totals), Violations: a.Violations, Blocked: a.Blocked,
 		Results: []appResult{}, TopViolations: []appViolation{}, BlockedAdmissions: []appBlocked{}}
-	type key struct{ cluster, policy string }
-	results := map[key]*appResult{}
-	for cluster, s := range summaries {
-		for _, a := range s.Spec.Applications {
-			if a.Namespace != ns || a.Name != app {
-				continue
-			}
-			k := key{cluster, a.Policy}
-			r := results[k]
-			if r == nil {
-				r = &appResult{Cluster: cluster, Policy: a.Policy, ReportTime: reportTime(s, now), Stale: live.stale(s, now)}
-				results[k] = r
-			}
-			r.Results.add(toReportCounts(a.Results))
-			r.Blocked = aggregate.AddCount(r.Blocked, a.Blocked)
+	for _, r := range a.Results {
+		res := appResult{Cluster: r.Cluster, Policy: r.Policy, Results: toReportCounts(r.Results), Blocked: r.Blocked, Stale: r.Stale}
+		if !r.ReportTime.IsZero() {
+			res.ReportTime = &metav1.Time{Time: r.ReportTime}
 		}
+		report.Results = append(report.Results, res)
 	}
-	seenViolation := map[string]bool{}
-	for _, ap := range aps {
-		report.ApplicationPolicies = append(report.ApplicationPolicies, ap.Name)
-		for _, p := range ap.Status.Policies {
-			// The status names a generated policy by name; the summaries, like this report,
-			// name a namespaced policy namespace/name.
-			ref := generatedPolicyRef(specOf(summaries[p.Cluster]), ap.Namespace, p.Policy)
-			k := key{p.Cluster, ref}
-			if r, ok := results[k]; ok {
-				// A generated policy matches only the application's resources, so all its
-				// refusals are the application's, also those the agent could not attribute
-				// (a refused create leaves no object to read the application label from).
-				r.Blocked = max(r.Blocked, p.Blocked)
-			} else {
-				r := &appResult{Cluster: p.Cluster, Policy: ref, Results: toReportCounts(p.Results), Blocked: p.Blocked}
-				if s, ok := summaries[p.Cluster]; ok { // a summary that left the policy out (truncated)
-					r.ReportTime, r.Stale = reportTime(s, now), live.stale(s, now)
-				}
-				results[k] = r
-			}
-			if p.LastBlocked != nil {
-				b := appBlocked{Cluster: p.Cluster, Policy: ref, Count: p.Blocked, Message: oneLine(p.LastBlocked.Message), Time: p.LastBlocked.Time}
-				if p.LastBlocked.Resource != nil {
-					r := toResourceRef(*p.LastBlocked.Resource)
-					b.Resource = &r
-				}
-				report.BlockedAdmissions = append(report.BlockedAdmissions, b)
-			}
+	for _, v := range a.TopViolations {
+		report.TopViolations = append(report.TopViolations, appViolation{Cluster: v.Cluster, Policy: v.Policy, Rule: v.Rule, Result: v.Result,
+			Severity: v.Severity, Resource: toResourceRef(v.Resource), Message: oneLine(v.Message), Timestamp: v.Timestamp})
+	}
+	for _, r := range a.Refusals {
+		b := appBlocked{Cluster: r.Cluster, Policy: r.Policy, Count: r.Count, Message: oneLine(r.Message)}
+		if !r.At.IsZero() {
+			b.Time = &metav1.Time{Time: r.At}
 		}
-		for _, v := range ap.Status.TopViolations {
-			av := appViolation{Cluster: v.Cluster, Policy: v.Policy, Rule: v.Rule, Result: v.Result, Severity: v.Severity,
-				Resource: toResourceRef(v.Resource), Message: oneLine(v.Message), Timestamp: v.Timestamp}
-			id := strings.Join([]string{av.Cluster, av.Policy, av.Rule, av.Result, av.Resource.String()}, "\x00")
-			if seenViolation[id] {
-				continue
-			}
-			seenViolation[id] = true
-			report.TopViolations = append(report.TopViolations, av)
+		if r.Resource != nil {
+			ref := toResourceRef(*r.Resource)
+			b.Resource = &ref
 		}
+		report.BlockedAdmissions = append(report.BlockedAdmissions, b)
 	}
-	slices.Sort(report.ApplicationPolicies)
-	for _, r := range results {
-		report.Results = append(report.Results, *r)
-		report.Totals.add(r.Results)
-		report.Blocked = aggregate.AddCount(report.Blocked, r.Blocked)
+	for _, ex := range a.Exceptions {
+		report.Exceptions = append(report.Exceptions, namespaceException{Namespace: ex.Namespace, Name: ex.Name, Policy: ex.Policy,
+			ExpiresAt: metav1.Time{Time: ex.ExpiresAt}, InForce: ex.InForce, Exempted: ex.Exempted})
 	}
-	report.Violations = report.Totals.violations()
-	slices.SortFunc(report.Results, func(a, b appResult) int {
-		return cmp.Or(strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.Policy, b.Policy))
-	})
-	slices.SortFunc(report.TopViolations, compareViolations)
-	slices.SortFunc(report.BlockedAdmissions, func(a, b appBlocked) int {
-		return cmp.Or(strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.Policy, b.Policy))
-	})
 	return report
-}
-
-// reportTime is when the hub saw the summary, by the hub's clock (nil when it cannot tell), as
-// the ApplicationPolicies' status says it.
-func reportTime(s *policyhubv1.PolicyReportSummary, now time.Time) *metav1.Time {
-	if at, _ := aggregate.ObservedAt(s, now); !at.IsZero() {
-		return &metav1.Time{Time: at}
-	}
-	return nil
-}
-
-// specOf is the summary's spec, nil for none.
-func specOf(s *policyhubv1.PolicyReportSummary) *policyhubv1.PolicyReportSummarySpec {
-	if s == nil {
-		return nil
-	}
-	return &s.Spec
-}
-
-// generatedPolicyRef is how the cluster's summary names the ApplicationPolicy's generated policy
-// name: namespace/name, with the namespace the summary knows it in (the application's, when
-// several); the ApplicationPolicy's namespace when the summary does not list the policy.
-func generatedPolicyRef(s *policyhubv1.PolicyReportSummarySpec, apNamespace, name string) string {
-	namespace := ""
-	if s != nil {
-		for _, p := range s.Policies {
-			if p.Name == name && p.Namespace != "" && (namespace == "" || p.Namespace == apNamespace) {
-				namespace = p.Namespace
-			}
-		}
-	}
-	return policyhubv1.PolicyRef(cmp.Or(namespace, apNamespace), name)
-}
-
-// compareViolations orders violations most severe first, then newest first, then by cluster,
-// policy, resource and rule, so that the order never depends on the sources' order.
-func compareViolations(a, b appViolation) int {
-	if c := cmp.Compare(policyhubv1.SeverityRank(a.Severity), policyhubv1.SeverityRank(b.Severity)); c != 0 {
-		return c
-	}
-	var at, bt time.Time
-	if a.Timestamp != nil {
-		at = a.Timestamp.Time
-	}
-	if b.Timestamp != nil {
-		bt = b.Timestamp.Time
-	}
-	if c := bt.Compare(at); c != 0 {
-		return c
-	}
-	return cmp.Or(strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.Policy, b.Policy),
-		strings.Compare(a.Resource.String(), b.Resource.String()), strings.Compare(a.Rule, b.Rule), strings.Compare(a.Result, b.Result))
 }
 
 func printInfoTable(w io.Writer, r *infoReport, now time.Time) {

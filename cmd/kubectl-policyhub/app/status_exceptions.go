@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -99,37 +98,6 @@ type namespaceException struct {
 	ExpiresAt metav1.Time `json:"expiresAt"`
 	InForce   int32       `json:"inForce"`
 	Exempted  int64       `json:"exempted"`
-}
-
-// exceptionsIn are the active exceptions whose resources are in namespace: they name it (or a
-// pattern matching it), or name no namespace and are the namespace's own (a tenant's exception
-// without namespaces is confined to its own). The first to end first, at most
-// maxStatusExceptions.
-func exceptionsIn(all []policyhubv1.FleetPolicyException, namespace string) []namespaceException {
-	var out []namespaceException
-	for _, ex := range all {
-		names := ex.Spec.Resources.Namespaces
-		applies := len(names) == 0 && ex.Namespace == namespace
-		for _, n := range names {
-			if ok, _ := path.Match(n, namespace); ok {
-				applies = true
-			}
-		}
-		if applies {
-			out = append(out, namespaceException{Namespace: ex.Namespace, Name: ex.Name, Policy: ex.Status.Policy,
-				ExpiresAt: ex.Spec.ExpiresAt, InForce: ex.Status.InForce, Exempted: ex.Status.Exempted})
-		}
-	}
-	slices.SortFunc(out, func(a, b namespaceException) int {
-		if c := a.ExpiresAt.Compare(b.ExpiresAt.Time); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-	})
-	if len(out) > maxStatusExceptions {
-		out = out[:maxStatusExceptions]
-	}
-	return out
 }
 
 // printNamespaceExceptions lists the exceptions that may exempt the application's resources.

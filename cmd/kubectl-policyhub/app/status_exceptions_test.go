@@ -50,29 +50,3 @@ func TestExceptionsFromADeclaration(t *testing.T) {
 		}
 	}
 }
-
-func TestExceptionsInANamespace(t *testing.T) {
-	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	ex := func(ns, name string, namespaces ...string) policyhubv1.FleetPolicyException {
-		e := policyhubv1.FleetPolicyException{}
-		e.Namespace, e.Name = ns, name
-		e.Spec.Resources.Namespaces = namespaces
-		e.Spec.ExpiresAt = metav1.NewTime(now.Add(time.Hour))
-		e.Status.State = policyhubv1.ExceptionActive
-		return e
-	}
-	all := []policyhubv1.FleetPolicyException{
-		ex("platform", "named", "shop", "billing"),
-		ex("platform", "pattern", "sho?"),
-		ex("platform", "elsewhere", "billing"),
-		ex("shop", "own"),      // a tenant's, without namespaces: its own
-		ex("billing", "other"), // another tenant's, confined to billing
-	}
-	var got []string
-	for _, e := range exceptionsIn(all, "shop") {
-		got = append(got, e.Namespace+"/"+e.Name)
-	}
-	if want := "platform/named platform/pattern shop/own"; strings.Join(got, " ") != want {
-		t.Fatalf("exceptions in shop: %v, want %s", got, want)
-	}
-}
