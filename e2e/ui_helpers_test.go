@@ -135,3 +135,19 @@ func screenshot(t *testing.T, tab context.Context, name string) {
 	}
 	t.Logf("screenshot of %s: %s (%d bytes)", name, path, len(png))
 }
+
+// followToClusterViolations follows the page's link to cluster-1 and checks that the cluster's
+// top violations show every one of wants (a resource, a policy, a rule, Kyverno's message).
+func followToClusterViolations(t *testing.T, tab context.Context, wants ...string) {
+	t.Helper()
+	if err := browse(t, tab, 30*time.Second, chromedp.Click(chromedp.CSS(`#clusters a[href="/clusters/cluster-1"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#violations"))); err != nil {
+		t.Fatalf("follow the cluster's link: %v", err)
+	}
+	violations := pageText(t, tab, "#violations")
+	for _, want := range wants {
+		if !strings.Contains(violations, want) {
+			t.Errorf("the cluster's violations do not show %q:\n%s", want, violations)
+		}
+	}
+}

@@ -69,16 +69,7 @@ func TestUIViews(t *testing.T) {
 	screenshot(t, tab, "policy")
 
 	// …and its cluster's link to the cluster, with the violation's resource, rule and message.
-	if err := browse(t, tab, 30*time.Second, chromedp.Click(chromedp.CSS(`#clusters a[href="/clusters/cluster-1"]`)),
-		chromedp.WaitVisible(chromedp.CSS("#violations"))); err != nil {
-		t.Fatalf("follow the cluster's link: %v", err)
-	}
-	violations := pageText(t, tab, "#violations")
-	for _, want := range []string{"Deployment " + ns + "/web", policy, "need-team", "Deployments need a team label"} {
-		if !strings.Contains(violations, want) {
-			t.Errorf("the cluster's violations do not show %q:\n%s", want, violations)
-		}
-	}
+	followToClusterViolations(t, tab, "Deployment "+ns+"/web", policy, "need-team", "Deployments need a team label")
 	if ns := pageText(t, tab, "#namespaces"); !strings.Contains(ns, "ui-e2e\t1") || strings.Contains(ns, "does not count namespaces") {
 		t.Errorf("the cluster's namespaces, as its agent counts them, do not show ui-e2e with 1 violation:\n%s", ns)
 	}
