@@ -452,6 +452,29 @@ spec:
 			t.Errorf("%s: the policy is at generation %d with failureAction %q, want 3 (one write per change) and Audit", cluster, live.GetGeneration(), ruleFailureAction(live))
 		}
 	}
+	// A PolicySet whose member Kyverno refuses everywhere: its status, written by one replica,
+	// counts the member failed in every cluster, those the other replicas work included (their
+	// entries carry the objects they could not apply).
+	refused := object(t, kyvernoRefusedTemplate)
+	refused.SetName("replicas-every-kind")
+	createPolicySet(t, fmt.Sprintf(`
+metadata: {name: e2e-replicas-set}
+spec:
+  placement: {clusters: [cluster-1, cluster-2, %s]}
+  source:
+    inline:
+    - %s
+`, strings.Join(shared, ", "), marshalJSON(refused.Object)))
+	waitPolicySet(t, "e2e-replicas-set", "the refused member counted in every cluster", func(s *setView) error {
+		if len(s.Status.AttentionMembers) != 1 {
+			return fmt.Errorf("attention members %+v", s.Status.AttentionMembers)
+		}
+		if got := s.Status.AttentionMembers[0]; got.Name != "replicas-every-kind" || got.Action != "Failed" || got.Clusters != fleetSize || s.Status.Members.Failed != 1 {
+			return fmt.Errorf("attention member %+v, members %+v: want replicas-every-kind Failed in all %d clusters", got, s.Status.Members, fleetSize)
+		}
+		return nil
+	})
+
 	// Every version of each apiserver's sync Lease: replicas took turns, each after the previous
 	// holder released the Lease or its turn ran out (the killed replica's). The processes' own
 	// "Failed to release lease" messages, which the two-process test checks, are not: the shared-N

@@ -102,25 +102,48 @@ func (s share) others(before []policyhubv1.ClusterStatus) []policyhubv1.ClusterS
 	return out
 }
 
-// answered marks this replica's entries with the generation they answer (outcomes not pending),
-// when the replicas share the fleet: the declaration's writer reads it.
+// answered marks this replica's entries with the generation they answer (outcomes not pending)
+// and the objects their sync could not apply, when the replicas share the fleet: the
+// declaration's writer reads them. With one replica the writer has every outcome itself.
 func (s share) answered(own []policyhubv1.ClusterStatus, outcomes []clusterOutcome, generation int64) []policyhubv1.ClusterStatus {
 	if s.single {
+		for i := range own {
+			own[i].Problems = nil // left by an earlier run that shared the fleet
+		}
 		return own
 	}
-	answered := map[string]bool{}
+	answered := map[string]*work.DeclarationResult{}
 	for _, o := range outcomes {
 		if !o.pending {
-			answered[o.cluster] = true
+			answered[o.cluster] = o.result
 		}
 	}
 	for i := range own {
-		if answered[own[i].Name] {
+		if r, ok := answered[own[i].Name]; ok {
 			own[i].ObservedGeneration = generation
+			own[i].Problems = problemsOf(r)
 		}
 	}
 	return own
 }
+
+// problemsOf are a result's failed and conflicting objects as a slice entry keeps them: without
+// diffs, messages cut to what the API allows, at most maxEntryProblems.
+func problemsOf(r *work.DeclarationResult) []policyhubv1.PlannedChange {
+	if r == nil || len(r.Problems) == 0 {
+		return nil
+	}
+	out := make([]policyhubv1.PlannedChange, 0, min(len(r.Problems), maxEntryProblems))
+	for _, p := range r.Problems[:min(len(r.Problems), maxEntryProblems)] {
+		p.Diff = ""
+		p.Message = policyhubv1.TruncateMessage(p.Message, 1024)
+		out = append(out, p)
+	}
+	return out
+}
+
+// maxEntryProblems is ClusterStatus.problems' bound (its CRD's maxItems).
+const maxEntryProblems = 10
 
 // view is every cluster's state as the declaration's writer counts it, and the other replicas'
 // clusters as outcomes (see othersOutcomes): another replica's state of an older generation than
@@ -169,14 +192,14 @@ func withOthers(own, others []policyhubv1.ClusterStatus) []policyhubv1.ClusterSt
 }
 
 // othersOutcomes are the other replicas' clusters as outcomes, for the writer's rollout and
-// counts: a cluster's phase and message as its owner wrote them; when its owner wrote the
+// counts: a cluster's phase, message and problems as its owner wrote them; when its owner wrote the
 // policies there is not known here, so a rollout judges its reports from when its wave was seen
 // synced, as after a restart.
 func othersOutcomes(source string, others []policyhubv1.ClusterStatus) []clusterOutcome {
 	out := make([]clusterOutcome, 0, len(others))
 	for _, c := range others {
 		out = append(out, clusterOutcome{cluster: c.Name, pending: c.Phase == policyhubv1.ClusterPhasePending,
-			result: &work.DeclarationResult{Source: source, Phase: c.Phase, Message: c.Message, Actions: c.Actions, InForce: c.InForce}})
+			result: &work.DeclarationResult{Source: source, Phase: c.Phase, Message: c.Message, Actions: c.Actions, InForce: c.InForce, Problems: c.Problems}})
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/shard"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // A replica keeps its own clusters' entries fresh and the others' as read; the declaration's
@@ -74,5 +75,64 @@ func TestShareSplitsEntriesBetweenReplicas(t *testing.T) {
 	single := share{single: true, writes: true}
 	if !single.owns("anything") || single.others(before) != nil {
 		t.Error("a single replica must own every cluster and see no other replica's entries")
+	}
+}
+
+// A PolicySet's members that need attention are counted over every cluster, also those another
+// replica works: their owners keep the objects they could not apply in their entries (without
+// diffs), and the set's writer folds them in with its own clusters' results.
+func TestMemberAttentionCountsOtherReplicasClusters(t *testing.T) {
+	names := []string{"c-0", "c-1", "c-2", "c-3", "c-4", "c-5"}
+	var clusters []shard.Cluster
+	for _, n := range names {
+		clusters = append(clusters, shard.Cluster{Name: n})
+	}
+	a := shard.Assign(clusters, []string{"r-a", "r-b"}, 0)
+	mine, theirs := a.Owned("r-a"), a.Owned("r-b")
+	refused := policyhubv1.PlannedChange{Action: string(policyhubv1.ClusterPhaseFailed), APIVersion: "kyverno.io/v1", Kind: "ClusterPolicy",
+		Name: "every-kind", Diff: "--- a long diff", Message: "admission webhook denied the request"}
+	failedIn := func(cluster string) clusterOutcome {
+		return clusterOutcome{cluster: cluster, result: &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseFailed,
+			Problems: []policyhubv1.PlannedChange{refused}}}
+	}
+
+	// r-b, not the writer, keeps its clusters' problems in its entries.
+	rb := share{me: "r-b", assignment: a}
+	var rbOwn []policyhubv1.ClusterStatus
+	var rbOutcomes []clusterOutcome
+	for _, n := range theirs {
+		rbOwn = append(rbOwn, policyhubv1.ClusterStatus{Name: n, Phase: policyhubv1.ClusterPhaseFailed})
+		rbOutcomes = append(rbOutcomes, failedIn(n))
+	}
+	rbOwn = rb.answered(rbOwn, rbOutcomes, 3)
+	for _, c := range rbOwn {
+		if len(c.Problems) != 1 || c.Problems[0].Name != "every-kind" || c.Problems[0].Diff != "" || c.ObservedGeneration != 3 {
+			t.Fatalf("r-b's entry %+v: want the refused member without its diff, at generation 3", c)
+		}
+	}
+
+	// r-a writes the set's status: its own outcomes and r-b's entries, as read.
+	ra := share{me: "r-a", assignment: a, writes: true}
+	var kept []clusterOutcome
+	var raOwn []policyhubv1.ClusterStatus
+	for _, n := range mine {
+		kept = append(kept, failedIn(n))
+		raOwn = append(raOwn, policyhubv1.ClusterStatus{Name: n, Phase: policyhubv1.ClusterPhaseFailed})
+	}
+	raOwn = ra.answered(raOwn, kept, 3)
+	objects := map[string][]*unstructured.Unstructured{}
+	for _, n := range names {
+		objects[n] = nil
+	}
+	_, theirOutcomes := ra.view(withOthers(raOwn, ra.others(withOthers(raOwn, rbOwn))), &render.Targets{Source: "PolicySet/s", Objects: objects}, 3)
+	attention, failed, _ := memberAttention(append(kept, theirOutcomes...))
+	if len(attention) != 1 || attention[0].Clusters != int32(len(names)) || failed != 1 {
+		t.Errorf("attention %+v, %d failed: want every-kind failed in all %d clusters", attention, failed, len(names))
+	}
+
+	// With one replica no entry keeps problems: the writer has every outcome itself.
+	single := share{single: true, writes: true}
+	if got := single.answered([]policyhubv1.ClusterStatus{{Name: "c-0", Problems: []policyhubv1.PlannedChange{refused}}}, []clusterOutcome{failedIn("c-0")}, 3); got[0].Problems != nil {
+		t.Errorf("a single replica's entry keeps problems %+v", got[0].Problems)
 	}
 }

@@ -330,6 +330,13 @@ type ClusterStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Problems are the objects the last sync could neither apply nor leave (failed or in
+	// conflict), without diffs, at most 10, when the hub's replicas share the fleet: the replica
+	// that writes the declaration's status counts them (a PolicySet's members that need
+	// attention) for the clusters other replicas work. Absent with one replica.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	Problems []PlannedChange `json:"problems,omitempty"`
 }
 
 // WithoutChurn is the result counts without those that move with every agent's summary (pass,
