@@ -15,12 +15,7 @@ import (
 // A replica keeps its own clusters' entries fresh and the others' as read; the declaration's
 // writer counts another replica's entry of an older generation, or none yet, as Pending.
 func TestShareSplitsEntriesBetweenReplicas(t *testing.T) {
-	names := []string{"c-0", "c-1", "c-2", "c-3", "c-4", "c-5"}
-	var clusters []shard.Cluster
-	for _, n := range names {
-		clusters = append(clusters, shard.Cluster{Name: n})
-	}
-	a := shard.Assign(clusters, []string{"r-a", "r-b"}, 0)
+	names, a := twoReplicas()
 	mine := a.Owned("r-a")
 	theirs := a.Owned("r-b")
 	if len(mine) == 0 || len(theirs) < 2 {
@@ -82,12 +77,7 @@ func TestShareSplitsEntriesBetweenReplicas(t *testing.T) {
 // replica works: their owners keep the objects they could not apply in their entries (without
 // diffs), and the set's writer folds them in with its own clusters' results.
 func TestMemberAttentionCountsOtherReplicasClusters(t *testing.T) {
-	names := []string{"c-0", "c-1", "c-2", "c-3", "c-4", "c-5"}
-	var clusters []shard.Cluster
-	for _, n := range names {
-		clusters = append(clusters, shard.Cluster{Name: n})
-	}
-	a := shard.Assign(clusters, []string{"r-a", "r-b"}, 0)
+	names, a := twoReplicas()
 	mine, theirs := a.Owned("r-a"), a.Owned("r-b")
 	refused := policyhubv1.PlannedChange{Action: string(policyhubv1.ClusterPhaseFailed), APIVersion: "kyverno.io/v1", Kind: "ClusterPolicy",
 		Name: "every-kind", Diff: "--- a long diff", Message: "admission webhook denied the request"}
@@ -135,4 +125,14 @@ func TestMemberAttentionCountsOtherReplicasClusters(t *testing.T) {
 	if got := single.answered([]policyhubv1.ClusterStatus{{Name: "c-0", Problems: []policyhubv1.PlannedChange{refused}}}, []clusterOutcome{failedIn("c-0")}, 3); got[0].Problems != nil {
 		t.Errorf("a single replica's entry keeps problems %+v", got[0].Problems)
 	}
+}
+
+// twoReplicas assigns six clusters over replicas r-a and r-b.
+func twoReplicas() ([]string, shard.Assignment) {
+	names := []string{"c-0", "c-1", "c-2", "c-3", "c-4", "c-5"}
+	var clusters []shard.Cluster
+	for _, n := range names {
+		clusters = append(clusters, shard.Cluster{Name: n})
+	}
+	return names, shard.Assign(clusters, []string{"r-a", "r-b"}, 0)
 }
