@@ -219,7 +219,8 @@ func (s *Server) application(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := pages.BuildApplication(pages.ApplicationFrom(snap, r.PathValue("namespace"), r.PathValue("name")))
-	watch := "cluster/ " + read.DeclarationTopic(policyhubv1.KindApplicationPolicy, a.Namespace, "") + " exception/" + a.Namespace + "/"
+	// Every exception: one living elsewhere (the platform's) may name the application's namespace.
+	watch := "cluster/ " + read.DeclarationTopic(policyhubv1.KindApplicationPolicy, a.Namespace, "") + " exception/"
 	s.render(w, r, "application", view{Title: "Application " + a.Namespace + "/" + a.Name, Watch: watch, Scope: snap.Scope, Now: snap.Now, Page: a})
 }
 

@@ -200,3 +200,22 @@ func TestEventsCoalesceChanges(t *testing.T) {
 		t.Errorf("event %q, want %q", got, want)
 	}
 }
+
+// An application's page follows every exception: one the platform keeps in its own namespace may
+// name the application's (the page lists it), and its change must refresh the page.
+func TestApplicationPageFollowsExceptionsElsewhere(t *testing.T) {
+	s, _ := newTestServer(t, syntheticFleet(1, 1, time.Now()), open)
+	body := get(t, s, "/applications/shop/web").Body.String()
+	_, rest, ok := strings.Cut(body, `data-watch="`)
+	watch, _, _ := strings.Cut(rest, `"`)
+	if !ok {
+		t.Fatal("the page has no data-watch")
+	}
+	topic := read.ExceptionTopic("policyhub-system", "shop-web-exempt")
+	for _, prefix := range strings.Fields(watch) {
+		if strings.HasPrefix(topic, prefix) { // as ui.js matches a topic
+			return
+		}
+	}
+	t.Errorf("the application page watches %q: a change of %s would not refresh it", watch, topic)
+}
