@@ -225,6 +225,16 @@ func (e engine) writeSlices(ctx context.Context, d declaration, clusters []polic
 	return statusslice.Apply(ctx, e.client, d.object(), policyhubv1.GroupVersion.WithKind(d.kind()), changes)
 }
 
+// sliceWriteFailed is a reconcile's answer to a failed writeSlices: a write refused because the
+// cache had not seen the last write of a slice yet (this replica's, or another replica's entries)
+// reads the slices again shortly; any other error is returned.
+func sliceWriteFailed(err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{RequeueAfter: sliceReread}, nil
+	}
+	return ctrl.Result{}, err
+}
+
 // reconcile keeps the finalizer, or lets a deleted declaration go (finalize); a suspended one
 // only says so. Otherwise the dispatch half hands the clusters what the declaration wants, and
 // the status half writes what they answered.
@@ -360,7 +370,7 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 		}
 		if len(stuck) > 0 {
 			if err := e.writeSlices(ctx, d, withOthers(clusterStatuses(before, stuck, nil, metav1.Now()), others), have); err != nil {
-				return ctrl.Result{}, err
+				return sliceWriteFailed(err)
 			}
 			if !sh.writes {
 				return ctrl.Result{}, nil
@@ -385,10 +395,7 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 		// This replica's clusters are let go of; the declaration's writer lets it go once no
 		// other replica's cluster is left (their slices wake it).
 		if err := e.writeSlices(ctx, d, others, have); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-				return ctrl.Result{RequeueAfter: sliceReread}, nil
-			}
-			return ctrl.Result{}, err
+			return sliceWriteFailed(err)
 		}
 		for _, c := range clusters {
 			e.dispatch.workers.Drop(c, source)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,10 +43,7 @@ func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 	if !sh.writes {
 		// Another replica writes the declaration's status: this one keeps its clusters' entries.
 		if err := e.writeSlices(ctx, d, clusters, have); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-				return ctrl.Result{RequeueAfter: sliceReread}, nil
-			}
-			return ctrl.Result{}, err
+			return sliceWriteFailed(err)
 		}
 		emitSyncEvents(e.recorder, obj, before, sent.kept)
 		return ctrl.Result{}, nil
@@ -92,11 +88,7 @@ func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 	}
 	setConditions(st.conditions, ready, reconciling, stalled)
 	if err := e.writeSlices(ctx, d, clusters, have); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-			// The cache had not seen the last write of a slice yet: read again shortly.
-			return ctrl.Result{RequeueAfter: sliceReread}, nil
-		}
-		return ctrl.Result{}, err
+		return sliceWriteFailed(err)
 	}
 	if err := e.patchStatus(ctx, orig, d); err != nil {
 		return ctrl.Result{}, err
