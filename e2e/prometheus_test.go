@@ -442,15 +442,7 @@ func (p *testPrometheus) wantData(ctx context.Context, expr string) error {
 // no such target at all, and not while the scrape succeeds or for another job's failure; it says
 // that every other alert is blind meanwhile.
 func TestPrometheusMetricsDownRule(t *testing.T) {
-	if _, err := os.Stat(prometheusBinary); err != nil {
-		t.Fatalf("%s: %v (hack/testbin.sh installs Debian's prometheus)", prometheusBinary, err)
-	}
-	var rule alertRule
-	for _, r := range alertRules(t, prometheusTestRules) {
-		if r.Alert == "PolicyhubMetricsDown" {
-			rule = r
-		}
-	}
+	rule := promtoolRule(t, "PolicyhubMetricsDown")
 	if !strings.Contains(rule.Annotations["summary"], "every policyhub alert is blind") || !strings.Contains(rule.Annotations["description"], "every other policyhub alert is") {
 		t.Errorf("PolicyhubMetricsDown does not say that the other alerts are blind: %v", rule.Annotations)
 	}
@@ -484,15 +476,7 @@ func TestPrometheusMetricsDownRule(t *testing.T) {
 // minutes), firing when a replica's clusters are worked by nobody (a replica that holds its Lease
 // but exports nothing: its clusters are assigned to it, and no other replica takes them).
 func TestPrometheusClusterUnownedRule(t *testing.T) {
-	if _, err := os.Stat(prometheusBinary); err != nil {
-		t.Fatalf("%s: %v (hack/testbin.sh installs Debian's prometheus)", prometheusBinary, err)
-	}
-	var rule alertRule
-	for _, r := range alertRules(t, prometheusTestRules) {
-		if r.Alert == "PolicyhubClusterUnowned" {
-			rule = r
-		}
-	}
+	rule := promtoolRule(t, "PolicyhubClusterUnowned")
 	if rule.Alert == "" {
 		t.Fatal("the chart renders no PolicyhubClusterUnowned alert")
 	}
@@ -566,4 +550,20 @@ func promtoolTestRules(t *testing.T, file map[string]any) {
 	if out, err := exec.Command(filepath.Join(filepath.Dir(prometheusBinary), "promtool"), "test", "rules", path).CombinedOutput(); err != nil {
 		t.Fatalf("promtool test rules: %v\n%s\n%s", err, out, data)
 	}
+}
+
+// promtoolRule is the chart's alert rule name, as rendered for promtool's rule tests (whose
+// binary it checks is there).
+func promtoolRule(t *testing.T, name string) alertRule {
+	t.Helper()
+	if _, err := os.Stat(prometheusBinary); err != nil {
+		t.Fatalf("%s: %v (hack/testbin.sh installs Debian's prometheus)", prometheusBinary, err)
+	}
+	for _, r := range alertRules(t, prometheusTestRules) {
+		if r.Alert == name {
+			return r
+		}
+	}
+	t.Fatalf("the chart renders no alert %s", name)
+	return alertRule{}
 }
