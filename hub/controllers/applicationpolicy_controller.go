@@ -190,13 +190,13 @@ func (d *applicationPolicy) application(ctx context.Context) (*unstructured.Unst
 // state, and per policy with the top violations in the status.
 func (d *applicationPolicy) setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
 	clusters = setResults(clusters, read, owned, now)
-	d.Status.Policies, d.Status.TopViolations = applicationResults(d.Spec.Application, clusters, read.summaries, owned, now)
+	d.Status.Policies, d.Status.TopViolations = applicationResults(d.Spec.Application, clusters, read, owned, now)
 	d.clusters = clusters
 	return clusters
 }
 
 // progress: an ApplicationPolicy has no rollout; it is in force where its application runs.
-func (d *applicationPolicy) progress(*rendering, []clusterOutcome, summaryRead, map[string][]aggregate.Policy, time.Time) progress {
+func (d *applicationPolicy) progress(*rendering, []clusterOutcome, []policyhubv1.ClusterStatus, time.Time) progress {
 	return progress{}
 }
 

@@ -63,12 +63,13 @@ type declaration interface {
 	// renderInput is what render reads from the declaration besides its spec and annotations
 	// (e.g. a FleetPolicy's rollout state): a rendering is reused while it is the same.
 	renderInput() string
-	// setResults sets the agents' results in the clusters' state, and in the status, from the
-	// accepted summaries.
+	// setResults sets the agents' results in the state of the clusters this replica works, from
+	// their accepted summaries, and in the status from every cluster's state (read.unread: kept
+	// as it was, e.g. as another replica wrote it).
 	setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus
 	// progress moves what the declaration rolls out (made by the rendering r), from the
-	// clusters' outcomes and summaries.
-	progress(r *rendering, outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress
+	// clusters' outcomes and state (their results, and whether their reports are fresh).
+	progress(r *rendering, outcomes []clusterOutcome, clusters []policyhubv1.ClusterStatus, now time.Time) progress
 	// afterStatus runs once the status is written (e.g. mirroring it elsewhere) and may ask to
 	// be woken again.
 	afterStatus(ctx context.Context) time.Duration
@@ -221,6 +222,14 @@ func (e engine) sliceOwner(d declaration) statusslice.Owner {
 // writeSlices makes the declaration's ClusterStatusSlices hold clusters, writing only the slices
 // that change.
 func (e engine) writeSlices(ctx context.Context, d declaration, clusters []policyhubv1.ClusterStatus, have []policyhubv1.ClusterStatusSlice) error {
+	if e.shard == nil {
+		// What only replicas sharing the fleet write (ClusterStatus.Shared) stays in memory.
+		kept := make([]policyhubv1.ClusterStatus, len(clusters))
+		for i, c := range clusters {
+			kept[i] = c.Shared(false)
+		}
+		clusters = kept
+	}
 	changes := statusslice.Split(e.sliceOwner(d), clusters, have, e.sliceSize)
 	return statusslice.Apply(ctx, e.client, d.object(), policyhubv1.GroupVersion.WithKind(d.kind()), changes)
 }

@@ -170,11 +170,21 @@ func (r summaryRead) lastHeard(s *policyhubv1.PolicyReportSummary, now time.Time
 	return aggregate.LastHeard(s, r.heard.At(s.Namespace), now)
 }
 
-// readSummaries reads the accepted summaries of the clusters. They are the cache's own objects
-// (one list, no copies: a reconcile at a thousand clusters would otherwise copy a thousand
-// summaries), so they must not be changed.
-func readSummaries(ctx context.Context, reader client.Reader, clusters []policyhubv1.ClusterStatus) summaryRead {
+// readSummaries reads the accepted summaries of the clusters this replica works (sh): those
+// other replicas work are unread here, their state kept as their owners wrote it (with sharing
+// on, this replica's cache holds only its own clusters' summaries). They are the cache's own
+// objects (one list, no copies: a reconcile at a thousand clusters would otherwise copy a
+// thousand summaries), so they must not be changed.
+func readSummaries(ctx context.Context, reader client.Reader, clusters []policyhubv1.ClusterStatus, sh share) summaryRead {
 	summaries, unread := map[string]*policyhubv1.PolicyReportSummary{}, map[string]bool{}
+	wanted := make(map[string]bool, len(clusters))
+	for _, c := range clusters {
+		if sh.owns(c.Name) {
+			wanted[c.Name] = true
+		} else {
+			unread[c.Name] = true
+		}
+	}
 	list := &policyhubv1.PolicyReportSummaryList{}
 	if err := reader.List(ctx, list, readOnlyList); err != nil {
 		log.FromContext(ctx).Error(err, "read the clusters' summaries; their results are kept as they were")
@@ -182,10 +192,6 @@ func readSummaries(ctx context.Context, reader client.Reader, clusters []policyh
 			unread[c.Name] = true
 		}
 		return summaryRead{summaries: summaries, unread: unread}
-	}
-	wanted := make(map[string]bool, len(clusters))
-	for _, c := range clusters {
-		wanted[c.Name] = true
 	}
 	for i := range list.Items {
 		s := &list.Items[i]

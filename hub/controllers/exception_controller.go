@@ -474,7 +474,7 @@ func (d *fleetPolicyException) setResults(clusters []policyhubv1.ClusterStatus, 
 
 // progress sets the exception's own status (state, clusters in force, Approved) and holds Ready
 // while it is not Active, or its target is missing; it wakes at the end date.
-func (d *fleetPolicyException) progress(r *rendering, outcomes []clusterOutcome, _ summaryRead, _ map[string][]aggregate.Policy, _ time.Time) progress {
+func (d *fleetPolicyException) progress(r *rendering, outcomes []clusterOutcome, _ []policyhubv1.ClusterStatus, _ time.Time) progress {
 	d.judged()
 	d.Status.Policy = r.excepted
 	var inForce int32

@@ -157,8 +157,8 @@ func (d *fleetPolicy) renderInput() string {
 	return string(state)
 }
 
-func (d *fleetPolicy) progress(r *rendering, outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress {
-	return d.progressRollout(r.rollout, outcomes, read, owned, now)
+func (d *fleetPolicy) progress(r *rendering, outcomes []clusterOutcome, clusters []policyhubv1.ClusterStatus, now time.Time) progress {
+	return d.progressRollout(r.rollout, outcomes, clusters, now)
 }
 
 func (d *fleetPolicy) setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {

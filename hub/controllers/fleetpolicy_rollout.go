@@ -19,14 +19,14 @@ type rolloutEvent struct {
 	eventType, reason, message string
 }
 
-// progressRollout makes one step of the rollout plan (nil: none) from the clusters' outcomes and summaries,
-// and records the new state in the status.
-func (d *fleetPolicy) progressRollout(plan *rollout.Plan, outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress {
+// progressRollout makes one step of the rollout plan (nil: none) from the clusters' outcomes and
+// state (see gateReports), and records the new state in the status.
+func (d *fleetPolicy) progressRollout(plan *rollout.Plan, outcomes []clusterOutcome, clusters []policyhubv1.ClusterStatus, now time.Time) progress {
 	if plan == nil {
 		d.Status.Rollout = nil
 		return progress{}
 	}
-	step := stepRollout(plan, outcomes, read, owned, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
+	step := stepRollout(plan, outcomes, clusters, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
 		func() *policyhubv1.StableVersion {
 			return &policyhubv1.StableVersion{Revision: plan.Revision, Template: d.Spec.Template.DeepCopy()}
 		})
@@ -43,53 +43,25 @@ type rolloutStep struct {
 }
 
 // stepRollout makes one step of a declaration's rollout plan from its clusters' outcomes and
-// summaries: annotations hold the approvals, paused holds every wave, prev is the state before,
+// state (their results, and whether gateReports judged their reports fresh): annotations hold the approvals, paused holds every wave, prev is the state before,
 // and done names the current version once it completes every wave.
-func stepRollout(plan *rollout.Plan, outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time,
+func stepRollout(plan *rollout.Plan, outcomes []clusterOutcome, clusters []policyhubv1.ClusterStatus, now time.Time,
 	annotations map[string]string, paused bool, prev *policyhubv1.RolloutStatus, done func() *policyhubv1.StableVersion) rolloutStep {
-	waveSynced := map[string]*time.Time{}
-	for _, s := range plan.States {
-		waveSynced[s.Name] = s.SyncedAt
-	}
-	syncedAt := map[string]time.Time{} // by cluster: when its wave was seen synced
-	for _, w := range plan.Waves {
-		if at := waveSynced[w.Name]; at != nil {
-			for _, c := range w.Clusters {
-				syncedAt[c] = *at
-			}
-		}
-	}
 	measures := map[string]rollout.Measure{}
-	var recheck time.Time // the first time a cluster's agent, heard again, may prove it reported
+	entries := make(map[string]*policyhubv1.ClusterStatus, len(clusters))
+	for i := range clusters {
+		entries[clusters[i].Name] = &clusters[i]
+	}
 	for _, o := range outcomes {
 		if _, rolling := plan.Modes[o.cluster]; !rolling {
 			continue // held at the stable version: not judged
 		}
 		m := rollout.Measure{Synced: !o.pending && o.result.Phase == policyhubv1.ClusterPhaseSynced && o.result.InForce != nil && *o.result.InForce}
-		// The version arrived when the worker wrote it. A worker that did not (it found it there
-		// when the hub started) cannot say when it arrived: its summary counts from the moment
-		// the wave was seen synced, on whatever results it holds (Kyverno evaluated them when
-		// the version arrived, before the hub restarted).
-		arrived, known := o.wroteAt, !o.wroteAt.IsZero()
-		if !known {
-			arrived = syncedAt[o.cluster]
-		}
-		if s, ok := read.summaries[o.cluster]; ok {
-			res := aggregate.ForPolicies(s, owned[o.cluster], now)
-			m.Fail, m.Blocked = res.Counts.Fail, res.Blocked
-			heard := read.lastHeard(s, now)
-			m.Fresh = !arrived.IsZero() && freshReport(res, heard, arrived, known)
-			if !m.Fresh && !arrived.IsZero() {
-				// A renewal wakes no declaration: look again when the agent's next one is due,
-				// or when one would be late enough to count.
-				at := arrived.Add(quietProof)
-				if next := heard.Add(aggregate.Heartbeat(s)); next.After(at) {
-					at = next
-				}
-				if recheck.IsZero() || at.Before(recheck) {
-					recheck = at
-				}
+		if c := entries[o.cluster]; c != nil {
+			if c.Results != nil {
+				m.Fail = c.Results.Fail
 			}
+			m.Blocked, m.Fresh = c.Blocked, c.ReportsFresh != nil && *c.ReportsFresh
 		}
 		measures[o.cluster] = m
 	}
@@ -129,10 +101,92 @@ func stepRollout(plan *rollout.Plan, outcomes []clusterOutcome, read summaryRead
 	} else if due := rollout.NextWake(plan.Waves, out.Waves); !due.IsZero() {
 		p.wake = max(due.Sub(now)+time.Second, time.Millisecond)
 	}
-	if holding != "" && !recheck.IsZero() {
-		p.wake = minPositive(p.wake, max(recheck.Sub(now)+time.Second, time.Millisecond))
-	}
 	return rolloutStep{status: next, progress: p, transitions: rolloutTransitions(prev, next, plan.Waves)}
+}
+
+// gateReports judges, in the state of each cluster this replica works that is rolling out plan's
+// version (nil: no rollout), whether its reports are of that version (ReportsFresh, see
+// freshReport): the gates count only those. Another replica's clusters keep their owner's
+// judgement (read.unread). recheck is how soon a cluster not fresh yet, in a wave not done, may
+// be proven fresh by its agent heard again (zero: none): a renewal wakes no declaration.
+func gateReports(plan *rollout.Plan, own []clusterOutcome, clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) ([]policyhubv1.ClusterStatus, time.Duration) {
+	if plan == nil {
+		for i := range clusters {
+			if !read.unread[clusters[i].Name] {
+				clusters[i].ReportsFresh = nil
+			}
+		}
+		return clusters, 0
+	}
+	done := map[string]bool{}
+	syncedAt := map[string]time.Time{} // by cluster: when its wave was seen synced
+	for _, s := range plan.States {
+		done[s.Name] = s.Phase == rollout.Done
+		if s.SyncedAt == nil {
+			continue
+		}
+		for _, w := range plan.Waves {
+			if w.Name == s.Name {
+				for _, c := range w.Clusters {
+					syncedAt[c] = *s.SyncedAt
+				}
+			}
+		}
+	}
+	waveOf := map[string]string{}
+	for _, w := range plan.Waves {
+		for _, c := range w.Clusters {
+			waveOf[c] = w.Name
+		}
+	}
+	outcomes := make(map[string]clusterOutcome, len(own))
+	for _, o := range own {
+		outcomes[o.cluster] = o
+	}
+	var recheck time.Time
+	for i := range clusters {
+		c := &clusters[i]
+		o, mine := outcomes[c.Name]
+		if read.unread[c.Name] || !mine {
+			continue
+		}
+		c.ReportsFresh = nil
+		if _, rolling := plan.Modes[c.Name]; !rolling {
+			continue // held at the stable version: not judged
+		}
+		// The version arrived when the worker wrote it. A worker that did not (it found it there
+		// when the hub started, or another replica wrote it) cannot say when it arrived: its
+		// summary counts from the moment the wave was seen synced, on whatever results it holds
+		// (Kyverno evaluated them when the version arrived).
+		arrived, known := o.wroteAt, !o.wroteAt.IsZero()
+		if !known {
+			arrived = syncedAt[c.Name]
+		}
+		fresh := false
+		if s, ok := read.summaries[c.Name]; ok && !arrived.IsZero() {
+			res := aggregate.ForPolicies(s, owned[c.Name], now)
+			heard := read.lastHeard(s, now)
+			if fresh = freshReport(res, heard, arrived, known); !fresh && !done[waveOf[c.Name]] {
+				// Look again when the agent's next renewal is due, or when one would be late
+				// enough to count.
+				at := arrived.Add(quietProof)
+				if next := heard.Add(aggregate.Heartbeat(s)); next.After(at) {
+					at = next
+				}
+				if !at.After(now) {
+					at = now.Add(aggregate.Heartbeat(s)) // the agent is late: no sooner than its next renewal
+				}
+				if recheck.IsZero() || at.Before(recheck) {
+					recheck = at
+				}
+			}
+		}
+		c.ReportsFresh = &fresh
+	}
+	if recheck.IsZero() {
+		return clusters, 0
+	}
+	return clusters, max(recheck.Sub(now)+time.Second, time.Millisecond)
 }
 
 // reportGrace is how long after a policy arrived in a cluster its agent's summary may still

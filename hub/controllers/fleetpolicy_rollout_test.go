@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -115,5 +116,65 @@ func TestRolloutTransitions(t *testing.T) {
 	started := rolloutTransitions(prev, &policyhubv1.RolloutStatus{Revision: "r2", Waves: []policyhubv1.WaveStatus{{Name: "staging", Phase: policyhubv1.WaveAuditing}}}, waves)
 	if len(started) != 2 || started[0].reason != "RolloutStarted" || !strings.Contains(started[0].message, "revision r2 (was r1)") || started[1].reason != "WaveAuditing" {
 		t.Errorf("a new revision: events %+v", started)
+	}
+}
+
+// Each replica judges the reports of the clusters it works that roll out the version (fresh:
+// seen after its worker wrote it; not yet: a recheck when the agent may prove it), clears the
+// judgement where no rollout or wave runs, and keeps another replica's as its owner wrote it,
+// which is what the gates count.
+func TestGateReports(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	wrote := now.Add(-20 * time.Second)
+	policy := []aggregate.Policy{{Kind: "ClusterPolicy", Name: "p"}}
+	spec := func(cluster string) policyhubv1.PolicyReportSummarySpec {
+		return policyhubv1.PolicyReportSummarySpec{Cluster: cluster, Policies: []policyhubv1.PolicySummary{{Name: "p", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: 2}}}}
+	}
+	read := summaryRead{summaries: map[string]*policyhubv1.PolicyReportSummary{
+		"after":  seenSummary(now.Add(-10*time.Second), spec("after")),
+		"before": seenSummary(wrote.Add(-time.Minute), spec("before")),
+		"held":   seenSummary(now, spec("held")),
+	}, unread: map[string]bool{"theirs": true}}
+	owned := map[string][]aggregate.Policy{"after": policy, "before": policy, "held": policy, "theirs": policy}
+	plan := &rollout.Plan{Revision: "r2", Waves: []rollout.Wave{{Name: "canary", Clusters: []string{"after", "before", "theirs"}}},
+		Modes: map[string]policyhubv1.Mode{"after": policyhubv1.ModeAudit, "before": policyhubv1.ModeAudit, "theirs": policyhubv1.ModeAudit}}
+	own := []clusterOutcome{
+		{cluster: "after", wroteAt: wrote}, {cluster: "before", wroteAt: wrote}, {cluster: "held", wroteAt: wrote},
+	}
+	theirs := true
+	clusters := []policyhubv1.ClusterStatus{{Name: "after"}, {Name: "before"}, {Name: "held", ReportsFresh: &theirs}, {Name: "theirs", ReportsFresh: &theirs}}
+	got, recheck := gateReports(plan, own, clusters, read, owned, now)
+	fresh := func(i int) string {
+		if got[i].ReportsFresh == nil {
+			return "unjudged"
+		}
+		return fmt.Sprint(*got[i].ReportsFresh)
+	}
+	if fresh(0) != "true" || fresh(1) != "false" || fresh(2) != "unjudged" || fresh(3) != "true" {
+		t.Errorf("fresh: after %s, before %s, held %s, theirs %s; want true, false, unjudged, true (its owner's)", fresh(0), fresh(1), fresh(2), fresh(3))
+	}
+	if want := wrote.Add(quietProof).Sub(now) + time.Second; recheck != want {
+		t.Errorf("recheck in %v, want %v (when a renewal would be late enough to count)", recheck, want)
+	}
+	plan.States = []rollout.WaveState{{Name: "canary", Phase: rollout.Done}}
+	if _, recheck := gateReports(plan, own, clusters, read, owned, now); recheck != 0 {
+		t.Errorf("a wave done rechecks nothing: %v", recheck)
+	}
+	got, _ = gateReports(nil, own, clusters, read, owned, now)
+	if fresh(0) != "unjudged" || fresh(3) != "true" {
+		t.Errorf("without a rollout: after %s, theirs %s; want unjudged, and the owner's", fresh(0), fresh(3))
+	}
+}
+
+// An agent late for its renewal is looked at again no sooner than its next one could come: a
+// recheck already due would otherwise spin.
+func TestGateReportsOfALateAgent(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	s := seenSummary(now.Add(-time.Hour), policyhubv1.PolicyReportSummarySpec{Cluster: "late"})
+	plan := &rollout.Plan{Waves: []rollout.Wave{{Name: "canary", Clusters: []string{"late"}}}, Modes: map[string]policyhubv1.Mode{"late": policyhubv1.ModeAudit}}
+	_, recheck := gateReports(plan, []clusterOutcome{{cluster: "late", wroteAt: now.Add(-10 * time.Minute)}}, []policyhubv1.ClusterStatus{{Name: "late"}},
+		summaryRead{summaries: map[string]*policyhubv1.PolicyReportSummary{"late": s}}, nil, now)
+	if want := aggregate.Heartbeat(s) + time.Second; recheck != want {
+		t.Errorf("recheck in %v, want %v", recheck, want)
 	}
 }

@@ -265,16 +265,24 @@ func (d *policySet) renderInput() string {
 	return input
 }
 
+// setResults sets the clusters' results, and in each this replica works its members Kyverno
+// reports fail or error results of (see memberViolations).
 func (d *policySet) setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
-	return setResults(clusters, read, owned, now)
+	clusters = setResults(clusters, read, owned, now)
+	for i := range clusters {
+		if c := &clusters[i]; !read.unread[c.Name] {
+			c.Violating = violatingMembers(read.summaries[c.Name], owned[c.Name])
+		}
+	}
+	return clusters
 }
 
 // progress counts the members and names those failing or in conflict somewhere, from the
 // workers' outcomes: a member Kyverno refuses fails alone, and says so here with Kyverno's words.
-func (d *policySet) progress(r *rendering, outcomes []clusterOutcome, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) progress {
+func (d *policySet) progress(r *rendering, outcomes []clusterOutcome, clusters []policyhubv1.ClusterStatus, now time.Time) progress {
 	d.Status.Members = policyhubv1.MemberCounts{Total: int32(len(r.members))}
 	d.Status.AttentionMembers, d.Status.Members.Failed, d.Status.Members.Conflict = memberAttention(outcomes)
-	violating := memberViolations(read, owned)
+	violating := memberViolations(clusters)
 	d.Status.Members.Violating = int32(len(violating))
 	if room := policyhubv1.MaxAttentionMembers - len(d.Status.AttentionMembers); room > 0 {
 		d.Status.AttentionMembers = append(d.Status.AttentionMembers, violating[:min(room, len(violating))]...)
@@ -285,7 +293,7 @@ func (d *policySet) progress(r *rendering, outcomes []clusterOutcome, read summa
 	}
 	// The gates sum what the set's members measured in each cluster of the wave (owned): the set
 	// is promoted as a unit.
-	step := stepRollout(r.rollout, outcomes, read, owned, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
+	step := stepRollout(r.rollout, outcomes, clusters, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
 		func() *policyhubv1.StableVersion {
 			return &policyhubv1.StableVersion{Revision: r.rollout.Revision, Snapshot: d.Status.Source.Snapshot}
 		})
@@ -355,44 +363,60 @@ func memberAttention(outcomes []clusterOutcome) (attention []policyhubv1.MemberA
 	return all, failed, conflict
 }
 
-// memberViolations are the members Kyverno reports fail or error results of, in the clusters
-// that own them (owned: the set's policies by cluster), from the accepted summaries: most
-// violations first, each with the cluster where it has the most.
-func memberViolations(read summaryRead, owned map[string][]aggregate.Policy) []policyhubv1.MemberAttention {
+// maxEntryViolating is ClusterStatus.violating's bound (its CRD's maxItems).
+const maxEntryViolating = 50
+
+// violatingMembers are the members (of policies, the set's in the cluster) the cluster's summary s
+// (nil: none) reports fail or error results of, most first, at most maxEntryViolating.
+func violatingMembers(s *policyhubv1.PolicyReportSummary, policies []aggregate.Policy) []policyhubv1.MemberViolations {
+	if s == nil {
+		return nil
+	}
+	var out []policyhubv1.MemberViolations
+	aggregate.EachPolicy(s, policies, func(i int, p *policyhubv1.PolicySummary) {
+		n := aggregate.AddCount(0, p.Results.Fail)
+		if n = aggregate.AddCount(n, p.Results.Error); n > 0 {
+			m := policies[i]
+			out = append(out, policyhubv1.MemberViolations{MemberRef: policyhubv1.MemberRef{Kind: m.Kind, Namespace: m.Namespace, Name: m.Name}, Violations: n})
+		}
+	})
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Violations != out[j].Violations {
+			return out[i].Violations > out[j].Violations
+		}
+		return memberKey(out[i].MemberRef) < memberKey(out[j].MemberRef)
+	})
+	return out[:min(len(out), maxEntryViolating)]
+}
+
+// memberViolations are the members Kyverno reports fail or error results of, over the clusters'
+// state (see violatingMembers): most violations first, each with the cluster where it has the most.
+func memberViolations(clusters []policyhubv1.ClusterStatus) []policyhubv1.MemberAttention {
 	type tally struct {
 		clusters   int32
 		violations int64
 		worst      string
 		worstCount int64
 	}
-	by := map[aggregate.Policy]*tally{}
-	for cluster, policies := range owned {
-		s, ok := read.summaries[cluster]
-		if !ok {
-			continue
-		}
-		aggregate.EachPolicy(s, policies, func(i int, p *policyhubv1.PolicySummary) {
-			n := aggregate.AddCount(0, p.Results.Fail)
-			n = aggregate.AddCount(n, p.Results.Error)
-			if n == 0 {
-				return
-			}
-			t := by[policies[i]]
+	by := map[policyhubv1.MemberRef]*tally{}
+	for _, c := range clusters {
+		for _, v := range c.Violating {
+			t := by[v.MemberRef]
 			if t == nil {
 				t = &tally{}
-				by[policies[i]] = t
+				by[v.MemberRef] = t
 			}
 			t.clusters++
-			t.violations = aggregate.AddCount(t.violations, n)
-			if n > t.worstCount || (n == t.worstCount && cluster < t.worst) {
-				t.worst, t.worstCount = cluster, n
+			t.violations = aggregate.AddCount(t.violations, v.Violations)
+			if v.Violations > t.worstCount || (v.Violations == t.worstCount && c.Name < t.worst) {
+				t.worst, t.worstCount = c.Name, v.Violations
 			}
-		})
+		}
 	}
 	out := make([]policyhubv1.MemberAttention, 0, len(by))
-	for p, t := range by {
+	for m, t := range by {
 		out = append(out, policyhubv1.MemberAttention{
-			MemberRef: policyhubv1.MemberRef{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}, Action: "Violating",
+			MemberRef: m, Action: "Violating",
 			Clusters: t.clusters, Cluster: t.worst, Violations: t.violations,
 			Message: fmt.Sprintf("%d fail and error results in %d clusters, %d in %s", t.violations, t.clusters, t.worstCount, t.worst),
 		})

@@ -3,6 +3,7 @@ package controllers
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
@@ -46,7 +47,8 @@ func TestMemberAttention(t *testing.T) {
 
 // A set's members with fail or error results are named by their violations across the clusters
 // that own them, most first, each with its worst cluster; a summary's entry for a policy another
-// declaration owns there counts for nothing, and a negative count (a hostile summary) as 0.
+// declaration owns there counts for nothing, and a negative count (a hostile summary) as 0. A
+// cluster another replica works counts as its owner wrote it in its state.
 func TestMemberViolations(t *testing.T) {
 	summary := func(cluster string, policies ...policyhubv1.PolicySummary) *policyhubv1.PolicyReportSummary {
 		s := &policyhubv1.PolicyReportSummary{}
@@ -60,18 +62,37 @@ func TestMemberViolations(t *testing.T) {
 	read := summaryRead{summaries: map[string]*policyhubv1.PolicyReportSummary{
 		"a": summary("a", entry("team", 3, 1), entry("tier", 0, 0), entry("not-ours", 50, 0)),
 		"b": summary("b", entry("team", 1, 0), entry("tier", 7, 0), entry("labels", -5, 0)),
-	}}
+		"d": summary("d", entry("team", 1000, 0)), // another replica's cluster: not read here
+	}, unread: map[string]bool{"d": true}}
 	owned := map[string][]aggregate.Policy{
 		"a": {member("team"), member("tier")},
 		"b": {member("team"), member("tier"), member("labels")},
 		"c": {member("team")}, // no summary yet
+		"d": {member("team")},
 	}
-	got := memberViolations(read, owned)
+	theirs := policyhubv1.MemberViolations{MemberRef: policyhubv1.MemberRef{Kind: "ClusterPolicy", Name: "team"}, Violations: 3}
+	clusters := []policyhubv1.ClusterStatus{{Name: "a"}, {Name: "b"}, {Name: "c", Violating: []policyhubv1.MemberViolations{theirs}}, {Name: "d", Violating: []policyhubv1.MemberViolations{theirs}}}
+	clusters = (&policySet{}).setResults(clusters, read, owned, time.Now())
+	if clusters[2].Violating != nil {
+		t.Errorf("a cluster without a summary keeps %+v", clusters[2].Violating)
+	}
+	got := memberViolations(clusters)
 	if len(got) != 2 {
 		t.Fatalf("violating %+v: want team and tier", got)
 	}
-	if got[0].Name != "tier" || got[0].Violations != 7 || got[0].Clusters != 1 || got[0].Cluster != "b" || got[0].Action != "Violating" ||
-		got[1].Name != "team" || got[1].Violations != 5 || got[1].Clusters != 2 || got[1].Cluster != "a" {
+	if got[0].Name != "team" || got[0].Violations != 8 || got[0].Clusters != 3 || got[0].Cluster != "a" || got[0].Action != "Violating" ||
+		got[1].Name != "tier" || got[1].Violations != 7 || got[1].Clusters != 1 || got[1].Cluster != "b" {
 		t.Errorf("violating %+v", got)
+	}
+
+	var many []policyhubv1.PolicySummary
+	var members []aggregate.Policy
+	for i := range maxEntryViolating + 5 {
+		many = append(many, entry(fmt.Sprint("m", i), int64(i+1), 0))
+		members = append(members, member(fmt.Sprint("m", i)))
+	}
+	kept := violatingMembers(summary("e", many...), members)
+	if len(kept) != maxEntryViolating || kept[0].Violations != int64(maxEntryViolating+5) {
+		t.Errorf("a cluster's violating members: %d kept, first %+v; want the %d with most", len(kept), kept[0], maxEntryViolating)
 	}
 }

@@ -107,10 +107,7 @@ func (s share) others(before []policyhubv1.ClusterStatus) []policyhubv1.ClusterS
 // declaration's writer reads them. With one replica the writer has every outcome itself.
 func (s share) answered(own []policyhubv1.ClusterStatus, outcomes []clusterOutcome, generation int64) []policyhubv1.ClusterStatus {
 	if s.single {
-		for i := range own {
-			own[i].Problems = nil // left by an earlier run that shared the fleet
-		}
-		return own
+		return own // and writes none of it (ClusterStatus.Shared)
 	}
 	answered := map[string]*work.DeclarationResult{}
 	for _, o := range outcomes {

@@ -120,9 +120,9 @@ func TestMemberAttentionCountsOtherReplicasClusters(t *testing.T) {
 		t.Errorf("attention %+v, %d failed: want every-kind failed in all %d clusters", attention, failed, len(names))
 	}
 
-	// With one replica no entry keeps problems: the writer has every outcome itself.
+	// With one replica no entry written keeps problems: the writer has every outcome itself.
 	single := share{single: true, writes: true}
-	if got := single.answered([]policyhubv1.ClusterStatus{{Name: "c-0", Problems: []policyhubv1.PlannedChange{refused}}}, []clusterOutcome{failedIn("c-0")}, 3); got[0].Problems != nil {
+	if got := single.answered([]policyhubv1.ClusterStatus{{Name: "c-0", Problems: []policyhubv1.PlannedChange{refused}}}, []clusterOutcome{failedIn("c-0")}, 3); got[0].Shared(false).Problems != nil {
 		t.Errorf("a single replica's entry keeps problems %+v", got[0].Problems)
 	}
 }

@@ -37,16 +37,17 @@ func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 	others := sh.others(before)
 	clusters := withOthers(sh.answered(clusterStatuses(before, sent.kept, sent.targets.Revisions, metav1.NewTime(now)), sent.kept, obj.GetGeneration()), others)
 	owned := ownedPolicies(sent.targets.Objects)
-	read := readSummaries(ctx, e.reader, clusters)
+	read := readSummaries(ctx, e.reader, clusters, sh)
 	read.heard = e.heard
 	clusters = d.setResults(clusters, read, owned, now)
+	clusters, recheck := gateReports(sent.rollout, sent.kept, clusters, read, owned, now)
 	if !sh.writes {
 		// Another replica writes the declaration's status: this one keeps its clusters' entries.
 		if err := e.writeSlices(ctx, d, clusters, have); err != nil {
 			return sliceWriteFailed(err)
 		}
 		emitSyncEvents(e.recorder, obj, before, sent.kept)
-		return ctrl.Result{}, nil
+		return ctrl.Result{RequeueAfter: recheck}, nil
 	}
 	// The writer's view: another replica's state of an older generation is not an answer yet.
 	view, theirs := sh.view(clusters, sent.targets, obj.GetGeneration())
@@ -61,7 +62,7 @@ func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 		}
 	}
 	*st.summary = summarize(view)
-	prog := d.progress(sent.rendering, outcomes, read, owned, now)
+	prog := d.progress(sent.rendering, outcomes, clusters, now)
 	*st.observedGeneration = obj.GetGeneration()
 	var reconciling *metav1.Condition
 	switch {
@@ -99,6 +100,9 @@ func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 	}
 	emitSyncEvents(e.recorder, obj, before, sent.kept)
 	wake := d.afterStatus(ctx)
+	if prog.holding != "" {
+		wake = minPositive(wake, recheck) // a wave waits on reports not fresh yet
+	}
 	return ctrl.Result{RequeueAfter: minPositive(wake, prog.wake)}, nil
 }
 
@@ -341,37 +345,23 @@ const (
 // applicationResults is an application's own results in each cluster, from the agents'
 // per-application breakdown: per generated policy (counts, and the policy's refused admissions,
 // which are all the application's, since a generated policy matches only its resources), and the
-// top violations of those policies. The clusters' results are set to the application's totals.
-// An entry a summary lists twice counts once (its first), and no count is negative.
-func applicationResults(app string, clusters []policyhubv1.ClusterStatus, summaries map[string]*policyhubv1.PolicyReportSummary, owned map[string][]aggregate.Policy, now time.Time) ([]policyhubv1.ApplicationPolicyResult, []policyhubv1.Violation) {
+// top violations of those policies. In each cluster this replica works (read) they are set in
+// its state, with its results set to the application's totals; the status's are merged from
+// every cluster's state (another replica's as it wrote them). An entry a summary lists twice
+// counts once (its first), and no count is negative.
+func applicationResults(app string, clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) ([]policyhubv1.ApplicationPolicyResult, []policyhubv1.Violation) {
 	var results []policyhubv1.ApplicationPolicyResult
 	var violations [][]policyhubv1.Violation // by cluster, in the clusters' order
 	for i := range clusters {
 		c := &clusters[i]
-		s, ok := summaries[c.Name]
-		if !ok {
-			continue
-		}
-		total := policyhubv1.ResultCounts{}
-		var blocked int64
-		refs := map[string]bool{}
-		for _, p := range owned[c.Name] {
-			ref := policyhubv1.PolicyRef(p.Namespace, p.Name)
-			refs[ref] = true
-			r := applicationPolicyResult(app, c.Name, p, &s.Spec)
-			aggregate.Add(&total, r.Results)
-			blocked = aggregate.AddCount(blocked, r.Blocked)
-			results = append(results, r)
-		}
-		var own []policyhubv1.Violation
-		for _, v := range s.Spec.Violations {
-			if refs[v.Policy] {
-				v.Cluster = c.Name
-				own = append(own, v)
+		if !read.unread[c.Name] {
+			c.ApplicationResults, c.Violations = nil, nil
+			if s, ok := read.summaries[c.Name]; ok {
+				c.ApplicationResults, c.Violations = clusterApplicationResults(app, c, s, owned[c.Name], now)
 			}
 		}
-		violations = append(violations, own)
-		c.Results, c.Blocked = &total, blocked
+		results = append(results, c.ApplicationResults...)
+		violations = append(violations, c.Violations)
 	}
 	sort.SliceStable(results, func(i, j int) bool {
 		if results[i].Cluster != results[j].Cluster {
@@ -383,6 +373,34 @@ func applicationResults(app string, clusters []policyhubv1.ClusterStatus, summar
 		results = results[:maxApplicationPolicyResults]
 	}
 	return results, topViolations(violations, maxTopViolations, now)
+}
+
+// clusterApplicationResults are the application's results in the cluster c from its summary s,
+// per policy of those owned there (sorted, at most maxApplicationPolicyResults), and its top
+// violations there (at most maxTopViolations); c's results are set to their totals.
+func clusterApplicationResults(app string, c *policyhubv1.ClusterStatus, s *policyhubv1.PolicyReportSummary, owned []aggregate.Policy, now time.Time) ([]policyhubv1.ApplicationPolicyResult, []policyhubv1.Violation) {
+	total := policyhubv1.ResultCounts{}
+	var blocked int64
+	var results []policyhubv1.ApplicationPolicyResult
+	refs := map[string]bool{}
+	for _, p := range owned {
+		ref := policyhubv1.PolicyRef(p.Namespace, p.Name)
+		refs[ref] = true
+		r := applicationPolicyResult(app, c.Name, p, &s.Spec)
+		aggregate.Add(&total, r.Results)
+		blocked = aggregate.AddCount(blocked, r.Blocked)
+		results = append(results, r)
+	}
+	var own []policyhubv1.Violation
+	for _, v := range s.Spec.Violations {
+		if refs[v.Policy] {
+			v.Cluster = c.Name
+			own = append(own, v)
+		}
+	}
+	c.Results, c.Blocked = &total, blocked
+	sort.SliceStable(results, func(i, j int) bool { return results[i].Policy < results[j].Policy })
+	return results[:min(len(results), maxApplicationPolicyResults)], topViolations([][]policyhubv1.Violation{own}, maxTopViolations, now)
 }
 
 // applicationPolicyResult is one generated policy's results for the application in a cluster.

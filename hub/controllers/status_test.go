@@ -171,14 +171,26 @@ func TestApplicationResults(t *testing.T) {
 		}),
 	}
 	owned := map[string][]aggregate.Policy{"c1": {{Kind: "Policy", Namespace: "shop", Name: "shop-limits"}}, "c2": {{Kind: "Policy", Namespace: "shop", Name: "shop-limits"}}}
-	clusters := []policyhubv1.ClusterStatus{{Name: "c1"}, {Name: "c2"}}
-	results, top := applicationResults("shop", clusters, summaries, owned, now)
-	if len(results) != 1 || results[0].Cluster != "c1" || results[0].Results != (policyhubv1.ResultCounts{Pass: 1, Fail: 2}) || results[0].Blocked != 2 ||
-		results[0].LastBlocked == nil || results[0].LastBlocked.Message == "" {
+	// c3 is another replica's: its state counts as its owner wrote it, its summary is not read.
+	summaries["c3"] = seenSummary(now, policyhubv1.PolicyReportSummarySpec{Cluster: "c3", Violations: []policyhubv1.Violation{{Policy: "shop/shop-limits", Result: "fail", Severity: "critical"}}})
+	owned["c3"] = owned["c1"]
+	theirs := policyhubv1.Violation{Cluster: "c3", Policy: "shop/shop-limits", Result: "error", Severity: "medium", Resource: policyhubv1.ResourceRef{Kind: "Deployment", Namespace: "shop", Name: "db"}}
+	clusters := []policyhubv1.ClusterStatus{{Name: "c1"}, {Name: "c2", Violations: []policyhubv1.Violation{theirs}}, {Name: "c3",
+		ApplicationResults: []policyhubv1.ApplicationPolicyResult{{Cluster: "c3", Policy: "shop-limits", Results: policyhubv1.ResultCounts{Error: 1}}},
+		Violations:         []policyhubv1.Violation{theirs}}}
+	results, top := applicationResults("shop", clusters, summaryRead{summaries: summaries, unread: map[string]bool{"c3": true}}, owned, now)
+	if len(results) != 2 || results[0].Cluster != "c1" || results[0].Results != (policyhubv1.ResultCounts{Pass: 1, Fail: 2}) || results[0].Blocked != 2 ||
+		results[0].LastBlocked == nil || results[0].LastBlocked.Message == "" || results[1].Cluster != "c3" || results[1].Results.Error != 1 {
 		t.Errorf("results %+v", results)
 	}
-	if len(top) != 2 || top[0].Resource.Name != "web" || top[1].Resource.Name != "api" || top[0].Cluster != "c1" {
-		t.Errorf("top violations (only the application's policies, most severe first): %+v", top)
+	if len(top) != 3 || top[0].Resource.Name != "web" || top[1].Resource.Name != "db" || top[2].Resource.Name != "api" || top[0].Cluster != "c1" || top[1].Cluster != "c3" {
+		t.Errorf("top violations (only the application's policies, most severe first; c3's as its owner wrote them): %+v", top)
+	}
+	if len(clusters[0].ApplicationResults) != 1 || len(clusters[0].Violations) != 2 || clusters[1].Violations != nil {
+		t.Errorf("each cluster this replica works keeps its own part for the status's writer: %+v", clusters[:2])
+	}
+	if kept := clusters[0].Shared(false); kept.ApplicationResults != nil || kept.Violations != nil || kept.Results == nil {
+		t.Errorf("a single replica writes no shared part: %+v", kept)
 	}
 	if r := clusters[0].Results; r == nil || r.Fail != 2 || clusters[0].Blocked != 2 {
 		t.Errorf("c1 status %+v", clusters[0])
@@ -283,7 +295,7 @@ func TestTopViolationsAreFairAcrossClusters(t *testing.T) {
 		summaries[name] = seenSummary(now, policyhubv1.PolicyReportSummarySpec{Cluster: name, Violations: violations})
 	}
 	clusters := []policyhubv1.ClusterStatus{{Name: "a-hostile"}, {Name: "b-normal"}}
-	_, top := applicationResults("shop", clusters, summaries, owned, now)
+	_, top := applicationResults("shop", clusters, summaryRead{summaries: summaries}, owned, now)
 	if len(top) != maxTopViolations {
 		t.Fatalf("%d top violations, want %d", len(top), maxTopViolations)
 	}

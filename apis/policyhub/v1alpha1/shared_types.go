@@ -337,6 +337,46 @@ type ClusterStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=10
 	Problems []PlannedChange `json:"problems,omitempty"`
+	// ReportsFresh says whether the cluster's reports are of the version its rollout wave runs
+	// (the gates count only such reports), when the hub's replicas share the fleet: the replica
+	// that works the cluster judges it, the one that writes the declaration's status gates the
+	// wave on it. Absent with one replica, and for clusters not rolling.
+	// +optional
+	ReportsFresh *bool `json:"reportsFresh,omitempty"`
+	// Violating are the PolicySet's members Kyverno reports fail or error results of in this
+	// cluster, most first, at most 50, when the hub's replicas share the fleet: the replica that
+	// writes the set's status counts them for the clusters other replicas work. Absent with one
+	// replica.
+	// +optional
+	// +kubebuilder:validation:MaxItems=50
+	Violating []MemberViolations `json:"violating,omitempty"`
+	// ApplicationResults are an ApplicationPolicy's results per generated policy in this cluster,
+	// at most 100, and Violations its top violations here, at most 20, when the hub's replicas
+	// share the fleet: the replica that writes the status merges them for the clusters other
+	// replicas work. Absent with one replica.
+	// +optional
+	// +kubebuilder:validation:MaxItems=100
+	ApplicationResults []ApplicationPolicyResult `json:"applicationResults,omitempty"`
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	Violations []Violation `json:"violations,omitempty"`
+}
+
+// MemberViolations counts the fail and error results of one PolicySet member in one cluster.
+type MemberViolations struct {
+	MemberRef `json:",inline"`
+	// Violations are the member's fail and error results in the cluster.
+	// +kubebuilder:validation:Minimum=0
+	Violations int64 `json:"violations"`
+}
+
+// Shared is the state without what only the replicas sharing the fleet write (see
+// ClusterStatus.problems): a single replica keeps it in memory, and writes none of it.
+func (c ClusterStatus) Shared(sharing bool) ClusterStatus {
+	if !sharing {
+		c.Problems, c.ReportsFresh, c.Violating, c.ApplicationResults, c.Violations = nil, nil, nil, nil, nil
+	}
+	return c
 }
 
 // WithoutChurn is the result counts without those that move with every agent's summary (pass,
@@ -352,6 +392,14 @@ func (c ClusterStatus) WithoutChurn() ClusterStatus {
 		c.Results = &r
 	}
 	c.ReportTime = nil
+	if len(c.ApplicationResults) > 0 {
+		results := make([]ApplicationPolicyResult, len(c.ApplicationResults))
+		for i, r := range c.ApplicationResults {
+			r.Results = r.Results.WithoutChurn()
+			results[i] = r
+		}
+		c.ApplicationResults = results
+	}
 	return c
 }
 
