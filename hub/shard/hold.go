@@ -40,6 +40,10 @@ func (r Replica) Validate() error {
 	if errs := validation.IsDNS1123Subdomain(policyhubv1.ReplicaLeaseName(r.HubID, r.Name)); r.Name == "" || len(errs) > 0 {
 		return fmt.Errorf("--replica-name %q must make the Lease name %q valid: %v", r.Name, policyhubv1.ReplicaLeaseName(r.HubID, r.Name), errs)
 	}
+	// The name is a label's value: on the clusters pinned to it, and on the summaries it works.
+	if errs := validation.IsValidLabelValue(r.Name); len(errs) > 0 {
+		return fmt.Errorf("--replica-name %q must be a valid label value: %v", r.Name, errs)
+	}
 	return nil
 }
 
