@@ -61,7 +61,7 @@ func startHub(t *testing.T, resync time.Duration, options ...func(*controllers.H
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:                  controllers.CacheOptions(testFleet.SecretNamespace, e2eHubNamespace),
+		Cache:                  controllers.CacheOptions(testFleet.SecretNamespace, e2eHubNamespace, ""),
 		Client:                 controllers.ClientOptions(),
 	})
 	if err != nil {

@@ -339,6 +339,9 @@ func TestHubReplicasShareTheFleet(t *testing.T) {
 	}
 
 	const policy = "e2e-replicas"
+	// The shared clusters' agents report results of the policy; each replica caches only the
+	// summaries of the clusters it works (labelled for it), and the status counts them all.
+	agents := startReplicaAgents(t, shared, policy)
 	offsets := map[string]int64{}
 	for _, r := range three {
 		offsets[r.name] = r.logSize(t)
@@ -363,6 +366,13 @@ spec:
 		return nil
 	}
 	waitFleetPolicy(t, policy, "synced by three replicas", allSynced)
+	agents.waitLabelled(t, assigned, "each summary labelled for the replica that works its cluster")
+	waitFleetPolicy(t, policy, "every agent's results counted, whichever replica works its cluster", agents.resultsSummed)
+	// An agent may write its summary's labels: one moving it to another replica's cache has it
+	// moved back by the replica that works its cluster.
+	agents.relabel(t, "shared-0", "replica-x")
+	agents.waitLabelled(t, assigned, "an agent's relabelled summary labelled back for its cluster's replica")
+	waitFleetPolicy(t, policy, "every agent's results still counted", agents.resultsSummed)
 	// Each cluster was worked by its replica only.
 	for _, r := range three {
 		for cluster := range r.passedClusters(t, offsets[r.name]) {
@@ -381,6 +391,7 @@ spec:
 		}
 	}
 	survivors := slices.DeleteFunc(slices.Clone(three), func(r *hubReplica) bool { return r == victim })
+	fails := watchFail(t, policy)
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -399,6 +410,22 @@ spec:
 	if owner := after.Owner("shared-8"); owner != "replica-c" {
 		t.Errorf("after the kill, shared-8 (pinned to replica-c) is worked by %s", owner)
 	}
+	// The killed replica's summaries follow its clusters: their new owners cache them, and
+	// count a change of one at once.
+	agents.waitLabelled(t, after, "the killed replica's summaries labelled for their new owners")
+	// Each new owner keeps a cluster's results until the cluster's summary reaches its cache.
+	if lowest, writes := fails.end(); writes == 0 || lowest != agents.total() {
+		t.Errorf("during the handover the status counted as few as %d fail results over %d writes, want %d throughout", lowest, writes, agents.total())
+	}
+	moved := ""
+	for _, cluster := range shared {
+		if assigned.Owner(cluster) == victim.name {
+			moved = cluster
+			break
+		}
+	}
+	agents.set(moved, policy, 100)
+	waitFleetPolicy(t, policy, "new results of "+moved+" counted by its new owner", agents.resultsSummed)
 	for _, cluster := range []string{"cluster-1", "cluster-2"} {
 		live, err := liveObject(t, cluster, clusterPolicyNamed(policy))
 		if err != nil {
@@ -418,6 +445,7 @@ spec:
 	if joined.Load("replica-d") == 0 {
 		t.Errorf("replica-d joined and works no cluster")
 	}
+	agents.waitLabelled(t, joined, "the summaries of replica-d's clusters labelled for it")
 	if in, err := d.metric(testContext(t), "policyhub_replica_handovers_total", map[string]string{"direction": "in"}); err != nil || int(in) != joined.Load("replica-d") {
 		t.Errorf("replica-d counts %v clusters handed over to it (%v), want %d", in, err, joined.Load("replica-d"))
 	}

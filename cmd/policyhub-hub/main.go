@@ -166,7 +166,7 @@ func run() error {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        "policyhub-hub." + o.hubID,
 		LeaderElectionNamespace: o.leaderElectionNamespace,
-		Cache:                   controllers.CacheOptions(o.secretNamespace, o.leaderElectionNamespace),
+		Cache:                   controllers.CacheOptions(o.secretNamespace, o.leaderElectionNamespace, sharedAs(o)),
 		Client:                  controllers.ClientOptions(),
 	})
 	if err != nil {
@@ -263,4 +263,13 @@ func replica(o options) *shard.Replica {
 		return nil
 	}
 	return &shard.Replica{HubID: o.hubID, Namespace: o.leaderElectionNamespace, Name: o.replicaName, Identity: o.identity}
+}
+
+// sharedAs is the name this replica shares the fleet as ("" without --share-fleet): its cache
+// holds only the summaries of the clusters it works.
+func sharedAs(o options) string {
+	if r := replica(o); r != nil {
+		return r.Name
+	}
+	return ""
 }

@@ -140,6 +140,9 @@ type DeclarationOptions struct {
 	// Shard is this replica's share of the fleet when the hub's replicas share it (nil: this
 	// replica works every cluster and writes every status).
 	Shard *shard.Sharder
+	// SummaryMetas reads every summary's metadata when the replicas share the fleet (see
+	// NewSummaryMetas): Reader holds only the summaries of this replica's clusters.
+	SummaryMetas client.Reader
 }
 
 // statusQuiet is how many StatusCoalesce a status waits for its first cluster's answer.
@@ -155,7 +158,8 @@ func (o *DeclarationOptions) engine(room *resultsRoom) engine {
 	return engine{
 		client: o.Client, reader: o.Reader, recorder: o.Recorder, hubID: o.HubID, coalesce: coalesce, quiet: statusQuiet * coalesce, room: room, renders: o.Renders,
 		secretNamespace: o.SecretNamespace, heard: o.Heard, namespace: o.Namespace, sliceSize: o.ClustersPerSlice, shard: o.Shard,
-		dispatch: dispatcher{gateway: o.Gateway, workers: o.Workers},
+		summaryMetas: o.SummaryMetas,
+		dispatch:     dispatcher{gateway: o.Gateway, workers: o.Workers},
 	}
 }
 
@@ -204,6 +208,8 @@ type engine struct {
 	sliceSize int
 	// shard is this replica's share of the fleet (nil: all of it; see share).
 	shard *shard.Sharder
+	// summaryMetas reads every summary's metadata (nil with one replica).
+	summaryMetas client.Reader
 }
 
 // sliceReread is how long a reconcile that found its cached slices behind waits to read them again.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -175,7 +176,7 @@ func (r summaryRead) lastHeard(s *policyhubv1.PolicyReportSummary, now time.Time
 // on, this replica's cache holds only its own clusters' summaries). They are the cache's own
 // objects (one list, no copies: a reconcile at a thousand clusters would otherwise copy a
 // thousand summaries), so they must not be changed.
-func readSummaries(ctx context.Context, reader client.Reader, clusters []policyhubv1.ClusterStatus, sh share) summaryRead {
+func readSummaries(ctx context.Context, reader, metas client.Reader, clusters []policyhubv1.ClusterStatus, sh share) summaryRead {
 	summaries, unread := map[string]*policyhubv1.PolicyReportSummary{}, map[string]bool{}
 	wanted := make(map[string]bool, len(clusters))
 	for _, c := range clusters {
@@ -193,13 +194,31 @@ func readSummaries(ctx context.Context, reader client.Reader, clusters []policyh
 		}
 		return summaryRead{summaries: summaries, unread: unread}
 	}
+	cached := map[string]bool{}
 	for i := range list.Items {
 		s := &list.Items[i]
+		cached[s.Namespace] = true
 		if wanted[s.Namespace] && s.Accepted() == nil && !refusedInvalid(s) {
 			summaries[s.Namespace] = s
 		}
 	}
+	if metas != nil {
+		// A cluster this replica took over has a summary its cache holds only once it is
+		// labelled as worked by this replica (SummaryLabeler): until then it is unread, not gone.
+		for name := range wanted {
+			if !cached[name] && summaryExists(ctx, metas, name) {
+				unread[name] = true
+			}
+		}
+	}
 	return summaryRead{summaries: summaries, unread: unread}
+}
+
+// summaryExists says whether the cluster has a summary, by every summary's metadata (an error:
+// as if it had, so that what is known is kept).
+func summaryExists(ctx context.Context, metas client.Reader, cluster string) bool {
+	err := metas.Get(ctx, client.ObjectKey{Namespace: cluster, Name: policyhubv1.SummaryName}, summaryMeta())
+	return !apierrors.IsNotFound(err)
 }
 
 // emitEvents records the clusters whose phase changed or that were written to: a Warning per

@@ -30,11 +30,13 @@ const kindSummary = "PolicyReportSummary"
 // sync series go (the new owner exports them: a stale "unreachable" here would alert), and every
 // declaration and summary is looked at again, handing the clusters it now works their work.
 type handover struct {
-	reader  client.Reader
-	workers *work.Workers
-	results *ResultEvents
-	shard   *shard.Sharder
-	metrics *metrics.Replica
+	reader client.Reader
+	// summaryMetas reads every summary's metadata (SummaryLabeler's cache).
+	summaryMetas client.Reader
+	workers      *work.Workers
+	results      *ResultEvents
+	shard        *shard.Sharder
+	metrics      *metrics.Replica
 	// sync holds the per-cluster sync series: a cluster handed over takes its series with it.
 	sync *metrics.Sync
 
@@ -79,7 +81,11 @@ func (h *handover) moved(ctx context.Context, a shard.Assignment) {
 // wakeAll enqueues every declaration and summary the cache holds.
 func (h *handover) wakeAll(ctx context.Context) {
 	wake := func(kind string, list client.ObjectList, keys func() []types.NamespacedName) {
-		if err := h.reader.List(ctx, list, readOnlyList); err != nil {
+		reader := h.reader
+		if kind == kindSummaryLabel {
+			reader = h.summaryMetas
+		}
+		if err := reader.List(ctx, list, readOnlyList); err != nil {
 			log.FromContext(ctx).Error(err, "list after the replicas' shares changed", "kind", kind)
 			return
 		}
@@ -95,6 +101,11 @@ func (h *handover) wakeAll(ctx context.Context) {
 	wake(policyhubv1.KindFleetPolicyException, exceptions, func() []types.NamespacedName { return keysOf(exceptions.Items) })
 	summaries := &policyhubv1.PolicyReportSummaryList{}
 	wake(kindSummary, summaries, func() []types.NamespacedName { return keysOf(summaries.Items) })
+	// Every cluster's summary, by its metadata: those of the clusters this replica now works
+	// are labelled for it (SummaryLabeler), and so enter its cache.
+	metas := &metav1.PartialObjectMetadataList{}
+	metas.SetGroupVersionKind(policyhubv1.GroupVersion.WithKind(kindSummary + "List"))
+	wake(kindSummaryLabel, metas, func() []types.NamespacedName { return keysOf(metas.Items) })
 }
 
 // keysOf are the keys of items.

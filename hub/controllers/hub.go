@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/policyhub/policyhub/hub/heartbeat"
 	"github.com/policyhub/policyhub/hub/metrics"
@@ -80,8 +81,12 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 		return nil, err
 	}
 	var works func(string) bool
+	var summaryMetas cache.Cache
 	if sharder != nil {
 		works = sharder.Works
+		if summaryMetas, err = NewSummaryMetas(mgr); err != nil {
+			return nil, err
+		}
 	}
 	workers, err := work.NewWorkers(work.WorkersOptions{
 		Works:               works,
@@ -109,6 +114,9 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 		HubID: o.HubID, Workers: workers, Results: results, Recorder: mgr.GetEventRecorder("policyhub-hub"),
 		StatusCoalesce: o.StatusCoalesce, MaxConcurrentReconciles: o.MaxConcurrentReconciles, OCMPlacements: ocm, Heard: heard,
 		Namespace: o.Namespace, ClustersPerSlice: o.ClustersPerSlice, Renders: metrics.NewRenders(o.Registry), Shard: sharder,
+	}
+	if summaryMetas != nil {
+		declarations.SummaryMetas = summaryMetas
 	}
 	setup := func() error {
 		rollouts := metrics.NewRollout(o.Registry)
@@ -155,7 +163,11 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 			return fmt.Errorf("PolicyReportSummary controller: %w", err)
 		}
 		if sharder != nil {
-			h := &handover{reader: mgr.GetClient(), workers: workers, results: results, shard: sharder, metrics: metrics.NewReplica(o.Registry), sync: syncMetrics}
+			labeler := &SummaryLabeler{Client: mgr.GetClient(), Metas: summaryMetas, Replica: sharder.Name(), Works: sharder.Works, Wake: results.For(kindSummaryLabel)}
+			if err := labeler.SetupWithManager(mgr); err != nil {
+				return fmt.Errorf("PolicyReportSummary labeller: %w", err)
+			}
+			h := &handover{reader: mgr.GetClient(), summaryMetas: summaryMetas, workers: workers, results: results, shard: sharder, metrics: metrics.NewReplica(o.Registry), sync: syncMetrics}
 			sharder.OnChange(func(a shard.Assignment) { h.moved(ctx, a) })
 			if err := mgr.Add(sharder); err != nil {
 				return fmt.Errorf("share the fleet with the other replicas: %w", err)

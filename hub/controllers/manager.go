@@ -23,17 +23,24 @@ import (
 // what liveness needs (see keepRenewal): an agent writes its Lease, and whatever it puts in one
 // costs the hub no memory. Of the ConfigMaps, only the policy libraries in the hub's namespace
 // (hubNamespace) are cached, those PolicySets read (labelled policyhubv1.LabelPolicyLibrary).
-func CacheOptions(secretNamespace, hubNamespace string) cache.Options {
+// A replica sharing the fleet (replica: its name; "" for a hub that does not share) caches only
+// the summaries labelled as worked by it (see SummaryLabeler, whose own cache holds every
+// summary's metadata): its memory grows with its share of the fleet, not with the fleet.
+func CacheOptions(secretNamespace, hubNamespace, replica string) cache.Options {
 	library, err := labels.NewRequirement(policyhubv1.LabelPolicyLibrary, selection.Exists, nil)
 	if err != nil {
 		panic(err) // a constant label key: cannot fail
 	}
 	secretMeta := &metav1.PartialObjectMetadata{}
 	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	summaries := cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", policyhubv1.SummaryName)}
+	if replica != "" {
+		summaries.Label = labels.SelectorFromSet(labels.Set{policyhubv1.LabelWorkedBy: replica})
+	}
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			secretMeta:                         {Namespaces: map[string]cache.Config{secretNamespace: {}}},
-			&policyhubv1.PolicyReportSummary{}: {Field: fields.OneTermEqualSelector("metadata.name", policyhubv1.SummaryName)},
+			&policyhubv1.PolicyReportSummary{}: summaries,
 			&corev1.ConfigMap{}:                {Namespaces: map[string]cache.Config{hubNamespace: {}}, Label: labels.NewSelector().Add(*library)},
 			&coordinationv1.Lease{}:            {Field: fields.OneTermEqualSelector("metadata.name", policyhubv1.AgentLeaseName), Transform: keepRenewal},
 		},

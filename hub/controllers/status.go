@@ -37,7 +37,7 @@ func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 	others := sh.others(before)
 	clusters := withOthers(sh.answered(clusterStatuses(before, sent.kept, sent.targets.Revisions, metav1.NewTime(now)), sent.kept, obj.GetGeneration()), others)
 	owned := ownedPolicies(sent.targets.Objects)
-	read := readSummaries(ctx, e.reader, clusters, sh)
+	read := readSummaries(ctx, e.reader, e.summaryMetas, clusters, sh)
 	read.heard = e.heard
 	clusters = d.setResults(clusters, read, owned, now)
 	clusters, recheck := gateReports(sent.rollout, sent.kept, clusters, read, owned, now)

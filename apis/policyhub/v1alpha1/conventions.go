@@ -134,6 +134,9 @@ const (
 	// LabelPinnedReplica, on a cluster (its cluster-gateway credential Secret), names the replica
 	// that must own it while that replica runs (for debugging); otherwise it is ignored.
 	LabelPinnedReplica = "policyhub.io/hub-replica"
+	// LabelWorkedBy, on a cluster's PolicyReportSummary, names the replica that works the
+	// cluster: that replica sets it, and caches only the summaries that name it.
+	LabelWorkedBy = "policyhub.io/worked-by"
 	// replicaLeasePrefix starts every replica Lease's name.
 	replicaLeasePrefix = "policyhub-replica."
 )

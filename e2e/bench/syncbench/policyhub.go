@@ -39,7 +39,7 @@ func (b *bench) policyhub(ctx context.Context, prefix string) (cost, cost, error
 	mgr, err := ctrl.NewManager(hubCfg, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:      controllers.CacheOptions(b.f.SecretNamespace, b.f.SecretNamespace), Client: controllers.ClientOptions(),
+		Cache:      controllers.CacheOptions(b.f.SecretNamespace, b.f.SecretNamespace, ""), Client: controllers.ClientOptions(),
 	})
 	if err != nil {
 		return cost{}, cost{}, err
