@@ -39,6 +39,12 @@ func (b *bench) summary(r *result, ci int) (*unstructured.Unstructured, error) {
 		spec.Totals.Pass += res.Pass
 		spec.Totals.Fail += res.Fail
 	}
+	return summaryObject(cluster, spec)
+}
+
+// summaryObject is the cluster's summary of spec as its agent applies it: no status, no
+// creation time.
+func summaryObject(cluster string, spec policyhubv1.PolicyReportSummarySpec) (*unstructured.Unstructured, error) {
 	s := &policyhubv1.PolicyReportSummary{
 		TypeMeta:   metav1.TypeMeta{APIVersion: policyhubv1.GroupVersion.String(), Kind: "PolicyReportSummary"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: policyhubv1.SummaryName},

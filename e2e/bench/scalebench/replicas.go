@@ -48,6 +48,8 @@ type replicasResult struct {
 	writtenTwice    int // objects whose generation says they were written more than once per content
 	notWritten      int // objects without the change
 	pendingAtChange int
+	// summaries: every name's agent summary, each cached by its cluster's replica only.
+	summaries *summaryCaches
 }
 
 // replicaClusterNames are the replicas scenario's cluster names.
@@ -150,6 +152,9 @@ func (b *bench) runReplicas(ctx context.Context) error {
 		res.rss[replicaNames[i]] = float64(procstat.Sum([]procstat.Group{{Name: "r", PIDs: []int{h.pid}}})["r"].RSS)
 	}
 	logf("replicas: %d replicas on %d clusters: converged %s (%d missing); clusters %v; RSS %v", k, n, fmtDur(res.converge, ok, b.o.timeout), missing, res.owned, res.rss)
+	if res.summaries, err = b.measureSummaryCaches(ctx, procs, replicaNames, names); err != nil {
+		return err
+	}
 
 	// Kill the replica working the most, and change every FleetPolicy at once.
 	victim := 0
@@ -195,6 +200,9 @@ func (b *bench) runReplicas(ctx context.Context) error {
 	}
 	logf("replicas: %s killed (%d clusters): the first of them held the change after %s, all of them after %s, every cluster after %s", res.victim, len(victimClusters),
 		fmtDur(res.first, res.firstOK, b.o.timeout), fmtDur(res.resumed, res.resumedOK, b.o.timeout), fmtDur(res.allDone, res.allOK, b.o.timeout))
+	if res.summaries != nil {
+		res.summaries.relabelled, res.summaries.relabelledOK = b.summariesLeft(ctx, res.victim, killed)
+	}
 	if err := b.countWrites(ctx, fps, changed, res); err != nil {
 		return err
 	}
@@ -376,6 +384,7 @@ func (b *bench) printReplicas() {
 	}
 	fmt.Printf("| clusters per replica (max/mean) | %d | %s(%.3f) |\n", r.baseClusters, owned, imbalance)
 	fmt.Printf("| RSS per replica | %s | %s|\n", mib(r.baseRSS), rss)
+	printSummaryCaches(r.summaries, r.owned, names, b.o.timeout)
 	fmt.Printf("| killed replica's %d clusters, a FleetPolicy changed at the kill: the first holds it | – | %s |\n", r.victimClusters, fmtDur(r.first, r.firstOK, b.o.timeout))
 	fmt.Printf("| … all of them hold it | – | %s |\n", fmtDur(r.resumed, r.resumedOK, b.o.timeout))
 	fmt.Printf("| every cluster holds it | – | %s (%d entries not at the end) |\n", fmtDur(r.allDone, r.allOK, b.o.timeout), r.pendingAtChange)
