@@ -69,6 +69,7 @@ type options struct {
 	cliClusters             int
 	replicaClusters         int
 	replicas                int
+	replicaSummaries        bool
 	setMembers              int
 	logDir                  string
 	profileDir              string
@@ -92,6 +93,7 @@ func main() {
 	flag.IntVar(&o.setMembers, "set-members", 100, "members of the sets scenario's PolicySet (at most 500, a PolicySet's source limit): small ClusterPolicies as -policies places, declared first as this many FleetPolicies, then as the set's members, so the two compare one to one (-policies does not apply to the sets scenario)")
 	flag.IntVar(&o.replicaClusters, "replica-clusters", 3000, "cluster names of the replicas scenario: -replicas hub replicas share them (after one replica on a third of them, the baseline)")
 	flag.IntVar(&o.replicas, "replicas", 3, "hub replicas of the replicas scenario, sharing the fleet (--share-fleet)")
+	flag.BoolVar(&o.replicaSummaries, "replica-summaries", false, "in the replicas scenario, once converged, write an agent's summary for every name (30 policies, 10 violations) and measure how the replicas label and cache them, before the kill; on 2 cores this saturates the hub's apiserver for minutes")
 	flag.StringVar(&o.logDir, "log-dir", "", "directory for the hubs' logs (default: a new directory under $TMPDIR, kept and printed)")
 	flag.StringVar(&o.profileDir, "profile", "", "directory for the hubs' pprof profiles: heap and goroutines once settled, CPU over the first 30 s of converging and of the no-op resync, and the first 60 s of the aggregation (none when empty)")
 	flag.Parse()

@@ -152,8 +152,10 @@ func (b *bench) runReplicas(ctx context.Context) error {
 		res.rss[replicaNames[i]] = float64(procstat.Sum([]procstat.Group{{Name: "r", PIDs: []int{h.pid}}})["r"].RSS)
 	}
 	logf("replicas: %d replicas on %d clusters: converged %s (%d missing); clusters %v; RSS %v", k, n, fmtDur(res.converge, ok, b.o.timeout), missing, res.owned, res.rss)
-	if res.summaries, err = b.measureSummaryCaches(ctx, procs, replicaNames, names); err != nil {
-		return err
+	if b.o.replicaSummaries {
+		if res.summaries, err = b.measureSummaryCaches(ctx, procs, replicaNames, names); err != nil {
+			return err
+		}
 	}
 
 	// Kill the replica working the most, and change every FleetPolicy at once.
