@@ -43,8 +43,9 @@ type rolloutStep struct {
 }
 
 // stepRollout makes one step of a declaration's rollout plan from its clusters' outcomes and
-// state (their results, and whether gateReports judged their reports fresh): annotations hold the approvals, paused holds every wave, prev is the state before,
-// and done names the current version once it completes every wave.
+// state (their results, and whether gateReports judged their reports fresh): annotations hold
+// the approvals, paused holds every wave, prev is the state before, and done names the current
+// version once it completes every wave.
 func stepRollout(plan *rollout.Plan, outcomes []clusterOutcome, clusters []policyhubv1.ClusterStatus, now time.Time,
 	annotations map[string]string, paused bool, prev *policyhubv1.RolloutStatus, done func() *policyhubv1.StableVersion) rolloutStep {
 	measures := map[string]rollout.Measure{}
