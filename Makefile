@@ -72,9 +72,10 @@ unit: ## Run only the tests that need no fleet.
 # (f.Add and testdata/fuzz) run in every `go test` as ordinary tests.
 FUZZTIME ?= 10s
 
-fuzz: ## Fuzz what an agent's summary can do to the hub, each target for $(FUZZTIME).
+fuzz: ## Fuzz what an agent's summary and a policy library can do to the hub, each target for $(FUZZTIME).
 	# -fuzz takes one target at a time.
 	go test -run '^$$' -fuzz '^FuzzSummaryValidation$$' -fuzztime $(FUZZTIME) ./apis/policyhub/v1alpha1
+	go test -run '^$$' -fuzz '^FuzzCheckAllowed$$' -fuzztime $(FUZZTIME) ./apis/policyhub/v1alpha1
 	go test -run '^$$' -fuzz '^FuzzAggregate$$' -fuzztime $(FUZZTIME) ./hub/aggregate
 	go test -run '^$$' -fuzz '^FuzzMetricsExport$$' -fuzztime $(FUZZTIME) ./hub/metrics
 

@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/source"
 )
 
@@ -203,9 +204,23 @@ func pinned(ref string) bool {
 	return err == nil
 }
 
-// read reads the set's source, and names its revision.
+// read reads the set's source, and names its revision. A version whose selected members the
+// set may not ship (render.CheckMembers: an exception, a member in the hub's namespace, a member
+// that mutates, generates, deletes or verifies images without spec.allow) is refused as a whole,
+// as an unreadable one is: the clusters keep the last version kept.
 func (r *PolicySetReconciler) read(ctx context.Context, ps *policyhubv1.PolicySet) (*source.Artifact, string, error) {
-	return r.sourceReader().Read(ctx, ps.Spec.Source)
+	art, revision, err := r.sourceReader().Read(ctx, ps.Spec.Source)
+	if err != nil {
+		return nil, "", err
+	}
+	members, err := source.Select(art.Policies, ps.Spec.Select)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := render.CheckMembers(members, ps.Spec.Allow); err != nil {
+		return nil, "", fmt.Errorf("version %s of %s refused: %w", art.Digest, revision, err)
+	}
+	return art, revision, nil
 }
 
 // sourceReader reads sources as this reconciler is set up to.
@@ -217,8 +232,14 @@ func (r *PolicySetReconciler) sourceReader() source.Reader {
 // recorded (against kept, the version before), older snapshots deleted. The same version again
 // changes nothing.
 func (r *PolicySetReconciler) keep(ctx context.Context, ps *policyhubv1.PolicySet, kept, art *source.Artifact, revision string) error {
+	// What the members selected do beyond validating: spec.select may change with no new version.
+	selected, err := source.Select(art.Policies, ps.Spec.Select)
+	if err != nil {
+		return err
+	}
+	capabilities := render.MemberCapabilities(selected)
 	if kept != nil && kept.Digest == art.Digest && ps.Status.Source != nil && ps.Status.Source.Digest == art.Digest {
-		ps.Status.Source.Revision = revision
+		ps.Status.Source.Revision, ps.Status.Source.Capabilities = revision, capabilities
 		return nil
 	}
 	snapshot, err := source.NewSnapshot(r.Namespace, ps, art)
@@ -242,6 +263,7 @@ func (r *PolicySetReconciler) keep(ctx context.Context, ps *policyhubv1.PolicySe
 	ps.Status.Source = &policyhubv1.SourceStatus{
 		Revision: revision, Digest: art.Digest, Snapshot: snapshot.Name, ReadAt: &metav1.Time{Time: time.Now()},
 		Members: int32(len(art.Policies)), Skipped: int32(art.Skipped),
+		Capabilities: capabilities,
 	}
 	keep := []string{snapshot.Name}
 	if ps.Status.Rollout != nil && ps.Status.Rollout.Stable != nil {

@@ -1,7 +1,9 @@
 package render
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -45,6 +47,58 @@ func Member(owner Owner, policy *unstructured.Unstructured, mode *policyhubv1.Mo
 	return obj, nil
 }
 
+// maxRefusedMembers is how many refused members an error names; it says how many more there are.
+const maxRefusedMembers = 5
+
+// CheckMembers says why a set that allows allow (its spec.allow) may not ship members, naming
+// each refused member by kind and name (at most five; how many more): an exception, a kind that
+// is no policy, a member in the hub's namespace, or one that mutates, generates, deletes or
+// verifies images without being allowed. nil when it may ship them all.
+func CheckMembers(members []*unstructured.Unstructured, allow []policyhubv1.PolicyCapability) error {
+	var errs []error
+	refused := 0
+	for _, m := range members {
+		err := policyhubv1.CheckAllowed(m.Object, allow)
+		if err == nil {
+			continue
+		}
+		if refused++; refused <= maxRefusedMembers {
+			errs = append(errs, fmt.Errorf("member %s: %w", memberName(m), err))
+		}
+	}
+	if refused > maxRefusedMembers {
+		errs = append(errs, fmt.Errorf("and %d more members refused", refused-maxRefusedMembers))
+	}
+	return errors.Join(errs...)
+}
+
+// MemberCapabilities are what the members do beyond validating, sorted, each once; members
+// that are no policy the hub ships add nothing (CheckMembers refuses them).
+func MemberCapabilities(members []*unstructured.Unstructured) []policyhubv1.PolicyCapability {
+	var out []policyhubv1.PolicyCapability
+	for _, m := range members {
+		caps, err := policyhubv1.PolicyCapabilities(m.Object)
+		if err != nil {
+			continue
+		}
+		for _, c := range caps {
+			if !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// memberName names a member as its source holds it: kind, namespace/name.
+func memberName(m *unstructured.Unstructured) string {
+	if ns := m.GetNamespace(); ns != "" {
+		return m.GetKind() + " " + ns + "/" + m.GetName()
+	}
+	return m.GetKind() + " " + m.GetName()
+}
+
 // runtimeCopy deep-copies a JSON value, so that rendering never changes the members it shares.
 func runtimeCopy(v any) any {
 	return (&unstructured.Unstructured{Object: map[string]any{"v": v}}).DeepCopy().Object["v"]
@@ -70,6 +124,13 @@ type SetChoice struct {
 // (gets nothing yet). Without a rollout (nil) every placed cluster gets current in the mode
 // placed there. Targets.Revisions say which version each cluster gets.
 func PolicySetTargets(hubID string, ps *policyhubv1.PolicySet, current, stable SetVersion, placed []placement.Target, choices map[string]SetChoice) (*Targets, error) {
+	// What the set may ship is checked on every rendering, not only when a version is read: a
+	// narrower spec.allow, or a snapshot kept from before these checks, ships nothing refused.
+	for _, v := range []SetVersion{current, stable} {
+		if err := CheckMembers(v.Members, ps.Spec.Allow); err != nil {
+			return nil, &InvalidError{Reason: "MemberNotAllowed", Err: fmt.Errorf("PolicySet %s version %s: %w", ps.Name, v.Revision, err)}
+		}
+	}
 	owner := PolicySetOwner(hubID, ps.Name)
 	t := &Targets{Source: owner.Source(), Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}, Revisions: map[string]string{}}
 	rendered := map[string][]*unstructured.Unstructured{} // by revision and mode ("" keeps the members' own)

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,7 +31,8 @@ func TestPolicySetTargetsShareMembersPerMode(t *testing.T) {
 	before := validating.DeepCopy()
 
 	enforce, audit := policyhubv1.ModeEnforce, policyhubv1.ModeAudit
-	ps := &policyhubv1.PolicySet{ObjectMeta: metav1.ObjectMeta{Name: "baseline"}}
+	ps := &policyhubv1.PolicySet{ObjectMeta: metav1.ObjectMeta{Name: "baseline"},
+		Spec: policyhubv1.PolicySetSpec{Allow: []policyhubv1.PolicyCapability{policyhubv1.CapabilityMutate}}}
 	placed := []placement.Target{{Cluster: "a", Mode: &enforce}, {Cluster: "b", Mode: &enforce}, {Cluster: "c", Mode: &audit, DryRun: true}, {Cluster: "d"}}
 	tg, err := PolicySetTargets("hub-1", ps, SetVersion{Revision: "sha256:1", Members: members}, SetVersion{}, placed, nil)
 	if err != nil {
@@ -126,5 +128,57 @@ func TestPolicySetTargetsFollowTheRollout(t *testing.T) {
 	}
 	if tg.Objects["prod"] != nil || fmt.Sprint(tg.Held) != "[prod held]" {
 		t.Errorf("without the stable version: objects %v held %v", tg.Objects, tg.Held)
+	}
+}
+
+// A set ships what its spec.allow lets it: a version — current, or the stable one the clusters of
+// waves not reached run — holding an exception, a member in the hub's namespace or a mutating
+// member not allowed renders nothing, naming the member; allowed, the mutating member renders.
+func TestPolicySetTargetsRefuseWhatIsNotAllowed(t *testing.T) {
+	validating := setMember("policies.kyverno.io/v1", "ValidatingPolicy", "ok", map[string]any{"validations": []any{}})
+	mutating := setMember("kyverno.io/v1", "ClusterPolicy", "add-init", map[string]any{"rules": []any{map[string]any{"name": "inject", "mutate": map[string]any{}}}})
+	exception := setMember("kyverno.io/v2", "PolicyException", "everything", map[string]any{})
+	exception.SetNamespace(policyhubv1.SyncLeaseNamespace)
+	inHubNamespace := setMember("kyverno.io/v1", "Policy", "lease-guard", map[string]any{"rules": []any{map[string]any{"name": "r", "validate": map[string]any{}}}})
+	inHubNamespace.SetNamespace(policyhubv1.SyncLeaseNamespace)
+	placed := []placement.Target{{Cluster: "a"}}
+	for _, tc := range []struct {
+		name            string
+		allow           []policyhubv1.PolicyCapability
+		current, stable []*unstructured.Unstructured
+		refused         []string
+	}{
+		{name: "validating only", current: []*unstructured.Unstructured{validating}},
+		{name: "a mutating member", current: []*unstructured.Unstructured{validating, mutating}, refused: []string{"member ClusterPolicy add-init: spec.rules[0] (inject) mutate needs Mutate"}},
+		{name: "a mutating member, allowed", allow: []policyhubv1.PolicyCapability{policyhubv1.CapabilityMutate}, current: []*unstructured.Unstructured{mutating}},
+		{name: "an exception, whatever is allowed", allow: []policyhubv1.PolicyCapability{policyhubv1.CapabilityMutate, policyhubv1.CapabilityGenerate, policyhubv1.CapabilityCleanup, policyhubv1.CapabilityVerifyImages},
+			current: []*unstructured.Unstructured{validating, exception}, refused: []string{"member PolicyException policyhub-system/everything", "FleetPolicyExceptions"}},
+		{name: "a member in the hub's namespace", current: []*unstructured.Unstructured{inHubNamespace}, refused: []string{"member Policy policyhub-system/lease-guard: metadata.namespace may not be policyhub-system"}},
+		{name: "a stable version that mutates, no longer allowed", current: []*unstructured.Unstructured{validating}, stable: []*unstructured.Unstructured{mutating},
+			refused: []string{"version sha256:0", "member ClusterPolicy add-init"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := &policyhubv1.PolicySet{ObjectMeta: metav1.ObjectMeta{Name: "lib"}, Spec: policyhubv1.PolicySetSpec{Allow: tc.allow}}
+			stable := SetVersion{Revision: "sha256:0", Members: tc.stable}
+			got, err := PolicySetTargets("hub-1", ps, SetVersion{Revision: "sha256:1", Members: tc.current}, stable, placed, nil)
+			if len(tc.refused) == 0 {
+				if err != nil || len(got.Objects["a"]) != len(tc.current) {
+					t.Fatalf("refused or not rendered: %v", err)
+				}
+				return
+			}
+			invalid, ok := AsInvalid(err)
+			if !ok || invalid.Reason != "MemberNotAllowed" || got != nil {
+				t.Fatalf("got %v, %v: want MemberNotAllowed and nothing rendered", got, err)
+			}
+			for _, want := range tc.refused {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%q does not say %q", err, want)
+				}
+			}
+		})
+	}
+	if caps := MemberCapabilities([]*unstructured.Unstructured{validating, mutating, exception}); fmt.Sprint(caps) != "[Mutate]" {
+		t.Errorf("capabilities %v, want [Mutate]", caps)
 	}
 }

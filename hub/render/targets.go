@@ -116,6 +116,10 @@ func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, placed []plac
 	}
 	choose := versions != nil
 	var err error
+	// The spec's template is checked whether or not any cluster is placed yet.
+	if err := checkTemplate(hubID, fp, fp.Spec.Template); err != nil {
+		return nil, err
+	}
 	// The policy depends only on the version and the mode: render it once per pair, and share it.
 	rendered := map[string]*unstructured.Unstructured{} // mode "" is the template's own
 	for _, target := range placed {
@@ -128,6 +132,9 @@ func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, placed []plac
 			}
 			if v.Template != nil {
 				tmpl, revision = v.Template, v.Revision
+				if err := checkTemplate(hubID, fp, *tmpl); err != nil {
+					return nil, err
+				}
 			}
 			mode = &v.Mode
 		}
@@ -147,6 +154,21 @@ func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, placed []plac
 		t.DryRun[target.Cluster] = target.DryRun
 	}
 	return t, nil
+}
+
+// checkTemplate refuses a FleetPolicy template its spec.allow does not let it ship: an
+// exception, a kind that is no policy, a policy in the hub's namespace, or one that mutates,
+// generates, deletes or verifies images without being allowed (admission refuses the first
+// three; objects stored before those rules, and what admission cannot see, are refused here).
+func checkTemplate(hubID string, fp *policyhubv1.FleetPolicy, tmpl policyhubv1.PolicyTemplate) error {
+	obj, err := Template(FleetPolicyOwner(hubID, fp.Name), tmpl, fp.Name, nil)
+	if err != nil {
+		return &InvalidError{Reason: "InvalidTemplate", Err: fmt.Errorf("render FleetPolicy %s: %w", fp.Name, err)}
+	}
+	if err := policyhubv1.CheckAllowed(obj.Object, fp.Spec.Allow); err != nil {
+		return &InvalidError{Reason: "TemplateNotAllowed", Err: fmt.Errorf("FleetPolicy %s spec.template: %w", fp.Name, err)}
+	}
+	return nil
 }
 
 // ApplicationPolicyTargets renders an ApplicationPolicy for the places (cluster and target

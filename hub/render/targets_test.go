@@ -16,6 +16,7 @@ import (
 func TestFleetPolicyTargetsClusterCount(t *testing.T) {
 	const clusters = 10000
 	fp := fleetPolicy(t, "many", clusterPolicy)
+	fp.Spec.Allow = []policyhubv1.PolicyCapability{policyhubv1.CapabilityMutate} // its first rule mutates
 	audit := policyhubv1.ModeAudit
 	var placed []placement.Target
 	for i := range clusters {
@@ -47,6 +48,7 @@ func TestFleetPolicyTargetsClusterCount(t *testing.T) {
 // nothing (held).
 func TestFleetPolicyRolloutTargets(t *testing.T) {
 	fp := fleetPolicy(t, "staged", clusterPolicy)
+	fp.Spec.Allow = []policyhubv1.PolicyCapability{policyhubv1.CapabilityMutate}
 	placed := []placement.Target{{Cluster: "a"}, {Cluster: "b"}, {Cluster: "c"}, {Cluster: "d"}}
 	old := fp.Spec.Template.DeepCopy()
 	old.Metadata.Annotations = map[string]string{"version": "old"}
@@ -82,6 +84,7 @@ func TestFleetPolicyRolloutTargets(t *testing.T) {
 // to the template keeps its enforcement.
 func TestAuditTargetsLeaveNoEnforcement(t *testing.T) {
 	fp := fleetPolicy(t, "p", overridesClusterPolicy)
+	fp.Spec.Allow = []policyhubv1.PolicyCapability{policyhubv1.CapabilityVerifyImages}
 	audit := policyhubv1.ModeAudit
 	placed := []placement.Target{{Cluster: "audited", Mode: &audit}, {Cluster: "template"}}
 
@@ -103,5 +106,29 @@ func TestAuditTargetsLeaveNoEnforcement(t *testing.T) {
 	}
 	if found := enforcingActions(got.Objects["audited"][0].Object, ""); len(found) > 0 {
 		t.Errorf("the rollout wave's Audit left enforcement in place: %v", found)
+	}
+}
+
+// A FleetPolicy ships its template only as its spec.allow lets it, whether or not any cluster is
+// placed yet, and an older template a rollout keeps is held to the same spec.allow.
+func TestFleetPolicyTargetsRefuseWhatIsNotAllowed(t *testing.T) {
+	fp := fleetPolicy(t, "injector", clusterPolicy) // its first rule mutates
+	for _, placed := range [][]placement.Target{nil, {{Cluster: "a"}}} {
+		got, err := FleetPolicyTargets("hub-a", fp, placed, nil)
+		invalid, ok := AsInvalid(err)
+		if !ok || invalid.Reason != "TemplateNotAllowed" || got != nil || !strings.Contains(err.Error(), "spec.template: spec.rules[0] (add-owner) mutate needs Mutate") {
+			t.Fatalf("%d placed: got %v, %v; want TemplateNotAllowed naming the rule", len(placed), got, err)
+		}
+	}
+	validating := fleetPolicy(t, "checker", validatingPolicy)
+	old := fp.Spec.Template.DeepCopy()
+	_, err := FleetPolicyTargets("hub-a", validating, []placement.Target{{Cluster: "a"}, {Cluster: "b"}},
+		map[string]Version{"a": {Mode: policyhubv1.ModeAudit}, "b": {Template: old, Revision: "r0", Mode: policyhubv1.ModeEnforce}})
+	if invalid, ok := AsInvalid(err); !ok || invalid.Reason != "TemplateNotAllowed" {
+		t.Fatalf("a rollout's older mutating template: %v, want TemplateNotAllowed", err)
+	}
+	fp.Spec.Allow = []policyhubv1.PolicyCapability{policyhubv1.CapabilityMutate}
+	if _, err := FleetPolicyTargets("hub-a", fp, []placement.Target{{Cluster: "a"}}, nil); err != nil {
+		t.Fatalf("allowed: %v", err)
 	}
 }

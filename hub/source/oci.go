@@ -181,13 +181,14 @@ func parsePolicy(data []byte) (*unstructured.Unstructured, error) {
 	return member(u)
 }
 
-// member is a policy of a library stripped to what a policy is, if it is one a FleetPolicy's
-// template could be (policyhubv1.CheckPolicy: these never passed admission) with a name and a
-// namespace only where its kind has one.
+// member is a policy of a library stripped to what a policy is, if it has a Kyverno policy's
+// shape (policyhubv1.CheckPolicyShape: these never passed admission) with a name and a namespace
+// only where its kind has one. Whether a set may ship it (no exception, nothing beyond
+// validating unless its spec.allow says so) is judged on the members the set selects.
 func member(u *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	kind := u.GetKind()
 	policy := strip(u)
-	if err := policyhubv1.CheckPolicy(policy.Object); err != nil {
+	if err := policyhubv1.CheckPolicyShape(policy.Object); err != nil {
 		return nil, fmt.Errorf("%s %q: %w", kind, policy.GetName(), err)
 	}
 	if policy.GetName() == "" {

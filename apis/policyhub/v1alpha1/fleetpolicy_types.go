@@ -15,6 +15,9 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.kind) || !(self.kind == 'Policy' || self.kind == 'PolicyException' || self.kind.startsWith('Namespaced')) || (has(self.metadata) && has(self.metadata.namespace) && size(self.metadata.namespace) > 0)",message="template.metadata.namespace is required for a namespaced Kyverno kind (Policy, PolicyException, Namespaced*)"
 // +kubebuilder:validation:XValidation:rule="!has(self.metadata) || !has(self.metadata.name) || size(self.metadata.name) <= 63",message="template.metadata.name is longer than 63 characters: Kyverno refuses policy names longer than that"
 // +kubebuilder:validation:XValidation:rule="!has(self.metadata) || !has(self.metadata.name) || size(self.metadata.name) > 63 || self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="template.metadata.name must be lowercase letters, digits, '-' and '.', starting and ending with a letter or digit (a DNS-1123 subdomain): the clusters refuse any other policy name"
+// +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind != 'PolicyException'",message="template.kind: a template may not be a PolicyException: exceptions are FleetPolicyExceptions (requested, approved by someone else, expiring)"
+// +kubebuilder:validation:XValidation:rule="!has(self.apiVersion) || !has(self.kind) || self.kind == 'PolicyException' || (self.apiVersion.startsWith('kyverno.io/') && self.kind in ['ClusterPolicy', 'Policy', 'ClusterCleanupPolicy', 'CleanupPolicy']) || (self.apiVersion.startsWith('policies.kyverno.io/') && self.kind in ['ValidatingPolicy', 'NamespacedValidatingPolicy', 'MutatingPolicy', 'NamespacedMutatingPolicy', 'GeneratingPolicy', 'NamespacedGeneratingPolicy', 'ImageValidatingPolicy', 'NamespacedImageValidatingPolicy', 'DeletingPolicy', 'NamespacedDeletingPolicy']) || !(self.apiVersion.startsWith('kyverno.io/') || self.apiVersion.startsWith('policies.kyverno.io/'))",message="template.kind: not a Kyverno policy kind policyhub ships (kyverno.io: ClusterPolicy, Policy, ClusterCleanupPolicy, CleanupPolicy; policies.kyverno.io: ValidatingPolicy, MutatingPolicy, GeneratingPolicy, ImageValidatingPolicy, DeletingPolicy and their Namespaced forms)"
+// +kubebuilder:validation:XValidation:rule="!has(self.metadata) || !has(self.metadata.namespace) || self.metadata.namespace != 'policyhub-system'",message="template.metadata.namespace may not be policyhub-system: it is the hub's own namespace in every cluster (its sync Lease, and Kyverno's exception namespace)"
 type PolicyTemplate struct {
 	// APIVersion of the Kyverno policy, e.g. kyverno.io/v1 or policies.kyverno.io/v1.
 	// +optional
@@ -136,6 +139,15 @@ type FleetPolicySpec struct {
 	// spec.mode and clusterOverrides[].mode cannot be set with it.
 	// +optional
 	Rollout *Rollout `json:"rollout,omitempty"`
+
+	// Allow lets the template do more than validate: Mutate, Generate, Cleanup, VerifyImages.
+	// Empty ships a validating policy only; a template that mutates, generates, deletes or
+	// verifies images without being allowed here is Stalled, never dispatched. Exceptions are
+	// never a template: they are FleetPolicyExceptions (requested, approved, expiring).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=4
+	Allow []PolicyCapability `json:"allow,omitempty"`
 }
 
 // FleetPolicyStatus is the observed state of a FleetPolicy across its clusters.
@@ -172,6 +184,7 @@ type FleetPolicyStatus struct {
 // +kubebuilder:printcolumn:name="Wave",type=string,JSONPath=`.status.rollout.currentWave`
 // +kubebuilder:printcolumn:name="Violations",type=integer,JSONPath=`.status.summary.violations`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:printcolumn:name="Allows",type=string,priority=1,JSONPath=`.spec.allow`
 // +kubebuilder:printcolumn:name="Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 || (has(self.spec.template.metadata) && has(self.spec.template.metadata.name) && size(self.spec.template.metadata.name) > 0)",message="metadata.name is longer than 63 characters, the longest policy name Kyverno accepts, and the policy would be named after it: shorten it, or name the policy in spec.template.metadata.name"
 type FleetPolicy struct {

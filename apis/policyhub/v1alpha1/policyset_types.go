@@ -80,6 +80,17 @@ type PolicySetSpec struct {
 	// spec.mode and clusterOverrides[].mode cannot be set with it.
 	// +optional
 	Rollout *Rollout `json:"rollout,omitempty"`
+
+	// Allow lets the set's members do more than validate: Mutate, Generate, Cleanup,
+	// VerifyImages. Whoever can write the source (a Git repository, a registry) is a library
+	// writer: by default they ship validating policies only, and a version holding a member
+	// that mutates, generates, deletes or verifies images without being allowed here is refused
+	// (SourceReady False, naming the member), the clusters keeping the last good version.
+	// Exceptions never arrive through a library: they are FleetPolicyExceptions.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=4
+	Allow []PolicyCapability `json:"allow,omitempty"`
 }
 
 // PolicySetSource is where a PolicySet's policies come from: exactly one of oci, fluxSource,
@@ -278,6 +289,12 @@ type SourceStatus struct {
 	// Skipped counts the documents the source holds that are not Kyverno policies.
 	// +optional
 	Skipped int32 `json:"skipped,omitempty"`
+	// Capabilities are what the version's members do beyond validating, as spec.allow lets
+	// them: empty when every member only validates.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=4
+	Capabilities []PolicyCapability `json:"capabilities,omitempty"`
 	// LastError says why the source could not be read last time, "" when it could.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
@@ -380,6 +397,7 @@ type MemberAttention struct {
 // +kubebuilder:printcolumn:name="Violations",type=integer,JSONPath=`.status.summary.violations`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Digest",type=string,priority=1,JSONPath=`.status.source.digest`
+// +kubebuilder:printcolumn:name="Does",type=string,priority=1,JSONPath=`.status.source.capabilities`
 // +kubebuilder:printcolumn:name="Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 type PolicySet struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -506,3 +506,23 @@ type ResourceRef struct {
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 }
+
+// PolicyCapability is something a Kyverno policy does beyond validating, which a declaration
+// must allow (spec.allow) before it ships a policy that does it: these change or remove the
+// clusters' objects, or let Kyverno rewrite them, where a validating policy only judges.
+// +kubebuilder:validation:Enum=Mutate;Generate;Cleanup;VerifyImages
+type PolicyCapability string
+
+// The capabilities a declaration may allow.
+const (
+	// CapabilityMutate: mutate rules, MutatingPolicy and NamespacedMutatingPolicy.
+	CapabilityMutate PolicyCapability = "Mutate"
+	// CapabilityGenerate: generate rules, GeneratingPolicy and NamespacedGeneratingPolicy.
+	CapabilityGenerate PolicyCapability = "Generate"
+	// CapabilityCleanup: (Cluster)CleanupPolicy, DeletingPolicy and NamespacedDeletingPolicy,
+	// which delete the clusters' objects.
+	CapabilityCleanup PolicyCapability = "Cleanup"
+	// CapabilityVerifyImages: verifyImages rules, ImageValidatingPolicy and
+	// NamespacedImageValidatingPolicy, which rewrite image references to digests by default.
+	CapabilityVerifyImages PolicyCapability = "VerifyImages"
+)
