@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
@@ -132,6 +133,10 @@ spec:
 			t.Errorf("%s: nginx:latest admitted", c)
 		}
 		managed := directClient(t, testFleet.Cluster(c).Config)
+		// No controller-manager token controller makes the namespace's default ServiceAccount here.
+		if err := managed.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}}); client.IgnoreAlreadyExists(err) != nil {
+			t.Fatal(err)
+		}
 		created := pod.DeepCopy()
 		if err := managed.Create(ctx, created); err != nil {
 			t.Fatalf("%s: create a Pod: %v", c, err)
