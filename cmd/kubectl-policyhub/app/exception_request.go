@@ -203,7 +203,7 @@ func requestException(ctx context.Context, c client.Client, ex *policyhubv1.Flee
 	}
 	if err := c.Create(ctx, ex, opts...); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("fleetpolicyexception %s/%s already exists: choose another NAME (changing its spec with kubectl edit makes you its requester and needs a new approval)", ex.Namespace, ex.Name)
+			return fmt.Errorf("fleetpolicyexception %s/%s already exists: choose another NAME (changing its spec with kubectl edit lists you in its spec.changedBy, and needs a new approval)", ex.Namespace, ex.Name)
 		}
 		return exceptionsAPIError(err, fmt.Sprintf("request fleetpolicyexception %s/%s", ex.Namespace, ex.Name))
 	}
