@@ -106,7 +106,7 @@ spec:
 
 	// mallory approves as themself: refused, nothing stored.
 	err := decide(ctx, t, mallory, ex, policyhubv1.DecisionApproved, "mallory@corp")
-	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "mallory@corp may write FleetPolicyExceptions in namespace "+tenant) {
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "mallory@corp may create FleetPolicyExceptions in namespace "+tenant) {
 		t.Fatalf("mallory's approval: %v, want Forbidden saying they may write exceptions there", err)
 	}
 	if live := waitException(t, ex, "undecided", exceptionState(policyhubv1.ExceptionPending)); live.Status.Approval != nil {
