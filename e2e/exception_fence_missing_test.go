@@ -24,15 +24,7 @@ func TestExceptionApprovalNotCountedWithoutFence(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const tenant, ns = "team-fence", "exception-fence-e2e"
-	for _, c := range []string{"cluster-1", "cluster-2"} {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
-	}
-	hub := directClient(t, testFleet.Hub.Config)
-	createNamespace(ctx, t, hub, tenant)
-	grantTenant(ctx, t, tenant, ns)
-	fp := enforcedLatestTag(t, "e2e-exception-fence", ns)
-	latest := deployment(ns, "web-latest", "nginx:latest")
-	assertKyvernoDenial(t, "before any exception", deniedEventually(ctx, t, "cluster-1", latest, "denied in cluster-1"), ns, fp.Name)
+	fp, latest := deniedScene(ctx, t, tenant, ns, "e2e-exception-fence")
 
 	approver := approverClient(t, "security@corp")
 	ex := requestException(t, tenantClient(t, tenant, "dev@team-fence"), fmt.Sprintf(`

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -300,4 +301,20 @@ func noExceptionAnywhere(ctx context.Context, t *testing.T) {
 			t.Errorf("%s holds PolicyExceptions %v", c, keysOf(got))
 		}
 	}
+}
+
+// deniedScene is what an exception test exempts from: namespace ns in both clusters, the tenant's
+// hub namespace, granted both clusters and ns, a FleetPolicy named policy enforcing
+// latestTagPolicy there, and the Deployment it denies (checked denied in cluster-1).
+func deniedScene(ctx context.Context, t *testing.T, tenant, ns, policy string) (*policyhubv1.FleetPolicy, *appsv1.Deployment) {
+	t.Helper()
+	for _, c := range []string{"cluster-1", "cluster-2"} {
+		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
+	}
+	createNamespace(ctx, t, directClient(t, testFleet.Hub.Config), tenant)
+	grantTenant(ctx, t, tenant, ns)
+	fp := enforcedLatestTag(t, policy, ns)
+	latest := deployment(ns, "web-latest", "nginx:latest")
+	assertKyvernoDenial(t, "before any exception", deniedEventually(ctx, t, "cluster-1", latest, "denied in cluster-1"), ns, fp.Name)
+	return fp, latest
 }

@@ -32,15 +32,8 @@ func TestExceptionSelfApprovalThroughServiceAccountRefused(t *testing.T) {
 	})
 	ctx := testContext(t)
 	const tenant, ns = "team-sa", "exception-sa-e2e"
-	for _, c := range []string{"cluster-1", "cluster-2"} {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
-	}
+	fp, latest := deniedScene(ctx, t, tenant, ns, "e2e-exception-sa")
 	hub := directClient(t, testFleet.Hub.Config)
-	createNamespace(ctx, t, hub, tenant)
-	grantTenant(ctx, t, tenant, ns)
-	fp := enforcedLatestTag(t, "e2e-exception-sa", ns)
-	latest := deployment(ns, "web-latest", "nginx:latest")
-	assertKyvernoDenial(t, "before any exception", deniedEventually(ctx, t, "cluster-1", latest, "denied in cluster-1"), ns, fp.Name)
 
 	// mallory@corp: the approver role fleet-wide, and admin in the tenant's namespace (with the
 	// tenant role, which the clusterrole aggregation controller adds to admin; the fleet runs none).

@@ -26,15 +26,8 @@ func TestExceptionSpecWriterCannotApprove(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const tenant, ns = "team-w", "exception-writers-e2e"
-	for _, c := range []string{"cluster-1", "cluster-2"} {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
-	}
+	fp, latest := deniedScene(ctx, t, tenant, ns, "e2e-exception-writers")
 	hub := directClient(t, testFleet.Hub.Config)
-	createNamespace(ctx, t, hub, tenant)
-	grantTenant(ctx, t, tenant, ns)
-	fp := enforcedLatestTag(t, "e2e-exception-writers", ns)
-	latest := deployment(ns, "web-latest", "nginx:latest")
-	assertKyvernoDenial(t, "before any exception", deniedEventually(ctx, t, "cluster-1", latest, "denied in cluster-1"), ns, fp.Name)
 
 	dev := tenantClient(t, tenant, "dev@team-w")
 	ex := requestException(t, dev, fmt.Sprintf(`
