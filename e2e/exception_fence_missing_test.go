@@ -99,7 +99,7 @@ spec:
 	}
 	active := waitException(t, ex, "Active", func(live *policyhubv1.FleetPolicyException) error {
 		if err := exceptionState(policyhubv1.ExceptionActive)(live); err != nil {
-			return err
+			return fmt.Errorf("%w; approval %+v, marked %+v", err, live.Status.Approval, live.Status.UncheckedApproval)
 		}
 		if live.Status.InForce != 1 {
 			return fmt.Errorf("in force in %d clusters", live.Status.InForce)

@@ -35,17 +35,19 @@ func TestExceptionSelfApprovalThroughServiceAccountRefused(t *testing.T) {
 	fp, latest := deniedScene(ctx, t, tenant, ns, "e2e-exception-sa")
 	hub := directClient(t, testFleet.Hub.Config)
 
-	// mallory@corp: the approver role fleet-wide, and admin in the tenant's namespace (with the
-	// tenant role, which the clusterrole aggregation controller adds to admin; the fleet runs none).
+	// mallory@corp: the approver role fleet-wide, and admin in the tenant's namespace. The fleet
+	// runs no clusterrole aggregation controller, so admin is bound as it would fill it: the roles
+	// aggregated to admin and edit, and the tenant role.
 	mallory := approverClient(t, "mallory@corp")
 	tenantClient(t, tenant, "mallory@corp")
-	admin := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "mallory-admin", Namespace: tenant},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "admin"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "mallory@corp"}},
-	}
-	if err := hub.Create(ctx, admin); err != nil {
-		t.Fatal(err)
+	for _, role := range []string{"system:aggregate-to-admin", "system:aggregate-to-edit", "system:aggregate-to-view"} {
+		if err := hub.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "mallory-" + strings.TrimPrefix(role, "system:"), Namespace: tenant},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "mallory@corp"}},
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// As mallory: a ServiceAccount that may request exceptions there, and a token for it.

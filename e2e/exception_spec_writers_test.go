@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -44,12 +45,15 @@ spec:
 	lead := approverClient(t, "lead@team-w")
 	tenantClient(t, tenant, "lead@team-w") // write rights, for now
 	live := &policyhubv1.FleetPolicyException{}
+	// update changes the exception as c's user, read afresh (the hub writes it too).
 	update := func(c client.Client, change func(*policyhubv1.FleetPolicyException)) error {
-		if err := hub.Get(ctx, client.ObjectKeyFromObject(ex), live); err != nil {
-			t.Fatal(err)
-		}
-		change(live)
-		return c.Update(ctx, live)
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := hub.Get(ctx, client.ObjectKeyFromObject(ex), live); err != nil {
+				t.Fatal(err)
+			}
+			change(live)
+			return c.Update(ctx, live)
+		})
 	}
 	eventually(t, 30*time.Second, 200*time.Millisecond, "lead widens the request", func() error {
 		return update(lead, func(e *policyhubv1.FleetPolicyException) { e.Spec.Resources.Names = []string{"web-latest"} })
@@ -156,12 +160,14 @@ func TestExceptionRequesterCheckedWithoutStamp(t *testing.T) {
 
 	live := &policyhubv1.FleetPolicyException{}
 	change := func(changedBy ...string) error {
-		if err := hub.Get(ctx, client.ObjectKeyFromObject(ex), live); err != nil {
-			t.Fatal(err)
-		}
-		live.Spec.Reason += "!"
-		live.Spec.ChangedBy = changedBy
-		return peer.Update(ctx, live)
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := hub.Get(ctx, client.ObjectKeyFromObject(ex), live); err != nil {
+				t.Fatal(err)
+			}
+			live.Spec.Reason += "!"
+			live.Spec.ChangedBy = changedBy
+			return peer.Update(ctx, live)
+		})
 	}
 	if err := change(); err == nil || !strings.Contains(err.Error(), "spec.changedBy must be [peer@team-nostamp]") {
 		t.Errorf("another writer's change without listing itself: %v", err)

@@ -96,11 +96,10 @@ func approvalChanged() predicate.Predicate {
 	}}
 }
 
+// equalApproval compares two decisions whole: an approval written again (another time, another
+// comment) is a new one, which counts where the one before was marked unchecked.
 func equalApproval(a, b *policyhubv1.ExceptionApproval) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Decision == b.Decision && a.By == b.By && a.Generation == b.Generation
+	return equality.Semantic.DeepEqual(a, b)
 }
 
 // syncedClustersChanged passes a target's slice events that change where its policy is: a
