@@ -76,11 +76,16 @@ func (r *renderedChart) kinds() map[string]int {
 // hub's, and the templates are rendered strictly (a missing value is an error).
 func renderChart(t *testing.T, dir, release, namespace string, values map[string]any) (*renderedChart, error) {
 	t.Helper()
+	return renderChartFor(t, dir, release, namespace, values, hubCapabilities(t))
+}
+
+// renderChartFor renders a chart as renderChart does, for a cluster of the capabilities given.
+func renderChartFor(t *testing.T, dir, release, namespace string, values map[string]any, caps *chartutil.Capabilities) (*renderedChart, error) {
+	t.Helper()
 	ch, err := loader.Load(dir)
 	if err != nil {
 		t.Fatalf("load chart %s: %v", dir, err)
 	}
-	caps := hubCapabilities(t)
 	if ch.Metadata.KubeVersion != "" && !chartutil.IsCompatibleRange(ch.Metadata.KubeVersion, caps.KubeVersion.String()) {
 		t.Fatalf("chart %s requires Kubernetes %s, the hub is %s", ch.Name(), ch.Metadata.KubeVersion, caps.KubeVersion.String())
 	}

@@ -45,6 +45,9 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 		{"create", "cluster.core.oam.dev", "clustergateways", "proxy", ""},
 		{"list", "cluster.open-cluster-management.io", "placementdecisions", "", ""},
 		{"watch", "cluster.open-cluster-management.io", "placements", "", ""},
+		// The approval fence of exceptions, read to tell whether it is in place.
+		{"list", "admissionregistration.k8s.io", "validatingadmissionpolicies", "", ""},
+		{"watch", "admissionregistration.k8s.io", "validatingadmissionpolicybindings", "", ""},
 		{"patch", "core.oam.dev", "applications", "status", "shop"},
 		{"create", "events.k8s.io", "events", "", "shop"},
 		{"list", "", "secrets", "", gatewayNS},
@@ -77,6 +80,10 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 		{"delete", "policyhub.io", "applicationpolicies", "", "shop"},
 		{"create", "policyhub.io", "policyreportsummaries", "", "cluster-1"},
 		{"delete", "cluster.core.oam.dev", "clustergateways", "", ""},
+		// The hub neither approves exceptions nor installs (or removes) the fence it checks.
+		{"approve", "policyhub.io", "fleetpolicyexceptions", "", "shop"},
+		{"create", "admissionregistration.k8s.io", "validatingadmissionpolicybindings", "", ""},
+		{"delete", "admissionregistration.k8s.io", "validatingadmissionpolicies", "", ""},
 		{"update", "core.oam.dev", "applications", "", "shop"},
 		{"create", "", "pods", "", ns},
 		{"list", "", "configmaps", "", "default"},

@@ -126,7 +126,8 @@ hubAccess: {enabled: true}`))
 		{"the KubeVela PolicyDefinition", hub.one(t, "PolicyDefinition"), configObject("../config/kubevela/kyverno-policy.yaml", "PolicyDefinition"), "spec"},
 		{"the KubeVela WorkflowStepDefinition", hub.one(t, "WorkflowStepDefinition"), configObject("../config/kubevela/kyverno-policy-ready.yaml", "WorkflowStepDefinition"), "spec"},
 		{"the finalizer admission policy", rendered(hub, "MutatingAdmissionPolicy", "", "-finalizer"), configObject("../config/admission/finalizer.yaml", "MutatingAdmissionPolicy"), "spec"},
-		{"the exception requester admission policy", rendered(hub, "MutatingAdmissionPolicy", "", "-exception-requester"), configNamed("../config/admission/exceptions.yaml", "policyhub-exception-requester"), "spec"},
+		{"the exception requester stamp", rendered(hub, "MutatingAdmissionPolicy", "", "-exception-requester"), configNamed("../config/admission/exceptions-requester-stamp.yaml", "policyhub-exception-requester"), "spec"},
+		{"the exception requester check", rendered(hub, "ValidatingAdmissionPolicy", "", "-exception-requester"), configNamed("../config/admission/exceptions.yaml", "policyhub-exception-requester"), "spec"},
 		{"the exception approval admission policy", rendered(hub, "ValidatingAdmissionPolicy", "", "-exception-approval"), configNamed("../config/admission/exceptions.yaml", "policyhub-exception-approval"), "spec"},
 		{"the exception lifetime admission policy", rendered(hub, "ValidatingAdmissionPolicy", "", "-exception-lifetime"), configNamed("../config/admission/exceptions.yaml", "policyhub-exception-lifetime"), "spec"},
 	} {
@@ -153,9 +154,9 @@ func TestChartHubDryRunOnTheHub(t *testing.T) {
 	// The ClusterRoles: the hub's, the tenants' (aggregated into edit, bound by the hub admin), the
 	// exception approvers' (bound by the hub admin), its metrics auth (bound) and the metrics reader
 	// (bound when metrics.readerSubjects are given). The admission policies: the finalizer's, and the
-	// exceptions' requester (mutating), approval and lifetime (validating).
+	// exceptions' requester stamp (mutating), requester check, approval and lifetime (validating).
 	base := map[string]int{"ServiceAccount": 1, "ClusterRole": 5, "ClusterRoleBinding": 2, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1, "ConfigMap": 1,
-		"MutatingAdmissionPolicy": 2, "MutatingAdmissionPolicyBinding": 2, "ValidatingAdmissionPolicy": 2, "ValidatingAdmissionPolicyBinding": 2,
+		"MutatingAdmissionPolicy": 2, "MutatingAdmissionPolicyBinding": 2, "ValidatingAdmissionPolicy": 3, "ValidatingAdmissionPolicyBinding": 3,
 		"NetworkPolicy": 1, "PodDisruptionBudget": 1}
 	with := func(extra map[string]int) map[string]int {
 		out := map[string]int{}
@@ -218,15 +219,16 @@ networkPolicy:
 podDisruptionBudget: {minAvailable: 1}
 grafanaDashboard: {enabled: false}
 admissionPolicy: {enabled: false}
-exceptions: {maxLifetime: 720h, admissionPolicy: false}
+exceptions: {maxLifetime: 720h, admissionPolicy: false, approvableServiceAccounts: [flux-system/kustomize-controller, argocd/argocd-application-controller]}
 kubevela: {enabled: true}
 `, strings.Repeat("ab", 32), gatewayNS),
 			with(map[string]int{"ServiceAccount": -1, "ConfigMap": -1, "ServiceMonitor": 1, "PrometheusRule": 1, "PolicyDefinition": 1, "WorkflowStepDefinition": 1, "ClusterRoleBinding": 1,
-				"MutatingAdmissionPolicy": -2, "MutatingAdmissionPolicyBinding": -2, "ValidatingAdmissionPolicy": -2, "ValidatingAdmissionPolicyBinding": -2}),
+				"MutatingAdmissionPolicy": -2, "MutatingAdmissionPolicyBinding": -2, "ValidatingAdmissionPolicy": -3, "ValidatingAdmissionPolicyBinding": -3}),
 			[]string{"--hub-id=fleet-a", "--gateway-secret-namespace=" + gatewayNS, "--gateway-url=https://cluster-gateway.vela-system.svc:9443",
 				"--gateway-ca-file=/etc/policyhub/gateway-ca/ca.crt", "--resync-interval=5m", "--retry-max-delay=30s", "--max-concurrent-passes=4",
 				"--kube-api-qps=50.5", "--kube-api-burst=100", "--metrics-bind-address=:9090", "--metrics-cert-dir=/etc/policyhub/metrics-cert", "--health-probe-bind-address=:9091",
-				"--zap-log-level=debug", "--zap-encoder=console", "--max-concurrent-reconciles=8", "--max-exception-lifetime=720h"}},
+				"--zap-log-level=debug", "--zap-encoder=console", "--max-concurrent-reconciles=8", "--max-exception-lifetime=720h",
+				"--approvable-service-accounts=flux-system/kustomize-controller,argocd/argocd-application-controller"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ns := chartNamespace(ctx, t, hubAdmin, "charts-hub")

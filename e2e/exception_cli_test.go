@@ -15,9 +15,11 @@ import (
 // `kubectl policyhub exception` end to end against the real hub, each step as the user it is
 // for (--as): a tenant's dry run creates nothing; it requests, cannot request the same name again,
 // and is refused approving its own request; a peer without the approver role is refused by RBAC
-// with the role named; a missing name is said plainly; an approver denies, then approves (the
-// decision stored whole: approver, generation, time, comment); the list, status and info show
-// the exception in force; the approver revokes.
+// with the role named; a missing name is said plainly; an approval of a generation that is no
+// longer the current one (the requester changed the spec after the approver reviewed it) is
+// refused and nothing is stored or put in force; an approver denies, then approves the generation
+// reviewed (the decision stored whole: approver, generation, time, comment); the list, status and
+// info show the exception in force; the approver revokes.
 func TestExceptionCLI(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
@@ -63,26 +65,56 @@ func TestExceptionCLI(t *testing.T) {
 	// Another member of the team may read it, not decide on it: RBAC refuses, and the CLI says
 	// which role deciding needs. A name that does not exist is said plainly.
 	tenantClient(t, tenant, "peer@team-cli")
-	if code, out, errOut := run("peer@team-cli", "exception", "approve", "vendor", "-n", tenant); code != 2 ||
+	if code, out, errOut := run("peer@team-cli", "exception", "approve", "vendor", "-n", tenant, "--generation", "1"); code != 2 ||
 		!strings.Contains(errOut, "approving needs verb approve on fleetpolicyexceptions (the policyhub-exception-approver ClusterRole)") {
 		t.Errorf("a peer's approve: exit %d, want 2 naming the approver role\n%s%s", code, out, errOut)
 	}
-	if code, out, errOut := run("security@corp", "exception", "approve", "nope", "-n", tenant); code != 2 || !strings.Contains(errOut, "fleetpolicyexception "+tenant+"/nope not found") {
+	if code, out, errOut := run("security@corp", "exception", "approve", "nope", "-n", tenant, "--generation", "1"); code != 2 || !strings.Contains(errOut, "fleetpolicyexception "+tenant+"/nope not found") {
 		t.Errorf("approve a missing exception: exit %d\n%s%s", code, out, errOut)
 	}
 	if live := waitException(t, ex, "undecided", exceptionState(policyhubv1.ExceptionPending)); live.Status.Approval != nil {
 		t.Fatalf("a refused decision was stored: %+v", live.Status.Approval)
 	}
 
-	if code, out, errOut := run("dev@team-cli", "exception", "approve", "vendor", "-n", tenant); code != 2 || !strings.Contains(errOut, "you (dev@team-cli) requested it: another approver must decide") {
+	if code, out, errOut := run("dev@team-cli", "exception", "approve", "vendor", "-n", tenant, "--generation", "1"); code != 2 || !strings.Contains(errOut, "you (dev@team-cli) requested it: another approver must decide") {
 		t.Errorf("the requester's approve: exit %d, want 2 saying they requested it\n%s%s", code, out, errOut)
 	}
-	// A denial, then an approval that replaces it whole: decision, approver, generation, time, comment.
+	// The approver reviews generation 1 (list shows it); the requester then widens the spec. The
+	// approval of generation 1 is refused: what is there now is not what the approver read.
+	if code, out, errOut := run("security@corp", "exception", "list", "-n", tenant); code != 0 || !strings.Contains(out, "GENERATION") ||
+		!strings.Contains(strings.Join(strings.Fields(out), " "), "vendor 1 fp/"+fp.Name) {
+		t.Errorf("list does not show generation 1 to review: exit %d\n%s%s", code, out, errOut)
+	}
+	widened := &policyhubv1.FleetPolicyException{}
+	if err := hub.Get(ctx, client.ObjectKeyFromObject(ex), widened); err != nil {
+		t.Fatal(err)
+	}
+	widened.Spec.Resources.Names = []string{"*"}
+	if err := tenantClient(t, tenant, "dev@team-cli").Update(ctx, widened); err != nil || widened.Generation != 2 {
+		t.Fatalf("the requester widening the spec: %v (generation %d)", err, widened.Generation)
+	}
+	if code, out, errOut := run("security@corp", "exception", "approve", "vendor", "-n", tenant, "--generation", "1"); code != 2 ||
+		!strings.Contains(errOut, "fleetpolicyexception "+tenant+"/vendor is at generation 2, not 1: its spec changed since the generation you reviewed") {
+		t.Errorf("approve of a stale generation: exit %d, want 2 naming the generations\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := run("security@corp", "exception", "approve", "vendor", "-n", tenant); code != 2 || !strings.Contains(errOut, "approve needs --generation N") {
+		t.Errorf("approve without the generation reviewed: exit %d, want 2\n%s%s", code, out, errOut)
+	}
+	if live := waitException(t, ex, "Pending at generation 2", exceptionState(policyhubv1.ExceptionPending)); live.Status.Approval != nil || live.Status.InForce != 0 {
+		t.Fatalf("a stale approval was stored or put in force: %+v, in force %d", live.Status.Approval, live.Status.InForce)
+	}
+	for _, c := range []string{"cluster-1", "cluster-2"} {
+		if got := kyvernoExceptions(ctx, t, c, "kyverno.io/v2"); len(got) != 0 {
+			t.Errorf("%s holds PolicyExceptions %v after a refused approval", c, keysOf(got))
+		}
+	}
+	// A denial, then an approval of the generation reviewed that replaces it whole: decision,
+	// approver, generation, time, comment.
 	if code, out, errOut := run("security@corp", "exception", "deny", "vendor", "-n", tenant, "--comment", "no ticket yet"); code != 0 || !strings.Contains(out, "denied") {
 		t.Fatalf("deny: exit %d\n%s%s", code, out, errOut)
 	}
 	waitException(t, ex, "Denied", exceptionState(policyhubv1.ExceptionDenied))
-	if code, out, errOut := run("security@corp", "exception", "approve", "vendor", "-n", tenant, "--comment", "until the vendor's 2.0"); code != 0 ||
+	if code, out, errOut := run("security@corp", "exception", "approve", "vendor", "-n", tenant, "--generation", "2", "--comment", "until the vendor's 2.0"); code != 0 ||
 		!strings.Contains(out, "approved") || !strings.Contains(out, "security@corp") {
 		t.Fatalf("approve: exit %d\n%s%s", code, out, errOut)
 	}

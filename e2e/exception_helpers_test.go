@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -225,3 +227,94 @@ spec:
 
 // expiresIn is an RFC 3339 time d from now, for spec.expiresAt.
 func expiresIn(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339) }
+
+// withoutBinding deletes one of the hub's admission policy bindings, as installed from
+// config/admission (kind ValidatingAdmissionPolicyBinding or MutatingAdmissionPolicyBinding), and
+// returns what puts it back as it was; it is put back when the test ends in any case.
+func withoutBinding(t *testing.T, kind, name string) (restore func()) {
+	t.Helper()
+	ctx := testContext(t)
+	hub := directClient(t, testFleet.Hub.Config)
+	binding := &unstructured.Unstructured{}
+	binding.SetGroupVersionKind(schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: kind})
+	if err := hub.Get(ctx, client.ObjectKey{Name: name}, binding); err != nil {
+		t.Fatalf("the fleet's %s %s: %v", kind, name, err)
+	}
+	kept := binding.DeepCopy()
+	kept.SetResourceVersion("")
+	kept.SetUID("")
+	kept.SetManagedFields(nil)
+	kept.SetCreationTimestamp(metav1.Time{})
+	kept.SetGeneration(0)
+	if err := hub.Delete(ctx, binding); err != nil {
+		t.Fatalf("delete %s %s: %v", kind, name, err)
+	}
+	restore = func() {
+		if err := hub.Create(context.Background(), kept.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Errorf("put back %s %s: %v", kind, name, err)
+		}
+	}
+	t.Cleanup(restore)
+	return restore
+}
+
+// fenceInEffect polls until the hub's apiserver enforces the approval policy again: a decision in
+// another user's name on ex (a dry run, nothing stored) is refused.
+func fenceInEffect(t *testing.T, approver client.Client, ex *policyhubv1.FleetPolicyException) {
+	t.Helper()
+	ctx := testContext(t)
+	live := &policyhubv1.FleetPolicyException{}
+	if err := directClient(t, testFleet.Hub.Config).Get(ctx, client.ObjectKeyFromObject(ex), live); err != nil {
+		t.Fatal(err)
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"approval": map[string]any{
+		"decision": policyhubv1.DecisionDenied, "by": "probe-of-the-fence", "generation": live.Generation}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, 200*time.Millisecond, "the approval policy in effect", func() error {
+		err := approver.Status().Patch(ctx, live.DeepCopy(), client.RawPatch("application/merge-patch+json", patch), client.DryRunAll)
+		if err == nil || !strings.Contains(err.Error(), "status.approval.by must be the user deciding") {
+			return fmt.Errorf("a decision in another's name: %v", err)
+		}
+		return nil
+	})
+}
+
+// approvedCondition passes once the exception's Approved condition, at its current generation,
+// has the reason and a message containing message.
+func approvedCondition(reason, message string) func(*policyhubv1.FleetPolicyException) error {
+	return func(ex *policyhubv1.FleetPolicyException) error {
+		c := meta.FindStatusCondition(ex.Status.Conditions, policyhubv1.ConditionApproved)
+		if c == nil || c.ObservedGeneration != ex.Generation || c.Reason != reason || !strings.Contains(c.Message, message) {
+			return fmt.Errorf("Approved condition %+v at generation %d, want reason %s and a message containing %q", c, ex.Generation, reason, message)
+		}
+		return nil
+	}
+}
+
+// noExceptionAnywhere checks that no cluster holds a kyverno.io/v2 PolicyException.
+func noExceptionAnywhere(ctx context.Context, t *testing.T) {
+	t.Helper()
+	for _, c := range []string{"cluster-1", "cluster-2"} {
+		if got := kyvernoExceptions(ctx, t, c, "kyverno.io/v2"); len(got) != 0 {
+			t.Errorf("%s holds PolicyExceptions %v", c, keysOf(got))
+		}
+	}
+}
+
+// deniedScene is what an exception test exempts from: namespace ns in both clusters, the tenant's
+// hub namespace, granted both clusters and ns, a FleetPolicy named policy enforcing
+// latestTagPolicy there, and the Deployment it denies (checked denied in cluster-1).
+func deniedScene(ctx context.Context, t *testing.T, tenant, ns, policy string) (*policyhubv1.FleetPolicy, *appsv1.Deployment) {
+	t.Helper()
+	for _, c := range []string{"cluster-1", "cluster-2"} {
+		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
+	}
+	createNamespace(ctx, t, directClient(t, testFleet.Hub.Config), tenant)
+	grantTenant(ctx, t, tenant, ns)
+	fp := enforcedLatestTag(t, policy, ns)
+	latest := deployment(ns, "web-latest", "nginx:latest")
+	assertKyvernoDenial(t, "before any exception", deniedEventually(ctx, t, "cluster-1", latest, "denied in cluster-1"), ns, fp.Name)
+	return fp, latest
+}

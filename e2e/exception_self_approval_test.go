@@ -104,8 +104,8 @@ func TestExceptionSelfApprovalRefused(t *testing.T) {
 		t.Fatalf("a refused decision changed the exception: approval %+v, resourceVersion %s → %s", after.Status.Approval, stored.ResourceVersion, after.ResourceVersion)
 	}
 
-	// Another user with the right may decide; a spec change by the requester afterwards makes the
-	// requester again the one who asked for what is now there.
+	// Another user with the right may decide; a spec change by the requester afterwards keeps the
+	// requester and lists nobody as another writer of the spec.
 	if err := decideOn(ctx, approver, stored, policyhubv1.DecisionApproved, "security@corp", stored.Generation); err != nil {
 		t.Fatalf("an approver's approval: %v", err)
 	}
@@ -119,7 +119,7 @@ func TestExceptionSelfApprovalRefused(t *testing.T) {
 	if err := lead.Update(ctx, after); err != nil {
 		t.Fatalf("the requester's spec change: %v", err)
 	}
-	if after.Spec.RequestedBy != requester || after.Generation != stored.Generation+1 {
-		t.Fatalf("after the spec change: requestedBy %q, generation %d", after.Spec.RequestedBy, after.Generation)
+	if after.Spec.RequestedBy != requester || len(after.Spec.ChangedBy) != 0 || after.Generation != stored.Generation+1 {
+		t.Fatalf("after the spec change: requestedBy %q, changedBy %v, generation %d", after.Spec.RequestedBy, after.Spec.ChangedBy, after.Generation)
 	}
 }

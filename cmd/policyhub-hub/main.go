@@ -27,6 +27,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/controllers"
+	"github.com/policyhub/policyhub/hub/declare"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/placement"
@@ -62,6 +63,8 @@ type options struct {
 	qps                     float64
 	burst                   int
 	maxExceptionLifetime    time.Duration
+	// approvableServiceAccounts is NAMESPACE/NAME,… (--approvable-service-accounts).
+	approvableServiceAccounts string
 }
 
 func main() {
@@ -100,6 +103,7 @@ func run() error {
 	fs.StringVar(&o.replicaName, "replica-name", "", "This replica's name among the hub's replicas, which a cluster's policyhub.io/hub-replica label pins it to (default: the hostname, a pod's name).")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "policyhub-system", "The hub's namespace: its leader election Lease, the ConfigMap that publishes its id, and the FleetPolicies' ClusterStatusSlices are there.")
 	fs.DurationVar(&o.maxExceptionLifetime, "max-exception-lifetime", policyhubv1.DefaultMaxExceptionLifetime, "Longest a FleetPolicyException may last from its creation to its spec.expiresAt; one that asks for longer is Invalid and in no cluster. Keep it equal to the chart's exceptions.maxLifetime (admission refuses longer ones there).")
+	fs.StringVar(&o.approvableServiceAccounts, "approvable-service-accounts", "", "ServiceAccounts, as NAMESPACE/NAME separated by commas, whose FleetPolicyException requests (and spec changes) may be approved, e.g. a GitOps controller's: its approvers must then know who wrote what it applies. Any other ServiceAccount's request is never approved, as whoever may take its token could approve their own request.")
 	version := fs.Bool("version", false, "Print the version, commit, build date and Go version, and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -121,6 +125,14 @@ func run() error {
 	}
 	if o.resyncInterval <= 0 || o.maxConcurrentPasses <= 0 || o.maxConcurrentReconciles <= 0 || o.probeTimeout <= 0 || o.maxOwnedObjects <= 0 || o.maxExceptionLifetime <= 0 {
 		return errors.New("--resync-interval, --max-concurrent-passes, --max-concurrent-reconciles, --probe-timeout, --max-owned-objects-per-cluster and --max-exception-lifetime must be positive")
+	}
+	var approvable []string
+	if o.approvableServiceAccounts != "" {
+		users, err := declare.ServiceAccountUsers(strings.Split(o.approvableServiceAccounts, ","))
+		if err != nil {
+			return fmt.Errorf("--approvable-service-accounts: %w", err)
+		}
+		approvable = users
 	}
 	if err := checkMetricsCertDir(o); err != nil {
 		return err
@@ -180,8 +192,9 @@ func run() error {
 		Gateway: gatewayCfg, SecretNamespace: o.secretNamespace, HubID: o.hubID, Lock: work.LockOptions{Identity: o.identity},
 		Registry: ctrlmetrics.Registry, Resync: o.resyncInterval, RetryMaxDelay: o.retryMaxDelay,
 		ProbeTimeout: o.probeTimeout, MaxOwnedObjects: o.maxOwnedObjects, MaxConcurrentPasses: o.maxConcurrentPasses,
-		MaxExceptionLifetime:    o.maxExceptionLifetime,
-		MaxConcurrentReconciles: o.maxConcurrentReconciles,
+		MaxExceptionLifetime:      o.maxExceptionLifetime,
+		ApprovableServiceAccounts: approvable,
+		MaxConcurrentReconciles:   o.maxConcurrentReconciles,
 		// The hub's namespace: where its leader election Lease is.
 		Namespace: o.leaderElectionNamespace,
 		Replica:   replica(o),

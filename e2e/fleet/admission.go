@@ -13,9 +13,10 @@ import (
 	"github.com/policyhub/policyhub/hub/controllers"
 )
 
-// hubAdmission are policyhub's admission policies for the hub, installed as a user would: the
-// finalizer's, and the exceptions' (requester stamped, approval guarded, lifetime bounded).
-var hubAdmission = []string{"config/admission/finalizer.yaml", "config/admission/exceptions.yaml"}
+// hubAdmission are policyhub's admission policies for the hub, installed as a user of a 1.36 hub
+// would: the finalizer's, and the exceptions' (the fence: requester checked, approval guarded,
+// lifetime bounded; and the requester stamped).
+var hubAdmission = []string{"config/admission/finalizer.yaml", "config/admission/exceptions.yaml", "config/admission/exceptions-requester-stamp.yaml"}
 
 // installAdmission applies policyhub's admission policies to the hub and waits until the
 // apiserver applies them: a dry-run creation of a FleetPolicy comes back with the finalizer, and

@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,14 +49,23 @@ type FleetPolicyExceptionReconciler struct {
 	Now func() time.Time
 	// Metrics exports the exceptions' end dates, states and exempted results (nil: not exported).
 	Metrics *metrics.Exceptions
+	// ApprovableServiceAccounts: see declare.ApprovalRules.
+	ApprovableServiceAccounts []string
 
 	room resultsRoom
+	// fence is the admission fence as policyhub ships it, read once at setup.
+	fence declare.ExceptionFence
 }
 
 // SetupWithManager registers the reconciler: exception spec changes and approvals, the
 // inventory, and the clusters its target's policy runs in (the target's ClusterStatusSlices)
 // trigger it; its end date wakes it by itself.
 func (r *FleetPolicyExceptionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	fence, err := declare.NewExceptionFence()
+	if err != nil {
+		return err
+	}
+	r.fence = fence
 	b := declarationController(mgr, "fleetpolicyexception", policyhubv1.KindFleetPolicyException, &policyhubv1.FleetPolicyException{},
 		&r.DeclarationOptions, &r.room, r.every, r.inCluster, nil, approvalChanged())
 	b = b.Watches(&policyhubv1.ClusterStatusSlice{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.ofTargetSlice)),
@@ -64,6 +75,11 @@ func (r *FleetPolicyExceptionReconciler) SetupWithManager(mgr ctrl.Manager) erro
 		Watches(&policyhubv1.PolicySet{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.ofTarget)),
 			builder.WithPredicates(setVersionChanged())).
 		Watches(&policyhubv1.TenantGrant{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.every)),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// The fence: every exception is judged again when it is installed, changed or removed.
+		Watches(&admissionregistrationv1.ValidatingAdmissionPolicy{}, handler.EnqueueRequestsFromMapFunc(r.every),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&admissionregistrationv1.ValidatingAdmissionPolicyBinding{}, handler.EnqueueRequestsFromMapFunc(r.every),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	return b.Complete(r)
 }
@@ -80,11 +96,10 @@ func approvalChanged() predicate.Predicate {
 	}}
 }
 
+// equalApproval compares two decisions whole: an approval written again (another time, another
+// comment) is a new one, which counts where the one before was marked unchecked.
 func equalApproval(a, b *policyhubv1.ExceptionApproval) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Decision == b.Decision && a.By == b.By && a.Generation == b.Generation
+	return equality.Semantic.DeepEqual(a, b)
 }
 
 // syncedClustersChanged passes a target's slice events that change where its policy is: a
@@ -203,9 +218,24 @@ func (r *FleetPolicyExceptionReconciler) Reconcile(ctx context.Context, req ctrl
 	if maxLifetime <= 0 {
 		maxLifetime = policyhubv1.DefaultMaxExceptionLifetime
 	}
-	d := &fleetPolicyException{FleetPolicyException: ex, r: r, verdict: declare.ExceptionState(ex, now(), maxLifetime)}
+	rules := declare.ApprovalRules{FenceMissing: r.fenceMissing(ctx), ApprovableServiceAccounts: r.ApprovableServiceAccounts}
+	d := &fleetPolicyException{FleetPolicyException: ex, r: r, verdict: declare.ExceptionState(ex, now(), maxLifetime, rules)}
 	d.was = ex.Status.State
 	return r.engine(&r.room).reconcile(ctx, req.NamespacedName, d)
+}
+
+// fenceMissing says what of the approvals' admission fence is missing on the hub, from the
+// manager's cache; a fence it cannot read is missing.
+func (r *FleetPolicyExceptionReconciler) fenceMissing(ctx context.Context) string {
+	policies := &admissionregistrationv1.ValidatingAdmissionPolicyList{}
+	bindings := &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}
+	if err := r.Reader.List(ctx, policies, readOnlyList); err != nil {
+		return "the hub cannot read its ValidatingAdmissionPolicies (" + err.Error() + ")"
+	}
+	if err := r.Reader.List(ctx, bindings, readOnlyList); err != nil {
+		return "the hub cannot read its ValidatingAdmissionPolicyBindings (" + err.Error() + ")"
+	}
+	return r.fence.Missing(policies.Items, bindings.Items)
 }
 
 // fleetPolicyException is a FleetPolicyException as the engine's declaration.
@@ -488,6 +518,9 @@ func (d *fleetPolicyException) progress(r *rendering, outcomes []clusterOutcome,
 	switch {
 	case d.verdict.State != policyhubv1.ExceptionActive:
 		p.holding, p.reason = d.verdict.Message, d.verdict.State
+		if d.verdict.Reason != "" {
+			p.reason = d.verdict.Reason
+		}
 	case r.refused != nil:
 		p.holding, p.reason, p.stalled = r.refused.Error()+": in force nowhere", r.refused.Reason, true
 	case r.missing != "":
@@ -496,10 +529,22 @@ func (d *fleetPolicyException) progress(r *rendering, outcomes []clusterOutcome,
 	return p
 }
 
-// judged sets the exception's state and its Approved condition from this reconcile's verdict.
+// judged sets the exception's state and its Approved condition from this reconcile's verdict, and
+// marks an approval seen while the fence was missing (the mark goes once another decision
+// replaces it).
 func (d *fleetPolicyException) judged() {
 	d.Status.State = d.verdict.State
-	approved := metav1.Condition{Type: policyhubv1.ConditionApproved, Status: metav1.ConditionFalse, Reason: d.verdict.State,
+	switch a := d.Status.Approval; {
+	case d.verdict.MarkUnchecked:
+		d.Status.UncheckedApproval = a.DeepCopy()
+	case d.Status.UncheckedApproval != nil && (a == nil || !equality.Semantic.DeepEqual(*a, *d.Status.UncheckedApproval)):
+		d.Status.UncheckedApproval = nil
+	}
+	reason := d.verdict.State
+	if d.verdict.Reason != "" {
+		reason = d.verdict.Reason
+	}
+	approved := metav1.Condition{Type: policyhubv1.ConditionApproved, Status: metav1.ConditionFalse, Reason: reason,
 		Message: policyhubv1.TruncateMessage(d.verdict.Message, 1024), ObservedGeneration: d.Generation}
 	switch d.verdict.State {
 	case policyhubv1.ExceptionActive:

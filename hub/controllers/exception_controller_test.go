@@ -2,7 +2,9 @@ package controllers
 
 import (
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -35,6 +37,34 @@ func TestSliceWatchesPassOnlyWhereSyncedChanges(t *testing.T) {
 			e := event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}
 			got := slicesOfKinds(policyhubv1.KindFleetPolicyException).Update(e) && syncedClustersChanged().Update(e)
 			if got != tc.want {
+				t.Errorf("passes %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A decision written again, even alike but for its time or comment, wakes the exception: it may
+// replace one the hub marked as written without the fence. The hub's own status writes do not.
+func TestApprovalChangedPassesEveryNewDecision(t *testing.T) {
+	at := func(sec int) *metav1.Time { return &metav1.Time{Time: time.Date(2030, 1, 1, 0, 0, sec, 0, time.UTC)} }
+	withApproval := func(a *policyhubv1.ExceptionApproval) *policyhubv1.FleetPolicyException {
+		return &policyhubv1.FleetPolicyException{Status: policyhubv1.FleetPolicyExceptionStatus{Approval: a}}
+	}
+	first := &policyhubv1.ExceptionApproval{Decision: policyhubv1.DecisionApproved, By: "alice", Generation: 1, At: at(1)}
+	marked := withApproval(first)
+	marked.Status.UncheckedApproval = first.DeepCopy()
+	for _, tc := range []struct {
+		name     string
+		old, new *policyhubv1.FleetPolicyException
+		want     bool
+	}{
+		{"a first decision", withApproval(nil), withApproval(first), true},
+		{"the same approval, later", withApproval(first), withApproval(&policyhubv1.ExceptionApproval{Decision: policyhubv1.DecisionApproved, By: "alice", Generation: 1, At: at(2)}), true},
+		{"the same approval, with a comment", withApproval(first), withApproval(&policyhubv1.ExceptionApproval{Decision: policyhubv1.DecisionApproved, By: "alice", Generation: 1, At: at(1), Comment: "again"}), true},
+		{"the hub marks it", withApproval(first), marked, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := approvalChanged().Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
 				t.Errorf("passes %v, want %v", got, tc.want)
 			}
 		})

@@ -57,6 +57,10 @@ type HubOptions struct {
 	// MaxExceptionLifetime bounds a FleetPolicyException's lifetime; zero means
 	// policyhubv1.DefaultMaxExceptionLifetime.
 	MaxExceptionLifetime time.Duration
+	// ApprovableServiceAccounts are the ServiceAccounts (user names
+	// system:serviceaccount:NAMESPACE:NAME) whose exception requests may be approved; any other
+	// ServiceAccount's never may.
+	ApprovableServiceAccounts []string
 	// Replica, when set, makes this process one of the hub's replicas that share the fleet,
 	// active-active: it holds a Lease of its own, works the clusters assigned to it and writes
 	// the status of its share of the declarations (see share). Nil: it works every cluster.
@@ -147,7 +151,7 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 			return fmt.Errorf("ApplicationPolicy controller: %w", err)
 		}
 		exceptions := &FleetPolicyExceptionReconciler{DeclarationOptions: declarations, APIReader: mgr.GetAPIReader(), MaxLifetime: o.MaxExceptionLifetime,
-			Metrics: metrics.NewExceptions(o.Registry)}
+			ApprovableServiceAccounts: o.ApprovableServiceAccounts, Metrics: metrics.NewExceptions(o.Registry)}
 		if err := exceptions.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("FleetPolicyException controller: %w", err)
 		}

@@ -30,12 +30,30 @@ const (
 // ConditionApproved says whether the exception's current generation is approved, by whom.
 const ConditionApproved = "Approved"
 
+// Reasons of the Approved condition beyond the exception states: no approval counts.
+const (
+	// ReasonFenceMissing: the admission policies that check who decides (the fence) are not in
+	// place on the hub, so the hub counts no approval of any exception.
+	ReasonFenceMissing = "FenceMissing"
+	// ReasonNotApprovable: who requested or changed the spec may never have it approved (a
+	// ServiceAccount the hub admin did not allow).
+	ReasonNotApprovable = "NotApprovable"
+	// ReasonUncheckedApproval: the approval was written while the fence was missing.
+	ReasonUncheckedApproval = "UncheckedApproval"
+)
+
+// MaxExceptionWriters bounds spec.changedBy: how many users other than the requester may change
+// an exception's spec.
+const MaxExceptionWriters = 16
+
 // DefaultMaxExceptionLifetime bounds how far ahead of its creation an exception may end, unless
 // the hub admin configures another bound (the hub's --max-exception-lifetime and the chart's
 // admission policy).
 const DefaultMaxExceptionLifetime = 90 * 24 * time.Hour
 
 // FleetPolicyExceptionSpec says what is exempted from which policy, where, why and until when.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.requestedBy) || (has(self.requestedBy) && self.requestedBy == oldSelf.requestedBy)",message="spec.requestedBy is the exception's first requester and cannot change: request a new exception"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.changedBy) || (has(self.changedBy) && oldSelf.changedBy.all(u, u in self.changedBy))",message="spec.changedBy lists everyone who changed the spec of someone else's request: nobody can be removed from it"
 type FleetPolicyExceptionSpec struct {
 	// Target is the policy exempted from: a FleetPolicy's, or one member of a PolicySet.
 	Target ExceptionTarget `json:"target"`
@@ -70,11 +88,25 @@ type FleetPolicyExceptionSpec struct {
 	// unless the hub admin set another).
 	ExpiresAt metav1.Time `json:"expiresAt"`
 
-	// RequestedBy is who last set the spec, stamped by the hub's admission policy: the requester,
-	// who may not approve it.
+	// RequestedBy is who created the exception: its requester, who may not decide on it. Set once
+	// and never changed: stamped by the hub's admission policy where the hub serves
+	// MutatingAdmissionPolicy (Kubernetes 1.36+), else the writer sets it to itself and admission
+	// checks it.
 	// +optional
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	RequestedBy string `json:"requestedBy,omitempty"`
+
+	// ChangedBy are the users other than the requester who changed the spec since, in order, each
+	// once: none of them may decide on it either. Appended by the hub's admission policy (or, on a
+	// hub without MutatingAdmissionPolicy, by the writer, and checked); never shortened. A spec
+	// changed by MaxExceptionWriters others is refused: request a new exception.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	ChangedBy []string `json:"changedBy,omitempty"`
 }
 
 // ExceptionTarget names the policy exempted from.
@@ -228,6 +260,13 @@ type FleetPolicyExceptionStatus struct {
 	// (never by the hub).
 	// +optional
 	Approval *ExceptionApproval `json:"approval,omitempty"`
+
+	// UncheckedApproval is an approval the hub saw while the admission fence was missing (so
+	// nobody checked who wrote it or whether they may): it never counts, even once the fence is
+	// back; a new decision replaces it. Written by the hub; admission keeps it while the approval
+	// is the one it names.
+	// +optional
+	UncheckedApproval *ExceptionApproval `json:"uncheckedApproval,omitempty"`
 
 	// State is Pending (awaiting approval of this generation), Active, Denied, Revoked, Expired or
 	// Invalid, on the hub's clock.

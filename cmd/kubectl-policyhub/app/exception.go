@@ -30,19 +30,20 @@ func newExceptionCommand(o *options) *cobra.Command {
 		Short: "Request, approve, deny, revoke and list FleetPolicyExceptions: owned, ticketed, approved, expiring exemptions",
 		Long: `A FleetPolicyException exempts chosen resources, in chosen clusters, from a policy the hub runs
 there (a FleetPolicy's, or one member of a PolicySet): owned by a team, with a reason, tracked in a
-ticket, and ending at a date. It does nothing until a user other than its requester approves its
-current spec; the hub then renders Kyverno's PolicyException in the clusters it applies to, and
-removes it from every one of them when it expires, is revoked, or its spec changes (a new spec
-needs a new approval).
+ticket, and ending at a date. It does nothing until a user other than its requester (and other than
+anyone who changed its spec) approves the generation of its spec they reviewed; the hub then
+renders Kyverno's PolicyException in the clusters it applies to, and removes it from every one of
+them when it expires, is revoked, or its spec changes (a new spec needs a new approval).
 
-  request   ask for an exception (the hub stamps you as its requester)
-  approve   approve its current spec (an approver, never its requester)
+  request   ask for an exception (you are its requester)
+  approve   approve the spec generation you reviewed (an approver, never its requester)
   deny      refuse it
   revoke    withdraw an approval: the hub removes it from every cluster
   list      the exceptions of the namespace (-A: of every namespace), their state and end date`,
 		Example: `  kubectl policyhub exception request shop-web-latest -n shop --policy disallow-latest-tag \
     --names web --namespaces shop --all-clusters --owner team-shop --reason "..." --ticket SHOP-1234 --expires-in 72h
-  kubectl policyhub exception approve shop-web-latest -n shop --comment "until the next release"
+  kubectl policyhub exception list -n shop          # GENERATION: the spec generation to review
+  kubectl policyhub exception approve shop-web-latest -n shop --generation 1 --comment "until the next release"
   kubectl policyhub exception list -A`,
 		// Without RunE cobra would print the help and exit 0 for a mistyped subcommand.
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -115,15 +116,18 @@ type exceptionVerb struct {
 	// status.approval.decision.
 	verb, done, doing, decision string
 	short                       string
+	// needsGeneration: the decision must name the spec generation reviewed (an approval puts that
+	// spec in force; a denial or revocation only takes away).
+	needsGeneration bool
 }
 
 var exceptionVerbs = []exceptionVerb{
 	{"approve", "approved", "approving", policyhubv1.DecisionApproved,
-		"Approve an exception's current spec: the hub puts it in force until it expires"},
+		"Approve the spec generation of an exception you reviewed: the hub puts it in force until it expires", true},
 	{"deny", "denied", "denying", policyhubv1.DecisionDenied,
-		"Deny an exception's current spec: the hub does not put it in force"},
+		"Deny an exception's current spec: the hub does not put it in force", false},
 	{"revoke", "revoked", "revoking", policyhubv1.DecisionRevoked,
-		"Revoke an exception: the hub removes it from every cluster"},
+		"Revoke an exception: the hub removes it from every cluster", false},
 }
 
 // exceptionDecision is -o json|yaml of `exception approve|deny|revoke`: the status.approval written.
@@ -154,12 +158,21 @@ func whoAmI(ctx context.Context, c client.Client) (string, error) {
 	return review.Status.UserInfo.Username, nil
 }
 
-// decideException writes v's decision on the exception's current generation, by the user the
-// hub says you are, at now: status.approval, through the status subresource.
-func decideException(ctx context.Context, c client.Client, key client.ObjectKey, v exceptionVerb, comment string, now time.Time) (*exceptionDecision, error) {
+// decideException writes v's decision on the exception's spec generation reviewed (0: the
+// current one), by the user the hub says you are, at now: status.approval, through the status
+// subresource. A spec changed since the generation reviewed is refused here, and by admission
+// (the decision names its generation, which must be the current one when it is written).
+func decideException(ctx context.Context, c client.Client, key client.ObjectKey, v exceptionVerb, comment string, generation int64, now time.Time) (*exceptionDecision, error) {
 	ex, err := getException(ctx, c, key)
 	if err != nil {
 		return nil, err
+	}
+	if generation == 0 {
+		generation = ex.Generation
+	}
+	if generation != ex.Generation {
+		return nil, fmt.Errorf("fleetpolicyexception %s/%s is at generation %d, not %d: its spec changed since the generation you reviewed; review generation %d (kubectl get fleetpolicyexception %s -n %s -o yaml), then decide on it",
+			key.Namespace, key.Name, ex.Generation, generation, ex.Generation, key.Name, key.Namespace)
 	}
 	user, err := whoAmI(ctx, c)
 	if err != nil {
@@ -168,10 +181,18 @@ func decideException(ctx context.Context, c client.Client, key client.ObjectKey,
 	if ex.Spec.RequestedBy == user {
 		return nil, fmt.Errorf("fleetpolicyexception %s/%s: you (%s) requested it: another approver must decide", key.Namespace, key.Name, user)
 	}
-	res := &exceptionDecision{Namespace: key.Namespace, Name: key.Name, Decision: v.decision, By: user, Generation: ex.Generation,
+	if slices.Contains(ex.Spec.ChangedBy, user) {
+		return nil, fmt.Errorf("fleetpolicyexception %s/%s: you (%s) changed its spec (spec.changedBy): another approver must decide", key.Namespace, key.Name, user)
+	}
+	res := &exceptionDecision{Namespace: key.Namespace, Name: key.Name, Decision: v.decision, By: user, Generation: generation,
 		At: metav1.NewTime(now.UTC().Truncate(time.Second)), Comment: comment}
 	if ex.Spec.RequestedBy == "" {
 		res.Warnings = append(res.Warnings, noRequesterWarning)
+	}
+	// What keeps the hub from counting any approval of it, as the hub last said.
+	if c := meta.FindStatusCondition(ex.Status.Conditions, policyhubv1.ConditionApproved); v.decision == policyhubv1.DecisionApproved && c != nil &&
+		(c.Reason == policyhubv1.ReasonFenceMissing || c.Reason == policyhubv1.ReasonNotApprovable) {
+		res.Warnings = append(res.Warnings, "the hub counts no approval of it: "+c.Message)
 	}
 	if !now.Before(ex.Spec.ExpiresAt.Time) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("it expired at %s: the decision changes nothing", ex.Spec.ExpiresAt.UTC().Format(time.RFC3339)))
@@ -193,7 +214,7 @@ func decideException(ctx context.Context, c client.Client, key client.ObjectKey,
 		case apierrors.IsForbidden(err) && !strings.Contains(err.Error(), "spec.requestedBy"):
 			return nil, fmt.Errorf("%s needs verb approve on fleetpolicyexceptions (the policyhub-exception-approver ClusterRole): %w", v.doing, err)
 		case apierrors.IsInvalid(err) && strings.Contains(err.Error(), "status.approval.generation"):
-			return nil, fmt.Errorf("fleetpolicyexception %s/%s changed after you read it (a new generation of its spec): review it again, then decide: %w", key.Namespace, key.Name, err)
+			return nil, fmt.Errorf("fleetpolicyexception %s/%s changed after you reviewed generation %d (a new generation of its spec): review it again, then decide: %w", key.Namespace, key.Name, generation, err)
 		}
 		return nil, exceptionsAPIError(err, fmt.Sprintf("%s fleetpolicyexception %s/%s", v.verb, key.Namespace, key.Name))
 	}
@@ -202,19 +223,25 @@ func decideException(ctx context.Context, c client.Client, key client.ObjectKey,
 
 func newExceptionDecideCommand(o *options, v exceptionVerb) *cobra.Command {
 	var comment string
+	var generation int64
 	long := fmt.Sprintf(`Decide on FleetPolicyException NAME of the namespace (-n, else the kubeconfig context's): write
-status.approval {decision: %s, by: you, generation: the spec generation you read, at: now,
+status.approval {decision: %s, by: you, generation: the spec generation you reviewed, at: now,
 comment}, through the status subresource. The decision counts for that generation only: a change
-of the spec needs a new decision.
+of the spec needs a new decision, and a decision on a generation that is no longer the current one
+is refused.
 
 Deciding needs verb approve on fleetpolicyexceptions (the policyhub-exception-approver ClusterRole);
-you are who the hub says you are (a SelfSubjectReview), and the exception's requester
-(spec.requestedBy) cannot decide on it. The hub's admission policy checks all of this too.
+you are who the hub says you are (a SelfSubjectReview). Neither the exception's requester
+(spec.requestedBy) nor anyone who changed its spec (spec.changedBy) can decide on it, and nobody
+who may write exceptions in its namespace can approve it. The hub's admission policy checks all of
+this; the hub counts no approval while that policy is missing.
 `, v.decision)
 	switch v.decision {
 	case policyhubv1.DecisionApproved:
 		long += `
-Once approved, the hub puts the exception in force in the clusters it applies to until it expires.`
+--generation is required: the spec generation you reviewed (kubectl policyhub exception list shows
+it; kubectl get fleetpolicyexception NAME -o yaml shows that spec). Once approved, the hub puts the
+exception in force in the clusters it applies to until it expires.`
 	case policyhubv1.DecisionDenied:
 		long += `
 A denied exception is never put in force; an approved one is removed from every cluster.`
@@ -231,7 +258,7 @@ spec changes and it is approved again.`
 		Use:     v.verb + " NAME [--comment TEXT]",
 		Short:   v.short,
 		Long:    long,
-		Example: fmt.Sprintf(`  kubectl policyhub exception %s shop-web-latest -n shop --comment "see SHOP-1234"`, v.verb),
+		Example: fmt.Sprintf(`  kubectl policyhub exception %s shop-web-latest -n shop --generation 2 --comment "see SHOP-1234"`, v.verb),
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			if len(args) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
@@ -245,6 +272,10 @@ spec changes and it is approved again.`
 			if n := utf8.RuneCountInString(comment); n > maxCommentLength {
 				return usageError{fmt.Errorf("--comment is %d characters long: at most %d", n, maxCommentLength)}
 			}
+			if generation < 0 || (v.needsGeneration && generation == 0) {
+				return usageError{fmt.Errorf("%s needs --generation N, the spec generation you reviewed (kubectl policyhub exception list shows it): "+
+					"what you approve is that spec, and nothing written after it", v.verb)}
+			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -252,7 +283,7 @@ spec changes and it is approved again.`
 			if err != nil {
 				return err
 			}
-			res, err := decideException(cmd.Context(), c, client.ObjectKey{Namespace: o.namespace(), Name: args[0]}, v, comment, time.Now())
+			res, err := decideException(cmd.Context(), c, client.ObjectKey{Namespace: o.namespace(), Name: args[0]}, v, comment, generation, time.Now())
 			if err != nil {
 				return err
 			}
@@ -266,6 +297,13 @@ spec changes and it is approved again.`
 		},
 	}
 	cmd.Flags().StringVar(&comment, "comment", "", fmt.Sprintf("Why you %s it (status.approval.comment; at most %d characters).", v.verb, maxCommentLength))
+	usage := "The spec generation you reviewed (metadata.generation); refused if the spec changed since."
+	if v.needsGeneration {
+		usage += " Required."
+	} else {
+		usage += " Default: the current one."
+	}
+	cmd.Flags().Int64Var(&generation, "generation", 0, usage)
 	return cmd
 }
 
@@ -274,6 +312,8 @@ spec changes and it is approved again.`
 // exceptionRow is one exception in the list's table.
 type exceptionRow struct {
 	Namespace, Name string
+	// Generation is the spec's generation, the one an approver reviews and names.
+	Generation int64
 	// Policy is the Kyverno policy exempted from as the hub resolved it (status.policy), else the
 	// target: fp/NAME, pset/NAME:KIND/NAME.
 	Policy, State string
@@ -291,7 +331,7 @@ func exceptionRows(items []policyhubv1.FleetPolicyException, now time.Time) []ex
 	rows := make([]exceptionRow, 0, len(items))
 	for i := range items {
 		ex := &items[i]
-		row := exceptionRow{Namespace: ex.Namespace, Name: ex.Name, Policy: ex.Status.Policy, State: ex.Status.State,
+		row := exceptionRow{Namespace: ex.Namespace, Name: ex.Name, Generation: ex.Generation, Policy: ex.Status.Policy, State: ex.Status.State,
 			InForce: ex.Status.InForce, Exempted: ex.Status.Exempted, Owner: ex.Spec.Owner, Ticket: ex.Spec.Ticket, RequestedBy: ex.Spec.RequestedBy}
 		if row.Policy == "" {
 			row.Policy = exceptionTarget(ex.Spec.Target)
@@ -337,13 +377,13 @@ func printExceptionTable(w io.Writer, rows []exceptionRow, allNamespaces bool) {
 	if len(rows) == 0 {
 		return
 	}
-	header := []string{"NAME", "POLICY", "STATE", "EXPIRES", "IN-FORCE", "EXEMPTED", "OWNER", "TICKET", "REQUESTED-BY", "APPROVED-BY"}
+	header := []string{"NAME", "GENERATION", "POLICY", "STATE", "EXPIRES", "IN-FORCE", "EXEMPTED", "OWNER", "TICKET", "REQUESTED-BY", "APPROVED-BY"}
 	if allNamespaces {
 		header = append([]string{"NAMESPACE"}, header...)
 	}
 	tableRow(w, header...)
 	for _, r := range rows {
-		cells := []string{r.Name, r.Policy, r.State, r.Expires, itoa(int64(r.InForce)), itoa(r.Exempted), r.Owner, r.Ticket, r.RequestedBy, r.ApprovedBy}
+		cells := []string{r.Name, itoa(r.Generation), r.Policy, r.State, r.Expires, itoa(int64(r.InForce)), itoa(r.Exempted), r.Owner, r.Ticket, r.RequestedBy, r.ApprovedBy}
 		if allNamespaces {
 			cells = append([]string{r.Namespace}, cells...)
 		}
@@ -388,7 +428,7 @@ func newExceptionListCommand(o *options) *cobra.Command {
 		Long: `List the FleetPolicyExceptions of the namespace (-n, else the kubeconfig context's; -A for every
 namespace), by namespace then name.
 
-POLICY is the Kyverno policy exempted from as the hub resolved it (kind/name), else the target as
+GENERATION is the generation of the exception's spec: approve names the one you reviewed. POLICY is the Kyverno policy exempted from as the hub resolved it (kind/name), else the target as
 requested (fp/NAME, pset/NAME:KIND/NAME). STATE is Pending (awaiting a decision on the current
 spec), Active, Denied, Revoked, Expired or Invalid, on the hub's clock ("-" before the hub saw it).
 EXPIRES is the end date and how far it is from now. IN-FORCE counts the clusters holding it,

@@ -83,7 +83,9 @@ Who is accountable (--owner), why (--reason), where it is tracked (--ticket), an
 --expires-in (e.g. 72h, or whole days: 14d) or --expires-at (RFC3339), at most 90 days after it is
 created unless the hub admin set another bound. All four are required.
 
-The hub stamps spec.requestedBy with your user name: you cannot approve your own request.
+spec.requestedBy is your user name as the hub knows you (a SelfSubjectReview): you are the requester,
+and cannot approve your own request; the hub's admission policy checks it (and stamps it where the
+hub serves MutatingAdmissionPolicy).
 --dry-run has the hub validate the request (a server-side dry run, admission included) and prints
 the object it would create (as YAML, or -o json), creating nothing.
 
@@ -120,11 +122,13 @@ the object it would create (as YAML, or -o json), creating nothing.
 			if err != nil {
 				return err
 			}
-			if err := requestException(cmd.Context(), c, ex, r.dryRun); err != nil {
+			// A hub without the stamping policy (before Kubernetes 1.36) checks that the
+			// requester names itself.
+			if ex.Spec.RequestedBy, err = whoAmI(cmd.Context(), c); err != nil {
 				return err
 			}
-			if ex.Spec.RequestedBy == "" && (r.dryRun || o.output != "table") {
-				fmt.Fprintln(o.streams.ErrOut, "warning: "+noRequesterWarning)
+			if err := requestException(cmd.Context(), c, ex, r.dryRun); err != nil {
+				return err
 			}
 			if r.dryRun {
 				format := o.output
@@ -181,16 +185,14 @@ func (o *options) exceptionPolicyNames(ctx context.Context) []string {
 	return fleetDeclarationNames(ctx, c)
 }
 
-// noRequesterWarning says why an exception without spec.requestedBy can never be in force.
-const noRequesterWarning = "spec.requestedBy is empty: the hub's admission policy that stamps the requester (policyhub-exception-requester) is not installed, so no approval will count"
+// noRequesterWarning says why an exception without spec.requestedBy (one created before policyhub
+// required it) can never be in force.
+const noRequesterWarning = "spec.requestedBy is empty: nobody checked who requested it, so no approval will count; request it anew"
 
 // requestedLine is what `exception request` prints once the hub created ex.
 func requestedLine(ex *policyhubv1.FleetPolicyException) string {
-	if ex.Spec.RequestedBy == "" {
-		return fmt.Sprintf("fleetpolicyexception %s/%s created (generation %d), but %s", ex.Namespace, ex.Name, ex.Generation, noRequesterWarning)
-	}
-	return fmt.Sprintf("fleetpolicyexception %s/%s requested by %s (generation %d); it is inert until an approver runs: kubectl policyhub exception approve %s -n %s",
-		ex.Namespace, ex.Name, ex.Spec.RequestedBy, ex.Generation, ex.Name, ex.Namespace)
+	return fmt.Sprintf("fleetpolicyexception %s/%s requested by %s (generation %d); it is inert until an approver reviews it and runs: kubectl policyhub exception approve %s -n %s --generation %d",
+		ex.Namespace, ex.Name, ex.Spec.RequestedBy, ex.Generation, ex.Name, ex.Namespace, ex.Generation)
 }
 
 // requestException creates ex (a server-side dry run with dryRun); ex is then the hub's answer.
@@ -201,7 +203,7 @@ func requestException(ctx context.Context, c client.Client, ex *policyhubv1.Flee
 	}
 	if err := c.Create(ctx, ex, opts...); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("fleetpolicyexception %s/%s already exists: choose another NAME (changing its spec with kubectl edit makes you its requester and needs a new approval)", ex.Namespace, ex.Name)
+			return fmt.Errorf("fleetpolicyexception %s/%s already exists: choose another NAME (changing its spec with kubectl edit lists you in its spec.changedBy, and needs a new approval)", ex.Namespace, ex.Name)
 		}
 		return exceptionsAPIError(err, fmt.Sprintf("request fleetpolicyexception %s/%s", ex.Namespace, ex.Name))
 	}

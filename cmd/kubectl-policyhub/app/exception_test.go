@@ -303,11 +303,11 @@ func TestExceptionRowsAndTable(t *testing.T) {
 	tw := newTableWriter(&out)
 	printExceptionTable(tw, rows, true)
 	_ = tw.Flush()
-	want := `NAMESPACE   NAME         POLICY                                       STATE     EXPIRES                          IN-FORCE   EXEMPTED   OWNER        TICKET   REQUESTED-BY   APPROVED-BY
-batch       gpu          pset/pss:ClusterPolicy/disallow-privileged   Expired   2030-01-01T07:00:00Z (5h ago)    0          0          team-batch   OPS-42   carol          -
-shop        api-root     fp/no-root                                   -         2030-01-01T12:30:00Z (in 30m)    0          0          team-shop    SHOP-2   bob            -
-shop        denied       ClusterPolicy/no-root                        Denied    2030-01-03T12:00:00Z (in 2d)     0          0          team-shop    SHOP-3   bob            -
-shop        web-latest   ClusterPolicy/disallow-latest-tag            Active    2030-01-04T16:00:00Z (in 3d4h)   2          7          team-shop    SHOP-1   bob            alice
+	want := `NAMESPACE   NAME         GENERATION   POLICY                                       STATE     EXPIRES                          IN-FORCE   EXEMPTED   OWNER        TICKET   REQUESTED-BY   APPROVED-BY
+batch       gpu          3            pset/pss:ClusterPolicy/disallow-privileged   Expired   2030-01-01T07:00:00Z (5h ago)    0          0          team-batch   OPS-42   carol          -
+shop        api-root     1            fp/no-root                                   -         2030-01-01T12:30:00Z (in 30m)    0          0          team-shop    SHOP-2   bob            -
+shop        denied       1            ClusterPolicy/no-root                        Denied    2030-01-03T12:00:00Z (in 2d)     0          0          team-shop    SHOP-3   bob            -
+shop        web-latest   2            ClusterPolicy/disallow-latest-tag            Active    2030-01-04T16:00:00Z (in 3d4h)   2          7          team-shop    SHOP-1   bob            alice
 `
 	if out.String() != want {
 		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
@@ -318,8 +318,8 @@ shop        web-latest   ClusterPolicy/disallow-latest-tag            Active    
 	tw = newTableWriter(&out)
 	printExceptionTable(tw, rows[3:], false)
 	_ = tw.Flush()
-	if want := "NAME         POLICY                              STATE    EXPIRES                          IN-FORCE   EXEMPTED   OWNER       TICKET   REQUESTED-BY   APPROVED-BY\n" +
-		"web-latest   ClusterPolicy/disallow-latest-tag   Active   2030-01-04T16:00:00Z (in 3d4h)   2          7          team-shop   SHOP-1   bob            alice\n"; out.String() != want {
+	if want := "NAME         GENERATION   POLICY                              STATE    EXPIRES                          IN-FORCE   EXEMPTED   OWNER       TICKET   REQUESTED-BY   APPROVED-BY\n" +
+		"web-latest   2            ClusterPolicy/disallow-latest-tag   Active   2030-01-04T16:00:00Z (in 3d4h)   2          7          team-shop   SHOP-1   bob            alice\n"; out.String() != want {
 		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
 	}
 
@@ -359,8 +359,8 @@ func TestExceptionListReport(t *testing.T) {
 	}
 }
 
-// What request prints of the created exception: the requester the server stamped, or why no
-// approval will count without one; -o yaml prints the object with its kind, without managedFields.
+// What request prints of the created exception: the requester, and the generation to approve;
+// -o yaml prints the object with its kind, without managedFields.
 func TestRequestedLineAndPrintable(t *testing.T) {
 	r := validRequest()
 	created, err := r.build("shop", "web-latest", exceptionNow)
@@ -368,12 +368,8 @@ func TestRequestedLineAndPrintable(t *testing.T) {
 		t.Fatal(err)
 	}
 	created.Spec.RequestedBy, created.Generation = "bob", 1
-	if want := "fleetpolicyexception shop/web-latest requested by bob (generation 1); it is inert until an approver runs: kubectl policyhub exception approve web-latest -n shop"; requestedLine(created) != want {
+	if want := "fleetpolicyexception shop/web-latest requested by bob (generation 1); it is inert until an approver reviews it and runs: kubectl policyhub exception approve web-latest -n shop --generation 1"; requestedLine(created) != want {
 		t.Errorf("line %q\nwant %q", requestedLine(created), want)
-	}
-	created.Spec.RequestedBy = ""
-	if line := requestedLine(created); !strings.Contains(line, "admission policy") || !strings.Contains(line, "no approval will count") {
-		t.Errorf("without requester: %q", line)
 	}
 	created.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 	var out bytes.Buffer
@@ -394,6 +390,10 @@ func TestExceptionUsage(t *testing.T) {
 		{"exception", "request", "x", "--owner", "me"},
 		{"exception", "request", "x", "--policy", "ap/x"},
 		{"exception", "approve"},
+		// What an approver approves is the spec they reviewed: they name its generation.
+		{"exception", "approve", "x"},
+		{"exception", "approve", "x", "--generation", "0"},
+		{"exception", "deny", "x", "--generation", "-1"},
 		{"exception", "deny", "a", "b"},
 		{"exception", "revoke", "x", "--comment", strings.Repeat("c", maxCommentLength+1)},
 		{"exception", "list", "x"},
