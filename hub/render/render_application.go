@@ -3,6 +3,8 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -10,6 +12,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/render/tenantcel"
 )
 
 // API versions and kinds an ApplicationPolicy renders into.
@@ -85,6 +88,9 @@ func applicationPolicy(hubID string, ap *policyhubv1.ApplicationPolicy, namespac
 			return applicationKyvernoPolicy(t, rules, label, spec.Application), nil
 		}
 	} else {
+		if err := validationsWithinSandbox(spec.Validations); err != nil {
+			return nil, err
+		}
 		build = func(t target) (*unstructured.Unstructured, error) {
 			return applicationValidatingPolicy(t, spec.Validations, label, spec.Application)
 		}
@@ -187,6 +193,9 @@ func applicationRules(typed []policyhubv1.ApplicationRule) ([]map[string]any, er
 		if err := ValidationOnly(rule); err != nil {
 			return nil, fmt.Errorf("spec.rules[%d] (%s): %w", i, name, err)
 		}
+		if err := ruleWithinSandbox(fmt.Sprintf("spec.rules[%d]", i), rule); err != nil {
+			return nil, err
+		}
 		validate := rule["validate"].(map[string]any)
 		delete(validate, "failureActionOverrides")
 		rules = append(rules, rule)
@@ -236,6 +245,101 @@ func ValidationOnly(rule map[string]any) error {
 		return nil
 	}
 	return walk("rule", rule)
+}
+
+// tenantValidateFields are the fields of a rule's validate block a tenant may use: each checks
+// the resource it is given and nothing else. Not manifests (signature verification: Kyverno
+// fetches keys, certificates and transparency logs, and dry-runs the resource elsewhere), nor
+// any field this list does not know.
+var tenantValidateFields = map[string]bool{
+	"message": true, "pattern": true, "anyPattern": true, "deny": true, "foreach": true,
+	"podSecurity": true, "cel": true, "assert": true, "failureAction": true,
+	"failureActionOverrides": true, "allowExistingViolations": true,
+}
+
+// ruleWithinSandbox refuses a tenant's rule whose validate block holds a field off
+// tenantValidateFields, or whose CEL (celPreconditions, validate.cel) calls or reads what
+// tenantcel does not allow. path is the rule's, e.g. spec.rules[0].
+func ruleWithinSandbox(path string, rule map[string]any) error {
+	validate, _ := rule["validate"].(map[string]any)
+	for _, k := range slices.Sorted(maps.Keys(validate)) {
+		if k == "manifests" {
+			return fmt.Errorf("%s.validate.manifests is not allowed: Kyverno would fetch keys, certificates or transparency logs from outside to verify it; an ApplicationPolicy validates the resource only (ask a hub admin for a FleetPolicy)", path)
+		}
+		if !tenantValidateFields[k] {
+			return fmt.Errorf("%s.validate.%s is not a validate field an ApplicationPolicy may use (it may use %s)", path, k, strings.Join(slices.Sorted(maps.Keys(tenantValidateFields)), ", "))
+		}
+	}
+	var checks []celField
+	for j, c := range anySlice(rule["celPreconditions"]) {
+		checks = append(checks, celField{fmt.Sprintf("%s.celPreconditions[%d].expression", path, j), c, "expression"})
+	}
+	cel, isObject := validate["cel"].(map[string]any)
+	if !isObject && validate["cel"] != nil {
+		return fmt.Errorf("%s.validate.cel: want an object, got %T", path, validate["cel"])
+	}
+	for j, e := range anySlice(cel["expressions"]) {
+		at := fmt.Sprintf("%s.validate.cel.expressions[%d]", path, j)
+		checks = append(checks, celField{at + ".expression", e, "expression"}, celField{at + ".messageExpression", e, "messageExpression"})
+	}
+	for j, v := range anySlice(cel["variables"]) {
+		checks = append(checks, celField{fmt.Sprintf("%s.validate.cel.variables[%d].expression", path, j), v, "expression"})
+	}
+	for j, a := range anySlice(cel["auditAnnotations"]) {
+		checks = append(checks, celField{fmt.Sprintf("%s.validate.cel.auditAnnotations[%d].valueExpression", path, j), a, "valueExpression"})
+	}
+	for _, c := range checks {
+		if err := c.check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// celField is the CEL at key of an object (a map) decoded from a tenant's rule, path naming it.
+type celField struct {
+	path   string
+	object any
+	key    string
+}
+
+// check refuses what tenantcel refuses, and CEL that is not a string.
+func (c celField) check() error {
+	m, isObject := c.object.(map[string]any)
+	if !isObject {
+		return fmt.Errorf("%s: want an object holding it, got %T", c.path, c.object)
+	}
+	v, ok := m[c.key]
+	if !ok || v == nil {
+		return nil
+	}
+	expression, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("%s: want a CEL expression (a string), got %T", c.path, v)
+	}
+	return tenantcel.Check(c.path, expression)
+}
+
+// validationsWithinSandbox refuses an ApplicationPolicy's CEL validations that call or read
+// what tenantcel does not allow.
+func validationsWithinSandbox(validations []policyhubv1.Validation) error {
+	for i, v := range validations {
+		if err := tenantcel.Check(fmt.Sprintf("spec.validations[%d].expression", i), v.Expression); err != nil {
+			return err
+		}
+		if v.MessageExpression == "" {
+			continue
+		}
+		if err := tenantcel.Check(fmt.Sprintf("spec.validations[%d].messageExpression", i), v.MessageExpression); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func anySlice(v any) []any {
+	s, _ := v.([]any)
+	return s
 }
 
 // applicationSelector is the label selector of the application's resources.
