@@ -203,7 +203,8 @@ func (r *FleetPolicyExceptionReconciler) Reconcile(ctx context.Context, req ctrl
 	if maxLifetime <= 0 {
 		maxLifetime = policyhubv1.DefaultMaxExceptionLifetime
 	}
-	d := &fleetPolicyException{FleetPolicyException: ex, r: r, verdict: declare.ExceptionState(ex, now(), maxLifetime)}
+	verdict := declare.SandboxedException(ex, declare.ExceptionState(ex, now(), maxLifetime))
+	d := &fleetPolicyException{FleetPolicyException: ex, r: r, verdict: verdict}
 	d.was = ex.Status.State
 	return r.engine(&r.room).reconcile(ctx, req.NamespacedName, d)
 }
