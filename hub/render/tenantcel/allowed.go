@@ -22,15 +22,15 @@ var typeNames = set("bool", "bytes", "double", "int", "uint", "string", "list", 
 	"null_type", "type", "optional_type")
 
 // globalFunctions may be called as f(args): operators (as the parser names them), the internal
-// functions of the macros' expansions, conversions, and the namespaced functions of the pure
-// libraries (namespaced calls are resolved by their qualified name, math.ceil, before any
+// functions of the standard macros' expansions, conversions, and the namespaced functions of the
+// pure libraries (namespaced calls are resolved by their qualified name, math.ceil, before any
 // member call on an identifier math).
 var globalFunctions = set(
 	// Operators.
 	"_?_:_", "_&&_", "_||_", "!_", "-_", "_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_",
 	"_+_", "_-_", "_*_", "_/_", "_%_", "_[_]", "_[?_]", "_?._", "@in", "_in_", "in",
-	// Macro expansions (all, exists, exists_one; transformMap; math.greatest/least).
-	"@not_strictly_false", "__not_strictly_false__", "cel.@mapInsert", "math.@max", "math.@min",
+	// The expansions of the standard macros (all, exists, exists_one).
+	"@not_strictly_false", "__not_strictly_false__",
 	// Standard functions callable globally.
 	"size", "matches", "int", "uint", "double", "bool", "string", "bytes", "timestamp",
 	"duration", "type", "dyn",
@@ -39,7 +39,7 @@ var globalFunctions = set(
 	// Strings, lists, sets, math, base64, regex (cel-go's extensions as Kyverno loads them).
 	"strings.quote", "lists.range",
 	"sets.contains", "sets.equivalent", "sets.intersects",
-	"math.ceil", "math.floor", "math.round", "math.trunc", "math.isInf", "math.isNaN",
+	"math.greatest", "math.least", "math.ceil", "math.floor", "math.round", "math.trunc", "math.isInf", "math.isNaN",
 	"math.isFinite", "math.abs", "math.sign", "math.sqrt", "math.bitAnd", "math.bitOr",
 	"math.bitXor", "math.bitNot", "math.bitShiftLeft", "math.bitShiftRight",
 	"base64.encode", "base64.decode",
@@ -65,7 +65,7 @@ var memberFunctions = set(
 	"charAt", "indexOf", "lastIndexOf", "lowerAscii", "upperAscii", "replace", "split",
 	"substring", "trim", "join", "reverse", "format",
 	// Lists (cel-go's and Kubernetes').
-	"slice", "flatten", "sort", "@sortByAssociatedKeys", "distinct",
+	"slice", "flatten", "sort", "distinct",
 	"isSorted", "sum", "min", "max",
 	// Kubernetes' regex, URL, quantity, IP, CIDR, semver and format values.
 	"find", "findAll",

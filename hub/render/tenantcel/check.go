@@ -2,12 +2,13 @@ package tenantcel
 
 import (
 	"fmt"
+	"slices"
 	"strings"
-	"sync"
+	"unicode/utf8"
 
-	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common"
 	celast "github.com/google/cel-go/common/ast"
-	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/parser"
 )
 
 // MaxExpressionLength bounds an expression, in code points, before it is parsed: far above what
@@ -33,37 +34,27 @@ func (r *Refusal) Error() string {
 // Check parses expression (field says where it is written, for the message) and returns a
 // *Refusal unless it parses and every call and identifier in it is on the allow-list.
 func Check(field, expression string) error {
-	if n := len([]rune(expression)); n > MaxExpressionLength {
+	if n := utf8.RuneCountInString(expression); n > MaxExpressionLength {
 		return &Refusal{Field: field, What: fmt.Sprintf("is %d characters long, beyond the %d a tenant's expression may have", n, MaxExpressionLength)}
 	}
-	env, err := parserEnv()
+	// CEL's parser alone: the standard macros expand (has, all, exists, exists_one, map,
+	// filter), the macros of Kyverno's extensions stay calls (binders); nothing is declared,
+	// checked or evaluated.
+	p, err := parser.NewParser(
+		parser.Macros(parser.AllMacros...),
+		parser.EnableOptionalSyntax(true),
+		parser.ExpressionSizeCodePointLimit(MaxExpressionLength),
+	)
 	if err != nil {
 		return fmt.Errorf("%s: build the CEL parser: %w", field, err)
 	}
-	parsed, issues := env.Parse(expression)
-	if issues != nil && issues.Err() != nil {
-		return &Refusal{Field: field, What: "is not CEL the hub can parse: " + oneLine(issues.Err().Error())}
+	parsed, errs := p.Parse(common.NewTextSource(expression))
+	if len(errs.GetErrors()) > 0 {
+		return &Refusal{Field: field, What: "is not CEL the hub can parse: " + oneLine(errs.ToDisplayString())}
 	}
 	w := &walker{field: field, bound: map[string]int{}}
-	return w.expr(parsed.NativeRep().Expr())
+	return w.expr(parsed.Expr())
 }
-
-// parserEnv parses as Kyverno's CEL environments do, with the same macros (cel.bind, sortBy,
-// math.greatest, the optional and two-variable forms), so that what is checked is the tree
-// Kyverno evaluates. It is built once: an immutable parser, like a compiled regexp.
-var parserEnv = sync.OnceValues(func() (*cel.Env, error) {
-	return cel.NewEnv(
-		cel.OptionalTypes(),
-		ext.Bindings(),
-		ext.Lists(ext.ListsVersion(3)),
-		ext.Math(),
-		ext.Strings(ext.StringsVersion(2)),
-		ext.Sets(),
-		ext.Encoders(),
-		ext.TwoVarComprehensions(),
-		cel.ParserExpressionSizeLimit(MaxExpressionLength),
-	)
-})
 
 // walker walks a parsed expression; bound counts the comprehension variables in scope.
 type walker struct {
@@ -166,6 +157,14 @@ func (w *walker) unbind(names ...string) {
 // of a value, the value checked first (an unknown identifier names the call it makes).
 func (w *walker) call(c celast.CallExpr) error {
 	fn := c.FunctionName()
+	if b, ok := binderOf(c); ok {
+		if c.IsMemberFunction() && b.name != "cel.bind" {
+			if err := w.expr(c.Target()); err != nil {
+				return err
+			}
+		}
+		return w.binder(b, c.Args())
+	}
 	if !c.IsMemberFunction() {
 		if !globalFunctions[fn] {
 			return w.refuse("calls", fn)
@@ -193,6 +192,66 @@ func (w *walker) call(c celast.CallExpr) error {
 		return w.refuse("calls", fn)
 	}
 	return w.all(c.Args())
+}
+
+// binder is a macro of Kyverno's CEL extensions, left a call by the hub's parser: its first
+// names arguments are variable names, in scope from argument scopeFrom on (before it, the
+// arguments are evaluated outside, as cel.bind's initial value).
+type binder struct {
+	name             string
+	names, scopeFrom int
+	// args are the numbers of arguments the macro takes.
+	args []int
+}
+
+// binders, by the function name the parser gives them (cel.bind by its qualified name).
+var binders = map[string]binder{
+	"cel.bind":          {"cel.bind", 1, 2, []int{3}},
+	"sortBy":            {"sortBy", 1, 1, []int{2}},
+	"optMap":            {"optMap", 1, 1, []int{2}},
+	"optFlatMap":        {"optFlatMap", 1, 1, []int{2}},
+	"all":               {"all", 2, 2, []int{3}},
+	"exists":            {"exists", 2, 2, []int{3}},
+	"exists_one":        {"exists_one", 2, 2, []int{3}},
+	"existsOne":         {"existsOne", 2, 2, []int{3}},
+	"transformList":     {"transformList", 2, 2, []int{3, 4}},
+	"transformMap":      {"transformMap", 2, 2, []int{3, 4}},
+	"transformMapEntry": {"transformMapEntry", 2, 2, []int{3, 4}},
+}
+
+// binderOf is the binder a call is, if any: a member call (cel.bind: on the identifier cel) with
+// one of the macro's numbers of arguments.
+func binderOf(c celast.CallExpr) (binder, bool) {
+	if !c.IsMemberFunction() {
+		return binder{}, false
+	}
+	name := c.FunctionName()
+	if t := c.Target(); t.Kind() == celast.IdentKind && t.AsIdent() == "cel" {
+		name = "cel." + name
+	}
+	b, ok := binders[name]
+	if !ok || !slices.Contains(b.args, len(c.Args())) {
+		return binder{}, false
+	}
+	return b, true
+}
+
+// binder checks a binder's arguments: names first, then the arguments outside their scope,
+// then those inside it.
+func (w *walker) binder(b binder, args []celast.Expr) error {
+	names := make([]string, 0, b.names)
+	for _, a := range args[:b.names] {
+		if a.Kind() != celast.IdentKind {
+			return &Refusal{Field: w.field, What: "is not CEL the hub can parse: " + b.name + " takes variable names first"}
+		}
+		names = append(names, a.AsIdent())
+	}
+	if err := w.all(args[b.names:b.scopeFrom]); err != nil {
+		return err
+	}
+	w.bind(names...)
+	defer w.unbind(names...)
+	return w.all(args[b.scopeFrom:])
 }
 
 // qualifiedName is a.b.c for an identifier and the fields selected from it, as CEL's checker

@@ -42,6 +42,12 @@ var accepted = []string{
 	"object.spec.containers.all(c, c.resources.limits.?cpu.hasValue())",
 	"{'a': object.metadata.name}['a'] == object.metadata.name",
 	"regex.replace(object.metadata.name, '-', '_') != ''",
+	"object.?spec.?replicas.optMap(r, r * 2).orValue(0) < 10",
+	"object.spec.containers.transformList(i, c, c.image).size() < 10",
+	"object.metadata.labels.transformMap(k, v, k.startsWith('x'), v.size()).size() < 5",
+	"object.metadata.labels.exists(k, v, k == 'team' && v != '') && [1, 2].existsOne(i, v, v == 2)",
+	"math.least(1, 2, object.spec.replicas) >= 0",
+	"cel.bind(name, object.metadata.name, cel.bind(n, name.size(), n < 64))",
 	// A comprehension variable may take any name, that of a library's handle too: it is the
 	// element, and what it may do is still the allow-list's.
 	"object.spec.containers.all(http, http.name != '')",
@@ -88,6 +94,13 @@ var refused = []struct{ expression, names string }{
 	{"true ? true : http.Get('u') != null", "calls http.Get"},
 	{"object.metadata.name.Get('x')", "calls object.metadata.name.Get"},
 	{"[1].all(x, true) && x > 0", "reads x"},
+	{"cel.bind(x, 1, x > 0) && x > 0", "reads x"},
+	{"cel.bind(x, http, x != null)", "reads http"},
+	{"[1].sortBy(x, http.Get('u'))[0] > 0", "calls http.Get"},
+	{"object.spec.containers.transformList(i, c, http.Get(c.image)).size() > 0", "calls http.Get"},
+	{"object.?spec.optMap(s, resource.List('v1', 'secrets', '')).hasValue()", "calls resource.List"},
+	{"cel.bind(1, 2, 3)", "is not CEL the hub can parse: cel.bind takes variable names first"},
+	{"cel.bind(x, 1)", "calls cel.bind"},
 	// Unknown, or not an expression the hub knows.
 	{"frobnicate(object)", "calls frobnicate"},
 	{"object.spec.frobnicate()", "calls object.spec.frobnicate"},

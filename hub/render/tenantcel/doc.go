@@ -3,7 +3,8 @@
 // environment of the policy it lands in, which offers libraries that reach outside the tenant's
 // namespace (http.Get/Post, resource.List/Get/Post, globalContext.Get, image.GetMetadata ...).
 //
-// Check parses an expression with cel-go (it never evaluates it) and refuses it, naming the
+// Check parses an expression with cel-go's parser (it never checks types or evaluates; the
+// parser alone keeps the hub and the CLI free of CEL's runtime) and refuses it, naming the
 // field and the function or variable, unless every call and every identifier is on an
 // allow-list: the admission request's variables (object, oldObject, request, namespaceObject,
 // variables), CEL's operators, macros and standard functions, and the pure string, list, set,
