@@ -88,7 +88,7 @@ func applicationPolicy(hubID string, ap *policyhubv1.ApplicationPolicy, namespac
 			return applicationKyvernoPolicy(t, rules, label, spec.Application), nil
 		}
 	} else {
-		if err := validationsWithinSandbox(spec.Validations); err != nil {
+		if err := withinSandbox(validationsCEL(spec.Validations)); err != nil {
 			return nil, err
 		}
 		build = func(t target) (*unstructured.Unstructured, error) {
@@ -169,6 +169,7 @@ func kindName(kind string) string {
 func applicationRules(typed []policyhubv1.ApplicationRule) ([]map[string]any, error) {
 	rules := make([]map[string]any, 0, len(typed))
 	names := map[string]int{}
+	var cel []celField // every rule's, checked together
 	for i := range typed {
 		raw, err := json.Marshal(&typed[i])
 		if err != nil {
@@ -193,12 +194,17 @@ func applicationRules(typed []policyhubv1.ApplicationRule) ([]map[string]any, er
 		if err := ValidationOnly(rule); err != nil {
 			return nil, fmt.Errorf("spec.rules[%d] (%s): %w", i, name, err)
 		}
-		if err := ruleWithinSandbox(fmt.Sprintf("spec.rules[%d]", i), rule); err != nil {
+		ruleCEL, err := ruleWithinSandbox(fmt.Sprintf("spec.rules[%d]", i), rule)
+		if err != nil {
 			return nil, err
 		}
+		cel = append(cel, ruleCEL...)
 		validate := rule["validate"].(map[string]any)
 		delete(validate, "failureActionOverrides")
 		rules = append(rules, rule)
+	}
+	if err := withinSandbox(cel); err != nil {
+		return nil, err
 	}
 	return rules, nil
 }
@@ -258,88 +264,100 @@ var tenantValidateFields = map[string]bool{
 }
 
 // ruleWithinSandbox refuses a tenant's rule whose validate block holds a field off
-// tenantValidateFields, or whose CEL (celPreconditions, validate.cel) calls or reads what
-// tenantcel does not allow. path is the rule's, e.g. spec.rules[0].
-func ruleWithinSandbox(path string, rule map[string]any) error {
+// tenantValidateFields, and lists its CEL (celPreconditions, validate.cel) for withinSandbox.
+// path is the rule's, e.g. spec.rules[0].
+func ruleWithinSandbox(path string, rule map[string]any) ([]celField, error) {
 	validate, _ := rule["validate"].(map[string]any)
 	for _, k := range slices.Sorted(maps.Keys(validate)) {
 		if k == "manifests" {
-			return fmt.Errorf("%s.validate.manifests is not allowed: Kyverno would fetch keys, certificates or transparency logs from outside to verify it; an ApplicationPolicy validates the resource only (ask a hub admin for a FleetPolicy)", path)
+			return nil, fmt.Errorf("%s.validate.manifests is not allowed: Kyverno would fetch keys, certificates or transparency logs from outside to verify it; an ApplicationPolicy validates the resource only (ask a hub admin for a FleetPolicy)", path)
 		}
 		if !tenantValidateFields[k] {
-			return fmt.Errorf("%s.validate.%s is not a validate field an ApplicationPolicy may use (it may use %s)", path, k, strings.Join(slices.Sorted(maps.Keys(tenantValidateFields)), ", "))
+			return nil, fmt.Errorf("%s.validate.%s is not a validate field an ApplicationPolicy may use (it may use %s)", path, k, strings.Join(slices.Sorted(maps.Keys(tenantValidateFields)), ", "))
 		}
 	}
-	var checks []celField
-	for j, c := range anySlice(rule["celPreconditions"]) {
-		checks = append(checks, celField{fmt.Sprintf("%s.celPreconditions[%d].expression", path, j), c, "expression"})
+	var fields []celField
+	add := func(at string, object any, keys ...string) error {
+		m, isObject := object.(map[string]any)
+		if !isObject {
+			return fmt.Errorf("%s: want an object, got %T", at, object)
+		}
+		for _, k := range keys {
+			fields = append(fields, celField{at + "." + k, m[k]})
+		}
+		return nil
 	}
 	cel, isObject := validate["cel"].(map[string]any)
 	if !isObject && validate["cel"] != nil {
-		return fmt.Errorf("%s.validate.cel: want an object, got %T", path, validate["cel"])
+		return nil, fmt.Errorf("%s.validate.cel: want an object, got %T", path, validate["cel"])
 	}
-	for j, e := range anySlice(cel["expressions"]) {
-		at := fmt.Sprintf("%s.validate.cel.expressions[%d]", path, j)
-		checks = append(checks, celField{at + ".expression", e, "expression"}, celField{at + ".messageExpression", e, "messageExpression"})
-	}
-	for j, v := range anySlice(cel["variables"]) {
-		checks = append(checks, celField{fmt.Sprintf("%s.validate.cel.variables[%d].expression", path, j), v, "expression"})
-	}
-	for j, a := range anySlice(cel["auditAnnotations"]) {
-		checks = append(checks, celField{fmt.Sprintf("%s.validate.cel.auditAnnotations[%d].valueExpression", path, j), a, "valueExpression"})
-	}
-	for _, c := range checks {
-		if err := c.check(); err != nil {
-			return err
+	for _, list := range []struct {
+		at    string
+		items any
+		keys  []string
+	}{
+		{path + ".celPreconditions", rule["celPreconditions"], []string{"expression"}},
+		{path + ".validate.cel.expressions", cel["expressions"], []string{"expression", "messageExpression"}},
+		{path + ".validate.cel.variables", cel["variables"], []string{"expression"}},
+		{path + ".validate.cel.auditAnnotations", cel["auditAnnotations"], []string{"valueExpression"}},
+	} {
+		items, isList := list.items.([]any)
+		if !isList && list.items != nil {
+			return nil, fmt.Errorf("%s: want a list, got %T", list.at, list.items)
+		}
+		for j, item := range items {
+			if err := add(fmt.Sprintf("%s[%d]", list.at, j), item, list.keys...); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return nil
+	return fields, nil
 }
 
-// celField is the CEL at key of an object (a map) decoded from a tenant's rule, path naming it.
-type celField struct {
-	path   string
-	object any
-	key    string
-}
-
-// check refuses what tenantcel refuses, and CEL that is not a string.
-func (c celField) check() error {
-	m, isObject := c.object.(map[string]any)
-	if !isObject {
-		return fmt.Errorf("%s: want an object holding it, got %T", c.path, c.object)
-	}
-	v, ok := m[c.key]
-	if !ok || v == nil {
-		return nil
-	}
-	expression, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("%s: want a CEL expression (a string), got %T", c.path, v)
-	}
-	return tenantcel.Check(c.path, expression)
-}
-
-// validationsWithinSandbox refuses an ApplicationPolicy's CEL validations that call or read
-// what tenantcel does not allow.
-func validationsWithinSandbox(validations []policyhubv1.Validation) error {
+// validationsCEL lists an ApplicationPolicy's CEL validations for withinSandbox.
+func validationsCEL(validations []policyhubv1.Validation) []celField {
+	var fields []celField
 	for i, v := range validations {
-		if err := tenantcel.Check(fmt.Sprintf("spec.validations[%d].expression", i), v.Expression); err != nil {
-			return err
-		}
-		if v.MessageExpression == "" {
+		fields = append(fields, celField{fmt.Sprintf("spec.validations[%d].expression", i), v.Expression},
+			celField{fmt.Sprintf("spec.validations[%d].messageExpression", i), v.MessageExpression})
+	}
+	return fields
+}
+
+// maxTenantCEL bounds, in bytes, the CEL of one ApplicationPolicy the hub parses: a tenant
+// cannot make each render cost the hub more than parsing this much.
+const maxTenantCEL = 64 << 10
+
+// celField is a value of a tenant's spec that Kyverno reads as CEL, path naming it.
+type celField struct {
+	path  string
+	value any
+}
+
+// withinSandbox refuses CEL that tenantcel refuses, CEL that is not a string, and more CEL than
+// maxTenantCEL in all (counted before any is parsed).
+func withinSandbox(fields []celField) error {
+	total := 0
+	for _, f := range fields {
+		if f.value == nil {
 			continue
 		}
-		if err := tenantcel.Check(fmt.Sprintf("spec.validations[%d].messageExpression", i), v.MessageExpression); err != nil {
-			return err
+		expression, ok := f.value.(string)
+		if !ok {
+			return fmt.Errorf("%s: want a CEL expression (a string), got %T", f.path, f.value)
+		}
+		if total += len(expression); total > maxTenantCEL {
+			return fmt.Errorf("%s: the ApplicationPolicy's CEL is over %d bytes in all: split it across ApplicationPolicies", f.path, maxTenantCEL)
+		}
+	}
+	for _, f := range fields {
+		if expression, _ := f.value.(string); expression != "" {
+			if err := tenantcel.Check(f.path, expression); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
-}
-
-func anySlice(v any) []any {
-	s, _ := v.([]any)
-	return s
 }
 
 // applicationSelector is the label selector of the application's resources.

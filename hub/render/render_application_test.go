@@ -480,6 +480,12 @@ func TestApplicationPolicyTenantCEL(t *testing.T) {
 			"spec.rules[0].validate.cel: want an object"},
 		{"manifests", rules + `{name: r, validate: {manifests: {attestors: [{entries: [{keyless: {rekor: {url: "https://rekor.example"}}}]}]}}}`,
 			"spec.rules[0].validate.manifests is not allowed: Kyverno would fetch"},
+		{"validate.cel expressions not a list", rules + `{name: r, validate: {cel: {expressions: {expression: "http.Get('x')"}}}}`,
+			"spec.rules[0].validate.cel.expressions: want a list"},
+		{"validate.cel expression not a string", rules + `{name: r, validate: {cel: {expressions: [{expression: [http.Get]}]}}}`,
+			"spec.rules[0].validate.cel.expressions[0].expression: want a CEL expression (a string)"},
+		{"too much CEL", validations + strings.Repeat(`{expression: "object.metadata.name != '`+strings.Repeat("x", 4000)+`'"}`+"\n- ", 17) + `{expression: "true"}`,
+			"spec.validations[16].expression: the ApplicationPolicy's CEL is over 65536 bytes in all"},
 		{"unknown validate field", rules + `{name: r, validate: {deny: {}, fetchSomething: {url: "https://x"}}}`,
 			"spec.rules[0].validate.fetchSomething is not a validate field an ApplicationPolicy may use"},
 	} {
