@@ -77,6 +77,7 @@ fuzz: ## Fuzz what an agent's summary can do to the hub, each target for $(FUZZT
 	go test -run '^$$' -fuzz '^FuzzSummaryValidation$$' -fuzztime $(FUZZTIME) ./apis/policyhub/v1alpha1
 	go test -run '^$$' -fuzz '^FuzzAggregate$$' -fuzztime $(FUZZTIME) ./hub/aggregate
 	go test -run '^$$' -fuzz '^FuzzMetricsExport$$' -fuzztime $(FUZZTIME) ./hub/metrics
+	go test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./hub/render/tenantcel
 
 # staticcheck (pinned) finds what vet does not: unused code, deprecated APIs, a package
 # imported twice under two names.
