@@ -78,6 +78,7 @@ fuzz: ## Fuzz what an agent's summary and a policy library can do to the hub, ea
 	go test -run '^$$' -fuzz '^FuzzCheckAllowed$$' -fuzztime $(FUZZTIME) ./apis/policyhub/v1alpha1
 	go test -run '^$$' -fuzz '^FuzzAggregate$$' -fuzztime $(FUZZTIME) ./hub/aggregate
 	go test -run '^$$' -fuzz '^FuzzMetricsExport$$' -fuzztime $(FUZZTIME) ./hub/metrics
+	go test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./hub/render/tenantcel
 
 # staticcheck (pinned) finds what vet does not: unused code, deprecated APIs, a package
 # imported twice under two names.

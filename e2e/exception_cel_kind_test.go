@@ -23,27 +23,7 @@ func TestExceptionFromCELPolicy(t *testing.T) {
 	for _, c := range []string{"cluster-1", "cluster-2"} {
 		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
 	}
-	fp := createFleetPolicy(t, fmt.Sprintf(`
-metadata: {name: e2e-exception-cel}
-spec:
-  placement: {clusters: [cluster-1, cluster-2]}
-  template:
-    apiVersion: policies.kyverno.io/v1
-    kind: ValidatingPolicy
-    spec:
-      validationActions: [Deny]
-      matchConstraints:
-        resourceRules:
-        - apiGroups: [apps]
-          apiVersions: [v1]
-          operations: [CREATE, UPDATE]
-          resources: [deployments]
-      matchConditions:
-      - name: test-namespace
-        expression: "object.metadata.namespace == '%s'"
-      validations:
-      - expression: "object.spec.template.spec.containers.all(c, !c.image.endsWith(':latest'))"
-        message: "the image tag latest is not allowed: pin a version"`, ns))
+	fp := createFleetPolicy(t, noLatestValidatingPolicy("e2e-exception-cel", ns))
 	waitFleetPolicy(t, fp.Name, "in force in both clusters", allInForce)
 	latest := deployment(ns, "web-latest", "nginx:latest")
 	denial := deniedEventually(ctx, t, "cluster-2", latest, "Kyverno denies nginx:latest in cluster-2")

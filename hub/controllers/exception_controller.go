@@ -219,7 +219,8 @@ func (r *FleetPolicyExceptionReconciler) Reconcile(ctx context.Context, req ctrl
 		maxLifetime = policyhubv1.DefaultMaxExceptionLifetime
 	}
 	rules := declare.ApprovalRules{FenceMissing: r.fenceMissing(ctx), ApprovableServiceAccounts: r.ApprovableServiceAccounts}
-	d := &fleetPolicyException{FleetPolicyException: ex, r: r, verdict: declare.ExceptionState(ex, now(), maxLifetime, rules)}
+	verdict := declare.SandboxedException(ex, declare.ExceptionState(ex, now(), maxLifetime, rules))
+	d := &fleetPolicyException{FleetPolicyException: ex, r: r, verdict: verdict}
 	d.was = ex.Status.State
 	return r.engine(&r.room).reconcile(ctx, req.NamespacedName, d)
 }

@@ -182,6 +182,9 @@ func celException(ex *policyhubv1.FleetPolicyException, policy ExceptedPolicy) (
 	if len(ex.Spec.Target.Rules) > 0 {
 		return nil, fmt.Errorf("spec.target.rules: %s is a policies.kyverno.io policy, exempted from as a whole; remove the rules", policy.Ref())
 	}
+	if err := SandboxedConditions(ex.Spec.Resources); err != nil {
+		return nil, err
+	}
 	conditions, err := exceptionConditions(ex.Spec.Resources)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,8 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -10,6 +12,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/render/tenantcel"
 )
 
 // API versions and kinds an ApplicationPolicy renders into.
@@ -85,6 +88,9 @@ func applicationPolicy(hubID string, ap *policyhubv1.ApplicationPolicy, namespac
 			return applicationKyvernoPolicy(t, rules, label, spec.Application), nil
 		}
 	} else {
+		if err := withinSandbox(validationsCEL(spec.Validations)); err != nil {
+			return nil, err
+		}
 		build = func(t target) (*unstructured.Unstructured, error) {
 			return applicationValidatingPolicy(t, spec.Validations, label, spec.Application)
 		}
@@ -163,6 +169,7 @@ func kindName(kind string) string {
 func applicationRules(typed []policyhubv1.ApplicationRule) ([]map[string]any, error) {
 	rules := make([]map[string]any, 0, len(typed))
 	names := map[string]int{}
+	var cel []celField // every rule's, checked together
 	for i := range typed {
 		raw, err := json.Marshal(&typed[i])
 		if err != nil {
@@ -187,9 +194,17 @@ func applicationRules(typed []policyhubv1.ApplicationRule) ([]map[string]any, er
 		if err := ValidationOnly(rule); err != nil {
 			return nil, fmt.Errorf("spec.rules[%d] (%s): %w", i, name, err)
 		}
+		ruleCEL, err := ruleWithinSandbox(fmt.Sprintf("spec.rules[%d]", i), rule)
+		if err != nil {
+			return nil, err
+		}
+		cel = append(cel, ruleCEL...)
 		validate := rule["validate"].(map[string]any)
 		delete(validate, "failureActionOverrides")
 		rules = append(rules, rule)
+	}
+	if err := withinSandbox(cel); err != nil {
+		return nil, err
 	}
 	return rules, nil
 }
@@ -236,6 +251,113 @@ func ValidationOnly(rule map[string]any) error {
 		return nil
 	}
 	return walk("rule", rule)
+}
+
+// tenantValidateFields are the fields of a rule's validate block a tenant may use: each checks
+// the resource it is given and nothing else. Not manifests (signature verification: Kyverno
+// fetches keys, certificates and transparency logs, and dry-runs the resource elsewhere), nor
+// any field this list does not know.
+var tenantValidateFields = map[string]bool{
+	"message": true, "pattern": true, "anyPattern": true, "deny": true, "foreach": true,
+	"podSecurity": true, "cel": true, "assert": true, "failureAction": true,
+	"failureActionOverrides": true, "allowExistingViolations": true,
+}
+
+// ruleWithinSandbox refuses a tenant's rule whose validate block holds a field off
+// tenantValidateFields, and lists its CEL (celPreconditions, validate.cel) for withinSandbox.
+// path is the rule's, e.g. spec.rules[0].
+func ruleWithinSandbox(path string, rule map[string]any) ([]celField, error) {
+	validate, _ := rule["validate"].(map[string]any)
+	for _, k := range slices.Sorted(maps.Keys(validate)) {
+		if k == "manifests" {
+			return nil, fmt.Errorf("%s.validate.manifests is not allowed: Kyverno would fetch keys, certificates or transparency logs from outside to verify it; an ApplicationPolicy validates the resource only (ask a hub admin for a FleetPolicy)", path)
+		}
+		if !tenantValidateFields[k] {
+			return nil, fmt.Errorf("%s.validate.%s is not a validate field an ApplicationPolicy may use (it may use %s)", path, k, strings.Join(slices.Sorted(maps.Keys(tenantValidateFields)), ", "))
+		}
+	}
+	var fields []celField
+	add := func(at string, object any, keys ...string) error {
+		m, isObject := object.(map[string]any)
+		if !isObject {
+			return fmt.Errorf("%s: want an object, got %T", at, object)
+		}
+		for _, k := range keys {
+			fields = append(fields, celField{at + "." + k, m[k]})
+		}
+		return nil
+	}
+	cel, isObject := validate["cel"].(map[string]any)
+	if !isObject && validate["cel"] != nil {
+		return nil, fmt.Errorf("%s.validate.cel: want an object, got %T", path, validate["cel"])
+	}
+	for _, list := range []struct {
+		at    string
+		items any
+		keys  []string
+	}{
+		{path + ".celPreconditions", rule["celPreconditions"], []string{"expression"}},
+		{path + ".validate.cel.expressions", cel["expressions"], []string{"expression", "messageExpression"}},
+		{path + ".validate.cel.variables", cel["variables"], []string{"expression"}},
+		{path + ".validate.cel.auditAnnotations", cel["auditAnnotations"], []string{"valueExpression"}},
+	} {
+		items, isList := list.items.([]any)
+		if !isList && list.items != nil {
+			return nil, fmt.Errorf("%s: want a list, got %T", list.at, list.items)
+		}
+		for j, item := range items {
+			if err := add(fmt.Sprintf("%s[%d]", list.at, j), item, list.keys...); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return fields, nil
+}
+
+// validationsCEL lists an ApplicationPolicy's CEL validations for withinSandbox.
+func validationsCEL(validations []policyhubv1.Validation) []celField {
+	var fields []celField
+	for i, v := range validations {
+		fields = append(fields, celField{fmt.Sprintf("spec.validations[%d].expression", i), v.Expression},
+			celField{fmt.Sprintf("spec.validations[%d].messageExpression", i), v.MessageExpression})
+	}
+	return fields
+}
+
+// maxTenantCEL bounds, in bytes, the CEL of one ApplicationPolicy the hub parses: a tenant
+// cannot make each render cost the hub more than parsing this much.
+const maxTenantCEL = 64 << 10
+
+// celField is a value of a tenant's spec that Kyverno reads as CEL, path naming it.
+type celField struct {
+	path  string
+	value any
+}
+
+// withinSandbox refuses CEL that tenantcel refuses, CEL that is not a string, and more CEL than
+// maxTenantCEL in all (counted before any is parsed).
+func withinSandbox(fields []celField) error {
+	total := 0
+	for _, f := range fields {
+		if f.value == nil {
+			continue
+		}
+		expression, ok := f.value.(string)
+		if !ok {
+			return fmt.Errorf("%s: want a CEL expression (a string), got %T", f.path, f.value)
+		}
+		if total += len(expression); total > maxTenantCEL {
+			return fmt.Errorf("%s: the ApplicationPolicy's CEL is over %d bytes in all: split it across ApplicationPolicies", f.path, maxTenantCEL)
+		}
+	}
+	for _, f := range fields {
+		if expression, _ := f.value.(string); expression != "" {
+			if err := tenantcel.Check(f.path, expression); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // applicationSelector is the label selector of the application's resources.

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/placement"
 )
 
 func newApplicationPolicy(t *testing.T, namespace, name, specYAML string) *policyhubv1.ApplicationPolicy {
@@ -448,5 +449,83 @@ func TestApplicationPolicyRulesValidateOnly(t *testing.T) {
 				t.Fatalf("render = %d objects, error %v; want an error containing %q", len(got), err, tt.want)
 			}
 		})
+	}
+}
+
+// A tenant's CEL stays in the sandbox (hub/render/tenantcel): a validation, a message
+// expression, a rule's CEL precondition, or its validate.cel expressions, variables and audit
+// annotations that call Kyverno's libraries are refused at render, naming the field and the
+// function; so is validate.manifests (Kyverno fetches keys to verify it), and a validate field
+// the hub does not know.
+func TestApplicationPolicyTenantCEL(t *testing.T) {
+	const validations, rules = "validations:\n- ", "rules:\n- "
+	for _, tt := range []struct{ name, spec, want string }{
+		{"validation", validations + `{expression: "http.Get('http://192.0.2.2/').status == 200"}`,
+			"spec.validations[0].expression: calls http.Get, which a tenant's CEL may not (allowed: "},
+		{"message expression", validations + `{expression: "true", messageExpression: "string(resource.List('v1', 'secrets', ''))"}`,
+			"spec.validations[0].messageExpression: calls resource.List"},
+		{"second validation", validations + `{expression: "true"}` + "\n- " + `{expression: "globalContext.Get('x', '') != null"}`,
+			"spec.validations[1].expression: calls globalContext.Get"},
+		{"cel precondition", rules + `{name: r, celPreconditions: [{name: p, expression: "image.GetMetadata(object.spec.image) != null"}], validate: {deny: {}}}`,
+			"spec.rules[0].celPreconditions[0].expression: calls image.GetMetadata"},
+		{"validate.cel expression", rules + `{name: r, validate: {cel: {expressions: [{expression: "true"}, {expression: "http.Post('http://x', object, {}) != null"}]}}}`,
+			"spec.rules[0].validate.cel.expressions[1].expression: calls http.Post"},
+		{"validate.cel message expression", rules + `{name: r, validate: {cel: {expressions: [{expression: "true", messageExpression: "json.marshal(object)"}]}}}`,
+			"spec.rules[0].validate.cel.expressions[0].messageExpression: calls json.marshal"},
+		{"validate.cel variable", rules + `{name: r, validate: {cel: {variables: [{name: s, expression: "resource.Get('v1', 'secrets', 'kube-system', 't')"}], expressions: [{expression: "true"}]}}}`,
+			"spec.rules[0].validate.cel.variables[0].expression: calls resource.Get"},
+		{"validate.cel audit annotation", rules + `{name: r, validate: {cel: {auditAnnotations: [{key: k, valueExpression: "string(authorizer.group('').resource('secrets').check('get').allowed())"}], expressions: [{expression: "true"}]}}}`,
+			"spec.rules[0].validate.cel.auditAnnotations[0].valueExpression: calls authorizer.group"},
+		{"validate.cel not an object", rules + `{name: r, validate: {cel: "http.Get('x')"}}`,
+			"spec.rules[0].validate.cel: want an object"},
+		{"manifests", rules + `{name: r, validate: {manifests: {attestors: [{entries: [{keyless: {rekor: {url: "https://rekor.example"}}}]}]}}}`,
+			"spec.rules[0].validate.manifests is not allowed: Kyverno would fetch"},
+		{"validate.cel expressions not a list", rules + `{name: r, validate: {cel: {expressions: {expression: "http.Get('x')"}}}}`,
+			"spec.rules[0].validate.cel.expressions: want a list"},
+		{"validate.cel expression not a string", rules + `{name: r, validate: {cel: {expressions: [{expression: [http.Get]}]}}}`,
+			"spec.rules[0].validate.cel.expressions[0].expression: want a CEL expression (a string)"},
+		{"too much CEL", validations + strings.Repeat(`{expression: "object.metadata.name != '`+strings.Repeat("x", 4000)+`'"}`+"\n- ", 17) + `{expression: "true"}`,
+			"spec.validations[16].expression: the ApplicationPolicy's CEL is over 65536 bytes in all"},
+		{"unknown validate field", rules + `{name: r, validate: {deny: {}, fetchSomething: {url: "https://x"}}}`,
+			"spec.rules[0].validate.fetchSomething is not a validate field an ApplicationPolicy may use"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ap := newApplicationPolicy(t, "shop", "p", "application: shop\nscope: {kinds: [Deployment]}\n"+tt.spec+"\n")
+			got, err := ApplicationPolicy("hub-a", ap, "shop")
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("render = %d objects, error %v; want an error containing %q", len(got), err, tt.want)
+			}
+		})
+	}
+	// The same places, with CEL that stays inside: rendered.
+	ap := newApplicationPolicy(t, "shop", "p", `
+application: shop
+scope: {kinds: [Deployment]}
+rules:
+- name: r
+  celPreconditions: [{name: p, expression: "has(object.metadata.labels)"}]
+  validate:
+    cel:
+      variables: [{name: images, expression: "object.spec.template.spec.containers.map(c, c.image)"}]
+      expressions: [{expression: "variables.images.all(i, !i.endsWith(':latest'))", messageExpression: "'latest in ' + object.metadata.name"}]
+      auditAnnotations: [{key: k, valueExpression: "string(size(variables.images))"}]
+`)
+	if _, err := ApplicationPolicy("hub-a", ap, "shop"); err != nil {
+		t.Fatalf("CEL within the sandbox refused: %v", err)
+	}
+}
+
+// ApplicationPolicyTargets refuses the whole ApplicationPolicy as Invalid (so it is Stalled and
+// dispatched nowhere) when a validation calls http.Get.
+func TestApplicationPolicyTargetsRefuseTenantCEL(t *testing.T) {
+	ap := newApplicationPolicy(t, "shop", "p", `
+application: shop
+scope: {kinds: [Deployment]}
+validations: [{expression: "http.Get('http://192.0.2.2/').status == 200"}]
+`)
+	targets, err := ApplicationPolicyTargets("hub-a", ap, []placement.AppTarget{{Cluster: "cluster-1", Namespace: "shop"}})
+	invalid, ok := AsInvalid(err)
+	if !ok || !strings.Contains(invalid.Error(), "spec.validations[0].expression: calls http.Get") {
+		t.Fatalf("targets %v, error %v; want an InvalidError naming http.Get", targets, err)
 	}
 }

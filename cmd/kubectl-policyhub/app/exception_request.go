@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/work"
 )
 
@@ -355,6 +356,10 @@ func (r *exceptionRequest) resources() (policyhubv1.ExceptionResources, error) {
 			return res, usageError{fmt.Errorf("--match-condition %q: names starting with policyhub- are the hub's own", c)}
 		}
 		res.MatchConditions = append(res.MatchConditions, policyhubv1.ExceptionMatchCondition{Name: name, Expression: expression})
+	}
+	// The hub would judge the exception Invalid: say so before asking it, in the hub's words.
+	if err := render.SandboxedConditions(res); err != nil {
+		return res, usageError{fmt.Errorf("--match-condition: %w", err)}
 	}
 	if len(res.Namespaces) == 0 && len(res.Names) == 0 && res.Selector == nil && len(res.MatchConditions) == 0 {
 		return res, usageError{fmt.Errorf("give --namespaces, --names, --selector or --match-condition: an exception must narrow the resources it exempts (--kinds alone does not)")}

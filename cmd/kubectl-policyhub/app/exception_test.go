@@ -118,6 +118,10 @@ func TestExceptionRequestRefused(t *testing.T) {
 		{"kinds alone", func(r *exceptionRequest) { r.namespaces, r.names = nil, nil }, "--selector"},
 		{"a match condition without its name", func(r *exceptionRequest) { r.matchConditions = []string{"object.kind == 'Pod'"} }, "--match-condition"},
 		{"a match condition named like the hub's", func(r *exceptionRequest) { r.matchConditions = []string{"policyhub-names=true"} }, "--match-condition"},
+		{"a match condition calling http.Get", func(r *exceptionRequest) {
+			r.matchConditions = []string{"edge=object.metadata.name == 'web'", "leak=http.Get('http://192.0.2.2/') != null"}
+		}, "--match-condition: spec.resources.matchConditions[1].expression: calls http.Get, which a tenant's CEL may not"},
+		{"a match condition reading params", func(r *exceptionRequest) { r.matchConditions = []string{"p=params.allowed"} }, "reads params"},
 		{"a bad selector", func(r *exceptionRequest) { r.selector = "app in (" }, "--selector"},
 		{"an unsupported operator", func(r *exceptionRequest) { r.selector = "replicas>1" }, "--selector"},
 		{"no clusters", func(r *exceptionRequest) { r.clusters = nil }, "--all-clusters"},
