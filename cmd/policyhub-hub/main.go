@@ -98,7 +98,7 @@ func run() error {
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader among hub replicas on the hub (a Lease), so one replica reconciles at a time.")
 	fs.BoolVar(&o.shareFleet, "share-fleet", false, "Run active-active with the hub's other replicas: each holds a Lease of its own in the hub's namespace, and the clusters are shared between the live replicas (consistent hashing with bounded loads), each worked by exactly one; a replica that stops or dies hands its clusters over within seconds. Needs --leader-elect=false.")
 	fs.StringVar(&o.replicaName, "replica-name", "", "This replica's name among the hub's replicas, which a cluster's policyhub.io/hub-replica label pins it to (default: the hostname, a pod's name).")
-	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "policyhub-system", "The hub's namespace: its leader election Lease, the ConfigMap that publishes its id, and the FleetPolicies' ClusterStatusSlices are there.")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", policyhubv1.DefaultHubNamespace, "The hub's namespace: its leader election Lease, the ConfigMap that publishes its id, and the FleetPolicies' ClusterStatusSlices are there.")
 	fs.DurationVar(&o.maxExceptionLifetime, "max-exception-lifetime", policyhubv1.DefaultMaxExceptionLifetime, "Longest a FleetPolicyException may last from its creation to its spec.expiresAt; one that asks for longer is Invalid and in no cluster. Keep it equal to the chart's exceptions.maxLifetime (admission refuses longer ones there).")
 	version := fs.Bool("version", false, "Print the version, commit, build date and Go version, and exit.")
 	zapOpts := zap.Options{}
