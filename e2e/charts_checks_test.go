@@ -181,12 +181,17 @@ func chartCheckServiceMonitor(t *testing.T, r *renderedChart, dep *appsv1.Deploy
 		}
 		return
 	}
-	const saToken = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+	// Prometheus's own token when the hub accepts API tokens, else the projected token of the
+	// hub's audience that Prometheus mounts.
+	tokenFile := "/var/run/secrets/kubernetes.io/serviceaccount/token"
+	if !slices.Contains(args, "--metrics-auth-audiences=") {
+		tokenFile = "/var/run/secrets/policyhub/token"
+	}
 	switch {
 	case ep.Scheme != "https":
 		t.Errorf("the hub serves https; the ServiceMonitor scrapes %q", ep.Scheme)
-	case ep.Authorization == nil && ep.BearerTokenFile != saToken:
-		t.Errorf("the ServiceMonitor sends no token (bearerTokenFile %q)", ep.BearerTokenFile)
+	case ep.Authorization == nil && ep.BearerTokenFile != tokenFile:
+		t.Errorf("the ServiceMonitor sends no token the hub accepts (bearerTokenFile %q, want %q)", ep.BearerTokenFile, tokenFile)
 	case ep.Authorization != nil && (ep.BearerTokenFile != "" || ep.Authorization.Type != "Bearer" || ep.Authorization.Credentials.Name == ""):
 		t.Errorf("the ServiceMonitor's authorization %+v (bearerTokenFile %q)", ep.Authorization, ep.BearerTokenFile)
 	case ep.TLSConfig == nil:

@@ -178,13 +178,16 @@ func TestChartHubDryRunOnTheHub(t *testing.T) {
 		args   []string // in the container's args, besides the namespaced ones checked below
 	}{
 		{"defaults", `{}`, base, []string{"--hub-id=policyhub", "--gateway-secret-namespace=vela-system", "--resync-interval=10m", "--share-fleet", "--leader-elect=false",
-			"--metrics-bind-address=:8443", "--metrics-secure=true"}},
+			"--metrics-bind-address=:8443", "--metrics-secure=true", "--metrics-auth-audiences=policyhub"}},
 		// Active-passive, as before replicas shared the fleet: one elected replica works it all.
 		{"leader election", `{sharing: {enabled: false}}`, base, []string{"--leader-elect=true"}},
 		{"servicemonitor and prometheusrule", `{metrics: {serviceMonitor: {enabled: true, labels: {release: prom}}}, prometheusRule: {enabled: true}}`,
 			with(map[string]int{"ServiceMonitor": 1, "PrometheusRule": 1}), []string{"--hub-id=policyhub"}},
 		{"servicemonitor with a token Secret", `{metrics: {serviceMonitor: {enabled: true, tokenSecret: {name: prom-token}}}}`,
 			with(map[string]int{"ServiceMonitor": 1}), []string{"--metrics-secure=true"}},
+		// Any API token (Prometheus's own ServiceAccount token): the compatible setting.
+		{"servicemonitor with API tokens", `{metrics: {audiences: [], serviceMonitor: {enabled: true}}}`,
+			with(map[string]int{"ServiceMonitor": 1}), []string{"--metrics-secure=true", "--metrics-auth-audiences="}},
 		// Plain HTTP: no reviews asked, so neither the metrics auth nor the reader ClusterRole.
 		{"plain metrics", `{metrics: {secure: false, serviceMonitor: {enabled: true}}}`,
 			with(map[string]int{"ServiceMonitor": 1, "ClusterRole": -2, "ClusterRoleBinding": -1}), []string{"--metrics-secure=false"}},
@@ -194,7 +197,7 @@ func TestChartHubDryRunOnTheHub(t *testing.T) {
 		{"web view", `
 ui: {enabled: true, certSecret: ui-cert, viewerSubjects: [{kind: Group, name: platform}], from: [{namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: auth-proxy}}}]}
 metrics: {secure: false}`,
-			with(map[string]int{"ClusterRoleBinding": 1, "Service": 1}), []string{"--ui-bind-address=:9443", "--ui-cert-dir=/etc/policyhub/ui-cert", "--metrics-secure=false"}},
+			with(map[string]int{"ClusterRoleBinding": 1, "Service": 1}), []string{"--ui-bind-address=:9443", "--ui-auth-audiences=policyhub", "--ui-cert-dir=/etc/policyhub/ui-cert", "--metrics-secure=false"}},
 		{"everything set", fmt.Sprintf(`
 hubId: fleet-a
 image: {repository: registry.example:5000/policyhub/hub, digest: "sha256:%s"}

@@ -29,6 +29,8 @@ func TestChartValuesSchema(t *testing.T) {
 		{hubChartDir, "egress without the apiserver", `networkPolicy: {egress: {enabled: true}}`, []string{"'/networkPolicy/egress/apiServerCIDRs'", "minItems: got 0, want 1"}},
 		{hubChartDir, "maxUnavailable", `podDisruptionBudget: {maxUnavailable: some}`, []string{"'/podDisruptionBudget/maxUnavailable'", "'some' does not match pattern"}},
 		{hubChartDir, "metrics.secure", `metrics: {secure: "yes"}`, []string{"'/metrics/secure'", "got string, want boolean"}},
+		// The audiences are joined into one comma-separated flag: a comma in one would split it.
+		{hubChartDir, "two audiences in one", `metrics: {audiences: ["policyhub,other"]}`, []string{"'/metrics/audiences/0'", "does not match pattern"}},
 		{hubChartDir, "a metrics reader without a name", `metrics: {readerSubjects: [{kind: ServiceAccount}]}`, []string{"'/metrics/readerSubjects/0'", "missing property 'name'"}},
 		{hubChartDir, "alert window", `prometheusRule: {alerts: {syncFailing: {window: 15}}}`, []string{"'/prometheusRule/alerts/syncFailing/window'", "got number, want string"}},
 		{hubChartDir, "kubevela.enabled", `kubevela: {enabled: "yes"}`, []string{"'/kubevela/enabled'", "got string, want boolean"}},

@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -57,6 +59,23 @@ spec:
 	}
 	if unchanged, conflict := dryRun(); unchanged != 1 || conflict != 0 {
 		t.Errorf("without --hub-id: unchanged %d, conflict %d; want the hub's own policy unchanged", unchanged, conflict)
+	}
+	// Whoever may write a ConfigMap elsewhere publishes an id of their own like the hub's: the CLI
+	// reads only the hub's namespace, so it still plans as the hub.
+	const elsewhere = "e2e-cli-hub-id-impostor"
+	createNamespace(ctx, t, hub, elsewhere)
+	impostor := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: elsewhere, Name: policyhubv1.HubInfoName,
+		Labels: map[string]string{policyhubv1.LabelHubInfo: "true"}}, Data: map[string]string{policyhubv1.HubInfoIDKey: "impostor"}}
+	if err := hub.Create(ctx, impostor); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(context.Background(), impostor) })
+	if unchanged, conflict := dryRun(); unchanged != 1 || conflict != 0 {
+		t.Errorf("with another hub id published in namespace %s: unchanged %d, conflict %d; want the hub's own policy unchanged", elsewhere, unchanged, conflict)
+	}
+	// The hub's namespace is a flag: in another, the hub's id is not found (the default id is used).
+	if unchanged, conflict := dryRun("--hub-namespace", elsewhere); conflict != 1 || unchanged != 0 {
+		t.Errorf("--hub-namespace %s: unchanged %d, conflict %d; want the id published there (impostor), the policy seen as another hub's", elsewhere, unchanged, conflict)
 	}
 	if unchanged, conflict := dryRun("--hub-id", "another-hub"); conflict != 1 || unchanged != 0 {
 		t.Errorf("--hub-id another-hub: unchanged %d, conflict %d; want the policy seen as another hub's (conflict)", unchanged, conflict)

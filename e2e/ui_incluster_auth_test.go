@@ -2,52 +2,34 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/policyhub/policyhub/internal/metricsauth"
 	"github.com/policyhub/policyhub/ui"
 )
 
 // The web view as the hub serves it (--ui-bind-address): every page needs a bearer token the
 // hub's real apiserver authenticates (TokenReview) and authorizes for GET on the page's path
-// (SubjectAccessReview), as config/rbac/hub's policyhub-ui-viewer ClusterRole grants it. No token:
-// 401; a token whose identity is not a viewer: 403; a viewer: the page. Health needs nothing.
+// (SubjectAccessReview), as config/rbac/hub's policyhub-ui-viewer ClusterRole grants it. No token,
+// or a viewer's token not issued for the view's audience (a full API token): 401; a token whose
+// identity is not a viewer: 403; a viewer: the page. Health needs nothing.
 func TestUIInClusterNeedsAViewer(t *testing.T) {
 	ctx := testContext(t)
 	hub := directClient(t, testFleet.Hub.Config)
 	const ns = "ui-incluster-e2e"
 	createNamespace(ctx, t, hub, ns)
-	cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := func(name string) string {
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-		if err := hub.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
-			&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptrTo(int64(3600))}}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr.Status.Token
-	}
+	// Tokens for the view's audience (policyhub), as a viewer is told to make them; an API token
+	// (the apiserver's own audience) would let whoever reads it act as the viewer on the API.
+	token := func(name string) string { return uiViewerToken(ctx, t, ns, name, metricsauth.DefaultAudience) }
 	viewer, otherViewer, stranger := token("viewer"), token("other-viewer"), token("stranger")
+	viewerAPIToken := uiViewerToken(ctx, t, ns, "viewer")
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ui-incluster-e2e-viewer"},
 		RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: applyClusterRole(t, "../config/rbac/hub/ui_viewer_role.yaml")},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "viewer"},
@@ -58,26 +40,8 @@ func TestUIInClusterNeedsAViewer(t *testing.T) {
 	t.Cleanup(func() { _ = hub.Delete(context.Background(), binding) })
 
 	// The view, as policyhub-hub runs it, with the fleet's admin as the hub's identity.
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := listener.Addr().String()
-	listener.Close()
-	serveCtx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- (&ui.InCluster{Addr: addr, GatewaySecretNamespace: testFleet.SecretNamespace, Config: testFleet.Hub.Config,
-			Log: ctrl.Log.WithName("ui"), MaxStreamsPerViewer: 2}).Start(serveCtx)
-	}()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("the in-cluster view: %v", err)
-		}
-	})
-	// Its certificate is self-signed: this test checks who may read, not the certificate.
-	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	addr, client := startInClusterUI(ctx, t, ui.InCluster{MaxStreamsPerViewer: 2,
+		Auth: metricsauth.Options{Audiences: []string{metricsauth.DefaultAudience}}})
 	get := func(path, token string) (int, string, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+path, nil)
 		if err != nil {
@@ -94,13 +58,6 @@ func TestUIInClusterNeedsAViewer(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body), nil
 	}
-	eventually(t, time.Minute, 500*time.Millisecond, "the view serves", func() error {
-		code, _, err := get("/healthz", "")
-		if err == nil && code != http.StatusOK {
-			err = fmt.Errorf("/healthz: %d", code)
-		}
-		return err
-	})
 	for _, tc := range []struct {
 		who, token, path string
 		code             int
@@ -108,6 +65,7 @@ func TestUIInClusterNeedsAViewer(t *testing.T) {
 	}{
 		{"no token", "", "/fleet", http.StatusUnauthorized, ""},
 		{"a made-up token", "not-a-token", "/fleet", http.StatusUnauthorized, ""},
+		{"a viewer's API token (not for the view's audience)", viewerAPIToken, "/fleet", http.StatusUnauthorized, ""},
 		{"a stranger", stranger, "/fleet", http.StatusForbidden, ""},
 		{"a stranger", stranger, "/clusters/cluster-1", http.StatusForbidden, ""},
 		{"a viewer", viewer, "/fleet", http.StatusOK, `id="grid"`},

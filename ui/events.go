@@ -10,7 +10,8 @@ import (
 
 // events streams the hub's changes to a page (Server-Sent Events): an event "changed" whose data
 // is the topics that changed, at most one event per Coalesce. A quiet fleet sends nothing. The
-// streams open at once are bounded, in all and per viewer (Options.MaxStreams).
+// streams open at once are bounded, in all and per viewer (Options.MaxStreams), and, with
+// Options.Recheck, each is checked again while it is open.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -37,19 +38,42 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	flusher.Flush()
+	// A stream outlives the check its request passed: with Recheck, it is checked again every
+	// RecheckEvery, and ends when the viewer no longer passes (token expired or revoked, right
+	// removed). The browser then reconnects, and its new request is refused.
+	var recheck <-chan time.Time
+	if s.o.Recheck != nil {
+		ticker := time.NewTicker(s.o.RecheckEvery)
+		defer ticker.Stop()
+		recheck = ticker.C
+	}
+	// wait waits for ready or fired (either may be nil), and says false when the stream is to end.
+	wait := func(ready <-chan struct{}, fired <-chan time.Time) bool {
+		for {
+			select {
+			case <-r.Context().Done():
+				return false
+			case <-recheck:
+				if err := s.o.Recheck(r); err != nil {
+					s.o.Log.V(1).Info("change stream closed", "viewer", viewer, "reason", err.Error())
+					return false
+				}
+			case <-ready:
+				return true
+			case <-fired:
+				return true
+			}
+		}
+	}
 	for {
-		select {
-		case <-r.Context().Done():
+		if !wait(sub.Ready, nil) {
 			return
-		case <-sub.Ready:
 		}
 		// Let a burst of changes gather into one event: at most one event per Coalesce.
 		t := time.NewTimer(s.o.Coalesce)
-		select {
-		case <-r.Context().Done():
+		if !wait(nil, t.C) {
 			t.Stop()
 			return
-		case <-t.C:
 		}
 		topics := sub.Take()
 		if len(topics) == 0 {

@@ -21,9 +21,9 @@ import (
 )
 
 // InCluster serves the web view in the hub (policyhub-hub --ui-bind-address): HTTPS, each request's bearer token
-// authenticated and authorized by the hub's apiserver as /metrics is (TokenReview, then a
-// SubjectAccessReview for GET on the page's path as a non-resource URL: the ClusterRole
-// policyhub-ui-viewer grants them). It reads the hub with the hub's own identity, so whoever may
+// authenticated and authorized by the hub's apiserver as /metrics is (TokenReview for the
+// audiences of Auth, then a SubjectAccessReview for GET on the page's path as a non-resource URL:
+// the ClusterRole policyhub-ui-viewer grants them); a change stream is checked again while open. It reads the hub with the hub's own identity, so whoever may
 // view it sees the whole fleet: grant it as you would read access to every declaration's status.
 type InCluster struct {
 	// Addr is where to listen; CertDir holds tls.crt and tls.key ("": self-signed at start).
@@ -36,6 +36,10 @@ type InCluster struct {
 	// MaxStreams and MaxStreamsPerViewer bound the change streams open at once, in all and per
 	// authenticated user (Options'; zero: the defaults).
 	MaxStreams, MaxStreamsPerViewer int
+	// Auth configures the viewers' authentication: the audiences their tokens must be issued for,
+	// the reviews in flight, the answers' lifetimes. A change stream is checked again every
+	// Auth.TokenTTL (a minute by default), and ends when its viewer no longer passes.
+	Auth metricsauth.Options
 }
 
 // NeedLeaderElection: every replica serves the view.
@@ -51,7 +55,7 @@ func (u *InCluster) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("web view: %w", err)
 	}
-	filter, err := metricsauth.WithAuthenticationAndAuthorization(u.Config, httpClient)
+	filter, err := metricsauth.New(u.Config, httpClient, u.Auth)
 	if err != nil {
 		return fmt.Errorf("web view: %w", err)
 	}
@@ -68,8 +72,13 @@ func (u *InCluster) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("web view: %w", err)
 	}
+	recheckEvery := u.Auth.TokenTTL
+	if recheckEvery <= 0 {
+		recheckEvery = metricsauth.DefaultTokenTTL
+	}
 	server, err := New(reader, Options{Guard: guard, Log: u.Log, Viewer: authenticatedUser,
-		MaxStreams: u.MaxStreams, MaxStreamsPerViewer: u.MaxStreamsPerViewer})
+		MaxStreams: u.MaxStreams, MaxStreamsPerViewer: u.MaxStreamsPerViewer,
+		Recheck: func(r *http.Request) error { return metricsauth.Recheck(r.Context()) }, RecheckEvery: recheckEvery})
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,11 @@ type Options struct {
 	// at most MaxStreamsPerViewer change streams. Nil: one viewer (the local user), bounded by
 	// MaxStreams alone.
 	Viewer func(*http.Request) string
+	// Recheck, when set, checks a change stream's request again every RecheckEvery (a minute when
+	// zero) while the stream is open, and ends the stream when it fails: a stream must not outlive
+	// its viewer's token or right. Nil: the guard's check at the start holds (the local view).
+	Recheck      func(*http.Request) error
+	RecheckEvery time.Duration
 	// MaxStreams bounds the change streams open at once (DefaultMaxStreams when zero);
 	// MaxStreamsPerViewer bounds one viewer's (DefaultMaxStreamsPerViewer when zero; used only
 	// with Viewer).
@@ -75,6 +80,9 @@ func New(src Source, o Options) (*Server, error) {
 	}
 	if o.Guard == nil {
 		return nil, errors.New("ui: no guard: the view is never served unauthenticated")
+	}
+	if o.RecheckEvery <= 0 {
+		o.RecheckEvery = time.Minute
 	}
 	if o.MaxStreams <= 0 {
 		o.MaxStreams = DefaultMaxStreams

@@ -124,6 +124,9 @@ func TestHostileTextIsShownInert(t *testing.T) {
 	}
 }
 
+// The local view admits the browser that opened the printed URL first, and no one else: its
+// token is traded once for a session cookie of its own; afterwards the URL (or the token as a
+// cookie) admits no one, while the signed-in browser may still open it.
 func TestLocalGuard(t *testing.T) {
 	addr := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4242}
 	s, _ := newTestServer(t, syntheticFleet(1, 1, time.Now()), LocalGuard(addr, "sesame"))
@@ -146,17 +149,39 @@ func TestLocalGuard(t *testing.T) {
 	if rec := req("evil.example:4242", "/fleet?token=sesame", ""); rec.Code != http.StatusForbidden {
 		t.Errorf("another Host (DNS rebinding): %d, want 403", rec.Code)
 	}
-	if rec := req("evil.example:4242", "/fleet", "sesame"); rec.Code != http.StatusForbidden {
-		t.Errorf("another Host with the cookie: %d, want 403", rec.Code)
+	if rec := req("127.0.0.1:4242", "/fleet", "sesame"); rec.Code != http.StatusUnauthorized {
+		t.Errorf("the URL's token as a cookie: %d, want 401", rec.Code)
 	}
 	rec := req("127.0.0.1:4242", "/fleet?kind=ClusterPolicy&token=sesame", "")
 	cookie := rec.Result().Cookies()
 	if rec.Code != http.StatusFound || rec.Header().Get("Location") != "/fleet?kind=ClusterPolicy" || len(cookie) != 1 ||
-		!cookie[0].HttpOnly || cookie[0].SameSite != http.SameSiteStrictMode || cookie[0].Value != "sesame" {
-		t.Errorf("token traded: %d, Location %q, cookies %v", rec.Code, rec.Header().Get("Location"), cookie)
+		!cookie[0].HttpOnly || cookie[0].SameSite != http.SameSiteStrictMode || len(cookie[0].Value) < 20 || cookie[0].Value == "sesame" {
+		t.Fatalf("token traded: %d, Location %q, cookies %v; want a redirect and a session cookie of its own", rec.Code, rec.Header().Get("Location"), cookie)
 	}
-	if rec := req("localhost:4242", "/fleet", "sesame"); rec.Code != http.StatusOK {
-		t.Errorf("with the cookie: %d, want 200", rec.Code)
+	session := cookie[0].Value
+	if rec := req("localhost:4242", "/fleet", session); rec.Code != http.StatusOK {
+		t.Errorf("with the session: %d, want 200", rec.Code)
+	}
+	if rec := req("evil.example:4242", "/fleet", session); rec.Code != http.StatusForbidden {
+		t.Errorf("another Host with the session: %d, want 403", rec.Code)
+	}
+	// The token is spent: the URL admits no one else, however often it is tried.
+	for range 2 {
+		if rec := req("127.0.0.1:4242", "/fleet?token=sesame", ""); rec.Code != http.StatusUnauthorized || len(rec.Result().Cookies()) != 0 ||
+			!strings.Contains(rec.Body.String(), "already used") {
+			t.Errorf("the URL again, without the session: %d, cookies %v, %q; want 401 saying it was used", rec.Code, rec.Result().Cookies(), rec.Body.String())
+		}
+	}
+	if rec := req("127.0.0.1:4242", "/fleet", "sesame"); rec.Code != http.StatusUnauthorized {
+		t.Errorf("the spent token as a cookie: %d, want 401", rec.Code)
+	}
+	// The signed-in browser opening the URL again is sent on, and keeps its session.
+	if rec := req("127.0.0.1:4242", "/fleet?token=sesame", session); rec.Code != http.StatusFound || len(rec.Result().Cookies()) != 0 ||
+		rec.Header().Get("Location") != "/fleet" {
+		t.Errorf("the URL again, signed in: %d, Location %q, cookies %v; want a redirect, no new cookie", rec.Code, rec.Header().Get("Location"), rec.Result().Cookies())
+	}
+	if rec := req("127.0.0.1:4242", "/fleet", session); rec.Code != http.StatusOK {
+		t.Errorf("the session after the URL was opened again: %d, want 200", rec.Code)
 	}
 	if rec := req("127.0.0.1:4242", "/healthz", ""); rec.Code != http.StatusOK {
 		t.Errorf("health without a token: %d, want 200", rec.Code)

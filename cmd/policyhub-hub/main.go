@@ -65,6 +65,10 @@ type options struct {
 	maxExceptionLifetime    time.Duration
 	// approvableServiceAccounts is NAMESPACE/NAME,… (--approvable-service-accounts).
 	approvableServiceAccounts string
+
+	// metricsAudiences and uiAudiences are the audiences /metrics' and the web view's clients'
+	// tokens must be issued for (--metrics-auth-audiences, --ui-auth-audiences).
+	metricsAudiences, uiAudiences string
 }
 
 func main() {
@@ -93,6 +97,8 @@ func run() error {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "Address of the Prometheus /metrics endpoint; 0 disables it.")
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "Serve /metrics over HTTPS, to clients the hub's apiserver authenticates (TokenReview) and authorizes for GET on the non-resource URL /metrics (SubjectAccessReview; e.g. the policyhub-metrics-reader ClusterRole). --metrics-secure=false serves plain HTTP to anyone who can connect.")
 	fs.StringVar(&o.metricsCertDir, "metrics-cert-dir", "", "Directory with the metrics server's tls.crt and tls.key (reloaded when they change), e.g. a cert-manager Secret's mount. Empty: a self-signed certificate generated at start.")
+	fs.StringVar(&o.metricsAudiences, "metrics-auth-audiences", metricsauth.DefaultAudience, "Comma-separated audiences a /metrics client's token must be issued for (the TokenReview's audiences), e.g. a projected ServiceAccount token with audience policyhub: the token the client hands the hub is then refused by the apiserver itself, so the hub cannot act as the client. Empty: the apiserver's own audience, i.e. any token valid against the API (for scrapers that cannot present another).")
+	fs.StringVar(&o.uiAudiences, "ui-auth-audiences", metricsauth.DefaultAudience, "Comma-separated audiences a web view client's token must be issued for, as --metrics-auth-audiences. Empty: any token valid against the API (e.g. OIDC tokens passed on by an authenticating proxy).")
 	fs.StringVar(&o.uiAddr, "ui-bind-address", "0", "Address of the web view (HTTPS; each request's bearer token authenticated and authorized by the hub's apiserver for GET on the page's path, e.g. the policyhub-ui-viewer ClusterRole; it shows the whole fleet as the hub reads it); 0 disables it. kubectl policyhub ui serves it locally with the user's own rights instead.")
 	fs.StringVar(&o.uiCertDir, "ui-cert-dir", "", "Directory with the web view's tls.crt and tls.key (reloaded when they change). Empty: a self-signed certificate generated at start.")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics server. Off by default: HTTP/2's stream resets and rapid-reset attacks (CVE-2023-44487, CVE-2023-39325) are avoided by serving HTTP/1.1 only.")
@@ -101,7 +107,7 @@ func run() error {
 	fs.BoolVar(&o.leaderElect, "leader-elect", true, "Elect a leader among hub replicas on the hub (a Lease), so one replica reconciles at a time.")
 	fs.BoolVar(&o.shareFleet, "share-fleet", false, "Run active-active with the hub's other replicas: each holds a Lease of its own in the hub's namespace, and the clusters are shared between the live replicas (consistent hashing with bounded loads), each worked by exactly one; a replica that stops or dies hands its clusters over within seconds. Needs --leader-elect=false.")
 	fs.StringVar(&o.replicaName, "replica-name", "", "This replica's name among the hub's replicas, which a cluster's policyhub.io/hub-replica label pins it to (default: the hostname, a pod's name).")
-	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "policyhub-system", "The hub's namespace: its leader election Lease, the ConfigMap that publishes its id, and the FleetPolicies' ClusterStatusSlices are there.")
+	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", policyhubv1.DefaultHubNamespace, "The hub's namespace: its leader election Lease, the ConfigMap that publishes its id, and the FleetPolicies' ClusterStatusSlices are there.")
 	fs.DurationVar(&o.maxExceptionLifetime, "max-exception-lifetime", policyhubv1.DefaultMaxExceptionLifetime, "Longest a FleetPolicyException may last from its creation to its spec.expiresAt; one that asks for longer is Invalid and in no cluster. Keep it equal to the chart's exceptions.maxLifetime (admission refuses longer ones there).")
 	fs.StringVar(&o.approvableServiceAccounts, "approvable-service-accounts", "", "ServiceAccounts, as NAMESPACE/NAME separated by commas, whose FleetPolicyException requests (and spec changes) may be approved, e.g. a GitOps controller's: its approvers must then know who wrote what it applies. Any other ServiceAccount's request is never approved, as whoever may take its token could approve their own request.")
 	version := fs.Bool("version", false, "Print the version, commit, build date and Go version, and exit.")
@@ -227,12 +233,23 @@ func metricsOptions(o options) metricsserver.Options {
 		opts.TLSOpts = append(opts.TLSOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
 	if o.metricsSecure {
-		opts.FilterProvider = metricsauth.WithAuthenticationAndAuthorization
+		opts.FilterProvider = metricsauth.FilterProvider(metricsauth.Options{Audiences: audiences(o.metricsAudiences)})
 		// Empty: controller-runtime generates a self-signed certificate in memory (the
 		// container's root filesystem is read-only).
 		opts.CertDir = o.metricsCertDir
 	}
 	return opts
+}
+
+// audiences are the comma-separated audiences of a flag (none when it is empty).
+func audiences(flag string) []string {
+	var out []string
+	for _, a := range strings.Split(flag, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // checkMetricsCertDir refuses a --metrics-cert-dir without its certificate and key: controller-runtime

@@ -58,3 +58,13 @@ func TestCheckMetricsCertDir(t *testing.T) {
 		t.Errorf("with both files: %v", err)
 	}
 }
+
+// --metrics-auth-audiences and --ui-auth-audiences are comma-separated lists; empty is none (the
+// apiserver's own audience).
+func TestAudiences(t *testing.T) {
+	for flag, want := range map[string][]string{"policyhub": {"policyhub"}, " a, b ,,": {"a", "b"}, "": nil, ",": nil} {
+		if got := audiences(flag); !slices.Equal(got, want) {
+			t.Errorf("%q: %q, want %q", flag, got, want)
+		}
+	}
+}

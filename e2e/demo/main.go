@@ -41,6 +41,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/e2e/fleet"
+	"github.com/policyhub/policyhub/internal/metricsauth"
 )
 
 const hubID = "demo"
@@ -135,7 +136,7 @@ func run(ctx context.Context, out io.Writer, oneShot bool) (err error) {
 	}
 	fmt.Fprintf(d.out, "  the hub's metrics (HTTPS with a self-signed certificate; a token allowed to get /metrics):\n")
 	fmt.Fprintf(d.out, "    curl -k -H \"Authorization: Bearer $(cat %s)\" https://%s/metrics\n", tokenFile, metricsAddr)
-	fmt.Fprintf(d.out, "    (another token: kubectl --kubeconfig %s -n %s create token %s)\n", d.f.Hub.Kubeconfig, metricsReaderNamespace, metricsReader)
+	fmt.Fprintf(d.out, "    (another token: kubectl --kubeconfig %s -n %s create token %s --audience %s)\n", d.f.Hub.Kubeconfig, metricsReaderNamespace, metricsReader, metricsauth.DefaultAudience)
 	fmt.Fprintf(d.out, "  kubectl policyhub: %s --kubeconfig %s status\n", filepath.Join(d.bin, "kubectl-policyhub"), d.f.Hub.Kubeconfig)
 	if oneShot {
 		return nil
@@ -207,7 +208,8 @@ func (d *demo) showMetrics(ctx context.Context, metricsAddr string) (string, err
 	}
 	expiry := int64(3600)
 	tr, err := cs.CoreV1().ServiceAccounts(metricsReaderNamespace).CreateToken(ctx, metricsReader,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
+		// For the hub's audience, as Prometheus's projected token is: the hub refuses full API tokens.
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry, Audiences: []string{metricsauth.DefaultAudience}}}, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("token for the metrics reader: %w", err)
 	}

@@ -25,7 +25,9 @@ import (
 // (hubNamespace) are cached, those PolicySets read (labelled policyhubv1.LabelPolicyLibrary).
 // A replica sharing the fleet (replica: its name; "" for a hub that does not share) caches only
 // the summaries labelled as worked by it (see SummaryLabeler, whose own cache holds every
-// summary's metadata): its memory grows with its share of the fleet, not with the fleet.
+// summary's metadata): its memory grows with its share of the fleet, not with the fleet. Of a
+// summary, only the metadata the hub reads is cached (see keepSummaryMeta): the agent writes its
+// summary's labels and annotations, and what it puts there costs the hub no memory.
 func CacheOptions(secretNamespace, hubNamespace, replica string) cache.Options {
 	library, err := labels.NewRequirement(policyhubv1.LabelPolicyLibrary, selection.Exists, nil)
 	if err != nil {
@@ -33,7 +35,7 @@ func CacheOptions(secretNamespace, hubNamespace, replica string) cache.Options {
 	}
 	secretMeta := &metav1.PartialObjectMetadata{}
 	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	summaries := cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", policyhubv1.SummaryName)}
+	summaries := cache.ByObject{Field: fields.OneTermEqualSelector("metadata.name", policyhubv1.SummaryName), Transform: keepSummaryMeta}
 	if replica != "" {
 		summaries.Label = labels.SelectorFromSet(labels.Set{policyhubv1.LabelWorkedBy: replica})
 	}
@@ -61,6 +63,33 @@ func keepRenewal(obj any) (any, error) {
 	}}
 	kept.Spec.RenewTime = lease.Spec.RenewTime
 	return kept, nil
+}
+
+// keepSummaryMeta keeps of a summary's metadata (a PolicyReportSummary's, or its
+// PartialObjectMetadata) what the hub reads: its key, UID, resourceVersion and generation (what
+// the status and Events refer to), its deletion, and of its labels only the replica working it
+// (policyhubv1.LabelWorkedBy). The agent writes the rest: up to 256 KiB of annotations, labels,
+// owner references and finalizers in every summary, which every replica would otherwise hold for
+// every cluster (the summaries' metadata cache holds the whole fleet's).
+func keepSummaryMeta(obj any) (any, error) {
+	var meta *metav1.ObjectMeta
+	switch o := obj.(type) {
+	case *policyhubv1.PolicyReportSummary:
+		meta = &o.ObjectMeta
+	case *metav1.PartialObjectMetadata:
+		meta = &o.ObjectMeta
+	default:
+		return obj, nil
+	}
+	kept := metav1.ObjectMeta{
+		Namespace: meta.Namespace, Name: meta.Name, UID: meta.UID, ResourceVersion: meta.ResourceVersion,
+		Generation: meta.Generation, CreationTimestamp: meta.CreationTimestamp, DeletionTimestamp: meta.DeletionTimestamp,
+	}
+	if replica, ok := meta.Labels[policyhubv1.LabelWorkedBy]; ok {
+		kept.Labels = map[string]string{policyhubv1.LabelWorkedBy: replica}
+	}
+	*meta = kept
+	return obj, nil
 }
 
 // ClientOptions make the manager's client read unstructured objects (OCM's PlacementDecisions)

@@ -305,14 +305,23 @@ func notGranted(ready *metav1.Condition, tenant string, refused []string) *metav
 	if len(listed) > maxNotGrantedListed {
 		listed, more = listed[:maxNotGrantedListed], fmt.Sprintf(" and %d more", len(refused)-maxNotGrantedListed)
 	}
-	msg := fmt.Sprintf("not granted to namespace %s, so never synced there: %s%s (a hub admin grants clusters and namespaces with a TenantGrant, or an OCM ManagedClusterSetBinding)",
-		tenant, strings.Join(listed, ", "), more)
+	msg := fmt.Sprintf("not granted to namespace %s, so never synced there: %s%s (%s)", tenant, strings.Join(listed, ", "), more, grantHint(refused))
 	stalled := &metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonNotGranted, Message: policyhubv1.TruncateMessage(msg, 1024)}
 	if ready.Status == metav1.ConditionFalse && ready.Message != "" {
 		msg += "; " + ready.Message
 	}
 	ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, ReasonNotGranted, policyhubv1.TruncateMessage(msg, 1024)
 	return stalled
+}
+
+// grantHint says how a refused place is granted, or that it never is: the hub's sync Lease
+// namespace is no tenant's in any cluster (placement.Reach).
+func grantHint(refused []string) string {
+	hint := "a hub admin grants clusters and namespaces with a TenantGrant, or an OCM ManagedClusterSetBinding"
+	if slices.ContainsFunc(refused, func(place string) bool { return strings.HasSuffix(place, "/"+policyhubv1.SyncLeaseNamespace) }) {
+		hint = "namespace " + policyhubv1.SyncLeaseNamespace + " holds the hub's sync Lease in every cluster and is never granted; " + hint
+	}
+	return hint
 }
 
 // ReasonPlacementNotFound is the Ready condition's reason (and the Warning Event's) when a

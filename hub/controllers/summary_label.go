@@ -40,14 +40,13 @@ type SummaryLabeler struct {
 }
 
 // NewSummaryMetas makes, and adds to the manager, a cache of every PolicyReportSummary's
-// metadata (about a kilobyte each). It is a cache of its own: the manager's holds the whole
-// summaries of this replica's clusters, and a cache has one selection per kind.
+// metadata (a few hundred bytes each: what keepSummaryMeta keeps). It is a cache of its own: the
+// manager's holds the whole summaries of this replica's clusters, and a cache has one selection
+// per kind.
 func NewSummaryMetas(mgr ctrl.Manager) (cache.Cache, error) {
-	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
-		ByObject:         map[client.Object]cache.ByObject{summaryMeta(): {Field: fields.OneTermEqualSelector("metadata.name", policyhubv1.SummaryName)}},
-		DefaultTransform: cache.TransformStripManagedFields(),
-	})
+	o := summaryMetasOptions()
+	o.Scheme, o.Mapper, o.HTTPClient = mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient()
+	c, err := cache.New(mgr.GetConfig(), o)
 	if err != nil {
 		return nil, fmt.Errorf("cache of the summaries' metadata: %w", err)
 	}
@@ -55,6 +54,14 @@ func NewSummaryMetas(mgr ctrl.Manager) (cache.Cache, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// summaryMetasOptions select every summary the hub reads (by name), and keep of each only the
+// metadata the labeller reads.
+func summaryMetasOptions() cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		summaryMeta(): {Field: fields.OneTermEqualSelector("metadata.name", policyhubv1.SummaryName), Transform: keepSummaryMeta},
+	}}
 }
 
 // everyReplica runs a cache in every replica, leader or not.

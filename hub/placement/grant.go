@@ -91,8 +91,13 @@ func ReachOf(g Grants, inv Inventory) (Reach, error) {
 	return r, nil
 }
 
-// Allows says whether the tenant may place policies in the namespace of the cluster.
+// Allows says whether the tenant may place policies in the namespace of the cluster. The hub's
+// sync Lease namespace (policyhubv1.SyncLeaseNamespace) is never a tenant's, whatever a grant
+// names: a policy there that denied updates of the Lease would lock the hub out of the cluster.
 func (r Reach) Allows(cluster, namespace string) bool {
+	if namespace == policyhubv1.SyncLeaseNamespace {
+		return false
+	}
 	for _, a := range r.areas {
 		if !a.clusters.Has(cluster) {
 			continue

@@ -98,3 +98,44 @@ func TestApplicationPolicyReachesOnlyWhatIsGranted(t *testing.T) {
 		})
 	}
 }
+
+// The hub's sync Lease namespace is never a tenant's: a grant naming it, a tenant namespace named
+// like it (its own namespace's name), or a KubeVela topology deploying there reaches nothing there,
+// so no tenant's policy can deny the hub's Lease updates; the other granted places still count.
+func TestNoGrantReachesTheSyncLeaseNamespace(t *testing.T) {
+	inv := Inventory{Clusters: []Cluster{{Name: "dev-1"}}}
+	const hubNS = policyhubv1.SyncLeaseNamespace
+	for _, tt := range []struct {
+		name       string
+		tenant     string
+		namespaces []string
+		placement  *policyhubv1.Placement
+		topologies []Topology
+		want       string
+		refused    string
+	}{
+		{name: "a grant naming it", tenant: "team-a", namespaces: []string{hubNS, "team-a"},
+			topologies: []Topology{{Placement: policyhubv1.Placement{Clusters: []string{"dev-1"}}, Namespace: hubNS},
+				{Placement: policyhubv1.Placement{Clusters: []string{"dev-1"}}}},
+			want: "[{dev-1 team-a false}]", refused: "[{dev-1 " + hubNS + " false}]"},
+		{name: "a tenant named like it, granted its own namespace", tenant: hubNS,
+			placement: &policyhubv1.Placement{Clusters: []string{"dev-1"}},
+			want:      "[]", refused: "[{dev-1 " + hubNS + " false}]"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			reach := everywhere(inv, tt.tenant, tt.namespaces...)
+			if reach.Allows("dev-1", hubNS) {
+				t.Errorf("Allows(dev-1, %s)", hubNS)
+			}
+			ap := &policyhubv1.ApplicationPolicy{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: tt.tenant}}
+			ap.Spec.Placement = tt.placement
+			sel, err := ApplicationPolicy(ap, tt.topologies, inv, reach)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, refused := fmt.Sprint(sel.Targets), fmt.Sprint(sel.NotGranted); got != tt.want || refused != tt.refused {
+				t.Errorf("targets %s not granted %s, want %s and %s", got, refused, tt.want, tt.refused)
+			}
+		})
+	}
+}

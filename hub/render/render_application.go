@@ -49,6 +49,9 @@ func applicationPolicy(hubID string, ap *policyhubv1.ApplicationPolicy, namespac
 	if namespace == "" {
 		return nil, fmt.Errorf("no target namespace: the generated policies are namespaced")
 	}
+	if err := tenantMayTarget(namespace); err != nil {
+		return nil, err
+	}
 	spec := ap.Spec
 	if spec.Application == "" {
 		return nil, fmt.Errorf("spec.application is empty: set it to the name of the application whose resources the policy governs")

@@ -1,8 +1,16 @@
-// Package metricsauth guards the hub's /metrics as controller-runtime's
+// Package metricsauth guards the hub's /metrics (and its web view) as controller-runtime's
 // filters.WithAuthenticationAndAuthorization (kubebuilder's scaffold) does: each request's bearer
 // token is authenticated by the hub's apiserver (TokenReview) and its user authorized for the
 // request's verb on the request's path (SubjectAccessReview, a non-resource URL such as
-// /metrics), with the same cache lifetimes and answers (401, 403, 500).
+// /metrics), with the same cache lifetimes and answers (401, 403, 500). Beyond it:
+//   - tokens are reviewed for an audience of the hub's own (Options.Audiences, DefaultAudience),
+//     so a client hands the hub a token the apiserver itself refuses, not one that can act as
+//     the client on the API;
+//   - the reviews in flight are bounded (Options.MaxConcurrentReviews) and identical ones are
+//     asked once: past the bound, a request that needs a review is answered 503 at once;
+//   - the apiserver's refusals are cached apart from its acceptances, so made-up tokens (or paths)
+//     evict only each other, never the answers for authenticated users;
+//   - a long request (a stream) can be checked again while it runs (Recheck).
 //
 // It uses client-go alone. controller-runtime's filter imports k8s.io/apiserver (and through it
 // gRPC, OpenTelemetry and cel-go): measured on policyhub-hub, it grew the binary (-s -w) from
@@ -12,67 +20,100 @@ package metricsauth
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
-	authorizationv1 "k8s.io/api/authorization/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	authenticationclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
-	authorizationclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
-// The lifetimes of controller-runtime's filter: a token's review (either way) is kept a minute,
-// an allowed access five minutes, a denied one 30 s.
+// DefaultAudience is the audience policyhub-hub asks its clients' tokens to be issued for, e.g.
+// a projected ServiceAccount token (`audience: policyhub`) or `kubectl create token --audience policyhub`.
+const DefaultAudience = "policyhub"
+
+// Defaults of Options: controller-runtime's lifetimes (a token's review, either way, a minute; an
+// allowed access five minutes, a denied one 30 s), and the reviews in flight at once.
 const (
-	tokenTTL      = time.Minute
-	allowTTL      = 5 * time.Minute
-	denyTTL       = 30 * time.Second
-	reviewTimeout = 10 * time.Second
+	DefaultTokenTTL             = time.Minute
+	DefaultAllowTTL             = 5 * time.Minute
+	DefaultDenyTTL              = 30 * time.Second
+	DefaultMaxConcurrentReviews = 16
+	reviewTimeout               = 10 * time.Second
 	// maxEntries bounds each cache: requests with made-up tokens must not grow it without limit.
 	maxEntries = 1024
 )
 
-// WithAuthenticationAndAuthorization is a metricsserver.Options.FilterProvider: the reviews are
-// asked of the apiserver config reaches.
-func WithAuthenticationAndAuthorization(config *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
-	return withClock(config, httpClient, time.Now)
+// Options configure the guard; zero values are the defaults.
+type Options struct {
+	// Audiences the tokens must be issued for (TokenReview spec.audiences; a token is accepted only
+	// when the apiserver says which of them it is valid for). Empty: the apiserver's own audiences,
+	// i.e. any token valid against the API, which a client then hands the hub (who could act as
+	// the client on the API with it): the compatible choice, for clients that cannot present
+	// another (e.g. OIDC tokens through an authenticating proxy).
+	Audiences []string
+	// MaxConcurrentReviews bounds the TokenReviews and SubjectAccessReviews in flight at once
+	// (DefaultMaxConcurrentReviews when zero).
+	MaxConcurrentReviews int
+	// TokenTTL, AllowTTL and DenyTTL are how long the apiserver's answers are kept (the defaults
+	// when zero). TokenTTL is also how stale a Recheck may be.
+	TokenTTL, AllowTTL, DenyTTL time.Duration
 }
 
-func withClock(config *rest.Config, httpClient *http.Client, now func() time.Time) (metricsserver.Filter, error) {
-	authn, err := authenticationclient.NewForConfigAndClient(config, httpClient)
-	if err != nil {
-		return nil, fmt.Errorf("tokenreviews client: %w", err)
+func (o Options) withDefaults() Options {
+	if o.MaxConcurrentReviews <= 0 {
+		o.MaxConcurrentReviews = DefaultMaxConcurrentReviews
 	}
-	authz, err := authorizationclient.NewForConfigAndClient(config, httpClient)
-	if err != nil {
-		return nil, fmt.Errorf("subjectaccessreviews client: %w", err)
+	for _, d := range []struct {
+		ttl *time.Duration
+		def time.Duration
+	}{{&o.TokenTTL, DefaultTokenTTL}, {&o.AllowTTL, DefaultAllowTTL}, {&o.DenyTTL, DefaultDenyTTL}} {
+		if *d.ttl <= 0 {
+			*d.ttl = d.def
+		}
 	}
-	g := &guard{tokens: authn.TokenReviews(), access: authz.SubjectAccessReviews(),
-		users: newTTLCache[*authenticationv1.UserInfo](now), verdicts: newTTLCache[bool](now)}
+	return o
+}
+
+// FilterProvider is a metricsserver.Options.FilterProvider: the reviews are asked of the apiserver
+// the config reaches.
+func FilterProvider(o Options) func(*rest.Config, *http.Client) (metricsserver.Filter, error) {
+	return func(config *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
+		return New(config, httpClient, o)
+	}
+}
+
+// New returns the filter, asking its reviews of the apiserver config reaches.
+func New(config *rest.Config, httpClient *http.Client, o Options) (metricsserver.Filter, error) {
+	g, err := newGuard(config, httpClient, o, time.Now)
+	if err != nil {
+		return nil, err
+	}
 	return g.filter, nil
 }
 
-// guard authenticates and authorizes requests, caching the apiserver's answers.
-type guard struct {
-	tokens   authenticationclient.TokenReviewInterface
-	access   authorizationclient.SubjectAccessReviewInterface
-	users    *ttlCache[*authenticationv1.UserInfo] // by token hash; nil: not authenticated
-	verdicts *ttlCache[bool]                       // by access request hash
-}
+// errBusy: as many reviews are in flight as Options.MaxConcurrentReviews allows.
+var errBusy = errors.New("too many token and access reviews in flight")
 
 // filter is a metricsserver.Filter.
 func (g *guard) filter(log logr.Logger, handler http.Handler) (http.Handler, error) {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		user, err := g.authenticate(req)
+		a := &access{guard: g, verb: strings.ToLower(req.Method), path: req.URL.Path}
+		token, ok := bearerToken(req.Header.Get("Authorization"))
+		if !ok {
+			log.V(4).Info("Authentication failed", "reason", "no bearer token")
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		a.token = token
+		user, err := g.authenticate(req.Context(), token, false)
+		if busy(w, log, err) {
+			return
+		}
 		if err != nil {
 			log.Error(err, "Authentication failed")
 			http.Error(w, "Authentication failed", http.StatusInternalServerError)
@@ -83,7 +124,10 @@ func (g *guard) filter(log logr.Logger, handler http.Handler) (http.Handler, err
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
-		allowed, reason, err := g.authorize(req, user)
+		allowed, reason, err := g.authorize(req.Context(), user, a.verb, a.path, false)
+		if busy(w, log, err) {
+			return
+		}
 		if err != nil {
 			msg := fmt.Sprintf("Authorization for user %s failed", user.Username)
 			log.Error(err, msg)
@@ -96,8 +140,21 @@ func (g *guard) filter(log logr.Logger, handler http.Handler) (http.Handler, err
 			http.Error(w, msg, http.StatusForbidden)
 			return
 		}
-		handler.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), userKey{}, user)))
+		ctx := context.WithValue(req.Context(), userKey{}, user)
+		handler.ServeHTTP(w, req.WithContext(context.WithValue(ctx, accessKey{}, a)))
 	}), nil
+}
+
+// busy answers 503 when err is errBusy: the client may try again in a moment, and the hub's
+// apiserver is not asked more than the bound allows.
+func busy(w http.ResponseWriter, log logr.Logger, err error) bool {
+	if !errors.Is(err, errBusy) {
+		return false
+	}
+	log.V(1).Info("Authentication refused", "reason", err.Error())
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, "Too many requests to authenticate: try again", http.StatusServiceUnavailable)
+	return true
 }
 
 type userKey struct{}
@@ -109,66 +166,44 @@ func UserFrom(ctx context.Context) (*authenticationv1.UserInfo, bool) {
 	return user, ok && user != nil
 }
 
-// authenticate returns the user of the request's bearer token; nil when there is no token or
-// the apiserver does not accept it.
-func (g *guard) authenticate(req *http.Request) (*authenticationv1.UserInfo, error) {
-	token, ok := bearerToken(req.Header.Get("Authorization"))
-	if !ok {
-		return nil, nil
-	}
-	key := hash(token)
-	if user, ok := g.users.get(key); ok {
-		return user, nil
-	}
-	ctx, cancel := context.WithTimeout(req.Context(), reviewTimeout)
-	defer cancel()
-	review, err := g.tokens.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("create a TokenReview: %w", err)
-	}
-	var user *authenticationv1.UserInfo
-	if review.Status.Authenticated {
-		user = &review.Status.User
-	}
-	g.users.put(key, user, tokenTTL)
-	return user, nil
+type accessKey struct{}
+
+// access is what the filter let in: whose token, for which verb on which path.
+type access struct {
+	guard             *guard
+	token, verb, path string
 }
 
-// authorize asks whether user may do the request's verb (its method, lower-cased) on its path.
-func (g *guard) authorize(req *http.Request, user *authenticationv1.UserInfo) (bool, string, error) {
-	spec := authorizationv1.SubjectAccessReviewSpec{
-		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: req.URL.Path, Verb: strings.ToLower(req.Method)},
-		User:                  user.Username,
-		Groups:                user.Groups,
-		UID:                   user.UID,
+// ErrNoLongerAllowed is Recheck's answer when the request would now be refused (401 or 403).
+var ErrNoLongerAllowed = errors.New("no longer allowed")
+
+// Recheck authenticates and authorizes again the request whose context ctx is (one the filter let
+// in), as the filter did: the token (it may have expired, or its ServiceAccount gone) and the
+// user's right on the path (its binding may have gone). The answers come through the same caches,
+// so they are at most a lifetime old (Options), and a Recheck waits for a review rather than
+// being refused when the reviews in flight are at their bound. nil: the request passes still;
+// ErrNoLongerAllowed (wrapped, with the reason): it does not; another error: it could not be
+// checked (the caller should treat it as not passing).
+func Recheck(ctx context.Context) error {
+	a, ok := ctx.Value(accessKey{}).(*access)
+	if !ok {
+		return fmt.Errorf("%w: not a request the filter let in", ErrNoLongerAllowed)
 	}
-	if len(user.Extra) > 0 {
-		spec.Extra = map[string]authorizationv1.ExtraValue{}
-		for k, v := range user.Extra {
-			spec.Extra[k] = authorizationv1.ExtraValue(v)
-		}
-	}
-	keyData, err := json.Marshal(spec)
+	user, err := a.guard.authenticate(ctx, a.token, true)
 	if err != nil {
-		return false, "", err
+		return fmt.Errorf("authenticate again: %w", err)
 	}
-	key := hash(string(keyData))
-	if allowed, ok := g.verdicts.get(key); ok {
-		return allowed, "cached", nil
+	if user == nil {
+		return fmt.Errorf("%w: the apiserver no longer accepts the token", ErrNoLongerAllowed)
 	}
-	ctx, cancel := context.WithTimeout(req.Context(), reviewTimeout)
-	defer cancel()
-	review, err := g.access.Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+	allowed, reason, err := a.guard.authorize(ctx, user, a.verb, a.path, true)
 	if err != nil {
-		return false, "", fmt.Errorf("create a SubjectAccessReview: %w", err)
+		return fmt.Errorf("authorize user %s again: %w", user.Username, err)
 	}
-	allowed := review.Status.Allowed && !review.Status.Denied
-	ttl := denyTTL
-	if allowed {
-		ttl = allowTTL
+	if !allowed {
+		return fmt.Errorf("%w: user %s may no longer %s %s (%s)", ErrNoLongerAllowed, user.Username, a.verb, a.path, reason)
 	}
-	g.verdicts.put(key, allowed, ttl)
-	return allowed, review.Status.Reason, nil
+	return nil
 }
 
 // bearerToken is the token of an "Authorization: Bearer <token>" header.
@@ -179,55 +214,4 @@ func bearerToken(header string) (string, bool) {
 	}
 	token = strings.TrimSpace(token)
 	return token, token != ""
-}
-
-// hash keys the caches, so that they never hold a token itself.
-func hash(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return string(sum[:])
-}
-
-// ttlCache is a map whose entries expire. When full, its expired entries are dropped, or all of
-// them if none has expired: a flood of made-up tokens costs reviews, never unbounded memory.
-type ttlCache[V any] struct {
-	mu      sync.Mutex
-	now     func() time.Time
-	entries map[string]ttlEntry[V]
-}
-
-type ttlEntry[V any] struct {
-	value   V
-	expires time.Time
-}
-
-func newTTLCache[V any](now func() time.Time) *ttlCache[V] {
-	return &ttlCache[V]{now: now, entries: map[string]ttlEntry[V]{}}
-}
-
-func (c *ttlCache[V]) get(key string) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[key]
-	if !ok || !c.now().Before(e.expires) {
-		var zero V
-		return zero, false
-	}
-	return e.value, true
-}
-
-func (c *ttlCache[V]) put(key string, value V, ttl time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	if len(c.entries) >= maxEntries {
-		for k, e := range c.entries {
-			if !now.Before(e.expires) {
-				delete(c.entries, k)
-			}
-		}
-		if len(c.entries) >= maxEntries {
-			clear(c.entries)
-		}
-	}
-	c.entries[key] = ttlEntry[V]{value: value, expires: now.Add(ttl)}
 }

@@ -2,9 +2,11 @@ package metricsauth
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,16 +23,35 @@ import (
 type fakeAPIServer struct {
 	tokens  map[string]authenticationv1.UserInfo
 	allowed map[string]bool
+	// audiences maps a token to the audiences it is valid for (none listed: the apiserver's own,
+	// apiAudience); an apiserver that ignores audiences (ignoreAudiences) answers without any.
+	audiences       map[string][]string
+	ignoreAudiences bool
+	// gate, when set, holds every review until it is closed.
+	gate chan struct{}
 
-	mu            sync.Mutex
-	fail          bool
-	tokenReviews  []authenticationv1.TokenReviewSpec
-	accessReviews []authorizationv1.SubjectAccessReviewSpec
+	mu                  sync.Mutex
+	fail                bool
+	tokenReviews        []authenticationv1.TokenReviewSpec
+	accessReviews       []authorizationv1.SubjectAccessReviewSpec
+	inFlight, maxFlight int
 }
+
+// apiAudience is the fake apiserver's own audience: a token issued without another is for it.
+const apiAudience = "https://kubernetes.default.svc"
 
 func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
+	f.inFlight++
+	f.maxFlight = max(f.maxFlight, f.inFlight)
+	gate := f.gate
+	f.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer func() { f.inFlight-- }()
 	if f.fail {
 		http.Error(w, "unavailable", http.StatusServiceUnavailable)
 		return
@@ -45,7 +66,26 @@ func (f *fakeAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.tokenReviews = append(f.tokenReviews, review.Spec)
 		if user, ok := f.tokens[review.Spec.Token]; ok {
-			review.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: user}
+			valid := f.audiences[review.Spec.Token]
+			if len(valid) == 0 {
+				valid = []string{apiAudience}
+			}
+			asked := review.Spec.Audiences
+			if len(asked) == 0 {
+				asked = []string{apiAudience}
+			}
+			var both []string
+			for _, a := range asked {
+				if slices.Contains(valid, a) {
+					both = append(both, a)
+				}
+			}
+			if len(both) > 0 || f.ignoreAudiences {
+				review.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: user, Audiences: both}
+			}
+			if f.ignoreAudiences {
+				review.Status.Audiences = nil
+			}
 		}
 		_ = json.NewEncoder(w).Encode(review)
 	case r.Method == http.MethodPost && r.URL.Path == "/apis/authorization.k8s.io/v1/subjectaccessreviews":
@@ -76,33 +116,44 @@ func (f *fakeAPIServer) reviews() (tokens, access int) {
 // serve serves "metrics" behind the filter, whose reviews the fake apiserver answers.
 func serve(t *testing.T, api *fakeAPIServer, now func() time.Time) string {
 	t.Helper()
+	url, _ := serveWith(t, api, Options{}, now, nil)
+	return url
+}
+
+// serveWith serves "metrics" behind a guard with options o; page, when set, serves instead.
+func serveWith(t *testing.T, api *fakeAPIServer, o Options, now func() time.Time, page http.Handler) (string, *guard) {
+	t.Helper()
 	apiServer := httptest.NewServer(api)
 	t.Cleanup(apiServer.Close)
 	// JSON: the fake decodes no protobuf (client-go's default for built-in kinds).
-	cfg := &rest.Config{Host: apiServer.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}}
+	// No client-side rate limit: the tests count reviews, not wait for them.
+	cfg := &rest.Config{Host: apiServer.URL, ContentConfig: rest.ContentConfig{ContentType: "application/json"}, QPS: -1}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	filter, err := withClock(cfg, hc, now)
+	g, err := newGuard(cfg, hc, o, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The page names whom the filter let in (UserFrom), as the web view's stream cap needs it.
-	h, err := filter(logr.Discard(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		user, ok := UserFrom(r.Context())
-		if !ok {
-			http.Error(w, "no user in the request's context", http.StatusInternalServerError)
-			return
-		}
-		_, _ = io.WriteString(w, "metrics for "+user.Username)
-	}))
+	if page == nil {
+		page = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			user, ok := UserFrom(r.Context())
+			if !ok {
+				http.Error(w, "no user in the request's context", http.StatusInternalServerError)
+				return
+			}
+			_, _ = io.WriteString(w, "metrics for "+user.Username)
+		})
+	}
+	h, err := g.filter(logr.Discard(), page)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return srv.URL
+	return srv.URL, g
 }
 
 func get(t *testing.T, url, token string) (int, string) {
@@ -216,15 +267,19 @@ func TestBearerToken(t *testing.T) {
 	}
 }
 
-// Made-up tokens cost reviews, never unbounded memory.
+// Made-up tokens cost reviews, never unbounded memory; a full cache evicts what expires first.
 func TestTTLCacheIsBounded(t *testing.T) {
 	now := time.Now()
 	c := newTTLCache[bool](func() time.Time { return now })
+	c.put("long", true, time.Hour)
 	for i := range 3 * maxEntries {
-		c.put(hash(string(rune(i))), true, time.Minute)
+		c.put(hash(fmt.Sprint(i)), true, time.Minute)
 		if n := len(c.entries); n > maxEntries {
 			t.Fatalf("%d entries, want at most %d", n, maxEntries)
 		}
+	}
+	if _, ok := c.get("long"); !ok {
+		t.Error("the entry that expires last was evicted")
 	}
 	c.put("k", true, time.Minute)
 	if v, ok := c.get("k"); !v || !ok {

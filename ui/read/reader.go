@@ -304,9 +304,9 @@ func sliceTopics(o client.Object) []string {
 }
 
 // countsOnly keeps of a summary what the pages that show many clusters at once read: its
-// counts per policy and per application, its liveness and the hub's verdict. Violations,
-// exceptions and last refusals, most of a full summary, are read for one cluster at a time
-// (Reader.Summary).
+// counts per policy and per application, its liveness and the hub's verdict (none of the labels
+// and annotations its agent writes). Violations, exceptions and last refusals, most of a full
+// summary, are read for one cluster at a time (Reader.Summary).
 func countsOnly(obj any) (any, error) {
 	s, ok := obj.(*policyhubv1.PolicyReportSummary)
 	if !ok {
@@ -314,7 +314,7 @@ func countsOnly(obj any) (any, error) {
 	}
 	kept := &policyhubv1.PolicyReportSummary{ObjectMeta: metav1.ObjectMeta{
 		Namespace: s.Namespace, Name: s.Name, UID: s.UID, ResourceVersion: s.ResourceVersion,
-		Generation: s.Generation, Labels: s.Labels,
+		Generation: s.Generation,
 	}, Status: s.Status}
 	kept.Spec = s.Spec
 	kept.Spec.Violations, kept.Spec.Exceptions = nil, nil

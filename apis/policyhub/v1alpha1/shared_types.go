@@ -45,6 +45,9 @@ const (
 const (
 	// DefaultHubID is policyhub-hub's --hub-id when none is given.
 	DefaultHubID = "policyhub"
+	// DefaultHubNamespace is the hub's namespace on the hub when none is given (policyhub-hub's
+	// --leader-election-namespace, the CLI's --hub-namespace; the chart's is its release's).
+	DefaultHubNamespace = "policyhub-system"
 	HubInfoName  = "policyhub-hub-info"
 	LabelHubInfo = "policyhub.io/hub-info"
 	HubInfoIDKey = "hubID"

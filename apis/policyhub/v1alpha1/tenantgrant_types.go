@@ -8,6 +8,9 @@ import (
 // ApplicationPolicies (and KubeVela Applications' kyverno-policy entries) may be placed on, and
 // the namespaces in those clusters their policies may govern.
 // +kubebuilder:validation:XValidation:rule="!has(self.clusters.placementRef) || (has(self.clusters.placementRef.namespace) && size(self.clusters.placementRef.namespace) > 0)",message="spec.clusters.placementRef.namespace is required: a TenantGrant is cluster-scoped"
+// The hub's sync Lease namespace (SyncLeaseNamespace) is never granted: the hub refuses it too.
+// +kubebuilder:validation:XValidation:rule="!has(self.namespaces) || !('policyhub-system' in self.namespaces)",message="spec.namespaces may not name policyhub-system: it holds the hub's sync Lease in every managed cluster, and no tenant's policy goes there"
+// +kubebuilder:validation:XValidation:rule="(has(self.namespaces) && size(self.namespaces) > 0) || !('policyhub-system' in self.tenants)",message="spec.tenants names policyhub-system without spec.namespaces, which would grant the namespace named like it: policyhub-system holds the hub's sync Lease in every managed cluster, and no tenant's policy goes there"
 type TenantGrantSpec struct {
 	// Tenants are the hub namespaces this grant is for: an ApplicationPolicy in one of them may
 	// reach what the grant allows, and nothing else.

@@ -234,25 +234,17 @@ func (o *options) clusters(ctx context.Context, names []string, now time.Time) (
 // replicaOwners is how the hub's replicas share the fleet now, as they compute it (shard.Assign)
 // from their live Leases (by their own renewTime) and the credential Secrets: empty when the
 // replicas do not share it, or their Leases may not be read (the column is then left out). Only
-// the Leases in the hub's own namespace (where it publishes its id) count, as only those count
-// for the hub: a Lease someone labels elsewhere is no replica.
+// the Leases in the hub's own namespace (--hub-namespace) count, as only those count for the hub:
+// a Lease someone labels elsewhere is no replica.
 func (o *options) replicaOwners(ctx context.Context, c client.Client, now time.Time) shard.Assignment {
 	if err := o.resolveHubID(ctx, c); err != nil {
 		return shard.Assignment{}
 	}
-	published, err := publishedHubs(ctx, c)
-	if err != nil {
+	list := &coordinationv1.LeaseList{}
+	if err := c.List(ctx, list, client.InNamespace(o.hubNamespace), client.MatchingLabels{policyhubv1.LabelReplicaOf: o.hubID}); err != nil {
 		return shard.Assignment{}
 	}
-	var leases []coordinationv1.Lease
-	for _, ns := range published[o.hubID] {
-		list := &coordinationv1.LeaseList{}
-		if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{policyhubv1.LabelReplicaOf: o.hubID}); err != nil {
-			return shard.Assignment{}
-		}
-		leases = append(leases, list.Items...)
-	}
-	live := shard.LiveAt(o.hubID, leases, now)
+	live := shard.LiveAt(o.hubID, list.Items, now)
 	if len(live) == 0 {
 		return shard.Assignment{}
 	}

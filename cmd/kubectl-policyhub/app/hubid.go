@@ -3,60 +3,39 @@ package app
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
-// readHubID finds the hub's id where the hub published it (any namespace). It returns "" when no
-// hub published one, and an error naming them when several did.
-func readHubID(ctx context.Context, c client.Reader) (string, error) {
-	published, err := publishedHubs(ctx, c)
-	if err != nil {
-		return "", err
-	}
-	var where []string
-	for id, namespaces := range published {
-		where = append(where, fmt.Sprintf("%s (in %s)", id, namespaces[0]))
-	}
-	switch len(published) {
-	case 0:
+// readHubID reads the hub's id where the hub published it: the ConfigMap policyhubv1.HubInfoName
+// in the hub's own namespace, and nowhere else. Whoever may write a ConfigMap in some other
+// namespace must not choose the id the CLI plans with (with another hub's id, the hub's own
+// objects look foreign and a dry-run shows them as conflicts). It returns "" when the hub
+// published none there.
+func readHubID(ctx context.Context, c client.Reader, hubNamespace string) (string, error) {
+	cm := &corev1.ConfigMap{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: hubNamespace, Name: policyhubv1.HubInfoName}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
 		return "", nil
-	case 1:
-		for id := range published {
-			return id, nil
-		}
+	case err != nil:
+		return "", fmt.Errorf("read the hub's id (ConfigMap %s/%s; --hub-namespace names the hub's namespace, --hub-id the id): %w",
+			hubNamespace, policyhubv1.HubInfoName, err)
 	}
-	slices.Sort(where)
-	return "", fmt.Errorf("several hubs publish their id on this cluster: %v; choose one with --hub-id", where)
+	return cm.Data[policyhubv1.HubInfoIDKey], nil
 }
 
-// publishedHubs are the hub ids published on the cluster, each with the namespaces publishing it
-// (the hubs' own namespaces).
-func publishedHubs(ctx context.Context, c client.Reader) (map[string][]string, error) {
-	list := &corev1.ConfigMapList{}
-	if err := c.List(ctx, list, client.MatchingLabels{policyhubv1.LabelHubInfo: "true"}); err != nil {
-		return nil, fmt.Errorf("read the hub's id (ConfigMaps labelled %s): %w", policyhubv1.LabelHubInfo, err)
-	}
-	out := map[string][]string{}
-	for _, cm := range list.Items {
-		if id := cm.Data[policyhubv1.HubInfoIDKey]; id != "" && cm.Name == policyhubv1.HubInfoName {
-			out[id] = append(out[id], cm.Namespace)
-		}
-	}
-	return out, nil
-}
-
-// resolveHubID sets the hub's id, unless --hub-id gave it: the id the hub published, else
-// policyhub-hub's default.
+// resolveHubID sets the hub's id, unless --hub-id gave it: the id the hub published in its
+// namespace, else policyhub-hub's default.
 func (o *options) resolveHubID(ctx context.Context, hub client.Reader) error {
 	if o.hubID != "" {
 		return nil
 	}
-	id, err := readHubID(ctx, hub)
+	id, err := readHubID(ctx, hub, o.hubNamespace)
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,8 @@ type options struct {
 	// secretNamespace is cluster-gateway's credential-secret namespace on the hub.
 	secretNamespace string
 	hubID           string
+	// hubNamespace is the hub's own namespace on the hub: its id and replicas are read there only.
+	hubNamespace string
 }
 
 // Run runs kubectl-policyhub with args and returns the exit code.
@@ -92,7 +94,8 @@ Exit codes: 0 ok, 1 violations or denials found, 2 usage or runtime error.`,
 	o.config.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVarP(&o.output, "output", "o", "table", "Output format: table, json or yaml.")
 	root.PersistentFlags().StringVar(&o.secretNamespace, "gateway-secret-namespace", gateway.DefaultSecretNamespace, "Namespace of cluster-gateway's cluster credential Secrets on the hub.")
-	root.PersistentFlags().StringVar(&o.hubID, "hub-id", "", "The hub's id (policyhub-hub --hub-id): the managed-by label of the objects it owns in the clusters. Default: the id the hub publishes (ConfigMap policyhub-hub-info), else policyhub.")
+	root.PersistentFlags().StringVar(&o.hubID, "hub-id", "", "The hub's id (policyhub-hub --hub-id): the managed-by label of the objects it owns in the clusters. Default: the id the hub publishes (ConfigMap policyhub-hub-info in --hub-namespace), else policyhub.")
+	root.PersistentFlags().StringVar(&o.hubNamespace, "hub-namespace", policyhubv1.DefaultHubNamespace, "The hub's own namespace on the hub (policyhub-hub --leader-election-namespace; the chart's release namespace): the hub's id, replicas and policy libraries are read there, and nowhere else.")
 	_ = root.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return []string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp
 	})

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,7 +60,7 @@ func (so *syncOptions) setDeclarations(ctx context.Context, hub client.Client, i
 // last version that completed its rollout, when it rolls out.
 func (so *syncOptions) setVersions(ctx context.Context, hub client.Client, ps *policyhubv1.PolicySet, note func(format string, args ...any)) (current, stable *source.Artifact, err error) {
 	reader := source.Reader{
-		Hub: hub, Secrets: hub, Namespace: hubNamespace(ctx, hub, ps), Limits: source.DefaultLimits,
+		Hub: hub, Secrets: hub, Namespace: so.hubNamespace, Limits: source.DefaultLimits,
 		HTTP: &http.Client{Timeout: time.Minute}, FluxSources: fluxSourcesServed(hub),
 	}
 	kept := ps.Status.Source
@@ -90,19 +89,6 @@ func (so *syncOptions) setVersions(ctx context.Context, hub client.Client, ps *p
 		}
 	}
 	return current, stable, nil
-}
-
-// hubNamespace is the hub's own namespace, where a PolicySet's libraries, registry Secret and
-// snapshots are: the namespace of the set's snapshots, else of the ConfigMap the hub publishes
-// its id in, else policyhub-hub's default.
-func hubNamespace(ctx context.Context, hub client.Reader, ps *policyhubv1.PolicySet) string {
-	for _, labels := range []client.MatchingLabels{{policyhubv1.LabelDeclarationUID: string(ps.UID)}, {policyhubv1.LabelHubInfo: "true"}} {
-		list := &corev1.ConfigMapList{}
-		if hub.List(ctx, list, labels, client.Limit(1)) == nil && len(list.Items) > 0 {
-			return list.Items[0].Namespace
-		}
-	}
-	return "policyhub-system"
 }
 
 // fluxSourcesServed are the Flux source kinds the hub serves.
