@@ -26,7 +26,7 @@ type file struct {
 }
 
 // tarball is a gzipped tarball of files.
-func tarball(t *testing.T, files ...file) []byte {
+func tarball(t testing.TB, files ...file) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	gz := gzip.NewWriter(&buf)
