@@ -269,6 +269,12 @@ type SourceStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Snapshot string `json:"snapshot,omitempty"`
+	// MembersDigest is the sha256 of the members' JSON as the snapshot holds them (for Flux,
+	// ConfigMaps and inline sources the digest itself): the hub hashes the snapshot again on every
+	// read and refuses one that does not match.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	MembersDigest string `json:"membersDigest,omitempty"`
 	// ReadAt is when this version was first read.
 	// +optional
 	ReadAt *metav1.Time `json:"readAt,omitempty"`
