@@ -1,54 +1,16 @@
 package source
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"io"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/policyhub/policyhub/internal/archivetest"
 )
-
-// zerosMember is one gzip member holding n zero bytes: gzip members concatenate, and a reader
-// inflates them one after another, so a bomb of any size is a header and copies of this.
-func zerosMember(t testing.TB, n int) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := zw.Write(make([]byte, n)); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// tarHeaderMember is one gzip member holding the tar header of a file of size bytes.
-func tarHeaderMember(t testing.TB, name string, size int64) []byte {
-	t.Helper()
-	var hdr bytes.Buffer
-	tw := tar.NewWriter(&hdr)
-	// The header is written at once; the file's bytes are the members that follow.
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: size, Typeflag: tar.TypeReg}); err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(hdr.Bytes()); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
 
 // countingReader counts the compressed bytes a read took.
 type countingReader struct {
@@ -68,10 +30,10 @@ func (c *countingReader) Read(p []byte) (int, error) {
 func TestReadArchiveStopsABombAtTheInflatedBound(t *testing.T) {
 	const member = 1 << 20
 	limits := Limits{MaxPolicies: 10, MaxPolicyBytes: 1 << 20, MaxTotalBytes: 1 << 20} // bound: 4 MiB
-	zeros := zerosMember(t, member)
+	zeros := archivetest.ZerosMember(t)
 	for _, name := range []string{"clusters/staging/blob.bin", "elsewhere/blob.bin"} {
 		t.Run(name, func(t *testing.T) {
-			bomb := gzipBomb(t, name, 1024) // 1 GiB inflated
+			bomb := archivetest.ZerosBomb(t, name, 1024) // 1 GiB inflated
 			total := int64(len(bomb))
 			in := &countingReader{r: bytes.NewReader(bomb)}
 			start := time.Now()
@@ -114,8 +76,8 @@ func TestReadArchiveUnderTheBound(t *testing.T) {
 // endlessZeros is a gzip stream of zeros that never ends: members written until the reader stops.
 func endlessZeros(t *testing.T) io.Reader {
 	t.Helper()
-	zeros := zerosMember(t, 1<<20)
-	header := tarHeaderMember(t, "blob.bin", 1<<40)
+	zeros := archivetest.ZerosMember(t)
+	header := archivetest.HeaderMember(t, "blob.bin", 1<<40)
 	pr, pw := io.Pipe()
 	go func() {
 		if _, err := pw.Write(header); err != nil {
@@ -155,7 +117,7 @@ func TestReadArchiveStopsWithItsContext(t *testing.T) {
 	huge := Limits{MaxPolicies: 10, MaxPolicyBytes: 1 << 20, MaxTotalBytes: 1 << 40} // bound: 4 TiB
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	member := int64(len(zerosMember(t, 1<<20)))
+	member := int64(len(archivetest.ZerosMember(t)))
 	in := &cancelAfter{countingReader: countingReader{r: endlessZeros(t)}, n: 64 * member, cancel: cancel} // 64 MiB inflated
 	done := make(chan error, 1)
 	go func() {
@@ -189,23 +151,11 @@ func TestReadArchiveStopsWithItsContext(t *testing.T) {
 	}
 }
 
-// gzipBomb is a gzipped tarball whose one file, name, is inflated zeros of MiB: a few KiB a
-// hundred MiB.
-func gzipBomb(t testing.TB, name string, mib int) []byte {
-	t.Helper()
-	zeros := zerosMember(t, 1<<20)
-	bomb := bytes.NewBuffer(tarHeaderMember(t, name, int64(mib)<<20))
-	for range mib {
-		bomb.Write(zeros)
-	}
-	return bomb.Bytes()
-}
-
 // A policy bundle whose content layer is a bomb (2 GiB of zeros in 2 MiB, well inside the 16 MiB
 // a bundle may be) is refused at the bound, through the registry as the hub reads it.
 func TestPullOCIRefusesABombBundle(t *testing.T) {
 	host := testRegistry(t)
-	bomb := gzipBomb(t, "pss/zeros.yaml.bin", 2048)
+	bomb := archivetest.ZerosBomb(t, "pss/zeros.yaml.bin", 2048)
 	pushBundle(t, host, "bundles/bomb:1.0.0", bundleIndex("1.0.0"), bomb)
 	start := time.Now()
 	_, err := PullOCI(context.Background(), host+"/bundles/bomb:1.0.0", testKeychain, DefaultLimits)
@@ -219,8 +169,8 @@ func TestPullOCIRefusesABombBundle(t *testing.T) {
 // limits.
 func FuzzReadArchive(f *testing.F) {
 	f.Add(tarball(f, file{name: "p/a.yaml", content: clusterPolicy("a").yaml}, file{name: "p/b.bin", content: "x"}))
-	f.Add(gzipBomb(f, "p/zeros.yaml", 8))
-	f.Add(gzipBomb(f, "p/zeros.bin", 8))
+	f.Add(archivetest.ZerosBomb(f, "p/zeros.yaml", 8))
+	f.Add(archivetest.ZerosBomb(f, "p/zeros.bin", 8))
 	limits := Limits{MaxPolicies: 3, MaxPolicyBytes: 64 << 10, MaxTotalBytes: 1 << 20}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		art, err := readArchive(context.Background(), bytes.NewReader(data), "p/", limits)
