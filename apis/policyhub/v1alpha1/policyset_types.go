@@ -144,7 +144,10 @@ type FluxSourceReference struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
-	// Namespace of the source.
+	// Namespace of the source: one the hub admin allows (policyhub-hub's
+	// --flux-source-namespaces: flux-system and the hub's own by default), since whoever may
+	// edit the source decides what the set ships. Another is refused (SourceReady False) and
+	// nothing is read there.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace"`
