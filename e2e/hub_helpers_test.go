@@ -23,7 +23,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/e2e/fleet"
 	"github.com/policyhub/policyhub/hub/controllers"
+	"github.com/policyhub/policyhub/hub/source"
 	"github.com/policyhub/policyhub/hub/statusslice"
 	"github.com/policyhub/policyhub/hub/work"
 )
@@ -78,6 +80,15 @@ func startHub(t *testing.T, resync time.Duration, options ...func(*controllers.H
 		// Ten clusters a slice: a declaration's state spans several slices with the fleet's few
 		// clusters (and the tests' extra ones), as it does at fleet scale.
 		ClustersPerSlice: 10,
+	}
+	if testFleet.FluxStorage != "" {
+		// The fleet's source-controller serves its artifacts on 127.0.0.1, as it would on its
+		// Service in a cluster: that one server, and the Flux sources of flux-system.
+		fence, err := source.NewFluxFence([]string{e2eHubNamespace, fleet.FluxNamespace}, testFleet.FluxStorage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Flux = &fence
 	}
 	for _, o := range options {
 		o(&opts)

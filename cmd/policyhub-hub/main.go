@@ -32,6 +32,7 @@ import (
 	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/shard"
+	"github.com/policyhub/policyhub/hub/source"
 	"github.com/policyhub/policyhub/hub/work"
 	"github.com/policyhub/policyhub/internal/buildinfo"
 	"github.com/policyhub/policyhub/internal/metricsauth"
@@ -69,6 +70,8 @@ type options struct {
 	// metricsAudiences and uiAudiences are the audiences /metrics' and the web view's clients'
 	// tokens must be issued for (--metrics-auth-audiences, --ui-auth-audiences).
 	metricsAudiences, uiAudiences string
+	fluxSourceNamespaces          string
+	fluxArtifactHost              string
 }
 
 func main() {
@@ -110,6 +113,8 @@ func run() error {
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", policyhubv1.DefaultHubNamespace, "The hub's namespace: its leader election Lease, the ConfigMap that publishes its id, and the FleetPolicies' ClusterStatusSlices are there.")
 	fs.DurationVar(&o.maxExceptionLifetime, "max-exception-lifetime", policyhubv1.DefaultMaxExceptionLifetime, "Longest a FleetPolicyException may last from its creation to its spec.expiresAt; one that asks for longer is Invalid and in no cluster. Keep it equal to the chart's exceptions.maxLifetime (admission refuses longer ones there).")
 	fs.StringVar(&o.approvableServiceAccounts, "approvable-service-accounts", "", "ServiceAccounts, as NAMESPACE/NAME separated by commas, whose FleetPolicyException requests (and spec changes) may be approved, e.g. a GitOps controller's: its approvers must then know who wrote what it applies. Any other ServiceAccount's request is never approved, as whoever may take its token could approve their own request.")
+	fs.StringVar(&o.fluxSourceNamespaces, "flux-source-namespaces", source.DefaultFluxNamespace, "Comma-separated namespaces whose Flux sources (GitRepository, OCIRepository, Bucket) a PolicySet's spec.source.fluxSource may name; the hub's own namespace (--leader-election-namespace) always may. Whoever may edit a source there decides what the sets reading it ship. A set naming another namespace is refused (SourceReady False) and nothing is read.")
+	fs.StringVar(&o.fluxArtifactHost, "flux-artifact-host", source.DefaultFluxStorage, "The one server Flux artifacts are downloaded from, source-controller's storage as it advertises it (its --storage-adv-addr): host, host:port or http[s]://host[:port] (http, port 80 when not said). An artifact URL to any other scheme, host or port is refused before a connection is made; redirects are not followed and no proxy from the environment is used.")
 	version := fs.Bool("version", false, "Print the version, commit, build date and Go version, and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -142,6 +147,10 @@ func run() error {
 	}
 	if err := checkMetricsCertDir(o); err != nil {
 		return err
+	}
+	fluxFence, err := source.NewFluxFence(append([]string{o.leaderElectionNamespace}, splitList(o.fluxSourceNamespaces)...), o.fluxArtifactHost)
+	if err != nil {
+		return fmt.Errorf("--flux-source-namespaces, --flux-artifact-host: %w", err)
 	}
 	if o.shareFleet && o.leaderElect {
 		return errors.New("--share-fleet runs the replicas active-active: it needs --leader-elect=false")
@@ -204,6 +213,7 @@ func run() error {
 		// The hub's namespace: where its leader election Lease is.
 		Namespace: o.leaderElectionNamespace,
 		Replica:   replica(o),
+		Flux:      &fluxFence,
 	})
 	if err != nil {
 		return err
@@ -302,4 +312,15 @@ func sharedAs(o options) string {
 		return r.Name
 	}
 	return ""
+}
+
+// splitList is a comma-separated flag's items, blanks left out.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

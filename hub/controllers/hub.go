@@ -14,6 +14,7 @@ import (
 	"github.com/policyhub/policyhub/hub/heartbeat"
 	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/shard"
+	"github.com/policyhub/policyhub/hub/source"
 	"github.com/policyhub/policyhub/hub/work"
 )
 
@@ -61,6 +62,10 @@ type HubOptions struct {
 	// system:serviceaccount:NAMESPACE:NAME) whose exception requests may be approved; any other
 	// ServiceAccount's never may.
 	ApprovableServiceAccounts []string
+	// Flux fences the Flux sources PolicySets may read (namespaces, artifact server); nil means
+	// the defaults: sources in the hub's namespace and flux-system, artifacts from
+	// source.DefaultFluxStorage.
+	Flux *source.FluxFence
 	// Replica, when set, makes this process one of the hub's replicas that share the fleet,
 	// active-active: it holds a Lease of its own, works the clusters assigned to it and writes
 	// the status of its share of the declarations (see share). Nil: it works every cluster.
@@ -131,7 +136,11 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 		if err != nil {
 			return fmt.Errorf("discover Flux's sources on the hub: %w", err)
 		}
-		if err := (&PolicySetReconciler{DeclarationOptions: declarations, APIReader: mgr.GetAPIReader(), FluxSources: flux, Rollouts: rollouts}).SetupWithManager(mgr); err != nil {
+		fence, err := fluxFence(o)
+		if err != nil {
+			return err
+		}
+		if err := (&PolicySetReconciler{DeclarationOptions: declarations, APIReader: mgr.GetAPIReader(), FluxSources: flux, Flux: fence, Rollouts: rollouts}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("PolicySet controller: %w", err)
 		}
 		departures := &DepartureReconciler{Reader: mgr.GetClient(), SecretNamespace: o.SecretNamespace, Workers: workers, Metrics: syncMetrics, Recheck: o.DepartureRecheck}
@@ -184,4 +193,16 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 		return nil, err
 	}
 	return workers, nil
+}
+
+// fluxFence is the fence of o, or the defaults.
+func fluxFence(o HubOptions) (source.FluxFence, error) {
+	if o.Flux != nil {
+		return *o.Flux, nil
+	}
+	fence, err := source.NewFluxFence([]string{o.Namespace, source.DefaultFluxNamespace}, source.DefaultFluxStorage)
+	if err != nil {
+		return source.FluxFence{}, fmt.Errorf("the Flux sources' fence: %w", err)
+	}
+	return fence, nil
 }

@@ -44,7 +44,10 @@ type PolicySetReconciler struct {
 	// FluxSources are the Flux source kinds the hub serves (FluxSourcesServed): watched, and
 	// the only ones a set may read.
 	FluxSources []schema.GroupVersionKind
-	// HTTPClient downloads Flux artifacts; nil means one with a timeout of a source read.
+	// Flux fences the Flux sources sets may read: their namespaces, and the one server artifacts
+	// are downloaded from. The zero fence reads none.
+	Flux source.FluxFence
+	// HTTPClient downloads Flux artifacts; nil means Flux.Client(), which dials nothing else.
 	HTTPClient *http.Client
 	// Rollouts exports the sets' rollouts as metrics, their policy label pset/NAME (nil: not).
 	Rollouts *metrics.Rollout
@@ -72,7 +75,7 @@ func (r *PolicySetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Watches(src, handler.EnqueueRequestsFromMapFunc(r.ofFluxSource), builder.WithPredicates(artifactChanged()))
 	}
 	if r.HTTPClient == nil {
-		r.HTTPClient = &http.Client{Timeout: sourceReadTimeout}
+		r.HTTPClient = r.Flux.Client()
 	}
 	return b.Complete(r)
 }
@@ -295,7 +298,7 @@ func (d *policySet) progress(r *rendering, outcomes []clusterOutcome, clusters [
 	// is promoted as a unit.
 	step := stepRollout(r.rollout, outcomes, clusters, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
 		func() *policyhubv1.StableVersion {
-			return &policyhubv1.StableVersion{Revision: r.rollout.Revision, Snapshot: d.Status.Source.Snapshot}
+			return &policyhubv1.StableVersion{Revision: r.rollout.Revision, Snapshot: d.Status.Source.Snapshot, MembersDigest: d.Status.Source.MembersDigest}
 		})
 	d.transitions, d.Status.Rollout = step.transitions, step.status
 	return step.progress

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -113,11 +114,18 @@ func (r *PolicySetReconciler) readSource(ctx context.Context, key types.Namespac
 	}
 
 	orig := ps.DeepCopy()
+	var refused error
 	if kept == nil || (ps.Status.Source != nil && kept.Digest != ps.Status.Source.Digest) {
 		// A hub that just started: the version kept is in the snapshot the status names.
 		var err error
 		if kept, err = r.readSnapshot(ctx, ps); err != nil {
-			return sourceRead{}, err
+			if !errors.Is(err, source.ErrSnapshotRefused) {
+				return sourceRead{}, err
+			}
+			// A snapshot that is not what the status pins is not run: the source is read
+			// again and its version written anew; until then nothing is dispatched (the
+			// clusters keep what they run) and SourceReady says why.
+			kept, refused = nil, err
 		}
 	}
 	readCtx, cancel := context.WithTimeout(ctx, sourceReadTimeout)
@@ -128,6 +136,8 @@ func (r *PolicySetReconciler) readSource(ctx context.Context, key types.Namespac
 	}
 	if readErr == nil {
 		kept = art
+	} else if refused != nil {
+		readErr = fmt.Errorf("%w; and the version kept: %w", readErr, refused)
 	}
 
 	next := r.nextRead(ps, now, readErr, retry)
@@ -225,7 +235,7 @@ func (r *PolicySetReconciler) read(ctx context.Context, ps *policyhubv1.PolicySe
 
 // sourceReader reads sources as this reconciler is set up to.
 func (r *PolicySetReconciler) sourceReader() source.Reader {
-	return source.Reader{Hub: r.Reader, Secrets: r.APIReader, Namespace: r.Namespace, Limits: r.Limits, HTTP: r.HTTPClient, FluxSources: r.FluxSources}
+	return source.Reader{Hub: r.Reader, Secrets: r.APIReader, Namespace: r.Namespace, Limits: r.Limits, Flux: r.Flux, HTTP: r.HTTPClient, FluxSources: r.FluxSources}
 }
 
 // keep makes art the set's version: its snapshot written, status.source and status.changes
@@ -240,7 +250,18 @@ func (r *PolicySetReconciler) keep(ctx context.Context, ps *policyhubv1.PolicySe
 	capabilities := render.MemberCapabilities(selected)
 	if kept != nil && kept.Digest == art.Digest && ps.Status.Source != nil && ps.Status.Source.Digest == art.Digest {
 		ps.Status.Source.Revision, ps.Status.Source.Capabilities = revision, capabilities
+		if ps.Status.Source.MembersDigest == "" { // a status written before the hub pinned members
+			members, err := source.MembersDigest(art.Policies)
+			if err != nil {
+				return err
+			}
+			ps.Status.Source.MembersDigest = members
+		}
 		return nil
+	}
+	members, err := source.MembersDigest(art.Policies)
+	if err != nil {
+		return err
 	}
 	snapshot, err := source.NewSnapshot(r.Namespace, ps, art)
 	if err != nil {
@@ -249,8 +270,8 @@ func (r *PolicySetReconciler) keep(ctx context.Context, ps *policyhubv1.PolicySe
 	if err := controllerutil.SetControllerReference(ps, snapshot, r.Client.Scheme()); err != nil {
 		return fmt.Errorf("own the snapshot: %w", err)
 	}
-	if err := r.Client.Create(ctx, snapshot); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("write snapshot %s/%s: %w", snapshot.Namespace, snapshot.Name, err)
+	if err := r.writeSnapshot(ctx, ps, snapshot, source.Pin{Digest: art.Digest, Members: members}); err != nil {
+		return err
 	}
 	changes := &policyhubv1.VersionChanges{To: art.Digest}
 	var before []*unstructured.Unstructured
@@ -261,7 +282,7 @@ func (r *PolicySetReconciler) keep(ctx context.Context, ps *policyhubv1.PolicySe
 	changes.Added, changes.Changed, changes.Removed, changes.Omitted = source.Changes(before, art.Policies)
 	ps.Status.Changes = changes
 	ps.Status.Source = &policyhubv1.SourceStatus{
-		Revision: revision, Digest: art.Digest, Snapshot: snapshot.Name, ReadAt: &metav1.Time{Time: time.Now()},
+		Revision: revision, Digest: art.Digest, Snapshot: snapshot.Name, MembersDigest: members, ReadAt: &metav1.Time{Time: time.Now()},
 		Members: int32(len(art.Policies)), Skipped: int32(art.Skipped),
 		Capabilities: capabilities,
 	}
@@ -270,6 +291,40 @@ func (r *PolicySetReconciler) keep(ctx context.Context, ps *policyhubv1.PolicySe
 		keep = append(keep, ps.Status.Rollout.Stable.Snapshot) // the clusters not reached yet run it
 	}
 	return r.deleteSnapshots(ctx, ps, keep...)
+}
+
+// writeSnapshot creates a version's snapshot. A ConfigMap of its name already there is taken
+// only when the set controls it and it holds this version as pinned (the same version read again,
+// e.g. by a restarted hub); the set's own holding anything else is replaced; one the set does not
+// control is never adopted nor overwritten: the version is not kept, and the error says why.
+func (r *PolicySetReconciler) writeSnapshot(ctx context.Context, ps *policyhubv1.PolicySet, snapshot *corev1.ConfigMap, pin source.Pin) error {
+	err := r.Client.Create(ctx, snapshot)
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("write snapshot %s/%s: %w", snapshot.Namespace, snapshot.Name, err)
+	}
+	there := &corev1.ConfigMap{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(snapshot), there); err != nil {
+		return fmt.Errorf("read snapshot %s/%s: %w", snapshot.Namespace, snapshot.Name, err)
+	}
+	if !metav1.IsControlledBy(there, ps) {
+		return fmt.Errorf("write snapshot %s/%s: a ConfigMap of that name is there and PolicySet %s does not control it (its controller reference): not adopted, not overwritten; the version is not kept until it is deleted",
+			there.Namespace, there.Name, ps.Name)
+	}
+	_, err = source.ReadSnapshot(there, r.Limits, pin)
+	if err == nil {
+		return nil
+	}
+	log.FromContext(ctx).Info("replacing a snapshot of the PolicySet that does not hold its version", "snapshot", there.Name, "reason", err.Error())
+	if err := r.Client.Delete(ctx, there, client.Preconditions{UID: &there.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("replace snapshot %s/%s: %w", there.Namespace, there.Name, err)
+	}
+	if err := r.Client.Create(ctx, snapshot); err != nil {
+		return fmt.Errorf("write snapshot %s/%s: %w", snapshot.Namespace, snapshot.Name, err)
+	}
+	return nil
 }
 
 // recordRead sets SourceReady and status.source.lastError from the read's outcome.

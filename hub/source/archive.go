@@ -64,7 +64,7 @@ func FetchArchive(ctx context.Context, client *http.Client, url, digest, dir str
 	if got := hex.EncodeToString(verifier.Sum(nil)); got != want {
 		return nil, fmt.Errorf("the artifact %s does not match its digest: it is %s:%s, the source says %s", url, strings.SplitN(digest, ":", 2)[0], got, digest)
 	}
-	art, err := readArchive(&archive, root, limits)
+	art, err := readArchive(ctx, &archive, root, limits)
 	if err != nil {
 		return nil, fmt.Errorf("the artifact %s: %w", url, err)
 	}
@@ -109,14 +109,33 @@ func cleanDir(dir string) (string, error) {
 	return clean + "/", nil
 }
 
-// readArchive takes the policies of a gzipped tarball's YAML files under root.
-func readArchive(r io.Reader, root string, limits Limits) (*Artifact, error) {
+// maxInflatedBytes bounds what a gzipped tarball may inflate to, every byte counted: the files
+// taken, the files skipped (other folders, other file types), the tar headers and padding. The
+// YAML taken is bounded by MaxTotalBytes already; a Git repository's artifact holds more than its
+// policies (docs, other environments' folders), so the rest gets three times that. With the
+// defaults: 64 MiB, a quarter of a second of inflating, where a 16 MiB artifact of zeros would
+// inflate to 16 GiB.
+func maxInflatedBytes(limits Limits) int64 { return 4 * limits.MaxTotalBytes }
+
+// readArchive takes the policies of a gzipped tarball's YAML files under root. It inflates at
+// most maxInflatedBytes and stops when ctx is done.
+func readArchive(ctx context.Context, r io.Reader, root string, limits Limits) (*Artifact, error) {
 	gz, err := gzip.NewReader(r)
 	if err != nil {
 		return nil, fmt.Errorf("not a gzipped tarball: %w", err)
 	}
 	defer gz.Close()
-	tr := tar.NewReader(gz)
+	inflated := &inflateBound{ctx: ctx, r: gz, left: maxInflatedBytes(limits), bound: maxInflatedBytes(limits)}
+	art, err := readTar(tar.NewReader(inflated), root, limits)
+	if inflated.err != nil {
+		// Whatever the tar reader made of it: the bound or the context stopped the read.
+		return nil, inflated.err
+	}
+	return art, err
+}
+
+// readTar takes the policies of a tarball's YAML files under root.
+func readTar(tr *tar.Reader, root string, limits Limits) (*Artifact, error) {
 	art := &Artifact{}
 	seen := map[string]string{}
 	var total int64
@@ -131,7 +150,7 @@ func readArchive(r io.Reader, root string, limits Limits) (*Artifact, error) {
 		name := strings.TrimPrefix(path.Clean("/"+hdr.Name), "/")
 		if hdr.Typeflag != tar.TypeReg || !strings.HasPrefix(name, root) ||
 			(!strings.HasSuffix(name, ".yaml") && !strings.HasSuffix(name, ".yml")) {
-			continue // directories, links, other files, other folders
+			continue // directories, links, other files, other folders: inflated and counted all the same
 		}
 		if hdr.Size > limits.MaxPolicyBytes {
 			return nil, fmt.Errorf("%s is %d bytes, over the %d a file may have", name, hdr.Size, limits.MaxPolicyBytes)
@@ -149,6 +168,36 @@ func readArchive(r io.Reader, root string, limits Limits) (*Artifact, error) {
 	}
 	slices.SortFunc(art.Policies, func(a, b *unstructured.Unstructured) int { return strings.Compare(identity(a), identity(b)) })
 	return art, nil
+}
+
+// inflateBound reads what gzip inflates, at most bound bytes in all, while ctx is not done:
+// the tar reader skips an entry by reading it through, so every byte is counted here.
+type inflateBound struct {
+	ctx         context.Context
+	r           io.Reader
+	left, bound int64
+	// err is why the read was stopped: over the bound, or ctx done.
+	err error
+}
+
+func (b *inflateBound) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	if err := b.ctx.Err(); err != nil {
+		b.err = fmt.Errorf("reading the tarball stopped: %w", context.Cause(b.ctx))
+		return 0, b.err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left+1] // one byte past the bound says there is more
+	}
+	n, err := b.r.Read(p)
+	if b.left -= int64(n); b.left < 0 {
+		b.err = fmt.Errorf("the tarball inflates to more than %d bytes (%d MiB, four times the %d bytes of policies a set may hold): refused, read no further",
+			b.bound, b.bound>>20, b.bound/4)
+		return 0, b.err
+	}
+	return n, err
 }
 
 // takeFile adds the Kyverno policies of one YAML file (where names it, seen names where each

@@ -1,9 +1,6 @@
 package source
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/policyhub/policyhub/internal/archivetest"
 )
 
 // These tests fetch artifacts from an HTTP file server, as source-controller serves its
@@ -26,32 +25,13 @@ type file struct {
 }
 
 // tarball is a gzipped tarball of files.
-func tarball(t *testing.T, files ...file) []byte {
+func tarball(t testing.TB, files ...file) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(gz)
+	entries := make([]archivetest.File, 0, len(files))
 	for _, f := range files {
-		hdr := &tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.content)), Typeflag: tar.TypeReg}
-		if f.link != "" {
-			hdr = &tar.Header{Name: f.name, Linkname: f.link, Typeflag: tar.TypeSymlink}
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
-		}
-		if f.link == "" {
-			if _, err := tw.Write([]byte(f.content)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		entries = append(entries, archivetest.File{Name: f.name, Content: f.content, Link: f.link})
 	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return archivetest.Tarball(t, entries...)
 }
 
 // serve serves data as the artifact at /gitrepository/flux-system/policies/<sum>.tar.gz, as

@@ -1,8 +1,11 @@
 package source
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -40,7 +43,7 @@ type bundleResource struct {
 
 // readBundle reads a policy bundle's members: every policy of its one content layer, checked as
 // any member is, only policies.kyverno.io kinds, and exactly the resources its config indexes.
-func readBundle(ref string, img v1.Image, manifest *v1.Manifest, limits Limits) (*Artifact, error) {
+func readBundle(ctx context.Context, ref string, img v1.Image, manifest *v1.Manifest, limits Limits) (*Artifact, error) {
 	if manifest.Config.Size > maxBundleConfigBytes {
 		return nil, fmt.Errorf("%s: the bundle's config is %d bytes, over %d", ref, manifest.Config.Size, maxBundleConfigBytes)
 	}
@@ -71,7 +74,14 @@ func readBundle(ref string, img v1.Image, manifest *v1.Manifest, limits Limits) 
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
 	defer rc.Close()
-	art, err := readArchive(rc, "", limits)
+	// The registry client reads the blob only as far as the manifest's size and verifies its
+	// digest at its end: read it whole (at most MaxTotalBytes, checked above) before a byte is
+	// inflated, as a Flux artifact is.
+	blob, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: read the bundle's content: %w", ref, err)
+	}
+	art, err := readArchive(ctx, bytes.NewReader(blob), "", limits)
 	if err != nil {
 		return nil, fmt.Errorf("%s: the bundle's content: %w", ref, err)
 	}

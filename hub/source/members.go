@@ -1,8 +1,6 @@
 package source
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -87,12 +85,11 @@ func ConfigMaps(cms []corev1.ConfigMap, limits Limits) (*Artifact, error) {
 // digest of their own.
 func (a *Artifact) sealed() (*Artifact, error) {
 	slices.SortFunc(a.Policies, func(x, y *unstructured.Unstructured) int { return strings.Compare(identity(x), identity(y)) })
-	data, err := encodeMembers(a.Policies)
+	digest, err := MembersDigest(a.Policies)
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(data)
-	a.Digest = "sha256:" + hex.EncodeToString(sum[:])
+	a.Digest = digest
 	return a, nil
 }
 

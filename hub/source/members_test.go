@@ -194,7 +194,7 @@ func TestSnapshotRoundTripAndTamper(t *testing.T) {
 	if cm.Name != "policyset-pss-"+a.Digest[7:19] || cm.Immutable == nil || !*cm.Immutable || cm.Labels[policyhubv1.LabelDeclarationUID] != "uid-1" {
 		t.Fatalf("snapshot %s immutable %v labels %v", cm.Name, cm.Immutable, cm.Labels)
 	}
-	back, err := ReadSnapshot(cm, DefaultLimits)
+	back, err := ReadSnapshot(cm, DefaultLimits, Pin{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,15 +206,15 @@ func TestSnapshotRoundTripAndTamper(t *testing.T) {
 	// checked again as if read from the source.
 	tampered := cm.DeepCopy()
 	tampered.BinaryData[policyhubv1.SnapshotKey] = gzipped(t, `[{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"x"},"spec":{}}]`)
-	if _, err := ReadSnapshot(tampered, DefaultLimits); err == nil {
+	if _, err := ReadSnapshot(tampered, DefaultLimits, Pin{}); err == nil {
 		t.Fatal("a Deployment in a snapshot was read as a member")
 	}
 	tampered.BinaryData[policyhubv1.SnapshotKey] = gzipped(t, strings.Repeat(" ", 2<<20))
-	if _, err := ReadSnapshot(tampered, Limits{MaxPolicies: 10, MaxPolicyBytes: 1 << 20, MaxTotalBytes: 1 << 20}); err == nil || !strings.Contains(err.Error(), "over") {
+	if _, err := ReadSnapshot(tampered, Limits{MaxPolicies: 10, MaxPolicyBytes: 1 << 20, MaxTotalBytes: 1 << 20}, Pin{}); err == nil || !strings.Contains(err.Error(), "over") {
 		t.Fatalf("a snapshot inflating past the limit: %v", err)
 	}
 	delete(tampered.BinaryData, policyhubv1.SnapshotKey)
-	if _, err := ReadSnapshot(tampered, DefaultLimits); err == nil {
+	if _, err := ReadSnapshot(tampered, DefaultLimits, Pin{}); err == nil {
 		t.Fatal("an empty snapshot was read")
 	}
 

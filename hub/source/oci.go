@@ -91,7 +91,7 @@ func PullOCI(ctx context.Context, ref string, keychain authn.Keychain, limits Li
 	switch mt := string(manifest.Config.MediaType); mt {
 	case KyvernoConfigMediaType:
 	case KyvernoBundleConfigMediaType:
-		art, err := readBundle(ref, img, manifest, limits)
+		art, err := readBundle(ctx, ref, img, manifest, limits)
 		if err != nil {
 			return nil, err
 		}

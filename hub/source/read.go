@@ -29,7 +29,11 @@ type Reader struct {
 	Namespace string
 	// Limits bound what a source may bring in.
 	Limits Limits
-	// HTTP downloads Flux artifacts.
+	// Flux fences the Flux sources read: their namespaces and the server of their artifacts.
+	// The zero fence reads none.
+	Flux FluxFence
+	// HTTP downloads Flux artifacts: Flux.Client(), which dials nothing but the fence's storage
+	// (nil: none are read).
 	HTTP *http.Client
 	// FluxSources are the Flux source kinds the hub serves; no other is read.
 	FluxSources []schema.GroupVersionKind
@@ -80,11 +84,19 @@ func (r Reader) Read(ctx context.Context, src policyhubv1.PolicySetSource) (*Art
 
 // readFlux reads the policies under the path of a Flux source's artifact, as Flux's own
 // controllers read an artifact: its status.artifact's url, downloaded and verified against its
-// digest. Its revision (e.g. main@sha1:…) names the version.
+// digest. Its revision (e.g. main@sha1:…) names the version. Only within the fence: a source in
+// another namespace is not read at all, and a URL to anywhere but source-controller's storage is
+// not fetched.
 func (r Reader) readFlux(ctx context.Context, ref *policyhubv1.FluxSourceReference) (*Artifact, string, error) {
 	gvk := policyhubv1.FluxSourceGroupVersion.WithKind(ref.Kind)
 	if !slices.Contains(r.FluxSources, gvk) {
 		return nil, "", fmt.Errorf("spec.source.fluxSource: the hub does not serve %s (install Flux's source-controller, then restart the hub)", gvk)
+	}
+	if err := r.Flux.CheckNamespace(ref.Namespace); err != nil {
+		return nil, "", err
+	}
+	if r.HTTP == nil {
+		return nil, "", fmt.Errorf("spec.source.fluxSource: %w", ErrNoArtifactClient)
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
@@ -106,6 +118,9 @@ func (r Reader) readFlux(ctx context.Context, ref *policyhubv1.FluxSourceReferen
 			}
 		}
 		return nil, "", fmt.Errorf("%s %s/%s has no artifact yet%s", ref.Kind, ref.Namespace, ref.Name, why)
+	}
+	if err := r.Flux.CheckURL(url); err != nil {
+		return nil, "", fmt.Errorf("%s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
 	}
 	art, err := FetchArchive(ctx, r.HTTP, url, digest, ref.Path, r.Limits)
 	if err != nil {
@@ -130,9 +145,20 @@ func (r Reader) keychain(ctx context.Context, ref *policyhubv1.LocalSecretRefere
 	return keychain, nil
 }
 
-// Snapshot reads the set's snapshot of that name from the hub's namespace (nil when it is gone);
-// one the set does not control is refused.
+// Snapshot reads the set's snapshot of that name from the hub's namespace (nil when it is gone):
+// the version status.source or status.rollout.stable names, re-hashed against what the status
+// pins (see Pin). One the set does not control, or that is not what the status pins, is an error
+// wrapping ErrSnapshotRefused.
 func (r Reader) Snapshot(ctx context.Context, ps *policyhubv1.PolicySet, name string) (*Artifact, error) {
+	var pin Pin
+	switch {
+	case ps.Status.Source != nil && ps.Status.Source.Snapshot == name:
+		pin = Pin{Digest: ps.Status.Source.Digest, Members: ps.Status.Source.MembersDigest}
+	case ps.Status.Rollout != nil && ps.Status.Rollout.Stable != nil && ps.Status.Rollout.Stable.Snapshot == name:
+		pin = Pin{Revision: ps.Status.Rollout.Stable.Revision, Members: ps.Status.Rollout.Stable.MembersDigest}
+	default:
+		return nil, fmt.Errorf("snapshot %s/%s: the status of PolicySet %s names no such version: %w", r.Namespace, name, ps.Name, ErrSnapshotRefused)
+	}
 	cm := &corev1.ConfigMap{}
 	err := r.Secrets.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: name}, cm)
 	if apierrors.IsNotFound(err) {
@@ -142,7 +168,7 @@ func (r Reader) Snapshot(ctx context.Context, ps *policyhubv1.PolicySet, name st
 		return nil, fmt.Errorf("read snapshot %s/%s: %w", r.Namespace, name, err)
 	}
 	if !metav1.IsControlledBy(cm, ps) {
-		return nil, fmt.Errorf("snapshot %s/%s is not PolicySet %s's (its controller reference): not read", r.Namespace, cm.Name, ps.Name)
+		return nil, fmt.Errorf("snapshot %s/%s is not PolicySet %s's (its controller reference): not read: %w", r.Namespace, cm.Name, ps.Name, ErrSnapshotRefused)
 	}
-	return ReadSnapshot(cm, r.Limits)
+	return ReadSnapshot(cm, r.Limits, pin)
 }

@@ -3,7 +3,10 @@ package source
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -19,6 +22,13 @@ import (
 // namespace, immutable, owned by the set, its members gzip-compressed JSON. The hub renders from
 // it, never from the source, and keeps it while the source cannot be read: the clusters keep the
 // last good version and a restarted hub has it too.
+//
+// A ConfigMap in the hub's namespace is writable by whoever may write that namespace, so a
+// snapshot is trusted no further than the set's status pins it: its annotation names the
+// version's digest, the status records that digest and the sha256 of the members' JSON
+// (status.source.membersDigest, status.rollout.stable.membersDigest), and every read inflates
+// the members (bounded), hashes them again and refuses a snapshot whose hash is not the one
+// pinned.
 
 // MaxSnapshotBytes bounds a snapshot's compressed members, well inside the 1 MiB a ConfigMap
 // may hold: a library of a few hundred policies compresses to a tenth of that.
@@ -69,24 +79,68 @@ func NewSnapshot(namespace string, set *policyhubv1.PolicySet, art *Artifact) (*
 	return cm, nil
 }
 
-// ReadSnapshot reads a snapshot's members back, checked again as they were when read from the
-// source: a ConfigMap on the hub is writable by whoever may write the hub's namespace.
-func ReadSnapshot(cm *corev1.ConfigMap, limits Limits) (*Artifact, error) {
+// ErrSnapshotRefused marks a snapshot the hub does not read: not the set's, or not holding what
+// the set's status pins.
+var ErrSnapshotRefused = errors.New("snapshot refused")
+
+// Pin is what a set's status records of a version, which the version's snapshot must hold.
+type Pin struct {
+	// Digest is the version's (status.source.digest); "" where only Revision is recorded.
+	Digest string
+	// Revision is the digest's short form (status.rollout.stable.revision); "": not checked.
+	Revision string
+	// Members is the sha256 of the members' JSON (MembersDigest); "" in a status written before
+	// the hub recorded it, where the digest stands in for it: a digest the hub sealed (Flux,
+	// ConfigMaps, inline) is that hash, an OCI manifest's is not, and such a snapshot is refused
+	// until the source is read again.
+	Members string
+}
+
+// MembersDigest is the sha256 of the members' JSON as a snapshot holds them ("sha256:…"): for
+// the sources the hub seals (Flux, ConfigMaps, inline) it is the version's digest itself.
+func MembersDigest(policies []*unstructured.Unstructured) (string, error) {
+	data, err := encodeMembers(policies)
+	if err != nil {
+		return "", err
+	}
+	return sha256Digest(data), nil
+}
+
+func sha256Digest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ReadSnapshot reads a snapshot's members back if they are what pin says (see Pin), checked
+// again as they were when read from the source: a ConfigMap on the hub is writable by whoever
+// may write the hub's namespace. A snapshot that is not what the pin says is an error wrapping
+// ErrSnapshotRefused.
+func ReadSnapshot(cm *corev1.ConfigMap, limits Limits, pin Pin) (*Artifact, error) {
 	digest := cm.Annotations[annotationDigest]
 	raw, ok := cm.BinaryData[policyhubv1.SnapshotKey]
 	if !ok || digest == "" {
-		return nil, fmt.Errorf("snapshot %s/%s holds no members (binaryData %s and annotation %s)", cm.Namespace, cm.Name, policyhubv1.SnapshotKey, annotationDigest)
+		return nil, fmt.Errorf("snapshot %s/%s holds no members (binaryData %s and annotation %s): %w", cm.Namespace, cm.Name, policyhubv1.SnapshotKey, annotationDigest, ErrSnapshotRefused)
+	}
+	if (pin.Digest != "" && digest != pin.Digest) || (pin.Revision != "" && Revision(digest) != pin.Revision) {
+		return nil, fmt.Errorf("snapshot %s/%s holds version %s, not the %s the set's status pins: %w", cm.Namespace, cm.Name, digest, pin.Digest+pin.Revision, ErrSnapshotRefused)
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(raw))
 	if err != nil {
-		return nil, fmt.Errorf("snapshot %s/%s: %w", cm.Namespace, cm.Name, err)
+		return nil, fmt.Errorf("snapshot %s/%s: %w: %w", cm.Namespace, cm.Name, err, ErrSnapshotRefused)
 	}
 	data, err := io.ReadAll(io.LimitReader(zr, limits.MaxTotalBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("snapshot %s/%s: %w", cm.Namespace, cm.Name, err)
+		return nil, fmt.Errorf("snapshot %s/%s: %w: %w", cm.Namespace, cm.Name, err, ErrSnapshotRefused)
 	}
 	if int64(len(data)) > limits.MaxTotalBytes {
-		return nil, fmt.Errorf("snapshot %s/%s: members over %d bytes", cm.Namespace, cm.Name, limits.MaxTotalBytes)
+		return nil, fmt.Errorf("snapshot %s/%s: members over %d bytes: %w", cm.Namespace, cm.Name, limits.MaxTotalBytes, ErrSnapshotRefused)
+	}
+	want := pin.Members
+	if want == "" {
+		want = digest
+	}
+	if got := sha256Digest(data); got != want {
+		return nil, fmt.Errorf("snapshot %s/%s: its members hash to %s, the set's status pins %s: changed since the hub wrote it, not read: %w", cm.Namespace, cm.Name, got, want, ErrSnapshotRefused)
 	}
 	var objs []map[string]any
 	if err := json.Unmarshal(data, &objs); err != nil {

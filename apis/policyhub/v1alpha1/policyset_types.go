@@ -155,7 +155,10 @@ type FluxSourceReference struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
-	// Namespace of the source.
+	// Namespace of the source: one the hub admin allows (policyhub-hub's
+	// --flux-source-namespaces: flux-system and the hub's own by default), since whoever may
+	// edit the source decides what the set ships. Another is refused (SourceReady False) and
+	// nothing is read there.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
 	Namespace string `json:"namespace"`
@@ -280,6 +283,12 @@ type SourceStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Snapshot string `json:"snapshot,omitempty"`
+	// MembersDigest is the sha256 of the members' JSON as the snapshot holds them (for Flux,
+	// ConfigMaps and inline sources the digest itself): the hub hashes the snapshot again on every
+	// read and refuses one that does not match.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	MembersDigest string `json:"membersDigest,omitempty"`
 	// ReadAt is when this version was first read.
 	// +optional
 	ReadAt *metav1.Time `json:"readAt,omitempty"`

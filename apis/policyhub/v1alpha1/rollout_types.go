@@ -135,6 +135,11 @@ type StableVersion struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Snapshot string `json:"snapshot,omitempty"`
+	// MembersDigest is the sha256 of a PolicySet version's members as its snapshot holds them:
+	// the snapshot is hashed again on every read and refused when it does not match.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	MembersDigest string `json:"membersDigest,omitempty"`
 }
 
 // WaveStatus is one wave's state in the rollout of the current version.

@@ -60,8 +60,9 @@ The declarations planned are every FleetPolicy and PolicySet (or those named wit
 NAME, and pset/NAME for a PolicySet) and the ApplicationPolicies of the namespace (-n, default the
 context's; -A for every namespace). A PolicySet's source is read as the hub reads it: a version the
 hub has not read yet (a new tag digest, a new commit) is planned, and a note says so, before the
-hub applies it; where the source cannot be read from here (a Flux artifact served only in the
-cluster), the version the hub keeps is planned, with a note.
+hub applies it; where the source cannot be read from here, and for every Flux source (its
+artifact is fetched by the hub only, from source-controller's storage), the version the hub keeps
+is planned, with a note.
 Suspended declarations and declarations the hub cannot dispatch (invalid placement or template)
 are listed as notes, not planned. An ApplicationPolicy without spec.placement is placed by its
 KubeVela Application's topology policies, as the hub does.

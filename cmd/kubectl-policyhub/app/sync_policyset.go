@@ -2,9 +2,8 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/http"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,13 +57,26 @@ func (so *syncOptions) setDeclarations(ctx context.Context, hub client.Client, i
 // now, read as the hub reads it (so a version the hub has not read yet is previewed before it is
 // applied), or the version the hub keeps when the source cannot be read from here; stable is the
 // last version that completed its rollout, when it rolls out.
+//
+// A Flux source is never fetched from here: its artifact URL is whatever the Flux object's status
+// says, which its namespace's editors may point anywhere, and the hub fetches it only within its
+// fence (--flux-source-namespaces, --flux-artifact-host), which this machine neither knows nor
+// shares (nor, usually, reaches the in-cluster storage). Its version is the one the hub read
+// within that fence and keeps in its snapshot, hashed again here against the set's status.
 func (so *syncOptions) setVersions(ctx context.Context, hub client.Client, ps *policyhubv1.PolicySet, note func(format string, args ...any)) (current, stable *source.Artifact, err error) {
+	// No Flux fence and no HTTP client: this reader fetches no Flux artifact.
 	reader := source.Reader{
-		Hub: hub, Secrets: hub, Namespace: so.hubNamespace, Limits: source.DefaultLimits,
-		HTTP: &http.Client{Timeout: time.Minute}, FluxSources: fluxSourcesServed(hub),
+		Hub: hub, Secrets: hub, Namespace: so.hubNamespace, Limits: source.DefaultLimits, FluxSources: fluxSourcesServed(hub),
 	}
 	kept := ps.Status.Source
-	art, revision, readErr := reader.Read(ctx, ps.Spec.Source)
+	var art *source.Artifact
+	var revision string
+	var readErr error
+	if ps.Spec.Source.FluxSource != nil {
+		readErr = errors.New("a Flux source's artifact is read by the hub only, within its fence")
+	} else {
+		art, revision, readErr = reader.Read(ctx, ps.Spec.Source)
+	}
 	switch {
 	case readErr == nil && (kept == nil || kept.Digest != art.Digest):
 		was := "none yet"
