@@ -156,7 +156,7 @@ func TestCheckAllowed(t *testing.T) {
 		{name: "an ImageValidatingPolicy", obj: kind("policies.kyverno.io/v1", "ImageValidatingPolicy", ""),
 			needs: []PolicyCapability{CapabilityVerifyImages}, refuse: []string{"needs VerifyImages"}},
 		{name: "a PolicyException, whatever is allowed", obj: kind("kyverno.io/v2", "PolicyException", "shop"),
-			allow: []PolicyCapability{CapabilityMutate, CapabilityGenerate, CapabilityCleanup, CapabilityVerifyImages},
+			allow:  []PolicyCapability{CapabilityMutate, CapabilityGenerate, CapabilityCleanup, CapabilityVerifyImages},
 			refuse: []string{"kind PolicyException", "FleetPolicyExceptions"}},
 		{name: "a CEL PolicyException", obj: kind("policies.kyverno.io/v1", "PolicyException", "shop"), refuse: []string{"kind PolicyException"}},
 		{name: "a GlobalContextEntry", obj: kind("kyverno.io/v2alpha1", "GlobalContextEntry", ""), refuse: []string{"kind GlobalContextEntry of kyverno.io: not a Kyverno policy kind"}},

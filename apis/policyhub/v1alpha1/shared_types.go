@@ -48,9 +48,9 @@ const (
 	// DefaultHubNamespace is the hub's namespace on the hub when none is given (policyhub-hub's
 	// --leader-election-namespace, the CLI's --hub-namespace; the chart's is its release's).
 	DefaultHubNamespace = "policyhub-system"
-	HubInfoName  = "policyhub-hub-info"
-	LabelHubInfo = "policyhub.io/hub-info"
-	HubInfoIDKey = "hubID"
+	HubInfoName         = "policyhub-hub-info"
+	LabelHubInfo        = "policyhub.io/hub-info"
+	HubInfoIDKey        = "hubID"
 )
 
 // FluxSourceGroupVersion is Flux's source API: the GitRepository, OCIRepository and Bucket a
