@@ -61,8 +61,8 @@ spec:
 	})
 	exception := policyhubv1.ExceptionObjectName(tenant, ex.Name)
 
-	// Then three ApplicationPolicies in cluster-1: 2 objects (the tenant holds 3, its budget),
-	// then 1 (4) and 1 (5), created in that order (the same second: by name).
+	// Then three ApplicationPolicies in cluster-1, one after the other: 2 objects (the tenant
+	// holds 3, its budget), then 1 (4) and 1 (5).
 	application := func(name, scope string) {
 		createApplicationPolicy(t, fmt.Sprintf(`
 apiVersion: policyhub.io/v1alpha1
@@ -78,9 +78,6 @@ spec:
     validate: {message: "shop needs a team label", pattern: {metadata: {labels: {team: "?*"}}}}
 `, name, tenant, scope))
 	}
-	application("budget-1", "{resources: [{kind: Deployment, name: web}, {kind: Deployment, name: api}]}")
-	application("budget-2", "{resources: [{kind: Deployment, name: db}]}")
-	application("budget-3", "{kinds: [Deployment]}")
 	refused := func(holding int) func(*appView) error {
 		want := fmt.Sprintf("tenant %s would hold %d objects in cluster-1, over its budget of %d (--max-objects-per-tenant-per-cluster)", tenant, holding, budget)
 		return func(ap *appView) error {
@@ -98,8 +95,11 @@ spec:
 		}
 	}
 	synced := apPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": policyhubv1.ClusterPhaseSynced})
+	application("budget-1", "{resources: [{kind: Deployment, name: web}, {kind: Deployment, name: api}]}")
 	waitApplicationPolicy(t, tenant, "budget-1", 60*time.Second, "budget-1 synced", synced)
+	application("budget-2", "{resources: [{kind: Deployment, name: db}]}")
 	waitApplicationPolicy(t, tenant, "budget-2", 60*time.Second, "budget-2 refused", refused(4))
+	application("budget-3", "{kinds: [Deployment]}")
 	waitApplicationPolicy(t, tenant, "budget-3", 60*time.Second, "budget-3 refused", refused(5))
 	held := func() []string { return ownedPolicies(t, "cluster-1", "kyverno.io/v1", "Policy", tenant) }
 	if got := held(); !slices.Equal(got, []string{"budget-1-deployment-api", "budget-1-deployment-web"}) {

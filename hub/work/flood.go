@@ -3,6 +3,7 @@ package work
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -205,34 +206,16 @@ func (s *Syncer) eachPage(ctx context.Context, cc *clusterClients, gk schema.Gro
 func (s *Syncer) readDirect(ctx context.Context, cc *clusterClients, decls []Declaration, which []int, only map[schema.GroupKind]bool) (map[schema.GroupKind][]*unstructured.Unstructured, error) {
 	out := map[schema.GroupKind][]*unstructured.Unstructured{}
 	sources := map[string]bool{}
-	var names []string
-	unlabelled := false
 	for _, i := range which {
-		source := decls[i].Source
-		sources[source] = true
-		name := source[strings.LastIndex(source, "/")+1:]
-		if len(validation.IsValidLabelValue(name)) == 0 {
-			names = append(names, name)
-		} else {
-			unlabelled = true // its objects carry no source-name label (see render.Owner.Labels)
-		}
+		sources[decls[i].Source] = true
+	}
+	selectors, err := claimants(s.opts.HubID, sources)
+	if err != nil {
+		return nil, err
 	}
 	kinds, err := surveyKinds(cc)
 	if err != nil {
 		return nil, err
-	}
-	var selectors []labels.Selector
-	managedBy, _ := labels.NewRequirement(policyhubv1.LabelManagedBy, selection.Equals, []string{s.opts.HubID})
-	if len(names) > 0 {
-		named, err := labels.NewRequirement(policyhubv1.LabelSourceName, selection.In, names)
-		if err != nil {
-			return nil, fmt.Errorf("select the objects of %v: %w", names, err)
-		}
-		selectors = append(selectors, labels.NewSelector().Add(*managedBy, *named))
-	}
-	if unlabelled {
-		nameless, _ := labels.NewRequirement(policyhubv1.LabelSourceName, selection.DoesNotExist, nil)
-		selectors = append(selectors, labels.NewSelector().Add(*managedBy, *nameless))
 	}
 	kept := 0
 	for _, gk := range kinds {
@@ -259,6 +242,42 @@ func (s *Syncer) readDirect(ctx context.Context, cc *clusterClients, decls []Dec
 	}
 	s.noteReadiness(cc.name, out)
 	return out, nil
+}
+
+// claimants select the objects that may claim to be of the declarations of sources: this hub's,
+// with one of their names as source-name label, or with none (a name too long for a label).
+func claimants(hubID string, sources map[string]bool) ([]labels.Selector, error) {
+	var names []string
+	unlabelled := false
+	for source := range sources {
+		name := source[strings.LastIndex(source, "/")+1:]
+		if len(validation.IsValidLabelValue(name)) == 0 {
+			names = append(names, name)
+		} else {
+			unlabelled = true // its objects carry no source-name label (see render.Owner.Labels)
+		}
+	}
+	sort.Strings(names)
+	managedBy, err := labels.NewRequirement(policyhubv1.LabelManagedBy, selection.Equals, []string{hubID})
+	if err != nil {
+		return nil, fmt.Errorf("select this hub's objects: %w", err)
+	}
+	var selectors []labels.Selector
+	if len(names) > 0 {
+		named, err := labels.NewRequirement(policyhubv1.LabelSourceName, selection.In, names)
+		if err != nil {
+			return nil, fmt.Errorf("select the objects of %v: %w", names, err)
+		}
+		selectors = append(selectors, labels.NewSelector().Add(*managedBy, *named))
+	}
+	if unlabelled {
+		nameless, err := labels.NewRequirement(policyhubv1.LabelSourceName, selection.DoesNotExist, nil)
+		if err != nil {
+			return nil, err
+		}
+		selectors = append(selectors, labels.NewSelector().Add(*managedBy, *nameless))
+	}
+	return selectors, nil
 }
 
 // getDesired reads the declarations' objects by name, in full, into byKind (in place of what
