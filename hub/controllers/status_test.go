@@ -378,7 +378,7 @@ func TestStatusChurnIsNotAChange(t *testing.T) {
 // A cluster that refuses the declaration for its tenant's budget stalls it, saying so; it is not
 // a failure retried (no Reconciling), unlike a cluster that failed.
 func TestOverBudgetStalls(t *testing.T) {
-	refusal := "tenant team-a would hold 4 objects in c1, over its budget of 3 (--max-objects-per-tenant-per-cluster): this declaration (1 objects) is not synced there, and what it held there is removed"
+	refusal := "tenant team-a would hold 4 objects in c1, over its budget of 3 (--max-objects-per-tenant-per-cluster): this declaration, which renders 1 of them, is not synced there, and what it held there is removed"
 	if !work.OverBudget(true, refusal) {
 		t.Fatalf("the refusal's format changed: %q", refusal)
 	}

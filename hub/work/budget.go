@@ -42,7 +42,7 @@ type refusal struct {
 const overBudgetMark = " (--" + TenantBudgetFlag + ")"
 
 func (r refusal) message(cluster string) string {
-	return fmt.Sprintf("tenant %s would hold %d objects in %s, over its budget of %d%s: this declaration (%d objects) is not synced there, and what it held there is removed",
+	return fmt.Sprintf("tenant %s would hold %d objects in %s, over its budget of %d%s: this declaration, which renders %d of them, is not synced there, and what it held there is removed",
 		r.tenant, r.holding, cluster, r.budget, overBudgetMark, r.objects)
 }
 
