@@ -30,8 +30,8 @@ import (
 // Its watch cache is dropped (the hub's memory stays bounded) and not made again while the flood
 // lasts; its passes read directly only what their declarations need (their objects by name, and
 // what claims to be theirs by their source labels, page by page), so every declaration is still
-// synced and pruned there. Drift is then corrected at each resync rather than at once, which the
-// declarations' messages say. The flood is counted again, page by page, at most every
+// synced and pruned there. Without a watch, drift there is looked for at each recount (below:
+// every declaration is synced again) rather than at once, which the declarations' messages say. The flood is counted again, page by page, at most every
 // Options.FloodRecheck, and the cache comes back once it is gone.
 
 // floodPage is how many objects one list of a flooded cluster reads: what a pass holds at once of
@@ -55,11 +55,13 @@ type flood struct {
 type TooManyOwnedError struct {
 	Cluster    string
 	Count, Max int
+	// Recheck is how often the cluster is counted again, and its drift looked for.
+	Recheck time.Duration
 }
 
 func (e *TooManyOwnedError) Error() string {
-	return fmt.Sprintf("cluster %s holds %d objects labelled as this hub's (%s), more than the %d its cache may keep: synced from direct reads, drift corrected at each resync; find who labels objects there (kubectl get clusterpolicies,policies -A -l %s)",
-		e.Cluster, e.Count, policyhubv1.LabelManagedBy, e.Max, policyhubv1.LabelManagedBy)
+	return fmt.Sprintf("cluster %s holds %d objects labelled as this hub's (%s), more than the %d its cache may keep: synced from direct reads, drift corrected every %s; find who labels objects there (kubectl get clusterpolicies,policies -A -l %s)",
+		e.Cluster, e.Count, policyhubv1.LabelManagedBy, e.Max, e.Recheck, policyhubv1.LabelManagedBy)
 }
 
 // Flooded says whether the cluster is flooded (see flood), and how many objects labelled as this
@@ -100,7 +102,7 @@ func (s *Syncer) flooded(ctx context.Context, cc *clusterClients, count int) {
 	}
 	s.mu.Unlock()
 	if !was {
-		err := &TooManyOwnedError{Cluster: cc.name, Count: count, Max: s.opts.MaxOwnedObjects}
+		err := &TooManyOwnedError{Cluster: cc.name, Count: count, Max: s.opts.MaxOwnedObjects, Recheck: s.opts.FloodRecheck}
 		ctrllog.FromContext(ctx).Info("cluster flooded with objects labelled as this hub's: its cache is dropped, its passes read directly", "reason", err.Error())
 	}
 	s.dropClients(cc.name, cc)

@@ -119,7 +119,7 @@ func (r *DeclarationResult) problem(c policyhubv1.PlannedChange) {
 }
 
 // flooded says, in the message of each declaration synced (or planned) in a flooded cluster, that
-// it was read directly and drift there waits for the resync (see flood).
+// it was read directly and drift there is looked for at each recount (see flood).
 func (r *ClusterResult) flooded(err *TooManyOwnedError) {
 	r.Flooded = true
 	for _, d := range r.Declarations {

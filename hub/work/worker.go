@@ -359,8 +359,8 @@ func (ws *Workers) confirmReady(w *worker, source string, key plan.Key, obj *uns
 func (ws *Workers) run(ctx context.Context, w *worker) {
 	defer close(w.done)
 	defer ws.syncer.ReleaseLease(w.cluster.Name)
-	var retry, resync <-chan time.Time
-	var retryTimer, resyncTimer *time.Timer
+	var retry, resync, recheck <-chan time.Time
+	var retryTimer, resyncTimer, recheckTimer *time.Timer
 	arm := func(timer **time.Timer, ch *<-chan time.Time, after time.Duration) {
 		if *timer != nil {
 			(*timer).Stop()
@@ -381,6 +381,10 @@ func (ws *Workers) run(ctx context.Context, w *worker) {
 			ws.markFailed(w)
 		case <-resync:
 			arm(&resyncTimer, &resync, ws.opts.Resync)
+			ws.markAll(w)
+		case <-recheck:
+			// A flooded cluster has no watch: drift there is looked for at each recount.
+			recheck = nil
 			ws.markAll(w)
 		}
 		if ws.opts.Window > 0 {
@@ -404,8 +408,11 @@ func (ws *Workers) run(ctx context.Context, w *worker) {
 			arm(&retryTimer, &retry, again)
 		}
 		ws.mu.Lock()
-		idle := len(w.dirty) == 0
+		idle, flooded := len(w.dirty) == 0, w.flooded
 		ws.mu.Unlock()
+		if flooded && recheck == nil {
+			arm(&recheckTimer, &recheck, ws.syncer.opts.FloodRecheck)
+		}
 		if idle {
 			ws.syncer.ReleaseLease(w.cluster.Name)
 		} else {
