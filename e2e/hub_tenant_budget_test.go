@@ -127,6 +127,7 @@ spec:
 	}
 
 	// At the end the exception is removed from both clusters, and its place goes to budget-2.
+	t.Logf("the exception ends in %s", time.Until(expiresAt).Round(time.Second))
 	eventually(t, time.Until(expiresAt)+30*time.Second, 500*time.Millisecond, "the exception gone from both clusters", func() error {
 		for _, c := range []string{"cluster-1", "cluster-2"} {
 			if kyvernoExceptions(ctx, t, c, "kyverno.io/v2")[exception] != nil {
