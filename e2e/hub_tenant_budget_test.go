@@ -36,7 +36,7 @@ func TestTenantPastItsBudgetStopsNobodyElse(t *testing.T) {
 	fp := enforcedLatestTag(t, "e2e-budget-fleet", tenant) // the platform's: one object in each cluster
 
 	// The tenant's oldest declaration: an approved exception, one object in each cluster.
-	expiresAt := time.Now().Add(75 * time.Second).Truncate(time.Second)
+	expiresAt := time.Now().Add(30 * time.Second).Truncate(time.Second)
 	ex := requestException(t, tenantClient(t, tenant, "dev@team-budget"), fmt.Sprintf(`
 metadata: {name: grace, namespace: %s}
 spec:
@@ -50,15 +50,7 @@ spec:
 	if err := decide(ctx, t, approverClient(t, "security@corp"), ex, policyhubv1.DecisionApproved, "security@corp"); err != nil {
 		t.Fatalf("approve: %v", err)
 	}
-	waitException(t, ex, "Active in both clusters", func(ex *policyhubv1.FleetPolicyException) error {
-		if err := exceptionState(policyhubv1.ExceptionActive)(ex); err != nil {
-			return err
-		}
-		if ex.Status.InForce != 2 {
-			return fmt.Errorf("inForce %d, want 2", ex.Status.InForce)
-		}
-		return nil
-	})
+	waitException(t, ex, "Active in both clusters", activeIn(2))
 	exception := policyhubv1.ExceptionObjectName(tenant, ex.Name)
 
 	// Then three ApplicationPolicies in cluster-1, one after the other: 2 objects (the tenant
@@ -140,5 +132,18 @@ spec:
 	waitApplicationPolicy(t, tenant, "budget-3", 60*time.Second, "budget-3 still refused", refused(4))
 	if got := held(); !slices.Equal(got, []string{"budget-1-deployment-api", "budget-1-deployment-web", "budget-2-deployment-db"}) {
 		t.Errorf("cluster-1 holds the tenant's Policies %v, want budget-1's and budget-2's", got)
+	}
+}
+
+// activeIn passes once the exception is Active and in force in n clusters.
+func activeIn(n int32) func(*policyhubv1.FleetPolicyException) error {
+	return func(ex *policyhubv1.FleetPolicyException) error {
+		if err := exceptionState(policyhubv1.ExceptionActive)(ex); err != nil {
+			return err
+		}
+		if ex.Status.InForce != n {
+			return fmt.Errorf("inForce %d, want %d", ex.Status.InForce, n)
+		}
+		return nil
 	}
 }
