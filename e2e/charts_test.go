@@ -205,6 +205,8 @@ replicaCount: 2
 resyncInterval: 5m
 retryMaxDelay: 30s
 maxConcurrentPasses: 4
+maxObjectsPerTenantPerCluster: 40
+maxOwnedObjectsPerCluster: 20000
 kubeAPI: {qps: 50.5, burst: 100}
 gateway: {secretNamespace: %s, url: "https://cluster-gateway.vela-system.svc:9443", caSecret: gateway-ca}
 log: {level: debug, encoder: console}
@@ -229,7 +231,7 @@ kubevela: {enabled: true}
 				"MutatingAdmissionPolicy": -2, "MutatingAdmissionPolicyBinding": -2, "ValidatingAdmissionPolicy": -3, "ValidatingAdmissionPolicyBinding": -3}),
 			[]string{"--hub-id=fleet-a", "--gateway-secret-namespace=" + gatewayNS, "--gateway-url=https://cluster-gateway.vela-system.svc:9443",
 				"--gateway-ca-file=/etc/policyhub/gateway-ca/ca.crt", "--resync-interval=5m", "--retry-max-delay=30s", "--max-concurrent-passes=4",
-				"--kube-api-qps=50.5", "--kube-api-burst=100", "--metrics-bind-address=:9090", "--metrics-cert-dir=/etc/policyhub/metrics-cert", "--health-probe-bind-address=:9091",
+				"--max-objects-per-tenant-per-cluster=40", "--max-owned-objects-per-cluster=20000", "--kube-api-qps=50.5", "--kube-api-burst=100", "--metrics-bind-address=:9090", "--metrics-cert-dir=/etc/policyhub/metrics-cert", "--health-probe-bind-address=:9091",
 				"--zap-log-level=debug", "--zap-encoder=console", "--max-concurrent-reconciles=8", "--max-exception-lifetime=720h",
 				"--approvable-service-accounts=flux-system/kustomize-controller,argocd/argocd-application-controller"}},
 	} {

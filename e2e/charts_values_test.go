@@ -33,6 +33,7 @@ func TestChartValuesSchema(t *testing.T) {
 		{hubChartDir, "two audiences in one", `metrics: {audiences: ["policyhub,other"]}`, []string{"'/metrics/audiences/0'", "does not match pattern"}},
 		{hubChartDir, "a metrics reader without a name", `metrics: {readerSubjects: [{kind: ServiceAccount}]}`, []string{"'/metrics/readerSubjects/0'", "missing property 'name'"}},
 		{hubChartDir, "alert window", `prometheusRule: {alerts: {syncFailing: {window: 15}}}`, []string{"'/prometheusRule/alerts/syncFailing/window'", "got number, want string"}},
+		{hubChartDir, "no tenant budget", `maxObjectsPerTenantPerCluster: 0`, []string{"'/maxObjectsPerTenantPerCluster'", "minimum: got 0, want 1"}},
 		{hubChartDir, "kubevela.enabled", `kubevela: {enabled: "yes"}`, []string{"'/kubevela/enabled'", "got string, want boolean"}},
 		// The lifetime lands in a CEL expression of the admission policy: only a Go duration passes.
 		{hubChartDir, "exception lifetime in days", `exceptions: {maxLifetime: 90d}`, []string{"'/exceptions/maxLifetime'", "'90d' does not match pattern"}},

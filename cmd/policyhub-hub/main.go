@@ -48,6 +48,7 @@ type options struct {
 	maxConcurrentPasses     int
 	probeTimeout            time.Duration
 	maxOwnedObjects         int
+	tenantBudget            int
 	maxConcurrentReconciles int
 	metricsAddr             string
 	metricsSecure           bool
@@ -93,7 +94,8 @@ func run() error {
 	fs.IntVar(&o.maxConcurrentPasses, "max-concurrent-passes", 32, "Cluster passes planning and writing at once, over all clusters. A cluster that does not answer its probe takes no slot.")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 8, "Declarations of each kind reconciled at once. A reconcile never waits for a cluster: it hands the clusters' workers what it wants and writes the status from their results.")
 	fs.DurationVar(&o.retryMaxDelay, "retry-max-delay", time.Minute, "Longest wait between retries of a cluster that is unreachable or failing (the wait starts at 1s and doubles): a cluster that comes back is synced within this long.")
-	fs.IntVar(&o.maxOwnedObjects, "max-owned-objects-per-cluster", work.DefaultMaxOwnedObjects, "Most objects labelled as this hub's that one cluster may hold: past it the cluster is Failed (saying how many) and not cached, since the label is public and a cluster admin could otherwise grow the hub's memory without bound.")
+	fs.IntVar(&o.maxOwnedObjects, "max-owned-objects-per-cluster", work.DefaultMaxOwnedObjects, "Most objects labelled as this hub's that the hub caches of one cluster: past it the cluster is not cached but read directly, declaration by declaration (still synced and pruned; drift there corrected every minute rather than at once, which the declarations' messages say), since the label is public and anyone labelling objects there could otherwise grow the hub's memory without bound.")
+	fs.IntVar(&o.tenantBudget, work.TenantBudgetFlag, work.DefaultTenantBudget, "Most objects one tenant's declarations (the ApplicationPolicies, KubeVela Applications and FleetPolicyExceptions of one hub namespace other than the hub's own) may hold in one cluster, counted before anything is written: past it the tenant's newest declarations are refused there (Stalled, saying so) and what they held there is removed; everyone else's are synced as ever. Removals never wait on it.")
 	fs.DurationVar(&o.probeTimeout, "probe-timeout", 5*time.Second, "How long a cluster has to answer its probe before it is shown unreachable (Failed) and retried with backoff.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 100, "Client-side rate limit of requests to the hub, and to each managed cluster.")
 	fs.IntVar(&o.burst, "kube-api-burst", 300, "Client-side burst of requests to the hub, and to each managed cluster.")
@@ -134,8 +136,8 @@ func run() error {
 	if errs := validation.IsValidLabelValue(o.hubID); o.hubID == "" || len(errs) > 0 {
 		return fmt.Errorf("--hub-id %q must be a valid label value: %s", o.hubID, strings.Join(errs, "; "))
 	}
-	if o.resyncInterval <= 0 || o.maxConcurrentPasses <= 0 || o.maxConcurrentReconciles <= 0 || o.probeTimeout <= 0 || o.maxOwnedObjects <= 0 || o.maxExceptionLifetime <= 0 {
-		return errors.New("--resync-interval, --max-concurrent-passes, --max-concurrent-reconciles, --probe-timeout, --max-owned-objects-per-cluster and --max-exception-lifetime must be positive")
+	if o.resyncInterval <= 0 || o.maxConcurrentPasses <= 0 || o.maxConcurrentReconciles <= 0 || o.probeTimeout <= 0 || o.maxOwnedObjects <= 0 || o.tenantBudget <= 0 || o.maxExceptionLifetime <= 0 {
+		return errors.New("--resync-interval, --max-concurrent-passes, --max-concurrent-reconciles, --probe-timeout, --max-owned-objects-per-cluster, --" + work.TenantBudgetFlag + " and --max-exception-lifetime must be positive")
 	}
 	var approvable []string
 	if o.approvableServiceAccounts != "" {
@@ -206,7 +208,7 @@ func run() error {
 	workers, err := controllers.SetupHub(ctx, mgr, controllers.HubOptions{
 		Gateway: gatewayCfg, SecretNamespace: o.secretNamespace, HubID: o.hubID, Lock: work.LockOptions{Identity: o.identity},
 		Registry: ctrlmetrics.Registry, Resync: o.resyncInterval, RetryMaxDelay: o.retryMaxDelay,
-		ProbeTimeout: o.probeTimeout, MaxOwnedObjects: o.maxOwnedObjects, MaxConcurrentPasses: o.maxConcurrentPasses,
+		ProbeTimeout: o.probeTimeout, MaxOwnedObjects: o.maxOwnedObjects, TenantBudget: o.tenantBudget, MaxConcurrentPasses: o.maxConcurrentPasses,
 		MaxExceptionLifetime:      o.maxExceptionLifetime,
 		ApprovableServiceAccounts: approvable,
 		MaxConcurrentReconciles:   o.maxConcurrentReconciles,

@@ -317,11 +317,23 @@ func keepOutcomes(outcomes []clusterOutcome, targets *render.Targets) (kept []cl
 		switch {
 		case o.pending:
 			pending++
-		case o.result.Phase == policyhubv1.ClusterPhaseFailed, o.result.Phase == policyhubv1.ClusterPhaseLockHeld:
+		case retrying(o.result.Phase, o.result.Message):
 			failing = true
 		}
 	}
 	return kept, failing, pending
+}
+
+// retrying says whether a cluster's worker retries the declaration there with backoff: it
+// failed or was locked out; a refusal for the tenant's budget is not retried (it is Stalled).
+func retrying(phase policyhubv1.ClusterPhase, message string) bool {
+	switch phase {
+	case policyhubv1.ClusterPhaseFailed:
+		return !work.OverBudget(true, message)
+	case policyhubv1.ClusterPhaseLockHeld:
+		return true
+	}
+	return false
 }
 
 // finalize prunes the declaration's policies from every cluster it was synced to, then lets it

@@ -53,7 +53,8 @@ func (e engine) dispatchHalf(ctx context.Context, key types.NamespacedName, d de
 	source := d.source(e.hubID)
 	prune := d.prune()
 	sh := e.shareOf(d)
-	wants := sh.ownedWants(targetWants(r.targets, prune, r.token))
+	obj := d.object()
+	wants := sh.ownedWants(targetWants(r.targets, prune, r.token, e.tenantOf(obj), obj.GetCreationTimestamp().Time))
 	// Clusters that were synced before and are no longer selected: prune there, then forget them.
 	// With prune off the policies stay there and the cluster just leaves the status.
 	leaving := sh.ownedNames(declare.Leaving(before, r.targets.Objects))
@@ -247,14 +248,26 @@ func emitSyncEvents(recorder events.EventRecorder, obj runtime.Object, before []
 	}
 }
 
-// targetWants are what a declaration wants in each selected cluster, under token.
-func targetWants(t *render.Targets, prune bool, token string) []wantedIn {
+// targetWants are what a declaration wants in each selected cluster, under token; its objects
+// count against tenant's budget there (see tenantOf), its place in it by created.
+func targetWants(t *render.Targets, prune bool, token, tenant string, created time.Time) []wantedIn {
 	wants := make([]wantedIn, 0, len(t.Objects))
 	for _, cluster := range t.Clusters() {
 		wants = append(wants, wantedIn{cluster: cluster, token: token,
-			decl: work.Declaration{Source: t.Source, Objects: t.Objects[cluster], DryRun: t.DryRun[cluster], Prune: prune}})
+			decl: work.Declaration{Source: t.Source, Objects: t.Objects[cluster], DryRun: t.DryRun[cluster], Prune: prune, Tenant: tenant, Created: created}})
 	}
 	return wants
+}
+
+// tenantOf is the tenant whose budget a declaration's objects count against in each cluster: its
+// hub namespace (an ApplicationPolicy's, a KubeVela Application's, a FleetPolicyException's),
+// unless that is the hub's own namespace, whose writers are fleet admins. Cluster-scoped
+// declarations (FleetPolicy, PolicySet) are the platform's: no budget bounds them.
+func (e engine) tenantOf(obj client.Object) string {
+	if ns := obj.GetNamespace(); ns != e.namespace {
+		return ns
+	}
+	return ""
 }
 
 // ownedPolicies are, per cluster, the policy objects a declaration owns there: the ones its

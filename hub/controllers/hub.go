@@ -37,9 +37,12 @@ type HubOptions struct {
 	// ProbeTimeout is how long a cluster has to answer before it counts as unreachable; zero
 	// means 5s.
 	ProbeTimeout time.Duration
-	// MaxOwnedObjects bounds the objects labelled as this hub's one cluster's cache may hold;
-	// zero means work.DefaultMaxOwnedObjects.
+	// MaxOwnedObjects bounds the objects labelled as this hub's one cluster's cache may hold
+	// (past it the cluster is read directly); zero means work.DefaultMaxOwnedObjects.
 	MaxOwnedObjects int
+	// TenantBudget bounds the objects one tenant's declarations may hold in one cluster (its
+	// newest past it are refused there); zero means work.DefaultTenantBudget.
+	TenantBudget int
 	// MaxConcurrentPasses bounds the cluster passes planning and writing at once; zero means 32.
 	MaxConcurrentPasses int
 	// MaxConcurrentReconciles bounds the declarations of each kind reconciled at once.
@@ -99,6 +102,7 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 	}
 	workers, err := work.NewWorkers(work.WorkersOptions{
 		Works:               works,
+		TenantBudget:        o.TenantBudget,
 		Sync:                work.Options{HubID: o.HubID, Lock: o.Lock, ProbeTimeout: o.ProbeTimeout, MaxOwnedObjects: o.MaxOwnedObjects},
 		Window:              10 * time.Millisecond,
 		Resync:              o.Resync,

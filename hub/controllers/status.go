@@ -57,7 +57,7 @@ func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 		switch {
 		case o.pending:
 			pending++
-		case o.result.Phase == policyhubv1.ClusterPhaseFailed, o.result.Phase == policyhubv1.ClusterPhaseLockHeld:
+		case retrying(o.result.Phase, o.result.Message):
 			failing = true
 		}
 	}
@@ -86,6 +86,9 @@ func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 	stalled := notGranted(&ready, obj.GetNamespace(), sent.targets.NotGranted)
 	if stalled == nil {
 		stalled = refused
+	}
+	if stalled == nil {
+		stalled = overBudget(view)
 	}
 	setConditions(st.conditions, ready, reconciling, stalled)
 	if err := e.writeSlices(ctx, d, clusters, have); err != nil {
@@ -322,6 +325,32 @@ func grantHint(refused []string) string {
 		hint = "namespace " + policyhubv1.SyncLeaseNamespace + " holds the hub's sync Lease in every cluster and is never granted; " + hint
 	}
 	return hint
+}
+
+// ReasonOverBudget is the Stalled condition's reason when clusters refuse the declaration for its
+// tenant's budget (its newest declarations past the budget wait there, see work.OverBudget):
+// only a change of the tenant's declarations, or of the budget, ends it.
+const ReasonOverBudget = "OverBudget"
+
+// overBudget returns the Stalled condition of the clusters that refuse the declaration for its
+// tenant's budget, with the first one's refusal (nil when none does).
+func overBudget(clusters []policyhubv1.ClusterStatus) *metav1.Condition {
+	first, refusing := "", 0
+	for _, c := range clusters {
+		if work.OverBudget(c.Phase == policyhubv1.ClusterPhaseFailed, c.Message) {
+			if refusing == 0 {
+				first = c.Message
+			}
+			refusing++
+		}
+	}
+	if refusing == 0 {
+		return nil
+	}
+	if refusing > 1 {
+		first = fmt.Sprintf("refused in %d clusters; %s", refusing, first)
+	}
+	return &metav1.Condition{Status: metav1.ConditionTrue, Reason: ReasonOverBudget, Message: policyhubv1.TruncateMessage(first, 1024)}
 }
 
 // ReasonPlacementNotFound is the Ready condition's reason (and the Warning Event's) when a

@@ -10,10 +10,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/statusslice"
 	"github.com/policyhub/policyhub/hub/work"
 )
@@ -370,5 +372,39 @@ func TestStatusChurnIsNotAChange(t *testing.T) {
 		if !same || moved {
 			t.Errorf("%s: pass moved counts as a change: %v; fail moved counts as none: %v", kind.name, !same, moved)
 		}
+	}
+}
+
+// A cluster that refuses the declaration for its tenant's budget stalls it, saying so; it is not
+// a failure retried (no Reconciling), unlike a cluster that failed.
+func TestOverBudgetStalls(t *testing.T) {
+	refusal := "tenant team-a would hold 4 objects in c1, over its budget of 3 (--max-objects-per-tenant-per-cluster): this declaration, which renders 1 of them, is not synced there, and what it held there is removed"
+	if !work.OverBudget(true, refusal) {
+		t.Fatalf("the refusal's format changed: %q", refusal)
+	}
+	failed := policyhubv1.ClusterPhaseFailed
+	unreachable := "c3: unreachable: connection refused"
+	clusters := []policyhubv1.ClusterStatus{
+		{Name: "c1", Phase: failed, Message: refusal},
+		{Name: "c2", Phase: failed, Message: strings.Replace(refusal, "c1", "c2", 1)},
+		{Name: "c3", Phase: failed, Message: unreachable},
+		{Name: "c4", Phase: policyhubv1.ClusterPhaseSynced, Message: refusal},
+	}
+	stalled := overBudget(clusters)
+	if stalled == nil || stalled.Reason != ReasonOverBudget || stalled.Message != "refused in 2 clusters; "+refusal {
+		t.Errorf("Stalled = %+v, want OverBudget naming the first refusal and the count", stalled)
+	}
+	if overBudget(clusters[2:]) != nil {
+		t.Error("Stalled without a refusal")
+	}
+	outcome := func(cluster, message string) clusterOutcome {
+		return clusterOutcome{cluster: cluster, result: &work.DeclarationResult{Phase: failed, Message: message}}
+	}
+	targets := &render.Targets{Objects: map[string][]*unstructured.Unstructured{"c1": {{}}, "c3": {{}}}}
+	if _, failing, _ := keepOutcomes([]clusterOutcome{outcome("c1", refusal)}, targets); failing {
+		t.Error("a refusal counted as failing (retried)")
+	}
+	if _, failing, _ := keepOutcomes([]clusterOutcome{outcome("c1", refusal), outcome("c3", unreachable)}, targets); !failing {
+		t.Error("an unreachable cluster not counted as failing")
 	}
 }

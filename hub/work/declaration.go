@@ -1,6 +1,8 @@
 package work
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 )
@@ -21,4 +23,10 @@ type Declaration struct {
 	DryRun bool
 	// Prune deletes owned objects it no longer renders.
 	Prune bool
+	// Tenant is the hub namespace whose budget its objects count against (see admit): an
+	// ApplicationPolicy's, a KubeVela Application's, a tenant's FleetPolicyException's. Empty for
+	// the platform's declarations (cluster-scoped, or in the hub's namespace): no budget bounds them.
+	Tenant string
+	// Created is when the declaration was created: within a tenant's budget the oldest come first.
+	Created time.Time
 }

@@ -42,6 +42,9 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 	}
 	requests0, writes0 := cc.requests.Load(), cc.writes.Load()
 	defer func() {
+		if count, flooded := s.Flooded(cluster.Name); flooded {
+			res.flooded(&TooManyOwnedError{Cluster: cluster.Name, Count: count, Max: s.opts.MaxOwnedObjects, Recheck: s.opts.FloodRecheck})
+		}
 		res.Requests, res.Writes = cc.requests.Load()-requests0, cc.writes.Load()-writes0
 		res.Duration = time.Since(start)
 		logSync(ctx, res)

@@ -2,6 +2,7 @@ package work
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/plan"
@@ -169,6 +171,12 @@ func (s *Syncer) plan(ctx context.Context, cc *clusterClients, decls []Declarati
 // objects of the other kinds (to prune). With only set, just those kinds are listed. The lists
 // run in parallel.
 func (s *Syncer) readLive(ctx context.Context, cc *clusterClients, decls []Declaration, which []int, only map[schema.GroupKind]bool, cached bool) (map[schema.GroupKind][]*unstructured.Unstructured, error) {
+	if flooded, err := s.stillFlooded(ctx, cc); flooded || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return s.readDirect(ctx, cc, decls, which, only)
+	}
 	rendered := map[schema.GroupKind]schema.GroupVersionKind{}
 	for _, i := range which {
 		for _, obj := range decls[i].Objects {
@@ -187,6 +195,9 @@ func (s *Syncer) readLive(ctx context.Context, cc *clusterClients, decls []Decla
 		others, err = s.ownedKinds(ctx, cc, rendered)
 	} else {
 		others, err = surveyKinds(cc)
+	}
+	if errors.Is(err, errFlooded) {
+		return s.readDirect(ctx, cc, decls, which, only)
 	}
 	if err != nil {
 		return nil, err
@@ -231,8 +242,8 @@ func (s *Syncer) readLive(ctx context.Context, cc *clusterClients, decls []Decla
 	if first != nil || !cached {
 		return out, first
 	}
-	if err := s.checkOwnedCount(cc, out); err != nil {
-		return nil, err
+	if s.checkOwnedCount(ctx, cc, out) {
+		return s.readDirect(ctx, cc, decls, which, only)
 	}
 	if err := s.addUnowned(ctx, cc, decls, which, rendered, out); err != nil {
 		return nil, err
@@ -240,21 +251,9 @@ func (s *Syncer) readLive(ctx context.Context, cc *clusterClients, decls []Decla
 	return out, nil
 }
 
-// TooManyOwnedError is a cluster holding more objects labelled as this hub's than its watch
-// cache may keep (Options.MaxOwnedObjects).
-type TooManyOwnedError struct {
-	Cluster    string
-	Count, Max int
-}
-
-func (e *TooManyOwnedError) Error() string {
-	return fmt.Sprintf("cluster %s holds %d objects labelled as this hub's (%s), more than the %d its cache may keep: not synced; find who labels objects there (kubectl get clusterpolicies,policies -A -l %s)",
-		e.Cluster, e.Count, policyhubv1.LabelManagedBy, e.Max, policyhubv1.LabelManagedBy)
-}
-
-// checkOwnedCount refuses a cached read holding more of this hub's objects than the cache may
-// keep, and drops the cluster's cache (its memory) until the next try.
-func (s *Syncer) checkOwnedCount(cc *clusterClients, byKind map[schema.GroupKind][]*unstructured.Unstructured) error {
+// checkOwnedCount says whether a cached read holds more of this hub's objects than the cache may
+// keep: the cluster is then flooded (see flood), its cache dropped.
+func (s *Syncer) checkOwnedCount(ctx context.Context, cc *clusterClients, byKind map[schema.GroupKind][]*unstructured.Unstructured) bool {
 	n := 0
 	for _, objs := range byKind {
 		for _, obj := range objs {
@@ -264,33 +263,31 @@ func (s *Syncer) checkOwnedCount(cc *clusterClients, byKind map[schema.GroupKind
 		}
 	}
 	if n <= s.opts.MaxOwnedObjects {
-		return nil
+		return false
 	}
-	s.dropClients(cc.name, cc)
-	return &TooManyOwnedError{Cluster: cc.name, Count: n, Max: s.opts.MaxOwnedObjects}
+	s.flooded(ctx, cc, n)
+	return true
 }
+
+// errFlooded says the cluster was found flooded (see flood).
+var errFlooded = errors.New("flooded with objects labelled as this hub's")
 
 // ownedKinds are the policy kinds that may hold this hub's objects in the cluster besides the
 // rendered ones: those rendered there before by this process, and those found holding its
-// objects by one survey of every served kind (metadata, label-selected) when the process first
-// meets the cluster. Only these kinds are watched.
+// objects by one survey of every served kind (metadata, label-selected, page by page) when the
+// process first meets the cluster. Only these kinds are watched. A survey that finds more than
+// the cache may keep finds the cluster flooded (errFlooded) before any cache holds them.
 func (s *Syncer) ownedKinds(ctx context.Context, cc *clusterClients, rendered map[schema.GroupKind]schema.GroupVersionKind) ([]schema.GroupKind, error) {
 	cc.kindsMu.Lock()
 	defer cc.kindsMu.Unlock()
 	if cc.kinds == nil {
-		found := map[schema.GroupKind]bool{}
-		survey, err := surveyKinds(cc)
+		n, found, err := s.countOwned(ctx, cc, s.opts.MaxOwnedObjects)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("survey the cluster's policies of this hub: %w", err)
 		}
-		for _, gk := range survey {
-			objs, err := s.listKind(ctx, cc, gk, nil, false, false)
-			if err != nil {
-				return nil, fmt.Errorf("survey the cluster's policies of this hub: %w", err)
-			}
-			if len(objs) > 0 {
-				found[gk] = true
-			}
+		if n > s.opts.MaxOwnedObjects {
+			s.flooded(ctx, cc, n)
+			return nil, errFlooded
 		}
 		cc.kinds = found
 	}
@@ -461,27 +458,20 @@ func metadataOf(ctx context.Context, reader client.Reader, gk schema.GroupKind, 
 	}
 	objs := make([]*unstructured.Unstructured, 0, len(metaList.Items))
 	for i := range metaList.Items {
-		m := &metaList.Items[i]
-		obj := &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(gvk)
-		obj.SetNamespace(m.Namespace)
-		obj.SetName(m.Name)
-		obj.SetUID(m.UID)
-		obj.SetResourceVersion(m.ResourceVersion)
-		obj.SetLabels(m.Labels)
-		obj.SetAnnotations(m.Annotations)
-		objs = append(objs, obj)
+		objs = append(objs, fromMetadata(&metaList.Items[i], gvk))
 	}
 	return objs, nil
 }
 
 // watchOwned tells OnOwnedChange about every change the kind's informer sees to an object this
 // hub owns, once per kind: drift is corrected when it happens, not at the next resync, and
-// Kyverno's readiness is seen when it is reported.
+// Kyverno's readiness is seen when it is reported. It counts the owned objects the informers
+// hold: once past the cache's bound, the cluster is flooded (see flood) at once, not at its next
+// pass.
 func (s *Syncer) watchOwned(ctx context.Context, cc *clusterClients, gvk schema.GroupVersionKind) {
 	notify := s.opts.OnOwnedChange
 	if notify == nil {
-		return
+		notify = func(string, *unstructured.Unstructured, bool) {}
 	}
 	if _, done := cc.watched.LoadOrStore(gvk.GroupKind(), true); done {
 		return
@@ -504,6 +494,10 @@ func (s *Syncer) watchOwned(ctx context.Context, cc *clusterClients, gvk schema.
 		// Adds too: Kyverno may report a new policy ready before the cache first sees it.
 		AddFunc: func(o any) {
 			if u, ok := owned(o); ok {
+				if n := cc.cachedOwned.Add(1); n == int64(s.opts.MaxOwnedObjects)+1 {
+					// Not from the handler: dropping the cache waits for its handlers.
+					go s.flooded(ctrllog.IntoContext(context.Background(), ctrllog.Log.WithValues("cluster", cc.name)), cc, int(n))
+				}
 				notify(cc.name, u, false)
 			}
 		},
@@ -514,6 +508,7 @@ func (s *Syncer) watchOwned(ctx context.Context, cc *clusterClients, gvk schema.
 		},
 		DeleteFunc: func(o any) {
 			if u, ok := owned(o); ok {
+				cc.cachedOwned.Add(-1)
 				notify(cc.name, u, true)
 			}
 		},

@@ -77,10 +77,12 @@ func cachedReady(u *unstructured.Unstructured) bool {
 // unconfirmed lists the objects of d, synced in the cluster, that Kyverno there has not reported
 // ready yet, as the cluster's watch cache has them. It reads only kinds the cache already
 // watches for changes (so that it never waits for a new informer, and a later change reaches
-// Workers.ownedChanged); an object of another kind, or not cached yet, is unconfirmed.
+// Workers.ownedChanged); an object of another kind, or not cached yet, is unconfirmed. In a
+// flooded cluster (no cache) it is what the pass's direct read found.
 func (s *Syncer) unconfirmed(ctx context.Context, cluster string, d Declaration) map[plan.Key]bool {
 	s.mu.Lock()
 	cc := s.clients[cluster]
+	flooded := s.floods[cluster]
 	s.mu.Unlock()
 	waiting := map[plan.Key]bool{}
 	for _, obj := range d.Objects {
@@ -89,6 +91,12 @@ func (s *Syncer) unconfirmed(ctx context.Context, cluster string, d Declaration)
 			continue
 		}
 		key := plan.KeyOf(obj)
+		if flooded != nil {
+			if !flooded.readyAt(key) {
+				waiting[key] = true
+			}
+			continue
+		}
 		if cc == nil {
 			waiting[key] = true
 			continue

@@ -42,6 +42,8 @@ type ClusterResult struct {
 	ReadTime, LockTime, WriteTime time.Duration
 	// Err is set when the cluster could not be read at all (unreachable, refused credentials).
 	Err error
+	// Flooded is true when the cluster was read directly, without a cache (see flood).
+	Flooded bool
 }
 
 // maxPlan is how many changes a dry-run keeps in status per cluster (the API's limit).
@@ -113,6 +115,17 @@ func (r *DeclarationResult) problem(c policyhubv1.PlannedChange) {
 	if len(r.Problems) < maxProblems {
 		c.Diff = ""
 		r.Problems = append(r.Problems, c)
+	}
+}
+
+// flooded says, in the message of each declaration synced (or planned) in a flooded cluster, that
+// it was read directly and drift there is looked for at each recount (see flood).
+func (r *ClusterResult) flooded(err *TooManyOwnedError) {
+	r.Flooded = true
+	for _, d := range r.Declarations {
+		if d.Phase == policyhubv1.ClusterPhaseSynced || d.Phase == policyhubv1.ClusterPhaseDryRun {
+			d.Message = policyhubv1.TruncateMessage(d.Message+"; "+err.Error(), 2048)
+		}
 	}
 }
 

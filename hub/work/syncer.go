@@ -74,9 +74,13 @@ type Options struct {
 	DiscoveryRecheck time.Duration
 	// MaxOwnedObjects bounds the objects labelled as this hub's that one cluster's watch cache
 	// may hold: the label is public, and a cluster admin who puts it on objects by the thousand
-	// would otherwise grow the hub until it stops for the whole fleet. Past it the cluster fails
-	// (with the count) and its cache is dropped. Zero means DefaultMaxOwnedObjects.
+	// would otherwise grow the hub until it stops for the whole fleet. Past it the cluster is
+	// flooded (see flood): its cache is dropped, and its passes read directly what they need, so
+	// it is still synced and pruned. Zero means DefaultMaxOwnedObjects.
 	MaxOwnedObjects int
+	// FloodRecheck is how often a flooded cluster's owned objects are counted again (at a pass),
+	// to make its cache again once they fit; zero means a minute.
+	FloodRecheck time.Duration
 	// OnOwnedChange, when set, is told about every change the watch caches see to an object this
 	// hub owns in a cluster (drift: edited or deleted by someone else, or a write of our own). It
 	// must not block.
@@ -101,6 +105,8 @@ type Syncer struct {
 	// held are the sync Leases kept between a cluster's back-to-back passes (see Workers): one
 	// Lease session for a burst of work instead of one per pass.
 	held map[string]*heldLease
+	// floods are the clusters holding more objects labelled as this hub's than a cache may keep.
+	floods map[string]*flood
 }
 
 type clusterClients struct {
@@ -128,10 +134,12 @@ type clusterClients struct {
 	// surveyed.
 	kindsMu sync.Mutex
 	kinds   map[schema.GroupKind]bool
-	// watched are the kinds whose informer has the owned-change handler.
-	watched  sync.Map // schema.GroupKind → true
-	requests atomic.Int64
-	writes   atomic.Int64
+	// watched are the kinds whose informer has the owned-change handler; cachedOwned counts the
+	// owned objects their informers hold, so a flood is seen as it grows (see watchOwned).
+	watched     sync.Map // schema.GroupKind → true
+	cachedOwned atomic.Int64
+	requests    atomic.Int64
+	writes      atomic.Int64
 	// answered is when the cluster last answered the probe.
 	answered atomic.Pointer[time.Time]
 }
@@ -150,10 +158,13 @@ func NewSyncer(opts Options) (*Syncer, error) {
 	if opts.MaxOwnedObjects <= 0 {
 		opts.MaxOwnedObjects = DefaultMaxOwnedObjects
 	}
+	if opts.FloodRecheck <= 0 {
+		opts.FloodRecheck = time.Minute
+	}
 	if opts.DiscoveryRecheck <= 0 {
 		opts.DiscoveryRecheck = 30 * time.Second
 	}
-	return &Syncer{opts: opts, clients: map[string]*clusterClients{}, writers: map[string]*sync.Mutex{}, leases: newLeaseObserver(), held: map[string]*heldLease{}, specs: newSpecInterner(), readiness: newReadiness()}, nil
+	return &Syncer{opts: opts, clients: map[string]*clusterClients{}, writers: map[string]*sync.Mutex{}, leases: newLeaseObserver(), held: map[string]*heldLease{}, specs: newSpecInterner(), readiness: newReadiness(), floods: map[string]*flood{}}, nil
 }
 
 // Forget drops the client and watch cache of a cluster (it left the fleet, or its endpoint
@@ -169,6 +180,7 @@ func (s *Syncer) Forget(cluster string) {
 	cc, ok := s.clients[cluster]
 	delete(s.clients, cluster)
 	delete(s.writers, cluster)
+	delete(s.floods, cluster)
 	s.leases.forget(cluster)
 	s.mu.Unlock()
 	if ok {

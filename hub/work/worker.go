@@ -41,6 +41,9 @@ type WorkersOptions struct {
 	// fleet): a worker makes no pass in a cluster another replica works, even if it was handed
 	// work just before the cluster moved. It must not block.
 	Works func(cluster string) bool
+	// TenantBudget is how many objects one tenant's declarations may hold in one cluster (see
+	// admit); zero means DefaultTenantBudget.
+	TenantBudget int
 }
 
 // Workers give every managed cluster one worker that owns it: the state every declaration
@@ -97,6 +100,11 @@ type worker struct {
 	// failures counts passes in a row that left the cluster unreachable or a declaration
 	// failed: the retry backoff's exponent.
 	failures int
+	// tenants are the wanted declarations of each tenant; refused those its budget refuses here.
+	tenants map[string]map[string]bool
+	refused map[string]refusal
+	// flooded is true when the last pass read the cluster directly, without a cache (see flood).
+	flooded bool
 }
 
 // NewWorkers returns Workers over a new Syncer made from opts.Sync.
@@ -109,6 +117,9 @@ func NewWorkers(opts WorkersOptions) (*Workers, error) {
 	}
 	if opts.MaxConcurrentPasses <= 0 {
 		opts.MaxConcurrentPasses = 32
+	}
+	if opts.TenantBudget <= 0 {
+		opts.TenantBudget = DefaultTenantBudget
 	}
 	ws := &Workers{opts: opts, workers: map[string]*worker{}, passes: make(chan struct{}, opts.MaxConcurrentPasses)}
 	syncOpts := opts.Sync
@@ -141,6 +152,20 @@ func (ws *Workers) Want(cluster Cluster, d Declaration, token string) {
 		return
 	}
 	w.wants[d.Source] = wanted{decl: d, token: token}
+	if !had || prev.decl.Tenant != d.Tenant || !prev.decl.Created.Equal(d.Created) || len(prev.decl.Objects) != len(d.Objects) {
+		// What the tenant asks of the cluster changed: its budget is counted again, and the
+		// declarations whose admission changed are synced again.
+		if d.Tenant != "" {
+			if w.tenants[d.Tenant] == nil {
+				w.tenants[d.Tenant] = map[string]bool{}
+			}
+			w.tenants[d.Tenant][d.Source] = true
+		}
+		if had && prev.decl.Tenant != d.Tenant {
+			ws.rebudget(w, prev.decl.Tenant)
+		}
+		ws.rebudget(w, d.Tenant)
+	}
 	if r, ok := w.results[d.Source]; ok && had && r.Token == prev.token && sameContent(prev.decl, d) {
 		// A new token for the same content (a requested reconcile, an annotation): what is known
 		// still holds until the pass below says otherwise, so the status need not go Pending,
@@ -190,10 +215,14 @@ func (ws *Workers) Drop(cluster, source string) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if w := ws.workers[cluster]; w != nil {
+		want, had := w.wants[source]
 		delete(w.wants, source)
 		delete(w.results, source)
 		delete(w.dirty, source)
 		delete(w.awaiting, source)
+		if had {
+			ws.rebudget(w, want.decl.Tenant)
+		}
 	}
 }
 
@@ -244,6 +273,7 @@ func (ws *Workers) start(cluster Cluster) *worker {
 	ctx, stop := context.WithCancel(context.Background())
 	w := &worker{
 		cluster: cluster, wants: map[string]wanted{}, results: map[string]Result{}, dirty: map[string]bool{}, awaiting: map[string]map[plan.Key]bool{},
+		tenants: map[string]map[string]bool{}, refused: map[string]refusal{},
 		wake: make(chan struct{}, 1), stop: stop, done: make(chan struct{}),
 	}
 	ws.workers[cluster.Name] = w
@@ -271,6 +301,14 @@ func (ws *Workers) ownedChanged(cluster string, obj *unstructured.Unstructured, 
 	}
 	want, ok := w.wants[source]
 	if !ok || want.decl.DryRun {
+		return
+	}
+	if _, refused := w.refused[source]; refused {
+		// Its objects are not to be here: one that appears is removed.
+		if !deleted {
+			w.dirty[source] = true
+			w.poke()
+		}
 		return
 	}
 	key := plan.KeyOf(obj)
@@ -321,8 +359,8 @@ func (ws *Workers) confirmReady(w *worker, source string, key plan.Key, obj *uns
 func (ws *Workers) run(ctx context.Context, w *worker) {
 	defer close(w.done)
 	defer ws.syncer.ReleaseLease(w.cluster.Name)
-	var retry, resync <-chan time.Time
-	var retryTimer, resyncTimer *time.Timer
+	var retry, resync, recheck <-chan time.Time
+	var retryTimer, resyncTimer, recheckTimer *time.Timer
 	arm := func(timer **time.Timer, ch *<-chan time.Time, after time.Duration) {
 		if *timer != nil {
 			(*timer).Stop()
@@ -344,6 +382,10 @@ func (ws *Workers) run(ctx context.Context, w *worker) {
 		case <-resync:
 			arm(&resyncTimer, &resync, ws.opts.Resync)
 			ws.markAll(w)
+		case <-recheck:
+			// A flooded cluster has no watch: drift there is looked for at each recount.
+			recheck = nil
+			ws.markAll(w)
 		}
 		if ws.opts.Window > 0 {
 			select {
@@ -357,17 +399,20 @@ func (ws *Workers) run(ctx context.Context, w *worker) {
 			ws.syncer.ReleaseLease(w.cluster.Name)
 			continue
 		}
-		decls, tokens := ws.takeDirty(w)
+		decls, tokens, refused := ws.takeDirty(w)
 		if len(decls) == 0 {
 			ws.syncer.ReleaseLease(w.cluster.Name)
 			continue
 		}
-		if again := ws.pass(ctx, w, decls, tokens); again > 0 {
+		if again := ws.pass(ctx, w, decls, tokens, refused); again > 0 {
 			arm(&retryTimer, &retry, again)
 		}
 		ws.mu.Lock()
-		idle := len(w.dirty) == 0
+		idle, flooded := len(w.dirty) == 0, w.flooded
 		ws.mu.Unlock()
+		if flooded && recheck == nil {
+			arm(&recheckTimer, &recheck, ws.syncer.opts.FloodRecheck)
+		}
 		if idle {
 			ws.syncer.ReleaseLease(w.cluster.Name)
 		} else {
@@ -383,8 +428,9 @@ func (ws *Workers) run(ctx context.Context, w *worker) {
 const maxPassDeclarations = 32
 
 // takeDirty returns the declarations the next pass syncs (at most maxPassDeclarations), with
-// their tokens, and clears them.
-func (ws *Workers) takeDirty(w *worker) ([]Declaration, []string) {
+// their tokens and refusals (see refusals), and clears them. A declaration its tenant's budget
+// refuses is synced as wanting nothing in the cluster: what it held there is removed.
+func (ws *Workers) takeDirty(w *worker) ([]Declaration, []string, []string) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	sources := make([]string, 0, len(w.dirty))
@@ -405,8 +451,12 @@ func (ws *Workers) takeDirty(w *worker) ([]Declaration, []string) {
 	tokens := make([]string, len(sources))
 	for i, source := range sources {
 		decls[i], tokens[i] = w.wants[source].decl, w.wants[source].token
+		if _, refused := w.refused[source]; refused {
+			d := decls[i]
+			decls[i] = Declaration{Source: d.Source, Prune: true, DryRun: d.DryRun, Tenant: d.Tenant, Created: d.Created}
+		}
 	}
-	return decls, tokens
+	return decls, tokens, refusals(w, sources)
 }
 
 func (ws *Workers) markAll(w *worker) {
@@ -418,24 +468,33 @@ func (ws *Workers) markAll(w *worker) {
 }
 
 // markFailed marks for a pass the declarations whose last result is not final (the cluster was
-// unreachable, a write failed, the Lease was held).
+// unreachable, a write failed, the Lease was held), and in a flooded cluster those Kyverno has not
+// confirmed yet.
 func (ws *Workers) markFailed(w *worker) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	for source := range w.wants {
-		if r, ok := w.results[source]; !ok || retried(r.Phase) {
+		if r, ok := w.results[source]; !ok || retried(r.DeclarationResult) || (w.flooded && w.awaiting[source] != nil) {
 			w.dirty[source] = true
 		}
 	}
 }
 
-func retried(p policyhubv1.ClusterPhase) bool {
-	return p == policyhubv1.ClusterPhaseFailed || p == policyhubv1.ClusterPhaseLockHeld || p == policyhubv1.ClusterPhasePending
+// retried says whether a result is tried again with backoff: a failure may pass, a refusal for
+// the tenant's budget does not (a change of the tenant's declarations decides again).
+func retried(r DeclarationResult) bool {
+	switch r.Phase {
+	case policyhubv1.ClusterPhaseFailed:
+		return !OverBudget(true, r.Message)
+	case policyhubv1.ClusterPhaseLockHeld, policyhubv1.ClusterPhasePending:
+		return true
+	}
+	return false
 }
 
-// pass syncs decls into the worker's cluster and publishes the results. It returns when to try
-// again (zero: no retry needed).
-func (ws *Workers) pass(ctx context.Context, w *worker, decls []Declaration, tokens []string) time.Duration {
+// pass syncs decls into the worker's cluster and publishes the results, the refused ones' as
+// their refusal (refused). It returns when to try again (zero: no retry needed).
+func (ws *Workers) pass(ctx context.Context, w *worker, decls []Declaration, tokens, refused []string) time.Duration {
 	ws.mu.Lock()
 	cluster := w.cluster
 	ws.mu.Unlock()
@@ -443,6 +502,7 @@ func (ws *Workers) pass(ctx context.Context, w *worker, decls []Declaration, tok
 	wroteAt := time.Now()
 	// The probe runs before a pass slot is taken: a dark cluster never holds one.
 	res := ws.syncer.SyncWith(ctx, cluster, decls, true, ws.passes)
+	refuse(res, refused)
 	if ws.opts.Observe != nil {
 		ws.opts.Observe(res)
 	}
@@ -478,11 +538,13 @@ func (ws *Workers) pass(ctx context.Context, w *worker, decls []Declaration, tok
 		} else if prev, ok := w.results[r.Source]; ok {
 			next.WroteAt = prev.WroteAt
 		}
-		if retried(r.Phase) {
+		if retried(*r) {
 			failed = true
 		}
 		if len(waiting[i]) > 0 {
 			w.awaiting[r.Source] = waiting[i]
+			// A flooded cluster has no watch to tell when Kyverno confirms: asked again, with backoff.
+			failed = failed || res.Flooded
 		} else {
 			delete(w.awaiting, r.Source)
 		}
@@ -497,6 +559,7 @@ func (ws *Workers) pass(ctx context.Context, w *worker, decls []Declaration, tok
 		w.results[r.Source] = next
 		changed = append(changed, r.Source)
 	}
+	w.flooded = res.Flooded
 	log := ctrllog.FromContext(ctx)
 	switch {
 	case IsUnreachable(res.Err):
@@ -511,7 +574,7 @@ func (ws *Workers) pass(ctx context.Context, w *worker, decls []Declaration, tok
 		log.Info("cluster reachable again")
 		w.unreachable = nil
 		for source := range w.wants {
-			if r, ok := w.results[source]; !ok || retried(r.Phase) {
+			if r, ok := w.results[source]; !ok || retried(r.DeclarationResult) {
 				w.dirty[source] = true
 			}
 		}
