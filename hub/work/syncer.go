@@ -78,9 +78,11 @@ type Options struct {
 	// (with the count) and its cache is dropped. Zero means DefaultMaxOwnedObjects.
 	MaxOwnedObjects int
 	// OnOwnedChange, when set, is told about every change the watch caches see to an object this
-	// hub owns in a cluster (drift: edited or deleted by someone else, or a write of our own). It
-	// must not block.
-	OnOwnedChange func(cluster string, obj *unstructured.Unstructured, deleted bool)
+	// hub owns in a cluster (drift: edited or deleted by someone else, or a write of our own).
+	// unverified says the object is in a state the hub has neither written nor verified (see
+	// verify.go): only a pass can tell whether it still holds what the hub would apply. It must
+	// not block.
+	OnOwnedChange func(cluster string, obj *unstructured.Unstructured, deleted, unverified bool)
 }
 
 // Syncer syncs declarations into managed clusters. It keeps one client per cluster.
@@ -129,9 +131,12 @@ type clusterClients struct {
 	kindsMu sync.Mutex
 	kinds   map[schema.GroupKind]bool
 	// watched are the kinds whose informer has the owned-change handler.
-	watched  sync.Map // schema.GroupKind → true
+	watched sync.Map // schema.GroupKind → true
+	// verified remembers the owned objects' states known to hold what the hub would apply.
+	verified *verifications
 	requests atomic.Int64
 	writes   atomic.Int64
+	dryRuns  atomic.Int64
 	// answered is when the cluster last answered the probe.
 	answered atomic.Pointer[time.Time]
 }
@@ -247,7 +252,7 @@ func (s *Syncer) clientsAt(c Cluster) (_ *clusterClients, replaced *clusterClien
 		delete(s.clients, c.Name)
 		replaced = cc
 	}
-	cc := &clusterClients{name: c.Name, host: c.Config.Host}
+	cc := &clusterClients{name: c.Name, host: c.Config.Host, verified: newVerifications(s.opts.MaxOwnedObjects)}
 	cfg := rest.CopyConfig(c.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, cc: cc} })
 	// A deprecation warning (e.g. on kyverno.io/v1) comes back with every write of the kind: log
@@ -432,7 +437,8 @@ func (s *Syncer) writer(cluster string) *sync.Mutex {
 	return w
 }
 
-// countingTransport counts the requests sent to a cluster and the writes among them.
+// countingTransport counts the requests sent to a cluster, and the writes and dry-run writes
+// among them.
 type countingTransport struct {
 	next http.RoundTripper
 	cc   *clusterClients
@@ -444,6 +450,8 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		if req.URL.Query().Get("dryRun") == "" {
 			t.cc.writes.Add(1)
+		} else {
+			t.cc.dryRuns.Add(1)
 		}
 	}
 	return t.next.RoundTrip(req)

@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/policyhub/policyhub/hub/plan"
 )
 
 func (s *Syncer) write(ctx context.Context, cc *clusterClients, w *workPlan, which []int, dryRun bool) {
@@ -49,9 +51,33 @@ func (s *Syncer) writeOne(ctx context.Context, cc *clusterClients, c *change, dr
 		if dryRun && c.err == nil {
 			c.diff = diff(c.live, nil)
 		}
+		if !dryRun && c.err == nil {
+			cc.verified.forget(plan.KeyOf(c.live))
+		}
 		return
 	}
-	applied, err := Apply(ctx, cc.client, c.desired, c.live, dryRun)
+	var applied *unstructured.Unstructured
+	var err error
+	if !dryRun {
+		// The cluster's answer to the hub's own apply is what the hub would apply: verified.
+		// The watch may bring the write before the answer: judged once it is recorded.
+		key := plan.KeyOf(c.desired)
+		cc.verified.writing(key)
+		defer func() {
+			var answer *unstructured.Unstructured
+			if c.err == nil {
+				answer = applied
+			}
+			if missed := cc.verified.writeDone(key, answer); missed != nil && s.opts.OnOwnedChange != nil {
+				s.opts.OnOwnedChange(cc.name, missed, false, true)
+			}
+		}()
+	}
+	if dryRun && c.after != nil {
+		applied = c.after // verify's dry-run apply asked the same question
+	} else {
+		applied, err = Apply(ctx, cc.client, c.desired, c.live, dryRun)
+	}
 	if err == nil {
 		applied, err = restoreForeign(ctx, cc.client, c.desired, applied, dryRun)
 	}
