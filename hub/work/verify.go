@@ -233,28 +233,19 @@ func isEmpty(v any) bool {
 // then says what is wrong, and nothing unverified is reported Synced). The dry-runs persist
 // nothing and need no Lease; they run at most Concurrency at a time.
 func (s *Syncer) verify(ctx context.Context, cc *clusterClients, w *workPlan) {
-	sem := make(chan struct{}, s.opts.Concurrency)
-	var wg sync.WaitGroup
-	for _, c := range w.changes {
-		if c.action != ActionUnchanged || c.live == nil || cc.verified.holds(c.live) {
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			after, err := Apply(ctx, cc.client, c.desired, nil, true)
-			switch {
-			case err != nil:
-				c.action = ActionUpdate
-			case appliedAsLive(c.live, after):
-				cc.verified.record(c.live)
-			default:
-				// A dry-run write of this change asks the same question: it takes this answer.
-				c.action, c.after = ActionUpdate, after
-			}
-		}()
+	unverified := func(c *change) bool {
+		return c.action == ActionUnchanged && c.live != nil && !cc.verified.holds(c.live)
 	}
-	wg.Wait()
+	s.eachChange(w, unverified, func(c *change) {
+		after, err := Apply(ctx, cc.client, c.desired, nil, true)
+		switch {
+		case err != nil:
+			c.action = ActionUpdate
+		case appliedAsLive(c.live, after):
+			cc.verified.record(c.live)
+		default:
+			// A dry-run write of this change asks the same question: it takes this answer.
+			c.action, c.after = ActionUpdate, after
+		}
+	})
 }

@@ -4,25 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
-
 	"github.com/policyhub/policyhub/hub/plan"
 )
-
-// decoded is manifest decoded as objects from the API are (integers as int64).
-func decoded(t *testing.T, manifest string) *unstructured.Unstructured {
-	t.Helper()
-	data, err := yaml.YAMLToJSON([]byte(manifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj := &unstructured.Unstructured{}
-	if err := obj.UnmarshalJSON(data); err != nil {
-		t.Fatal(err)
-	}
-	return obj
-}
 
 // The object as the hub applied it, as the cluster holds it: Kyverno's schema defaults, server
 // metadata, Kyverno's status.
@@ -54,7 +37,7 @@ status: {ready: true}
 // Kyverno's defaults). Compared with what the hub's apply would leave, every such addition is
 // drift; what the server keeps (versions, status) is not.
 func TestAppliedAsLive(t *testing.T) {
-	after := decoded(t, appliedPolicy)
+	after := yamlObj(t, appliedPolicy)
 	for _, tc := range []struct {
 		name string
 		live string
@@ -73,7 +56,7 @@ func TestAppliedAsLive(t *testing.T) {
 		{"the spec gone", strings.Replace(appliedPolicy, "spec:", "other:", 1), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := appliedAsLive(decoded(t, tc.live), after); got != tc.want {
+			if got := appliedAsLive(yamlObj(t, tc.live), after); got != tc.want {
 				t.Errorf("appliedAsLive = %v, want %v", got, tc.want)
 			}
 		})
@@ -81,7 +64,7 @@ func TestAppliedAsLive(t *testing.T) {
 	if floats := object(t, appliedPolicy); !appliedAsLive(floats, after) {
 		t.Error("numbers decoded as float64 differ from the same int64s")
 	}
-	empty := decoded(t, strings.Replace(appliedPolicy, "  uid: u-1", "  uid: u-1\n  finalizers: []", 1))
+	empty := yamlObj(t, strings.Replace(appliedPolicy, "  uid: u-1", "  uid: u-1\n  finalizers: []", 1))
 	if !appliedAsLive(empty, after) {
 		t.Error("an empty finalizer list differs from none")
 	}
@@ -92,7 +75,7 @@ func TestAppliedAsLive(t *testing.T) {
 // references, or it is another object of the same name), but not for a status write.
 func TestVerificationsRememberTheVerifiedState(t *testing.T) {
 	v := newVerifications(2)
-	verified := decoded(t, appliedPolicy)
+	verified := yamlObj(t, appliedPolicy)
 	if v.holds(verified) {
 		t.Fatal("an object never verified holds")
 	}
@@ -100,7 +83,7 @@ func TestVerificationsRememberTheVerifiedState(t *testing.T) {
 	if !v.holds(verified) {
 		t.Fatal("the recorded state does not hold")
 	}
-	same := decoded(t, strings.NewReplacer(`resourceVersion: "42"`, `resourceVersion: "43"`, "status: {ready: true}", "status: {ready: false}").Replace(appliedPolicy))
+	same := yamlObj(t, strings.NewReplacer(`resourceVersion: "42"`, `resourceVersion: "43"`, "status: {ready: true}", "status: {ready: false}").Replace(appliedPolicy))
 	if !v.holds(same) {
 		t.Error("a status write (new resourceVersion, same generation and metadata) is not verified")
 	}
@@ -114,7 +97,7 @@ func TestVerificationsRememberTheVerifiedState(t *testing.T) {
 		{"owner reference added", "  uid: u-1", "  uid: u-1\n  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: c, uid: x}]"},
 		{"recreated (another uid)", "uid: u-1", "uid: u-2"},
 	} {
-		changed := decoded(t, strings.Replace(appliedPolicy, tc.from, tc.to, 1))
+		changed := yamlObj(t, strings.Replace(appliedPolicy, tc.from, tc.to, 1))
 		if changed.GetGeneration() == 0 {
 			t.Fatalf("%s: the fixture lost its generation", tc.name)
 		}
@@ -130,9 +113,9 @@ func TestVerificationsRememberTheVerifiedState(t *testing.T) {
 	}
 	// Bounded: past max objects, the memory starts over.
 	v.record(verified)
-	other := decoded(t, strings.Replace(appliedPolicy, "name: p", "name: q", 1))
+	other := yamlObj(t, strings.Replace(appliedPolicy, "name: p", "name: q", 1))
 	v.record(other)
-	third := decoded(t, strings.Replace(appliedPolicy, "name: p", "name: r", 1))
+	third := yamlObj(t, strings.Replace(appliedPolicy, "name: p", "name: r", 1))
 	v.record(third)
 	if len(v.states) > 2 || !v.holds(third) {
 		t.Errorf("%d states remembered (max 2), the last one held: %v", len(v.states), v.holds(third))
@@ -146,12 +129,12 @@ func TestVerificationsRememberTheVerifiedState(t *testing.T) {
 // A digest keyed per memory: equal states digest equally within one memory.
 func TestVerifiedStateIgnoresMapOrder(t *testing.T) {
 	v := newVerifications(10)
-	a := decoded(t, `{apiVersion: v1, kind: X, metadata: {name: a, generation: 1, labels: {a: "1", b: "2"}, annotations: {c: "3"}}}`)
-	b := decoded(t, `{apiVersion: v1, kind: X, metadata: {name: a, generation: 1, annotations: {c: "3"}, labels: {b: "2", a: "1"}}}`)
+	a := yamlObj(t, `{apiVersion: v1, kind: X, metadata: {name: a, generation: 1, labels: {a: "1", b: "2"}, annotations: {c: "3"}}}`)
+	b := yamlObj(t, `{apiVersion: v1, kind: X, metadata: {name: a, generation: 1, annotations: {c: "3"}, labels: {b: "2", a: "1"}}}`)
 	if v.stateOf(a) != v.stateOf(b) {
 		t.Error("equal metadata digests differently")
 	}
-	swapped := decoded(t, `{apiVersion: v1, kind: X, metadata: {name: a, generation: 1, labels: {a: "2", b: "1"}, annotations: {c: "3"}}}`)
+	swapped := yamlObj(t, `{apiVersion: v1, kind: X, metadata: {name: a, generation: 1, labels: {a: "2", b: "1"}, annotations: {c: "3"}}}`)
 	if v.stateOf(a) == v.stateOf(swapped) {
 		t.Error("label values swapped digest the same")
 	}
@@ -162,9 +145,9 @@ func TestVerifiedStateIgnoresMapOrder(t *testing.T) {
 // between is still reported.
 func TestChangesSeenDuringTheHubsWrite(t *testing.T) {
 	v := newVerifications(10)
-	before := decoded(t, appliedPolicy)
-	answer := decoded(t, strings.Replace(appliedPolicy, "generation: 3", "generation: 4", 1))
-	foreign := decoded(t, strings.Replace(appliedPolicy, "generation: 3", "generation: 5", 1))
+	before := yamlObj(t, appliedPolicy)
+	answer := yamlObj(t, strings.Replace(appliedPolicy, "generation: 3", "generation: 4", 1))
+	foreign := yamlObj(t, strings.Replace(appliedPolicy, "generation: 3", "generation: 5", 1))
 	key := plan.KeyOf(before)
 
 	if !v.changed(before) {

@@ -17,10 +17,18 @@ func (s *Syncer) write(ctx context.Context, cc *clusterClients, w *workPlan, whi
 	for _, i := range which {
 		selected[i] = true
 	}
+	s.eachChange(w, func(c *change) bool { return selected[c.decl] && c.action.writes() }, func(c *change) {
+		s.writeOne(ctx, cc, c, dryRun)
+	})
+}
+
+// eachChange runs do on the changes of w that pick selects, at most Concurrency at a time (they
+// are requests to one cluster), and returns when all are done.
+func (s *Syncer) eachChange(w *workPlan, pick func(*change) bool, do func(*change)) {
 	sem := make(chan struct{}, s.opts.Concurrency)
 	var wg sync.WaitGroup
 	for _, c := range w.changes {
-		if !selected[c.decl] || !c.action.writes() {
+		if !pick(c) {
 			continue
 		}
 		wg.Add(1)
@@ -28,7 +36,7 @@ func (s *Syncer) write(ctx context.Context, cc *clusterClients, w *workPlan, whi
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			s.writeOne(ctx, cc, c, dryRun)
+			do(c)
 		}()
 	}
 	wg.Wait()
