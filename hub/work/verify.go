@@ -34,8 +34,8 @@ import (
 // and digested in the remembered state.
 var verifiedMetadata = []string{"labels", "annotations", "finalizers", "ownerReferences"}
 
-// verifiedState is an object's state as far as drift goes.
-type verifiedState struct {
+// objectState is an object's state as far as drift goes.
+type objectState struct {
 	generation int64
 	digest     uint64
 }
@@ -50,7 +50,10 @@ type verifications struct {
 	max  int
 
 	mu     sync.Mutex
-	states map[plan.Key]verifiedState
+	states map[plan.Key]objectState
+	// drifted are states found not to hold what the hub would apply, until the hub writes: the
+	// object's own status write, or a replan of a refused write, does not ask again.
+	drifted map[plan.Key]objectState
 	// inFlight counts the hub's writes of an object under way, and seen is the latest change the
 	// watch brought of one meanwhile: the watch may bring the hub's own write before its answer
 	// is recorded, and that must not cost another pass.
@@ -59,12 +62,12 @@ type verifications struct {
 }
 
 func newVerifications(max int) *verifications {
-	return &verifications{seed: maphash.MakeSeed(), max: max, states: map[plan.Key]verifiedState{},
+	return &verifications{seed: maphash.MakeSeed(), max: max, states: map[plan.Key]objectState{}, drifted: map[plan.Key]objectState{},
 		inFlight: map[plan.Key]int{}, seen: map[plan.Key]*unstructured.Unstructured{}}
 }
 
 // stateOf is obj's state: its generation and the digest of its UID and verifiedMetadata.
-func (v *verifications) stateOf(obj *unstructured.Unstructured) verifiedState {
+func (v *verifications) stateOf(obj *unstructured.Unstructured) objectState {
 	var h maphash.Hash
 	h.SetSeed(v.seed)
 	h.WriteString(string(obj.GetUID()))
@@ -100,27 +103,58 @@ func (v *verifications) stateOf(obj *unstructured.Unstructured) verifiedState {
 		h.Write(data)
 		digest += h.Sum64()
 	}
-	return verifiedState{generation: obj.GetGeneration(), digest: digest}
+	return objectState{generation: obj.GetGeneration(), digest: digest}
+}
+
+// verdict is what is known of obj's state: verified, drifted, or neither.
+type verdict int
+
+const (
+	stateUnknown verdict = iota
+	stateVerified
+	stateDrifted
+)
+
+// verdictOf says what is known of obj's state.
+func (v *verifications) verdictOf(obj *unstructured.Unstructured) verdict {
+	state, key := v.stateOf(obj), plan.KeyOf(obj)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if known, ok := v.states[key]; ok && known == state {
+		return stateVerified
+	}
+	if known, ok := v.drifted[key]; ok && known == state {
+		return stateDrifted
+	}
+	return stateUnknown
 }
 
 // holds reports whether obj is in the state last verified for it.
 func (v *verifications) holds(obj *unstructured.Unstructured) bool {
-	state := v.stateOf(obj)
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	known, ok := v.states[plan.KeyOf(obj)]
-	return ok && known == state
+	return v.verdictOf(obj) == stateVerified
 }
 
 // record remembers obj's state as verified.
 func (v *verifications) record(obj *unstructured.Unstructured) {
+	v.remember(v.states, obj)
+}
+
+// recordDrift remembers obj's state as drifted.
+func (v *verifications) recordDrift(obj *unstructured.Unstructured) {
+	v.remember(v.drifted, obj)
+}
+
+// remember puts obj's state in states (verified or drifted), and takes it out of the other.
+func (v *verifications) remember(states map[plan.Key]objectState, obj *unstructured.Unstructured) {
 	state, key := v.stateOf(obj), plan.KeyOf(obj)
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if _, known := v.states[key]; !known && len(v.states) >= v.max {
-		clear(v.states)
+	delete(v.states, key)
+	delete(v.drifted, key)
+	if len(states) >= v.max {
+		clear(states)
 	}
-	v.states[key] = state
+	states[key] = state
 }
 
 // changed is a change the watch saw to obj: it reports whether obj is in a state not verified.
@@ -174,6 +208,7 @@ func (v *verifications) forget(key plan.Key) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	delete(v.states, key)
+	delete(v.drifted, key)
 }
 
 // appliedAsLive reports whether live holds what applying the hub's object would leave (after, the
@@ -233,10 +268,20 @@ func isEmpty(v any) bool {
 // then says what is wrong, and nothing unverified is reported Synced). The dry-runs persist
 // nothing and need no Lease; they run at most Concurrency at a time.
 func (s *Syncer) verify(ctx context.Context, cc *clusterClients, w *workPlan) {
-	unverified := func(c *change) bool {
-		return c.action == ActionUnchanged && c.live != nil && !cc.verified.holds(c.live)
+	ask := map[*change]bool{}
+	for _, c := range w.changes {
+		if c.action != ActionUnchanged || c.live == nil {
+			continue
+		}
+		switch cc.verified.verdictOf(c.live) {
+		case stateVerified:
+		case stateDrifted:
+			c.action = ActionUpdate
+		default:
+			ask[c] = true
+		}
 	}
-	s.eachChange(w, unverified, func(c *change) {
+	s.eachChange(w, func(c *change) bool { return ask[c] }, func(c *change) {
 		after, err := Apply(ctx, cc.client, c.desired, nil, true)
 		switch {
 		case err != nil:
@@ -244,6 +289,7 @@ func (s *Syncer) verify(ctx context.Context, cc *clusterClients, w *workPlan) {
 		case appliedAsLive(c.live, after):
 			cc.verified.record(c.live)
 		default:
+			cc.verified.recordDrift(c.live)
 			// A dry-run write of this change asks the same question: it takes this answer.
 			c.action, c.after = ActionUpdate, after
 		}

@@ -106,6 +106,23 @@ func TestVerificationsRememberTheVerifiedState(t *testing.T) {
 		}
 	}
 
+	// A state found drifted is not asked about again until it changes or the hub writes.
+	drifted := yamlObj(t, strings.Replace(appliedPolicy, "generation: 3", "generation: 6", 1))
+	v.recordDrift(drifted)
+	if got := v.verdictOf(drifted); got != stateDrifted {
+		t.Errorf("verdict of a drifted state %v, want drifted", got)
+	}
+	if !v.changed(drifted) {
+		t.Error("a change to a drifted state (its status) is not reported: the drift would stay")
+	}
+	if got := v.verdictOf(yamlObj(t, strings.Replace(appliedPolicy, "generation: 3", "generation: 7", 1))); got != stateUnknown {
+		t.Errorf("verdict of a later state %v, want unknown", got)
+	}
+	v.record(verified)
+	if got := v.verdictOf(drifted); got != stateUnknown || len(v.drifted) != 0 {
+		t.Errorf("after the hub's write: verdict of the drifted state %v, %d drifted kept", got, len(v.drifted))
+	}
+
 	// Forgotten with the object.
 	v.forget(plan.KeyOf(verified))
 	if v.holds(verified) {
