@@ -14,11 +14,14 @@ import (
 // maxDiff is the longest diff kept per object in status (the API's limit).
 const maxDiff = 4096
 
-// inSync reports whether the live object already holds the desired content: the same content
-// hash, every field the desired object sets has the same value live, and no other manager owns a
-// field policyhub does not set (foreignPaths). Fields only the live object has that nobody set
-// (defaults) or that live in status do not count; a field someone changed or added in the
-// cluster does: that is drift, corrected by applying again and removing what was added.
+// inSync reports whether the live object already holds the desired content, as far as can be
+// told without asking the cluster: the same content hash, every field the desired object sets
+// has the same value live, and no other manager owns a field policyhub does not set
+// (foreignPaths). Fields only the live object has (defaults, status) do not count here, and
+// managedFields cannot tell the hub's apply from someone else's under its name: an object this
+// finds in sync is unchanged only once the cluster confirmed it (verify.go). A field someone
+// changed or added in the cluster is drift, corrected by applying again and removing what was
+// added.
 func inSync(desired, live *unstructured.Unstructured) bool {
 	if desired.GetAnnotations()[policyhubv1.AnnotationContentHash] != live.GetAnnotations()[policyhubv1.AnnotationContentHash] {
 		return false

@@ -10,13 +10,18 @@ import (
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
-func yamlObj(t *testing.T, s string) *unstructured.Unstructured {
+// yamlObj is manifest decoded as objects from the API are (integers as int64).
+func yamlObj(t *testing.T, manifest string) *unstructured.Unstructured {
 	t.Helper()
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(s), &u.Object); err != nil {
+	data, err := yaml.YAMLToJSON([]byte(manifest))
+	if err != nil {
 		t.Fatal(err)
 	}
-	return u
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(data); err != nil {
+		t.Fatal(err)
+	}
+	return obj
 }
 
 const desiredPolicy = `

@@ -40,12 +40,12 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 		res.fail(nil, err)
 		return res
 	}
-	requests0, writes0 := cc.requests.Load(), cc.writes.Load()
+	requests0, writes0, dryRuns0 := cc.requests.Load(), cc.writes.Load(), cc.dryRuns.Load()
 	defer func() {
 		if count, flooded := s.Flooded(cluster.Name); flooded {
 			res.flooded(&TooManyOwnedError{Cluster: cluster.Name, Count: count, Max: s.opts.MaxOwnedObjects, Recheck: s.opts.FloodRecheck})
 		}
-		res.Requests, res.Writes = cc.requests.Load()-requests0, cc.writes.Load()-writes0
+		res.Requests, res.Writes, res.DryRuns = cc.requests.Load()-requests0, cc.writes.Load()-writes0, cc.dryRuns.Load()-dryRuns0
 		res.Duration = time.Since(start)
 		logSync(ctx, res)
 	}()

@@ -31,6 +31,8 @@ type change struct {
 	message string
 	diff    string
 	err     error
+	// after is the answer of verify's dry-run apply, when it found drift: what the write leaves.
+	after *unstructured.Unstructured
 }
 
 type workPlan struct {
@@ -163,6 +165,8 @@ func (s *Syncer) plan(ctx context.Context, cc *clusterClients, decls []Declarati
 			w.changes = append(w.changes, &change{decl: i, action: ActionDelete, live: obj})
 		}
 	}
+	// What looks unchanged from here may still hold fields added under policyhub's own name.
+	s.verify(ctx, cc, w)
 	return w, nil
 }
 
@@ -471,7 +475,7 @@ func metadataOf(ctx context.Context, reader client.Reader, gk schema.GroupKind, 
 func (s *Syncer) watchOwned(ctx context.Context, cc *clusterClients, gvk schema.GroupVersionKind) {
 	notify := s.opts.OnOwnedChange
 	if notify == nil {
-		notify = func(string, *unstructured.Unstructured, bool) {}
+		notify = func(string, *unstructured.Unstructured, bool, bool) {}
 	}
 	if _, done := cc.watched.LoadOrStore(gvk.GroupKind(), true); done {
 		return
@@ -490,26 +494,34 @@ func (s *Syncer) watchOwned(ctx context.Context, cc *clusterClients, gvk schema.
 		u, ok := o.(*unstructured.Unstructured)
 		return u, ok && u.GetLabels()[policyhubv1.LabelManagedBy] == s.opts.HubID
 	}
-	_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		// Adds too: Kyverno may report a new policy ready before the cache first sees it.
-		AddFunc: func(o any) {
+	_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+		// Adds too: Kyverno may report a new policy ready before the cache first sees it. An
+		// object of the cache's first list is not a change: the pass that reads it verifies it.
+		AddFunc: func(o any, initial bool) {
 			if u, ok := owned(o); ok {
 				if n := cc.cachedOwned.Add(1); n == int64(s.opts.MaxOwnedObjects)+1 {
 					// Not from the handler: dropping the cache waits for its handlers.
 					go s.flooded(ctrllog.IntoContext(context.Background(), ctrllog.Log.WithValues("cluster", cc.name)), cc, int(n))
 				}
-				notify(cc.name, u, false)
+				notify(cc.name, u, false, !initial && cc.verified.changed(u))
 			}
 		},
 		UpdateFunc: func(_, o any) {
 			if u, ok := owned(o); ok {
-				notify(cc.name, u, false)
+				notify(cc.name, u, false, cc.verified.changed(u))
 			}
 		},
 		DeleteFunc: func(o any) {
+			if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = tomb.Obj
+			}
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				// Gone, or no longer labelled as ours: nothing of it is remembered.
+				cc.verified.forget(plan.KeyOf(u))
+			}
 			if u, ok := owned(o); ok {
 				cc.cachedOwned.Add(-1)
-				notify(cc.name, u, true)
+				notify(cc.name, u, true, false)
 			}
 		},
 	})

@@ -34,9 +34,10 @@ type ClusterResult struct {
 	// Declarations, in the order given.
 	Declarations []*DeclarationResult
 	// Requests counts the requests sent to the cluster; Writes those that persisted something
-	// (mutating and not dry-run), the Lease's included.
-	Requests, Writes int64
-	Duration         time.Duration
+	// (mutating and not dry-run), the Lease's included; DryRuns the mutating ones sent with
+	// dryRun (dry-run declarations, drift checks: see verify.go).
+	Requests, Writes, DryRuns int64
+	Duration                  time.Duration
 	// ReadTime, LockTime and WriteTime split Duration: reading the cluster, waiting for and
 	// taking its Lease, writing (dry-runs included).
 	ReadTime, LockTime, WriteTime time.Duration
@@ -165,7 +166,7 @@ func logSync(ctx context.Context, res *ClusterResult) {
 	log.FromContext(ctx).Info(fmt.Sprintf("applied %d, updated %d, removed %d, failed %d, unchanged %d, conflicts %d",
 		total.Created, total.Updated, total.Deleted, total.Failed, total.Unchanged, total.Conflict),
 		"cluster", res.Cluster, "declarations", len(res.Declarations), "phases", phases,
-		"requests", res.Requests, "writes", res.Writes, "duration", res.Duration.Round(time.Millisecond).String(),
+		"requests", res.Requests, "writes", res.Writes, "dryRuns", res.DryRuns, "duration", res.Duration.Round(time.Millisecond).String(),
 		"read", res.ReadTime.Round(time.Millisecond).String(), "lock", res.LockTime.Round(time.Millisecond).String(),
 		"write", res.WriteTime.Round(time.Millisecond).String())
 }

@@ -82,9 +82,11 @@ type Options struct {
 	// to make its cache again once they fit; zero means a minute.
 	FloodRecheck time.Duration
 	// OnOwnedChange, when set, is told about every change the watch caches see to an object this
-	// hub owns in a cluster (drift: edited or deleted by someone else, or a write of our own). It
-	// must not block.
-	OnOwnedChange func(cluster string, obj *unstructured.Unstructured, deleted bool)
+	// hub owns in a cluster (drift: edited or deleted by someone else, or a write of our own).
+	// unverified says the object is in a state the hub has neither written nor verified (see
+	// verify.go): only a pass can tell whether it still holds what the hub would apply. It must
+	// not block.
+	OnOwnedChange func(cluster string, obj *unstructured.Unstructured, deleted, unverified bool)
 }
 
 // Syncer syncs declarations into managed clusters. It keeps one client per cluster.
@@ -138,8 +140,11 @@ type clusterClients struct {
 	// owned objects their informers hold, so a flood is seen as it grows (see watchOwned).
 	watched     sync.Map // schema.GroupKind → true
 	cachedOwned atomic.Int64
-	requests    atomic.Int64
-	writes      atomic.Int64
+	// verified remembers the owned objects' states known to hold what the hub would apply.
+	verified *verifications
+	requests atomic.Int64
+	writes   atomic.Int64
+	dryRuns  atomic.Int64
 	// answered is when the cluster last answered the probe.
 	answered atomic.Pointer[time.Time]
 }
@@ -259,7 +264,7 @@ func (s *Syncer) clientsAt(c Cluster) (_ *clusterClients, replaced *clusterClien
 		delete(s.clients, c.Name)
 		replaced = cc
 	}
-	cc := &clusterClients{name: c.Name, host: c.Config.Host}
+	cc := &clusterClients{name: c.Name, host: c.Config.Host, verified: newVerifications(s.opts.MaxOwnedObjects)}
 	cfg := rest.CopyConfig(c.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, cc: cc} })
 	// A deprecation warning (e.g. on kyverno.io/v1) comes back with every write of the kind: log
@@ -444,7 +449,8 @@ func (s *Syncer) writer(cluster string) *sync.Mutex {
 	return w
 }
 
-// countingTransport counts the requests sent to a cluster and the writes among them.
+// countingTransport counts the requests sent to a cluster, and the writes and dry-run writes
+// among them.
 type countingTransport struct {
 	next http.RoundTripper
 	cc   *clusterClients
@@ -456,6 +462,8 @@ func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
 		if req.URL.Query().Get("dryRun") == "" {
 			t.cc.writes.Add(1)
+		} else {
+			t.cc.dryRuns.Add(1)
 		}
 	}
 	return t.next.RoundTrip(req)

@@ -289,9 +289,10 @@ func (w *worker) poke() {
 }
 
 // ownedChanged marks the declaration an owned object came from for a pass when the object no
-// longer holds what the declaration wants (drift), so it is restored within seconds. Changes
-// that match what is wanted (the hub's own writes) cost nothing.
-func (ws *Workers) ownedChanged(cluster string, obj *unstructured.Unstructured, deleted bool) {
+// longer holds what the declaration wants (drift), or is in a state the hub has not verified
+// (a pass asks the cluster: see verify.go), so it is restored within seconds. Changes that match
+// what is wanted and verified (the hub's own writes, Kyverno's status) cost nothing.
+func (ws *Workers) ownedChanged(cluster string, obj *unstructured.Unstructured, deleted, unverified bool) {
 	source := obj.GetAnnotations()[policyhubv1.AnnotationSource]
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -315,7 +316,7 @@ func (ws *Workers) ownedChanged(cluster string, obj *unstructured.Unstructured, 
 	ws.confirmReady(w, source, key, obj, deleted)
 	for _, desired := range want.decl.Objects {
 		if plan.KeyOf(desired) == key {
-			if deleted || !inSync(desired, obj) {
+			if deleted || unverified || !inSync(desired, obj) {
 				w.dirty[source] = true
 				w.poke()
 			}

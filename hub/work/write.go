@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/policyhub/policyhub/hub/plan"
 )
 
 func (s *Syncer) write(ctx context.Context, cc *clusterClients, w *workPlan, which []int, dryRun bool) {
@@ -15,10 +17,18 @@ func (s *Syncer) write(ctx context.Context, cc *clusterClients, w *workPlan, whi
 	for _, i := range which {
 		selected[i] = true
 	}
+	s.eachChange(w, func(c *change) bool { return selected[c.decl] && c.action.writes() }, func(c *change) {
+		s.writeOne(ctx, cc, c, dryRun)
+	})
+}
+
+// eachChange runs do on the changes of w that pick selects, at most Concurrency at a time (they
+// are requests to one cluster), and returns when all are done.
+func (s *Syncer) eachChange(w *workPlan, pick func(*change) bool, do func(*change)) {
 	sem := make(chan struct{}, s.opts.Concurrency)
 	var wg sync.WaitGroup
 	for _, c := range w.changes {
-		if !selected[c.decl] || !c.action.writes() {
+		if !pick(c) {
 			continue
 		}
 		wg.Add(1)
@@ -26,7 +36,7 @@ func (s *Syncer) write(ctx context.Context, cc *clusterClients, w *workPlan, whi
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			s.writeOne(ctx, cc, c, dryRun)
+			do(c)
 		}()
 	}
 	wg.Wait()
@@ -49,9 +59,33 @@ func (s *Syncer) writeOne(ctx context.Context, cc *clusterClients, c *change, dr
 		if dryRun && c.err == nil {
 			c.diff = diff(c.live, nil)
 		}
+		if !dryRun && c.err == nil {
+			cc.verified.forget(plan.KeyOf(c.live))
+		}
 		return
 	}
-	applied, err := Apply(ctx, cc.client, c.desired, c.live, dryRun)
+	var applied *unstructured.Unstructured
+	var err error
+	if !dryRun {
+		// The cluster's answer to the hub's own apply is what the hub would apply: verified.
+		// The watch may bring the write before the answer: judged once it is recorded.
+		key := plan.KeyOf(c.desired)
+		cc.verified.writing(key)
+		defer func() {
+			var answer *unstructured.Unstructured
+			if c.err == nil {
+				answer = applied
+			}
+			if missed := cc.verified.writeDone(key, answer); missed != nil && s.opts.OnOwnedChange != nil {
+				s.opts.OnOwnedChange(cc.name, missed, false, true)
+			}
+		}()
+	}
+	if dryRun && c.after != nil {
+		applied = c.after // verify's dry-run apply asked the same question
+	} else {
+		applied, err = Apply(ctx, cc.client, c.desired, c.live, dryRun)
+	}
 	if err == nil {
 		applied, err = restoreForeign(ctx, cc.client, c.desired, applied, dryRun)
 	}
