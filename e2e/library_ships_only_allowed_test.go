@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -71,14 +70,7 @@ func TestLibraryShipsOnlyWhatItsSetAllows(t *testing.T) {
 	latest := deployment(ns, "web-latest", "nginx:latest")
 	deniedEventually(ctx, t, "cluster-1", latest, "the FleetPolicy denies nginx:latest")
 
-	library := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e2eHubNamespace, Name: "lib-trust-library", Labels: map[string]string{policyhubv1.LabelPolicyLibrary: "true", "library": "trust"}},
-		Data:       map[string]string{"team.yaml": psDeploymentPolicy("lib-trust-team", ns, "team", "Deployments need a team")},
-	}
-	if err := hub.Create(ctx, library); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = hub.Delete(context.Background(), library) })
+	library := createLibrary(t, "lib-trust-library", "trust", map[string]string{"team.yaml": psDeploymentPolicy("lib-trust-team", ns, "team", "Deployments need a team")})
 	createPolicySet(t, fmt.Sprintf(`
 metadata: {name: %s}
 spec:

@@ -228,3 +228,19 @@ func updatePolicySet(t *testing.T, name string, change func(*policyhubv1.PolicyS
 		t.Fatalf("update PolicySet %s: %v", name, err)
 	}
 }
+
+// createLibrary creates a policy library ConfigMap in the hub's namespace, labelled library=label
+// for a PolicySet's spec.source.configMaps selector, until the test ends.
+func createLibrary(t *testing.T, name, label string, data map[string]string) *corev1.ConfigMap {
+	t.Helper()
+	hub := directClient(t, testFleet.Hub.Config)
+	library := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e2eHubNamespace, Name: name, Labels: map[string]string{policyhubv1.LabelPolicyLibrary: "true", "library": label}},
+		Data:       data,
+	}
+	if err := hub.Create(testContext(t), library); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(context.Background(), library) })
+	return library
+}

@@ -1,15 +1,11 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
@@ -66,19 +62,12 @@ func TestPolicySetRollsOutANewVersionWaveByWave(t *testing.T) {
 	}
 
 	hub := directClient(t, testFleet.Hub.Config)
-	library := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e2eHubNamespace, Name: "pset-rollout-library", Labels: map[string]string{policyhubv1.LabelPolicyLibrary: "true", "library": "rollout"}},
-		Data: map[string]string{
-			"team.yaml":   psDeploymentPolicy("pset-ro-team", ns, "team", "Deployments need a team"),
-			"app.yaml":    psDeploymentPolicy("pset-ro-app", ns, "app", "Deployments need an app"),
-			"notes.md":    "not a policy: not read",
-			"ignore.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: not-a-policy}\n",
-		},
-	}
-	if err := hub.Create(ctx, library); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = hub.Delete(context.Background(), library) })
+	library := createLibrary(t, "pset-rollout-library", "rollout", map[string]string{
+		"team.yaml":   psDeploymentPolicy("pset-ro-team", ns, "team", "Deployments need a team"),
+		"app.yaml":    psDeploymentPolicy("pset-ro-app", ns, "app", "Deployments need an app"),
+		"notes.md":    "not a policy: not read",
+		"ignore.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: not-a-policy}\n",
+	})
 
 	createPolicySet(t, fmt.Sprintf(`
 metadata: {name: %s}
