@@ -72,13 +72,15 @@ unit: ## Run only the tests that need no fleet.
 # (f.Add and testdata/fuzz) run in every `go test` as ordinary tests.
 FUZZTIME ?= 10s
 
-fuzz: ## Fuzz what an agent's summary and a policy library can do to the hub, each target for $(FUZZTIME).
+fuzz: ## Fuzz what an agent's summary, a policy library, a tenant's CEL and a source can do to the hub, each target for $(FUZZTIME).
 	# -fuzz takes one target at a time.
 	go test -run '^$$' -fuzz '^FuzzSummaryValidation$$' -fuzztime $(FUZZTIME) ./apis/policyhub/v1alpha1
 	go test -run '^$$' -fuzz '^FuzzCheckAllowed$$' -fuzztime $(FUZZTIME) ./apis/policyhub/v1alpha1
 	go test -run '^$$' -fuzz '^FuzzAggregate$$' -fuzztime $(FUZZTIME) ./hub/aggregate
 	go test -run '^$$' -fuzz '^FuzzMetricsExport$$' -fuzztime $(FUZZTIME) ./hub/metrics
 	go test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./hub/render/tenantcel
+	go test -run '^$$' -fuzz '^FuzzReadArchive$$' -fuzztime $(FUZZTIME) ./hub/source
+	go test -run '^$$' -fuzz '^FuzzFluxFenceCheckURL$$' -fuzztime $(FUZZTIME) ./hub/source
 
 # staticcheck (pinned) finds what vet does not: unused code, deprecated APIs, a package
 # imported twice under two names.
