@@ -52,6 +52,15 @@ spec:
 	}
 	waitException(t, ex, "Active in both clusters", activeIn(2))
 	exception := policyhubv1.ExceptionObjectName(tenant, ex.Name)
+	// Creation times count whole seconds, and a tie goes by kind and name (an ApplicationPolicy
+	// before a FleetPolicyException): the ApplicationPolicies are made in a later second than the
+	// exception, so that it is the tenant's oldest declaration however fast this runs.
+	eventually(t, 3*time.Second, 50*time.Millisecond, "a second later than the exception's creation", func() error {
+		if now := time.Now(); now.Before(ex.CreationTimestamp.Add(time.Second)) {
+			return fmt.Errorf("%s is within the second of %s", now.Format(time.RFC3339Nano), ex.CreationTimestamp.Format(time.RFC3339))
+		}
+		return nil
+	})
 
 	// Then three ApplicationPolicies in cluster-1, one after the other: 2 objects (the tenant
 	// holds 3, its budget), then 1 (4) and 1 (5).
