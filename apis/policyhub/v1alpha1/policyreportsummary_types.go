@@ -37,6 +37,107 @@ type EngineInfo struct {
 	// KyvernoWebhooks is true when Kyverno's admission webhooks are registered in the cluster.
 	// +optional
 	KyvernoWebhooks bool `json:"kyvernoWebhooks,omitempty"`
+	// PolicyAPIs are the Kyverno policy group/versions the cluster serves, e.g. kyverno.io/v1,
+	// kyverno.io/v2, policies.kyverno.io/v1beta1, policies.kyverno.io/v1.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=128
+	PolicyAPIs []string `json:"policyAPIs,omitempty"`
+	// Kyverno is what the cluster's Kyverno says of itself (its version and the settings the hub
+	// relies on); absent when the agent found no Kyverno admission controller.
+	// +optional
+	Kyverno *KyvernoFacts `json:"kyverno,omitempty"`
+	// Legacy is the cluster's inventory of Kyverno's legacy objects (the kyverno.io kinds Kyverno
+	// 1.20 no longer executes and whose presence stops its Helm upgrade), owned by policyhub or not;
+	// absent when the agent could not read them.
+	// +optional
+	Legacy *LegacyInventory `json:"legacy,omitempty"`
+}
+
+// KyvernoFacts is what a cluster's Kyverno says of itself, read by the agent from the cluster.
+type KyvernoFacts struct {
+	// Version of Kyverno's admission controller, e.g. v1.19.1; empty when it could not be told.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^(v?[0-9]+\.[0-9]+(\.[0-9]+)?([-+][0-9A-Za-z.+-]*)?)?$`
+	Version string `json:"version,omitempty"`
+	// VersionSource says where version was read, e.g. "image tag of Deployment kyverno/kyverno-admission-controller".
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	VersionSource string `json:"versionSource,omitempty"`
+	// PolicyExceptions says whether Kyverno's --enablePolicyException is on; absent when unknown.
+	// +optional
+	PolicyExceptions *bool `json:"policyExceptions,omitempty"`
+	// ExceptionNamespace is Kyverno's --exceptionNamespace ("" when exceptions are read from every namespace).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	ExceptionNamespace string `json:"exceptionNamespace,omitempty"`
+	// ReportedResults are the results Kyverno's reports controller writes (its --allowedResults);
+	// absent when it writes every kind. A kind absent here is unknown in the summary, not zero.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=5
+	// +kubebuilder:validation:items:Enum=pass;fail;warn;error;skip
+	ReportedResults []string `json:"reportedResults,omitempty"`
+}
+
+// MaxLegacyNames bounds the legacy objects a summary names (the counts cover every one).
+const MaxLegacyNames = 50
+
+// LegacyInventory counts a cluster's Kyverno legacy objects and names some of them.
+type LegacyInventory struct {
+	// Counts are the legacy objects by kind and owner; at most 10 entries.
+	// +optional
+	// +listType=map
+	// +listMapKey=kind
+	// +listMapKey=owner
+	// +kubebuilder:validation:MaxItems=10
+	Counts []LegacyCount `json:"counts,omitempty"`
+	// Objects names the legacy objects, those not owned by policyhub first, then by kind,
+	// namespace and name; at most 50 (MaxLegacyNames): counts covers the rest.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	Objects []LegacyObject `json:"objects,omitempty"`
+}
+
+// LegacyOwner says who owns a legacy object: policyhub (it carries policyhub's managed-by label)
+// or someone else.
+// +kubebuilder:validation:Enum=policyhub;other
+type LegacyOwner string
+
+const (
+	LegacyOwnerPolicyhub LegacyOwner = "policyhub"
+	LegacyOwnerOther     LegacyOwner = "other"
+)
+
+// LegacyCount counts the legacy objects of one kind and one owner.
+type LegacyCount struct {
+	// Kind is one of LegacyKinds: ClusterPolicy, Policy, ClusterCleanupPolicy, CleanupPolicy, PolicyException.
+	// +kubebuilder:validation:Enum=ClusterPolicy;Policy;ClusterCleanupPolicy;CleanupPolicy;PolicyException
+	Kind string `json:"kind"`
+	// Owner of the objects counted.
+	Owner LegacyOwner `json:"owner"`
+	// Count of them.
+	// +kubebuilder:validation:Minimum=0
+	Count int64 `json:"count"`
+}
+
+// LegacyObject is one legacy object.
+type LegacyObject struct {
+	// Kind, as in LegacyCount.
+	// +kubebuilder:validation:Enum=ClusterPolicy;Policy;ClusterCleanupPolicy;CleanupPolicy;PolicyException
+	Kind string `json:"kind"`
+	// Namespace of the object; empty for cluster-scoped kinds.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
+	// Name of the object.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Owner of the object.
+	Owner LegacyOwner `json:"owner"`
 }
 
 // PolicySummary is the results of one policy in the cluster.
@@ -75,10 +176,16 @@ type PolicySummary struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	OldestResult *metav1.Time `json:"oldestResult,omitempty"`
-	// Blocked counts admissions the policy refused (Enforce denials write no report).
+	// Blocked counts admissions the policy refused (Enforce denials write no report), server-side
+	// dry-runs not included.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Blocked int64 `json:"blocked,omitempty"`
+	// DryRunBlocked counts server-side dry-runs (e.g. kubectl apply --dry-run=server) the policy
+	// refused: counted apart, never in blocked.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	DryRunBlocked int64 `json:"dryRunBlocked,omitempty"`
 	// LastBlocked is the policy's most recent refused admission.
 	// +optional
 	LastBlocked *BlockedAdmission `json:"lastBlocked,omitempty"`
@@ -210,10 +317,15 @@ type PolicyReportSummarySpec struct {
 	// +optional
 	Totals ResultCounts `json:"totals,omitempty"`
 
-	// Blocked counts admissions refused by Kyverno in the cluster.
+	// Blocked counts admissions refused by Kyverno in the cluster, server-side dry-runs not included.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Blocked int64 `json:"blocked,omitempty"`
+
+	// DryRunBlocked counts server-side dry-runs refused by Kyverno in the cluster (apart from blocked).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	DryRunBlocked int64 `json:"dryRunBlocked,omitempty"`
 
 	// Policies are the results per policy; at most 1000 entries, one per name, namespace and kind.
 	// +optional

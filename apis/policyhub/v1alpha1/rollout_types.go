@@ -68,7 +68,8 @@ type RolloutGate struct {
 	// +kubebuilder:validation:Minimum=0
 	MaxFail int64 `json:"maxFail,omitempty"`
 
-	// MaxBlocked is the most admissions the policy would have blocked. Default 0.
+	// MaxBlocked is the most admissions the policy would have blocked, server-side dry-runs not
+	// included (summaries count them apart: dryRunBlocked). Default 0.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxBlocked int64 `json:"maxBlocked,omitempty"`
@@ -76,6 +77,14 @@ type RolloutGate struct {
 	// Soak is how long the gate must hold without a break before the wave is promoted.
 	// +optional
 	Soak *metav1.Duration `json:"soak,omitempty"`
+
+	// MaxLegacyObjects, when set, holds the wave until each of its clusters reports at most this
+	// many Kyverno legacy objects (owned by policyhub or not; see PolicyReportSummary
+	// spec.engine.legacy): 0 gates a Kyverno 1.20 upgrade on clusters with none left. A cluster
+	// whose agent has not reported its inventory holds the wave.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxLegacyObjects *int64 `json:"maxLegacyObjects,omitempty"`
 
 	// Approval asks a person to approve the wave as well (annotation
 	// policyhub.io/rollout-approved, or `kubectl policyhub rollout approve NAME WAVE`).
@@ -167,6 +176,10 @@ type WaveStatus struct {
 	// Blocked is the last measured sum of would-be-blocked admissions over the wave's clusters.
 	// +optional
 	Blocked int64 `json:"blocked,omitempty"`
+	// LegacyObjects is the last measured sum of Kyverno legacy objects over the wave's clusters
+	// (set when the gate has maxLegacyObjects).
+	// +optional
+	LegacyObjects *int64 `json:"legacyObjects,omitempty"`
 	// Reason says why the wave waits, with the measured values.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024

@@ -168,7 +168,7 @@ type PlacementRef struct {
 }
 
 // ClusterPhase is the sync state of one declaration in one cluster.
-// +kubebuilder:validation:Enum=Pending;Synced;DryRun;Failed;Conflict;Unsupported;LockHeld
+// +kubebuilder:validation:Enum=Pending;Synced;DryRun;Failed;Conflict;Unsupported;NotEnforced;LockHeld
 type ClusterPhase string
 
 const (
@@ -185,6 +185,9 @@ const (
 	ClusterPhaseConflict ClusterPhase = "Conflict"
 	// ClusterPhaseUnsupported: the cluster does not serve the kind (e.g. an older Kyverno).
 	ClusterPhaseUnsupported ClusterPhase = "Unsupported"
+	// ClusterPhaseNotEnforced: the cluster serves the kind but its engine no longer enforces it
+	// (Kyverno 1.20's legacy kinds): unprotected; nothing is rewritten there until something changes.
+	ClusterPhaseNotEnforced ClusterPhase = "NotEnforced"
 	// ClusterPhaseLockHeld: another writer holds the cluster's sync Lease; retried.
 	ClusterPhaseLockHeld ClusterPhase = "LockHeld"
 )
@@ -192,18 +195,18 @@ const (
 // problemRank orders the phases that need attention, worst first (higher is worse); the phases
 // absent are fine (Synced, DryRun). The one ranking of phases: status, metrics and the CLI use it.
 var problemRank = map[ClusterPhase]int{
-	ClusterPhaseFailed: 6, ClusterPhaseConflict: 5, ClusterPhaseUnsupported: 4, ClusterPhaseLockHeld: 3, ClusterPhasePending: 2,
+	ClusterPhaseFailed: 7, ClusterPhaseConflict: 6, ClusterPhaseNotEnforced: 5, ClusterPhaseUnsupported: 4, ClusterPhaseLockHeld: 3, ClusterPhasePending: 2,
 }
 
 // ProblemRank is how badly the phase needs attention: 0 for Synced and DryRun, then Pending,
-// LockHeld, Unsupported, Conflict and Failed, worst.
+// LockHeld, Unsupported, NotEnforced, Conflict and Failed, worst.
 func (p ClusterPhase) ProblemRank() int { return problemRank[p] }
 
 // Done says whether the cluster holds the declaration as asked (Synced, or planned in DryRun).
 func (p ClusterPhase) Done() bool { return p == ClusterPhaseSynced || p == ClusterPhaseDryRun }
 
 // Failing says whether the phase is a failure to act on (Failed, Conflict, Unsupported,
-// LockHeld): counted as failed in a status summary and as a sync error in the metrics; Pending is
+// NotEnforced, LockHeld): counted as failed in a status summary and as a sync error in the metrics; Pending is
 // not yet either.
 func (p ClusterPhase) Failing() bool { return p.ProblemRank() > ClusterPhasePending.ProblemRank() }
 
@@ -415,9 +418,13 @@ type StatusSummary struct {
 	// Synced clusters (phase Synced or DryRun).
 	// +optional
 	Synced int32 `json:"synced,omitempty"`
-	// Failed clusters (phase Failed, Conflict, Unsupported or LockHeld).
+	// Failed clusters (phase Failed, Conflict, Unsupported, NotEnforced or LockHeld).
 	// +optional
 	Failed int32 `json:"failed,omitempty"`
+	// NotEnforced clusters: they hold the declaration but their engine does not enforce it (e.g.
+	// Kyverno 1.20 and a legacy kind); counted in failed too, and never as protected.
+	// +optional
+	NotEnforced int32 `json:"notEnforced,omitempty"`
 	// Pending clusters: selected, no result yet.
 	// +optional
 	Pending int32 `json:"pending,omitempty"`
