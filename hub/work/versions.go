@@ -99,6 +99,18 @@ func servedVersion(mapper meta.RESTMapper, gk schema.GroupKind) (string, error) 
 	return "", nil
 }
 
+// servedGVK is gvk as servedVersions sends it to the cluster: what to read the cluster's objects
+// of a declaration at.
+func servedGVK(mapper meta.RESTMapper, gvk schema.GroupVersionKind) schema.GroupVersionKind {
+	if gvk.Group != celGroup || !slices.Contains(celVersions, gvk.Version) {
+		return gvk
+	}
+	if version, err := servedVersion(mapper, gvk.GroupKind()); err == nil && version != "" {
+		gvk.Version = version
+	}
+	return gvk
+}
+
 // lacking returns the fields of paths that obj sets.
 func lacking(obj *unstructured.Unstructured, paths []string) []string {
 	var set []string
@@ -139,7 +151,7 @@ func hasPath(v any, steps []string) bool {
 // v1beta1) has not, and what to do.
 func lackingMessage(cluster, kind string, fields []string) string {
 	return fmt.Sprintf("cluster %s serves %s %s only as v1beta1 (Kyverno 1.16), which has no field %s: "+
-		"upgrade its Kyverno to 1.17 or later, or leave the field out; nothing was sent",
+		"upgrade its Kyverno to a version that has it, or leave the field out; nothing was sent",
 		cluster, celGroup, kind, strings.Join(fields, ", "))
 }
 

@@ -106,7 +106,7 @@ func TestServedVersionsFieldMissingIn116(t *testing.T) {
 		want []string
 	}{
 		{exception, []string{"cluster c serves policies.kyverno.io PolicyException only as v1beta1 (Kyverno 1.16)", "no field spec.expiresAt", "nothing was sent"}},
-		{mutating, []string{"MutatingPolicy", "no field spec.mutations[].applyConfiguration, spec.mutations[].patchType", "upgrade its Kyverno to 1.17"}},
+		{mutating, []string{"MutatingPolicy", "no field spec.mutations[].applyConfiguration, spec.mutations[].patchType", "upgrade its Kyverno to a version that has it"}},
 	} {
 		adapted, unsupported, err := servedVersions(mapperServing("v1alpha1", "v1beta1"), "c", []*unstructured.Unstructured{tt.obj})
 		if err != nil || adapted != nil {
