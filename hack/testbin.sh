@@ -97,7 +97,7 @@ if wanted kyverno; then
 		github.com/kyverno/kyverno/cmd/reports-controller reports-controller
 fi
 # Kyverno 1.16, the oldest a real fleet still runs (it serves the CEL policy kinds only as
-# v1beta1), for the clusters a test asks to run it (fleet.WithKyverno116). Its module is not in the
+# v1beta1), for the clusters a test asks to run it (fleet.ManagedCluster.KyvernoVersion). Its module is not in the
 # checksum database: e2e/testbin/kyverno-v1.16/go.sum pins its hash, which every build verifies.
 if wanted kyverno-1.16; then
 	build kyverno v1.16.3 kyverno-v1.16 "-s -w" \
