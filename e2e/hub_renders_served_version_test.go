@@ -37,20 +37,8 @@ spec:
   template:
     apiVersion: policies.kyverno.io/v1
     kind: ValidatingPolicy
-    spec:
-      validationActions: [Deny]
-      matchConstraints:
-        resourceRules:
-        - apiGroups: [""]
-          apiVersions: [v1]
-          operations: [CREATE, UPDATE]
-          resources: [configmaps]
-        namespaceSelector:
-          matchLabels: {kubernetes.io/metadata.name: %s}
-      validations:
-      - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
-        message: ConfigMaps need a team label
-`, name, kyverno116Cluster, ns))
+    spec: %s
+`, name, kyverno116Cluster, marshalJSON(teamConfigMapPolicySpec("Deny", ns))))
 	fp := waitFleetPolicy(t, name, "Synced and in force in both clusters", allInForce)
 	if len(fp.Clusters) != 2 {
 		t.Fatalf("status has %d clusters, want 2: %+v", len(fp.Clusters), fp.Clusters)
@@ -84,6 +72,23 @@ spec:
 	v1.SetGroupVersionKind(schema.GroupVersionKind{Group: "policies.kyverno.io", Version: "v1", Kind: "ValidatingPolicy"})
 	if err := c116.Get(ctx, client.ObjectKey{Name: name}, v1); !meta.IsNoMatchError(err) {
 		t.Errorf("%s serves policies.kyverno.io/v1 ValidatingPolicy (read: %v): not the Kyverno 1.16 this test needs", kyverno116Cluster, err)
+	}
+}
+
+// teamConfigMapPolicySpec is the spec of a ValidatingPolicy whose validationAction is action: a
+// ConfigMap in namespace needs a team label.
+func teamConfigMapPolicySpec(action, namespace string) map[string]any {
+	return map[string]any{
+		"validationActions": []any{action},
+		"matchConstraints": map[string]any{
+			"resourceRules": []any{map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"v1"},
+				"operations": []any{"CREATE", "UPDATE"}, "resources": []any{"configmaps"}}},
+			"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": namespace}},
+		},
+		"validations": []any{map[string]any{
+			"expression": "has(object.metadata.labels) && 'team' in object.metadata.labels",
+			"message":    "ConfigMaps need a team label",
+		}},
 	}
 }
 
