@@ -26,8 +26,8 @@ type crdSource struct {
 	module string // module@version, or "" for the policyhub checkout
 	// testbin, when set, is the wrapper module (e2e/testbin/<testbin>) whose go.sum verifies module.
 	testbin string
-	dir    string // folder inside it
-	match  string // filepath.Match pattern of the files; "" for every .yaml
+	dir     string // folder inside it
+	match   string // filepath.Match pattern of the files; "" for every .yaml
 }
 
 // hubCRDs are installed in the hub: policyhub's own, OCM's placement API and KubeVela's Application.
