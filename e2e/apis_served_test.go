@@ -7,12 +7,14 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 
+	"github.com/policyhub/policyhub/e2e/fleet"
 	"github.com/policyhub/policyhub/hub/gateway"
 )
 
 // The fleet serves the APIs the rest of policyhub is built on: the hub serves policyhub's own,
 // OCM's placement API and KubeVela's Application; every managed cluster serves Kyverno's policy
-// kinds of both generations and both report APIs, also when asked through the gateway.
+// kinds of both generations and both report APIs, also when asked through the gateway (the CEL
+// kinds as v1beta1 where Kyverno 1.16 runs).
 func TestFleetServesTheAPIsPolicyhubUses(t *testing.T) {
 	hubWants := []schema.GroupVersionKind{
 		{Group: "policyhub.io", Version: "v1alpha1", Kind: "FleetPolicy"},
@@ -38,12 +40,16 @@ func TestFleetServesTheAPIsPolicyhubUses(t *testing.T) {
 	}
 	assertServes(t, "hub", testFleet.Hub.Config, hubWants)
 	for _, c := range testFleet.Managed {
-		assertServes(t, c.Name, c.Config, managedWants)
+		wants := managedWants
+		if c.KyvernoVersion == fleet.Kyverno116Version {
+			wants = kyverno116Serves(t, c.Config, managedWants)
+		}
+		assertServes(t, c.Name, c.Config, wants)
 		through, err := gateway.ClusterConfig(testFleet.Hub.Config, c.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		assertServes(t, c.Name+" through the gateway", through, managedWants)
+		assertServes(t, c.Name+" through the gateway", through, wants)
 	}
 	// Discovery through the gateway is the managed cluster's, not the hub's.
 	through, err := gateway.ClusterConfig(testFleet.Hub.Config, "cluster-1")
@@ -53,6 +59,30 @@ func TestFleetServesTheAPIsPolicyhubUses(t *testing.T) {
 	if served(t, through)[schema.GroupVersionKind{Group: "policyhub.io", Version: "v1alpha1", Kind: "FleetPolicy"}] {
 		t.Errorf("discovery through the gateway for cluster-1 lists the hub's FleetPolicy")
 	}
+}
+
+// kyverno116Serves checks what a cluster running Kyverno 1.16 does not serve, and returns what it
+// serves of wants: Kyverno 1.16 serves the policies.kyverno.io kinds as v1alpha1 and v1beta1 only
+// (no v1), and has no NamespacedMutatingPolicy nor NamespacedGeneratingPolicy (1.17 added them).
+func kyverno116Serves(t *testing.T, cfg *rest.Config, wants []schema.GroupVersionKind) []schema.GroupVersionKind {
+	t.Helper()
+	got := served(t, cfg)
+	for gvk := range got {
+		if gvk.Group == "policies.kyverno.io" && gvk.Version != "v1alpha1" && gvk.Version != "v1beta1" {
+			t.Errorf("Kyverno 1.16's cluster serves %s", gvk)
+		}
+		if gvk.Kind == "NamespacedMutatingPolicy" || gvk.Kind == "NamespacedGeneratingPolicy" {
+			t.Errorf("Kyverno 1.16's cluster serves %s", gvk)
+		}
+	}
+	var out []schema.GroupVersionKind
+	for _, w := range wants {
+		if w.Group == "policies.kyverno.io" {
+			w.Version = "v1beta1"
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 func assertServes(t *testing.T, name string, cfg *rest.Config, wants []schema.GroupVersionKind) {

@@ -16,8 +16,12 @@ import (
 )
 
 // testFleet is the fleet every test of this package runs on: a hub running KubeVela's vela-core
-// and two managed clusters, each with real Kyverno (cluster-2 reporting through openreports.io).
+// and two managed clusters, each with real Kyverno 1.19 (cluster-2 reporting through
+// openreports.io), and a third with Kyverno 1.16 (kyverno116Cluster).
 var testFleet *fleet.Fleet
+
+// kyverno116Cluster is the managed cluster that runs Kyverno 1.16.
+const kyverno116Cluster = "cluster-3"
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -32,6 +36,9 @@ func TestMain(m *testing.M) {
 		// cluster-2's reports controller writes openreports.io Reports instead of wgpolicyk8s.io
 		// PolicyReports: the agent must give the same summary from either.
 		{Name: "cluster-2", Labels: map[string]string{"env": "prod"}, Kyverno: true, KyvernoReportsArgs: []string{"--openreportsEnabled"}},
+		// kyverno116Cluster runs Kyverno 1.16, the oldest a real fleet still runs, with its own
+		// CRDs: it serves the CEL policy kinds only as v1beta1. Only the tests that name it use it.
+		{Name: kyverno116Cluster, Labels: map[string]string{"kyverno": "v1.16"}, Kyverno: true, KyvernoVersion: fleet.Kyverno116Version},
 		// KubeVela's own controller runs on the hub: the KubeVela tests are against the real thing;
 		// kube-controller-manager's garbage collector and namespace controller run everywhere, so
 		// ownerReferences cascade and deleted namespaces finish deleting.

@@ -7,11 +7,11 @@
 # Usage: hack/testbin.sh [COMPONENT...]: only the components named (each make target builds only
 # what it runs: `make demo` needs neither KubeVela nor the browser), every one without arguments.
 # Components: prometheus chromium etcd kube-apiserver kube-controller-manager kubectl
-# cluster-gateway kyverno kyverno-cli source-controller kubevela.
+# cluster-gateway kyverno kyverno-1.16 kyverno-cli source-controller kubevela.
 # Prints where the binaries are on its last line (the directory the e2e harness reads).
 set -euo pipefail
 
-all_components="prometheus chromium etcd kube-apiserver kube-controller-manager kubectl cluster-gateway kyverno kyverno-cli source-controller kubevela"
+all_components="prometheus chromium etcd kube-apiserver kube-controller-manager kubectl cluster-gateway kyverno kyverno-1.16 kyverno-cli source-controller kubevela"
 components=" ${*:-$all_components} "
 for c in $components; do
 	case " $all_components " in
@@ -95,6 +95,17 @@ if wanted kyverno; then
 	build kyverno v1.19.1 kyverno "-s -w" \
 		github.com/kyverno/kyverno/cmd/kyverno kyverno \
 		github.com/kyverno/kyverno/cmd/reports-controller reports-controller
+fi
+# Kyverno 1.16, the oldest a real fleet still runs (it serves the CEL policy kinds only as
+# v1beta1), for the clusters a test asks to run it (fleet.ManagedCluster.KyvernoVersion). Its module is not in the
+# checksum database: e2e/testbin/kyverno-v1.16/go.sum pins its hash, which every build verifies.
+if wanted kyverno-1.16; then
+	build kyverno v1.16.3 kyverno-v1.16 "-s -w" \
+		github.com/kyverno/kyverno/cmd/kyverno kyverno \
+		github.com/kyverno/kyverno/cmd/reports-controller reports-controller
+	# Its CRDs, for the clusters that run it: fetched through the wrapper module, whose go.sum
+	# verifies the download (outside it the checksum database is asked, and answers 404).
+	(cd "$root/e2e/testbin/kyverno-v1.16" && GOFLAGS=-mod=mod GOWORK=off go mod download github.com/kyverno/kyverno)
 fi
 if wanted kyverno-cli; then
 	build kyverno v1.19.1 kyverno "-s -w" \

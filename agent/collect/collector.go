@@ -38,21 +38,26 @@ var ReportKinds = []schema.GroupVersionResource{
 	{Group: "openreports.io", Version: "v1alpha1", Resource: "clusterreports"},
 }
 
-// PolicyKinds are the Kyverno policy kinds whose annotations (title, category, severity) the
-// collector reads when the cluster serves them.
-var PolicyKinds = []schema.GroupVersionResource{
-	{Group: "kyverno.io", Version: "v1", Resource: "clusterpolicies"},
-	{Group: "kyverno.io", Version: "v1", Resource: "policies"},
-	{Group: "policies.kyverno.io", Version: "v1", Resource: "validatingpolicies"},
-	{Group: "policies.kyverno.io", Version: "v1", Resource: "namespacedvalidatingpolicies"},
-	{Group: "policies.kyverno.io", Version: "v1", Resource: "imagevalidatingpolicies"},
-	{Group: "policies.kyverno.io", Version: "v1", Resource: "namespacedimagevalidatingpolicies"},
+// PolicyKind is a Kyverno policy kind, read at the first of Versions the cluster serves.
+type PolicyKind struct {
+	schema.GroupResource
+	Kind     string
+	Versions []string
 }
 
-var policyKindNames = map[string]string{
-	"clusterpolicies": "ClusterPolicy", "policies": "Policy",
-	"validatingpolicies": "ValidatingPolicy", "namespacedvalidatingpolicies": "NamespacedValidatingPolicy",
-	"imagevalidatingpolicies": "ImageValidatingPolicy", "namespacedimagevalidatingpolicies": "NamespacedImageValidatingPolicy",
+// celVersions are the versions of Kyverno's CEL policy kinds, newest first: v1 from Kyverno 1.17,
+// v1beta1 only in 1.16 (also served, same schema, in 1.17 to 1.19).
+var celVersions = []string{"v1", "v1beta1"}
+
+// PolicyKinds are the Kyverno policy kinds whose annotations (title, category, severity) the
+// collector reads when the cluster serves them.
+var PolicyKinds = []PolicyKind{
+	{schema.GroupResource{Group: "kyverno.io", Resource: "clusterpolicies"}, "ClusterPolicy", []string{"v1"}},
+	{schema.GroupResource{Group: "kyverno.io", Resource: "policies"}, "Policy", []string{"v1"}},
+	{schema.GroupResource{Group: "policies.kyverno.io", Resource: "validatingpolicies"}, "ValidatingPolicy", celVersions},
+	{schema.GroupResource{Group: "policies.kyverno.io", Resource: "namespacedvalidatingpolicies"}, "NamespacedValidatingPolicy", celVersions},
+	{schema.GroupResource{Group: "policies.kyverno.io", Resource: "imagevalidatingpolicies"}, "ImageValidatingPolicy", celVersions},
+	{schema.GroupResource{Group: "policies.kyverno.io", Resource: "namespacedimagevalidatingpolicies"}, "NamespacedImageValidatingPolicy", celVersions},
 }
 
 // Kyverno's policy annotations a summary shows.
@@ -91,7 +96,7 @@ type Collector struct {
 	mu       sync.Mutex
 	ctx      context.Context
 	reports  map[schema.GroupVersionResource]cache.SharedIndexInformer
-	policies map[schema.GroupVersionResource]cache.SharedIndexInformer
+	policies map[schema.GroupResource]*policyInformer
 	events   cache.SharedIndexInformer
 	webhooks bool
 	served   []string
@@ -140,7 +145,7 @@ func newCollector(opts Options, reports *reportClients, md metadata.Interface, c
 		discovery:     memory.NewMemCacheClient(d),
 		changed:       make(chan struct{}, 1),
 		reports:       map[schema.GroupVersionResource]cache.SharedIndexInformer{},
-		policies:      map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		policies:      map[schema.GroupResource]*policyInformer{},
 		apps:          map[schema.GroupVersionResource]cache.SharedIndexInformer{},
 	}
 	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(c.discovery)
@@ -260,26 +265,29 @@ func (c *Collector) discover(ctx context.Context) error {
 		}
 		c.mu.Unlock()
 	}
-	for _, gvr := range PolicyKinds {
-		ok, err := served(gvr)
-		if err != nil {
-			return err
+	for _, kind := range PolicyKinds {
+		version := ""
+		for _, v := range kind.Versions {
+			ok, err := served(kind.WithVersion(v))
+			if err != nil {
+				return err
+			}
+			if ok {
+				version = v
+				break
+			}
 		}
-		if !ok {
+		if version == "" {
 			continue
 		}
 		c.mu.Lock()
-		if _, started := c.policies[gvr]; !started {
-			kind := policyKindNames[gvr.Resource]
-			c.policies[gvr] = c.newInformer(ctx, c.metadata, c.metadataListWatch(gvr, ""), &metav1.PartialObjectMetadata{}, func(obj any) (any, error) {
-				m, ok := obj.(*metav1.PartialObjectMetadata)
-				if !ok {
-					return obj, nil
-				}
-				a := m.Annotations
-				return &item{ObjectMeta: slim(m.ObjectMeta), policy: &PolicyKey{Kind: kind, Namespace: m.Namespace, Name: m.Name},
-					info: PolicyInfo{Title: Cut(a[annotationTitle], 256), Category: a[annotationCategory], Severity: a[annotationSeverity]}}, nil
-			})
+		// A kind read at another version than the cluster now prefers (Kyverno upgraded from
+		// 1.16) is read again at that version, and the old informer stopped.
+		if current, started := c.policies[kind.GroupResource]; !started || current.version != version {
+			if started {
+				current.stop()
+			}
+			c.policies[kind.GroupResource] = c.watchPolicies(ctx, kind, version)
 		}
 		c.mu.Unlock()
 	}
@@ -298,6 +306,29 @@ func (c *Collector) discover(ctx context.Context) error {
 	c.discovered = true
 	c.mu.Unlock()
 	return nil
+}
+
+// policyInformer reads one policy kind at one version.
+type policyInformer struct {
+	version  string
+	informer cache.SharedIndexInformer
+	stop     context.CancelFunc
+}
+
+// watchPolicies starts an informer that keeps the policies' identity and annotations, of the kind
+// at version.
+func (c *Collector) watchPolicies(ctx context.Context, kind PolicyKind, version string) *policyInformer {
+	ctx, stop := context.WithCancel(ctx)
+	inf := c.newInformer(ctx, c.metadata, c.metadataListWatch(kind.WithVersion(version), ""), &metav1.PartialObjectMetadata{}, func(obj any) (any, error) {
+		m, ok := obj.(*metav1.PartialObjectMetadata)
+		if !ok {
+			return obj, nil
+		}
+		a := m.Annotations
+		return &item{ObjectMeta: slim(m.ObjectMeta), policy: &PolicyKey{Kind: kind.Kind, Namespace: m.Namespace, Name: m.Name},
+			info: PolicyInfo{Title: Cut(a[annotationTitle], 256), Category: a[annotationCategory], Severity: a[annotationSeverity]}}, nil
+	})
+	return &policyInformer{version: version, informer: inf, stop: stop}
 }
 
 // watchApplications starts, once per kind, a metadata informer that keeps only the application
@@ -370,10 +401,13 @@ func (c *Collector) Synced() bool {
 	}
 	c.appsMu.Lock()
 	defer c.appsMu.Unlock()
-	for _, m := range []map[schema.GroupVersionResource]cache.SharedIndexInformer{c.reports, c.policies, c.apps} {
+	for _, m := range []map[schema.GroupVersionResource]cache.SharedIndexInformer{c.reports, c.apps} {
 		for _, inf := range m {
 			all = append(all, inf)
 		}
+	}
+	for _, p := range c.policies {
+		all = append(all, p.informer)
 	}
 	for _, inf := range all {
 		if !inf.HasSynced() {
@@ -406,8 +440,8 @@ func (c *Collector) Snapshot() Snapshot {
 			}
 		}
 	}
-	for _, inf := range c.policies {
-		for _, obj := range inf.GetStore().List() {
+	for _, p := range c.policies {
+		for _, obj := range p.informer.GetStore().List() {
 			if it, ok := obj.(*item); ok && it.policy != nil {
 				s.Policies[*it.policy] = it.info
 			}

@@ -33,6 +33,8 @@ type Cluster struct {
 	Labels map[string]string
 	// CAData is the PEM CA bundle that verifies the apiserver.
 	CAData []byte
+	// KyvernoVersion is the Kyverno the fleet runs in the cluster ("" when none).
+	KyvernoVersion string
 
 	dir       string
 	token     string

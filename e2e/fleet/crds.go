@@ -24,8 +24,10 @@ const fieldManager = "policyhub-fleet"
 // crdSource is a folder of CRD YAML in a module (or the checkout), and which files of it to install.
 type crdSource struct {
 	module string // module@version, or "" for the policyhub checkout
-	dir    string // folder inside it
-	match  string // filepath.Match pattern of the files; "" for every .yaml
+	// testbin, when set, is the wrapper module (e2e/testbin/<testbin>) whose go.sum verifies module.
+	testbin string
+	dir     string // folder inside it
+	match   string // filepath.Match pattern of the files; "" for every .yaml
 }
 
 // hubCRDs are installed in the hub: policyhub's own, OCM's placement API and KubeVela's Application.
@@ -48,6 +50,16 @@ var managedCRDs = []crdSource{
 	{module: openReportsModule, dir: "config/crd"},
 }
 
+// kyverno116CRDs replace Kyverno's in the clusters that run Kyverno 1.16 (its own CRDs, from its
+// module, which e2e/testbin/kyverno-v1.16's go.sum verifies).
+var kyverno116CRDs = []crdSource{
+	{module: kyverno116Module, testbin: "kyverno-v1.16", dir: "config/crds/kyverno"},
+	{module: kyverno116Module, testbin: "kyverno-v1.16", dir: "config/crds/policies.kyverno.io"},
+	{module: kyverno116Module, testbin: "kyverno-v1.16", dir: "config/crds/policyreport"},
+	{module: kyverno116Module, testbin: "kyverno-v1.16", dir: "config/crds/reports"},
+	{module: openReportsModule, dir: "config/crd"},
+}
+
 // minimalHubCRDs and minimalManagedCRDs are what Options.MinimalCRDs installs: policyhub's own
 // on the hub, Kyverno's ClusterPolicy in the managed clusters.
 var (
@@ -61,9 +73,15 @@ func loadCRDs(ctx context.Context, sources []crdSource) ([]*unstructured.Unstruc
 	for _, src := range sources {
 		var root string
 		var err error
-		if src.module == "" {
+		switch {
+		case src.module == "":
 			root, err = repoRoot()
-		} else {
+		case src.testbin != "":
+			var repo string
+			if repo, err = repoRoot(); err == nil {
+				root, err = moduleDirIn(ctx, filepath.Join(repo, "e2e", "testbin", src.testbin), src.module)
+			}
+		default:
 			root, err = moduleDir(ctx, src.module)
 		}
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -56,6 +57,17 @@ type ManagedCluster struct {
 	Kyverno bool
 	// KyvernoReportsArgs are extra flags for the reports controller, e.g. --openreportsEnabled.
 	KyvernoReportsArgs []string
+	// KyvernoVersion is the Kyverno the cluster runs, with its own CRDs: KyvernoVersion (the
+	// default, when empty) or Kyverno116Version.
+	KyvernoVersion string
+}
+
+// kyvernoVersion is the Kyverno version the cluster runs (and whose CRDs it serves).
+func (m ManagedCluster) kyvernoVersion() string {
+	if m.KyvernoVersion == "" {
+		return KyvernoVersion
+	}
+	return m.KyvernoVersion
 }
 
 // Fleet is a running local fleet. Stop it when done.
@@ -108,7 +120,16 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	if opts.SecretNamespace == "" {
 		opts.SecretNamespace = gateway.DefaultSecretNamespace
 	}
-	b, err := findBinaries(slices.ContainsFunc(opts.Managed, func(m ManagedCluster) bool { return m.Kyverno }), opts.KubeVela, opts.ControllerManager, opts.Flux)
+	var kyvernoVersions []string
+	for _, m := range opts.Managed {
+		if v := m.kyvernoVersion(); v != KyvernoVersion && v != Kyverno116Version {
+			return nil, fmt.Errorf("fleet: cluster %s: Kyverno %s is not built (%s or %s)", m.Name, v, KyvernoVersion, Kyverno116Version)
+		}
+		if m.Kyverno && !slices.Contains(kyvernoVersions, m.kyvernoVersion()) {
+			kyvernoVersions = append(kyvernoVersions, m.kyvernoVersion())
+		}
+	}
+	b, err := findBinaries(kyvernoVersions, opts.KubeVela, opts.ControllerManager, opts.Flux)
 	if err != nil {
 		return nil, err
 	}
@@ -209,6 +230,15 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	if err != nil {
 		return f, err
 	}
+	var kyverno116CRDObjs []*unstructured.Unstructured
+	if slices.ContainsFunc(opts.Managed, func(m ManagedCluster) bool { return m.kyvernoVersion() == Kyverno116Version }) {
+		if opts.MinimalCRDs {
+			return f, errors.New("fleet: MinimalCRDs installs Kyverno 1.19's ClusterPolicy CRD only: not with KyvernoVersion")
+		}
+		if kyverno116CRDObjs, err = loadCRDs(ctx, kyverno116CRDs); err != nil {
+			return f, err
+		}
+	}
 	hub, err := client.New(f.Hub.Config, client.Options{})
 	if err != nil {
 		return f, fmt.Errorf("hub client: %w", err)
@@ -251,11 +281,15 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 			if err != nil {
 				return fmt.Errorf("cluster %s: %w", c.Name, err)
 			}
-			if err := c.installCRDs(gctx, cl, managedCRDObjs); err != nil {
+			crds := managedCRDObjs
+			if m.kyvernoVersion() == Kyverno116Version {
+				crds = kyverno116CRDObjs
+			}
+			if err := c.installCRDs(gctx, cl, crds); err != nil {
 				return fmt.Errorf("cluster %s CRDs: %w", c.Name, err)
 			}
 			if m.Kyverno {
-				return f.startKyverno(gctx, b, c, m.KyvernoReportsArgs)
+				return f.startKyverno(gctx, b, c, m.kyvernoVersion(), m.KyvernoReportsArgs)
 			}
 			return nil
 		})

@@ -26,9 +26,12 @@ const (
 	kyvernoResourceWebhook = "kyverno-resource-validating-webhook-cfg"
 )
 
-// startKyverno runs Kyverno's admission and reports controllers as local processes against the
-// managed cluster, and waits until the admission controller serves and has registered its webhooks.
-func (f *Fleet) startKyverno(ctx context.Context, b binaries, c *Cluster, reportsArgs []string) error {
+// startKyverno runs Kyverno's admission and reports controllers of version as local processes
+// against the managed cluster, makes their Deployments (the signal a real cluster offers of which
+// Kyverno it runs, see signal.go), and waits until the admission controller serves and has
+// registered its webhooks. Kyverno 1.16 takes the same flags (cmd/internal/flag.go; it has no
+// --allowedResults).
+func (f *Fleet) startKyverno(ctx context.Context, b binaries, c *Cluster, version string, reportsArgs []string) error {
 	ports, err := freePorts(3)
 	if err != nil {
 		return fmt.Errorf("kyverno %s: %w", c.Name, err)
@@ -57,7 +60,7 @@ func (f *Fleet) startKyverno(ctx context.Context, b binaries, c *Cluster, report
 	exceptionArgs := []string{"--enablePolicyException=true", "--exceptionNamespace=" + policyhubv1.DefaultExceptionNamespace}
 	admission := &process{
 		name: "kyverno " + c.Name,
-		path: b.kyverno,
+		path: b.kyverno[version].admission,
 		env:  env("admission-controller"),
 		args: append([]string{
 			"--kubeconfig=" + c.Kubeconfig,
@@ -77,7 +80,7 @@ func (f *Fleet) startKyverno(ctx context.Context, b binaries, c *Cluster, report
 	}
 	reports := &process{
 		name: "kyverno-reports " + c.Name,
-		path: b.reportsController,
+		path: b.kyverno[version].reports,
 		env:  env("reports-controller"),
 		args: append([]string{
 			"--kubeconfig=" + c.Kubeconfig,
@@ -89,6 +92,11 @@ func (f *Fleet) startKyverno(ctx context.Context, b binaries, c *Cluster, report
 		}, append(exceptionArgs, reportsArgs...)...),
 		logPath: filepath.Join(f.LogDir, "kyverno-reports-"+c.Name+".log"),
 	}
+	// Before the processes start, so that Kyverno reads its resource filter from the start.
+	if err := applyObjects(ctx, cl, kyvernoSignal(version, admission.args, reports.args)); err != nil {
+		return fmt.Errorf("kyverno %s: its Deployments: %w", c.Name, err)
+	}
+	c.KyvernoVersion = version
 	for _, p := range []*process{admission, reports} {
 		if err := p.start(f.launch); err != nil {
 			return err

@@ -18,6 +18,9 @@ const (
 	KubernetesVersion     = "v1.36.3"
 	ClusterGatewayVersion = "v1.9.1"
 	KyvernoVersion        = "v1.19.1"
+	// Kyverno116Version is the Kyverno a cluster runs with ManagedCluster.KyvernoVersion set to it:
+	// the oldest a real fleet still runs, serving the CEL policy kinds only as v1beta1.
+	Kyverno116Version = "v1.16.3"
 	// SourceControllerVersion is Flux's source-controller (v1.9.3: the newest the module proxy
 	// serves whole, see FIELD-NOTES).
 	SourceControllerVersion = "v1.9.3"
@@ -26,13 +29,19 @@ const (
 	ocmAPIModule      = "open-cluster-management.io/api@v1.1.0"
 	kubeVelaModule    = "github.com/oam-dev/kubevela@" + KubeVelaVersion
 	kyvernoModule     = "github.com/kyverno/kyverno@" + KyvernoVersion
+	kyverno116Module  = "github.com/kyverno/kyverno@" + Kyverno116Version
 	sourceCtrlModule  = "github.com/fluxcd/source-controller@" + SourceControllerVersion
 )
 
 // binaries are the paths of the programs a fleet runs.
 type binaries struct {
-	etcd, kubeAPIServer, kubeControllerManager, clusterGateway, kyverno, reportsController, velaCore, sourceController string
+	etcd, kubeAPIServer, kubeControllerManager, clusterGateway, velaCore, sourceController string
+	// kyverno are Kyverno's admission and reports controllers, by Kyverno version.
+	kyverno map[string]kyvernoBinaries
 }
+
+// kyvernoBinaries are one Kyverno version's controllers.
+type kyvernoBinaries struct{ admission, reports string }
 
 // TestbinDir is where `make testbin` puts the binaries: $POLICYHUB_TESTBIN, or
 // <user cache dir>/policyhub/testbin.
@@ -62,10 +71,10 @@ func KyvernoCLI() (string, error) {
 }
 
 // findBinaries locates the programs, all in the testbin directory at the versions above (never
-// one on PATH, such as Debian's older etcd, so every run sees the same parts); Kyverno's only when
-// withKyverno (it is the slowest to build), vela-core only when withKubeVela, source-controller
-// only when withFlux.
-func findBinaries(withKyverno, withKubeVela, withControllerManager, withFlux bool) (binaries, error) {
+// one on PATH, such as Debian's older etcd, so every run sees the same parts); Kyverno's only of
+// the kyvernoVersions asked for (it is the slowest to build), vela-core only when withKubeVela,
+// source-controller only when withFlux.
+func findBinaries(kyvernoVersions []string, withKubeVela, withControllerManager, withFlux bool) (binaries, error) {
 	dir, err := TestbinDir()
 	if err != nil {
 		return binaries{}, err
@@ -75,14 +84,15 @@ func findBinaries(withKyverno, withKubeVela, withControllerManager, withFlux boo
 		kubeAPIServer:         filepath.Join(dir, "kube-apiserver-"+KubernetesVersion, "kube-apiserver"),
 		kubeControllerManager: filepath.Join(dir, "kube-apiserver-"+KubernetesVersion, "kube-controller-manager"),
 		clusterGateway:        filepath.Join(dir, "cluster-gateway-"+ClusterGatewayVersion, "cluster-gateway"),
-		kyverno:               filepath.Join(dir, "kyverno-"+KyvernoVersion, "kyverno"),
-		reportsController:     filepath.Join(dir, "kyverno-"+KyvernoVersion, "reports-controller"),
+		kyverno:               map[string]kyvernoBinaries{},
 		velaCore:              filepath.Join(dir, "kubevela-"+KubeVelaVersion, "vela-core"),
 		sourceController:      filepath.Join(dir, "source-controller-"+SourceControllerVersion, "source-controller"),
 	}
 	need := []string{b.etcd, b.kubeAPIServer, b.clusterGateway}
-	if withKyverno {
-		need = append(need, b.kyverno, b.reportsController)
+	for _, version := range kyvernoVersions {
+		k := kyvernoBinaries{admission: filepath.Join(dir, "kyverno-"+version, "kyverno"), reports: filepath.Join(dir, "kyverno-"+version, "reports-controller")}
+		b.kyverno[version] = k
+		need = append(need, k.admission, k.reports)
 	}
 	if withKubeVela {
 		need = append(need, b.velaCore)
@@ -104,9 +114,15 @@ func findBinaries(withKyverno, withKubeVela, withControllerManager, withFlux boo
 // moduleDir returns the folder of module@version in the Go module cache, downloading it if needed
 // (`make testbin` downloads them ahead, so tests do not).
 func moduleDir(ctx context.Context, moduleAtVersion string) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", moduleAtVersion)
 	// Outside any module, so the project's go.mod is neither read nor changed.
-	cmd.Dir = os.TempDir()
+	return moduleDirIn(ctx, os.TempDir(), moduleAtVersion)
+}
+
+// moduleDirIn is moduleDir from within the module in dir, whose go.sum verifies the download (for
+// a module the checksum database does not have, such as Kyverno v1.16.3).
+func moduleDirIn(ctx context.Context, dir, moduleAtVersion string) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", moduleAtVersion)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
 	out, err := cmd.Output()
 	var info struct{ Dir, Error string }

@@ -70,10 +70,17 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 		}
 	}
 
+	// Render for the cluster's Kyverno: the policies.kyverno.io versions it serves (versions.go);
+	// a field its version lacks makes the declaration Unsupported, as a kind it does not serve.
+	decls, versionMessages, versionErrs := forServedVersions(cc.client.RESTMapper(), cluster.Name, decls)
 	// Capability: a declaration with a kind the cluster does not serve is Unsupported; nothing of it is sent.
 	active := make([]int, 0, len(decls))
 	for i, d := range decls {
-		if message, err := s.unsupported(cc, cluster.Name, d.Objects); err != nil {
+		message, err := versionMessages[i], versionErrs[i]
+		if message == "" && err == nil {
+			message, err = s.unsupported(cc, cluster.Name, d.Objects)
+		}
+		if err != nil {
 			res.Err = fmt.Errorf("cluster %s: discovery: %w", cluster.Name, err)
 			res.fail([]int{i}, res.Err)
 		} else if message != "" {

@@ -106,7 +106,8 @@ func (s *Syncer) unconfirmed(ctx context.Context, cluster string, d Declaration)
 			continue
 		}
 		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(gvk)
+		// At the version the pass sent it (versions.go), which the cache watches.
+		live.SetGroupVersionKind(servedGVK(cc.client.RESTMapper(), gvk))
 		err := cc.cache.Get(ctx, types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, live, client.UnsafeDisableDeepCopy)
 		if err != nil || !cachedReady(live) {
 			waiting[key] = true
