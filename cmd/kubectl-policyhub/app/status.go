@@ -75,11 +75,8 @@ type declarationCluster struct {
 	Name string `json:"name"`
 	// Phase: Synced, DryRun, Failed, Conflict, Unsupported, NotEnforced (its engine serves the
 	// kind but does not execute it: unprotected), LockHeld or Pending.
-	Phase   string `json:"phase"`
-	Message string `json:"message,omitempty"`
-	// InForce says whether the cluster's engine enforces the declaration there (Synced and
-	// reported ready); absent when the hub does not know yet.
-	InForce      *bool        `json:"inForce,omitempty"`
+	Phase        string       `json:"phase"`
+	Message      string       `json:"message,omitempty"`
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
 	// Actions counts what the last sync did (or would do, in dry-run).
 	Actions actionTally `json:"actions"`
@@ -402,7 +399,7 @@ func (d *declarationStatus) fill(conditions []metav1.Condition, clusters []polic
 	d.Clusters = []declarationCluster{}
 	for _, s := range clusters {
 		c := declarationCluster{
-			Name: s.Name, Phase: string(s.Phase), Message: s.Message, InForce: s.InForce, LastSyncTime: s.LastSyncTime,
+			Name: s.Name, Phase: string(s.Phase), Message: s.Message, LastSyncTime: s.LastSyncTime,
 			Actions: actionTally{Created: s.Actions.Created, Updated: s.Actions.Updated, Unchanged: s.Actions.Unchanged,
 				Deleted: s.Actions.Deleted, Conflict: s.Actions.Conflict, Failed: s.Actions.Failed},
 			Blocked: s.Blocked, ReportTime: s.ReportTime, Stale: s.Stale, Revision: s.Revision,
