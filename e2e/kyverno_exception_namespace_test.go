@@ -92,9 +92,11 @@ spec:
 		t.Fatalf("create the exception in %s: %v", policyhubv1.DefaultExceptionNamespace, err)
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), inside) })
+	created := time.Now()
 	eventually(t, 30*time.Second, 200*time.Millisecond, "Kyverno honours the exception in "+policyhubv1.DefaultExceptionNamespace, func() error {
 		return c.Create(ctx, bad.DeepCopy(), client.DryRunAll)
 	})
+	t.Logf("the exception in %s was honoured %s after its creation", policyhubv1.DefaultExceptionNamespace, time.Since(created).Round(100*time.Millisecond))
 }
 
 // warningRecorder keeps the warnings a client's requests are answered with.
