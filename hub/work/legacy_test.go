@@ -182,13 +182,17 @@ func TestNotEnforcedDecision(t *testing.T) {
 	legacy := Declaration{Source: "FleetPolicy/a", Objects: []*unstructured.Unstructured{legacyObject("kyverno.io/v1", "ClusterPolicy", "a", "h1")}}
 	cel := Declaration{Source: "FleetPolicy/b", Objects: []*unstructured.Unstructured{legacyObject("policies.kyverno.io/v1", "ValidatingPolicy", "b", "h1")}}
 	prune := Declaration{Source: "FleetPolicy/a", Prune: true} // deleted: prune everything
-	if why := s.notEnforced("v120", legacy, s.kyvernoVersion("v120")); !strings.Contains(why, "v1.20.0") {
-		t.Errorf("1.20, legacy: %q", why)
+	legacyException := Declaration{Source: "FleetPolicyException/policyhub-system/x", Objects: []*unstructured.Unstructured{legacyObject("kyverno.io/v2", "PolicyException", "x", "h1")}}
+	celException := Declaration{Source: "FleetPolicyException/policyhub-system/y", Objects: []*unstructured.Unstructured{legacyObject("policies.kyverno.io/v1", "PolicyException", "y", "h1")}}
+	for _, d := range []Declaration{legacy, legacyException} {
+		if why := s.notEnforced("v120", d, s.kyvernoVersion("v120")); !strings.Contains(why, "v1.20.0") {
+			t.Errorf("1.20, %s: %q", d.Source, why)
+		}
 	}
 	for _, c := range []struct {
 		cluster string
 		d       Declaration
-	}{{"v119", legacy}, {"unknown", legacy}, {"v120", cel}, {"v120", prune}} {
+	}{{"v119", legacy}, {"unknown", legacy}, {"v120", cel}, {"v120", prune}, {"v120", celException}, {"v119", legacyException}} {
 		if why := s.notEnforced(c.cluster, c.d, s.kyvernoVersion(c.cluster)); why != "" {
 			t.Errorf("%s, %s: NotEnforced (%q)", c.cluster, c.d.Source, why)
 		}
