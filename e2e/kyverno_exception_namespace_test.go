@@ -18,9 +18,10 @@ import (
 
 // Kyverno #17367: in 1.19.0 a PolicyException created as policies.kyverno.io v1/v1beta1 bypassed
 // --exceptionNamespace. The fleet runs 1.19.1 as the hub expects it deployed (--exceptionNamespace
-// policyhub-system): a policies.kyverno.io/v1 PolicyException made in another namespace must not
-// let a resource the policy denies through, while the same exception in policyhub-system does
-// (the control: the exception itself is one Kyverno honours).
+// policyhub-system): a policies.kyverno.io v1 or v1beta1 PolicyException made in another
+// namespace must not let a resource the policy denies through, while the same exception in
+// policyhub-system does (the control: the exception itself is one Kyverno honours). Kyverno
+// 1.19.1 scopes its CEL exception lister to the namespace (pkg/cel/engine/exception.go).
 func TestKyvernoIgnoresCELExceptionsOutsideTheExceptionNamespace(t *testing.T) {
 	ctx := testContext(t)
 	const ns, policy = "kyverno-17367-e2e", "e2e-kyverno-17367"
@@ -59,25 +60,28 @@ spec:
 	bad := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-one"}}
 	deniedEventually(ctx, t, "cluster-1", bad, "Kyverno denies configmap bad-one")
 
-	exception := func(namespace string) client.Object {
+	exception := func(version, namespace string) client.Object {
 		return object(t, fmt.Sprintf(`
-apiVersion: policies.kyverno.io/v1
+apiVersion: policies.kyverno.io/%s
 kind: PolicyException
-metadata: {name: e2e-kyverno-17367, namespace: %s}
+metadata: {name: e2e-kyverno-17367-%s, namespace: %s}
 spec:
   policyRefs:
   - {kind: ValidatingPolicy, name: %s}
   matchConditions:
   - name: bad-one
-    expression: "object.metadata.name == 'bad-one'"`, namespace, policy))
+    expression: "object.metadata.name == 'bad-one'"`, version, version, namespace, policy))
 	}
 
-	// The exception outside the exception namespace: created or refused, never honoured.
-	outside := exception(ns)
-	createErr := c.Create(ctx, outside)
-	t.Cleanup(func() { _ = c.Delete(context.Background(), outside) })
-	t.Logf("create a policies.kyverno.io/v1 PolicyException in %s: err=%v, warnings=%q", ns, createErr, warnings.all())
-	holds(t, 20*time.Second, "Kyverno keeps denying bad-one with the exception in "+ns, func() error {
+	// The exception outside the exception namespace, in both API versions #17367 names: created
+	// or refused, never honoured.
+	for _, version := range []string{"v1", "v1beta1"} {
+		outside := exception(version, ns)
+		createErr := c.Create(ctx, outside)
+		t.Cleanup(func() { _ = c.Delete(context.Background(), outside) })
+		t.Logf("create a policies.kyverno.io/%s PolicyException in %s: err=%v, warnings=%q", version, ns, createErr, warnings.all())
+	}
+	holds(t, 20*time.Second, "Kyverno keeps denying bad-one with the exceptions in "+ns, func() error {
 		if err := c.Create(ctx, bad.DeepCopy(), client.DryRunAll); err == nil {
 			return fmt.Errorf("admitted: Kyverno honours a policies.kyverno.io exception outside --exceptionNamespace=%s (kyverno#17367)", policyhubv1.DefaultExceptionNamespace)
 		} else if !strings.Contains(err.Error(), "configmaps named bad-* are not allowed") {
@@ -87,7 +91,7 @@ spec:
 	})
 
 	// The control: the same exception in the exception namespace is honoured.
-	inside := exception(policyhubv1.DefaultExceptionNamespace)
+	inside := exception("v1", policyhubv1.DefaultExceptionNamespace)
 	if err := c.Create(ctx, inside); err != nil {
 		t.Fatalf("create the exception in %s: %v", policyhubv1.DefaultExceptionNamespace, err)
 	}
