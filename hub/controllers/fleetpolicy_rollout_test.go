@@ -12,6 +12,7 @@ import (
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/rollout"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // A wave is judged only on what Kyverno reported of the version that arrived: a summary the
@@ -176,5 +177,30 @@ func TestGateReportsOfALateAgent(t *testing.T) {
 		summaryRead{summaries: map[string]*policyhubv1.PolicyReportSummary{"late": s}}, nil, now)
 	if want := aggregate.Heartbeat(s) + time.Second; recheck != want {
 		t.Errorf("recheck in %v, want %v", recheck, want)
+	}
+}
+
+// A wave whose cluster is NotEnforced (its Kyverno does not execute the policy's kind) is never
+// Done: the cluster is not in force, and the reason names it; a Synced, in-force one completes.
+func TestRolloutWaitsForNotEnforcedCluster(t *testing.T) {
+	now := time.Unix(1000, 0)
+	plan := &rollout.Plan{Revision: "r1",
+		Waves:  []rollout.Wave{{Name: "prod", Clusters: []string{"a", "b"}}},
+		States: []rollout.WaveState{{Name: "prod", Phase: rollout.Enforcing, Since: now.Add(-time.Minute)}},
+		Modes:  map[string]policyhubv1.Mode{"a": policyhubv1.ModeEnforce, "b": policyhubv1.ModeEnforce}}
+	inForce := true
+	outcomes := []clusterOutcome{
+		{cluster: "a", result: &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, InForce: &inForce}},
+		{cluster: "b", result: &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseNotEnforced, InForce: new(bool)}},
+	}
+	done := func() *policyhubv1.StableVersion { return &policyhubv1.StableVersion{Revision: "r1"} }
+	step := stepRollout(plan, outcomes, nil, now, nil, false, nil, done)
+	w := step.status.Waves[0]
+	if w.Phase != policyhubv1.WaveEnforcing || !strings.Contains(w.Reason, "b") || strings.Contains(w.Reason, "a,") {
+		t.Errorf("wave %s (%q), want Enforcing waiting for b", w.Phase, w.Reason)
+	}
+	outcomes[1].result = &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, InForce: &inForce}
+	if w := stepRollout(plan, outcomes, nil, now, nil, false, nil, done).status.Waves[0]; w.Phase != policyhubv1.WaveDone {
+		t.Errorf("every cluster in force: wave %s (%q), want Done", w.Phase, w.Reason)
 	}
 }

@@ -100,10 +100,14 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 			return nil, err
 		}
 	}
+	// The clusters' engine facts, from their summaries: the workers phase by them (a Kyverno
+	// that no longer enforces legacy kinds), and a change hands the cluster a pass.
+	engines := NewEngineFacts()
 	workers, err := work.NewWorkers(work.WorkersOptions{
-		Works:               works,
-		TenantBudget:        o.TenantBudget,
-		Sync:                work.Options{HubID: o.HubID, Lock: o.Lock, ProbeTimeout: o.ProbeTimeout, MaxOwnedObjects: o.MaxOwnedObjects},
+		Works:        works,
+		TenantBudget: o.TenantBudget,
+		Sync: work.Options{HubID: o.HubID, Lock: o.Lock, ProbeTimeout: o.ProbeTimeout, MaxOwnedObjects: o.MaxOwnedObjects,
+			KyvernoVersion: engines.KyvernoVersion},
 		Window:              10 * time.Millisecond,
 		Resync:              o.Resync,
 		RetryMax:            o.RetryMaxDelay,
@@ -114,6 +118,8 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 	if err != nil {
 		return nil, err
 	}
+	engines.Changed = workers.EngineChanged
+	metrics.NewPhases(o.Registry, workers.Phases)
 	ocm, err := OCMPlacementsServed(mgr)
 	if err != nil {
 		workers.Close()
@@ -174,7 +180,7 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 		summaries := &SummaryReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub"), Heard: heard,
 			Compliance: metrics.NewCompliance(o.Registry, time.Now, heard.At), MaxConcurrentReconciles: o.MaxConcurrentReconciles,
-			Works: works, Wake: results.For(kindSummary),
+			Works: works, Wake: results.For(kindSummary), Engines: engines,
 		}
 		if err := summaries.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("PolicyReportSummary controller: %w", err)

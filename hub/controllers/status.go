@@ -194,6 +194,9 @@ func summarize(clusters []policyhubv1.ClusterStatus) policyhubv1.StatusSummary {
 			s.Synced++
 		case c.Phase.Failing():
 			s.Failed++
+			if c.Phase == policyhubv1.ClusterPhaseNotEnforced {
+				s.NotEnforced++
+			}
 		case c.Phase == policyhubv1.ClusterPhasePending:
 			s.Pending++
 		}

@@ -91,6 +91,21 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+// A NotEnforced cluster is unprotected: counted failed and not enforced, never synced, and it
+// needs attention before an Unsupported one.
+func TestSummarizeNotEnforced(t *testing.T) {
+	s := summarize([]policyhubv1.ClusterStatus{
+		{Name: "a", Phase: policyhubv1.ClusterPhaseSynced},
+		{Name: "b", Phase: policyhubv1.ClusterPhaseUnsupported},
+		{Name: "c", Phase: policyhubv1.ClusterPhaseNotEnforced, Message: "not enforced in cluster c"},
+	})
+	want := policyhubv1.StatusSummary{Clusters: 3, Synced: 1, Failed: 2, NotEnforced: 1,
+		Attention: []policyhubv1.ClusterAttention{{Name: "c", Phase: policyhubv1.ClusterPhaseNotEnforced, Message: "not enforced in cluster c"}, {Name: "b", Phase: policyhubv1.ClusterPhaseUnsupported}}}
+	if !equality.Semantic.DeepEqual(s, want) {
+		t.Errorf("summary %+v, want %+v", s, want)
+	}
+}
+
 // A cluster's largest counts saturate the totals instead of wrapping them negative: the CRD
 // refuses a negative total, and the declaration's whole status would go unwritten.
 func TestSummarizeSaturates(t *testing.T) {

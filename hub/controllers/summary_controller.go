@@ -43,6 +43,8 @@ type SummaryReconciler struct {
 	// Wake, when set, is a source of summaries to check again (the clusters moved between
 	// replicas).
 	Wake source.Source
+	// Engines, when set, takes each accepted summary's engine facts (the workers act on them).
+	Engines *EngineFacts
 }
 
 // SetupWithManager registers the reconciler for PolicyReportSummaries.
@@ -71,13 +73,13 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		now = r.Now
 	}
 	if r.Works != nil && !r.Works(req.Namespace) {
-		r.Compliance.Forget(req.Namespace) // another replica's cluster: its series are there
+		r.forget(req.Namespace) // another replica's cluster: its series are there
 		return ctrl.Result{}, nil
 	}
 	s := &policyhubv1.PolicyReportSummary{}
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
 		if client.IgnoreNotFound(err) == nil && req.Name == policyhubv1.SummaryName {
-			r.Compliance.Forget(req.Namespace) // the cluster's agent is gone: so are its series
+			r.forget(req.Namespace) // the cluster's agent is gone: so are its series
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -86,8 +88,11 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	switch {
 	case v.accepted:
 		r.Compliance.Set(s.Namespace, s)
+		if r.Engines != nil {
+			r.Engines.Set(s.Namespace, &s.Spec)
+		}
 	case s.Name == policyhubv1.SummaryName:
-		r.Compliance.Forget(s.Namespace)
+		r.forget(s.Namespace)
 	}
 	result := ctrl.Result{RequeueAfter: v.requeueAfter}
 	if equality.Semantic.DeepEqual(orig.Status, s.Status) {
@@ -102,6 +107,14 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, ready.Reason, "Aggregate", "%s", ready.Message)
 	}
 	return result, nil
+}
+
+// forget drops what the hub keeps of the cluster's summary: its series and its engine facts.
+func (r *SummaryReconciler) forget(cluster string) {
+	r.Compliance.Forget(cluster)
+	if r.Engines != nil {
+		r.Engines.Forget(cluster)
+	}
 }
 
 // ReasonInvalid is a summary's Ready reason when it holds what the CRD refuses: an older CRD

@@ -31,7 +31,7 @@ func NewSync(reg prometheus.Registerer) *Sync {
 		}, []string{"cluster"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "policyhub_sync_errors_total",
-			Help: "Declarations not synced in a cluster, by reason (failed, conflict, unsupported, lock_held, unreachable).",
+			Help: "Declarations not synced in a cluster, by reason (failed, conflict, unsupported, not_enforced, lock_held, unreachable).",
 		}, []string{"cluster", "reason"}),
 		reachable: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "policyhub_cluster_reachable",

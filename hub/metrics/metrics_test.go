@@ -28,7 +28,7 @@ func TestSyncMetrics(t *testing.T) {
 # TYPE policyhub_cluster_reachable gauge
 policyhub_cluster_reachable{cluster="prod-1"} 1
 policyhub_cluster_reachable{cluster="prod-2"} 0
-# HELP policyhub_sync_errors_total Declarations not synced in a cluster, by reason (failed, conflict, unsupported, lock_held, unreachable).
+# HELP policyhub_sync_errors_total Declarations not synced in a cluster, by reason (failed, conflict, unsupported, not_enforced, lock_held, unreachable).
 # TYPE policyhub_sync_errors_total counter
 policyhub_sync_errors_total{cluster="prod-1",reason="conflict"} 1
 policyhub_sync_errors_total{cluster="prod-1",reason="lock_held"} 1

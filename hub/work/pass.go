@@ -73,7 +73,9 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 	// Render for the cluster's Kyverno: the policies.kyverno.io versions it serves (versions.go);
 	// a field its version lacks makes the declaration Unsupported, as a kind it does not serve.
 	decls, versionMessages, versionErrs := forServedVersions(cc.client.RESTMapper(), cluster.Name, decls)
-	// Capability: a declaration with a kind the cluster does not serve is Unsupported; nothing of it is sent.
+	// Capability: a declaration with a kind the cluster does not serve is Unsupported, one its
+	// Kyverno serves but does not enforce is NotEnforced (see legacy.go); nothing of either is sent.
+	engine := s.kyvernoVersion(cluster.Name)
 	active := make([]int, 0, len(decls))
 	for i, d := range decls {
 		message, err := versionMessages[i], versionErrs[i]
@@ -87,6 +89,8 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 			r := res.Declarations[i]
 			r.Phase = policyhubv1.ClusterPhaseUnsupported
 			r.Message = message
+		} else if why := s.notEnforced(cluster.Name, d, engine); why != "" {
+			res.Declarations[i].notEnforced(notEnforcedMessage(cluster.Name, why, d.Objects))
 		} else {
 			active = append(active, i)
 		}
@@ -127,6 +131,7 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 	for _, i := range dryRun {
 		res.record(i, work, true)
 	}
+	s.refusedLegacy(cluster.Name, decls, dryRun, work, res, engine)
 	if len(real) == 0 {
 		return res
 	}
@@ -172,8 +177,56 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 		for _, i := range real {
 			res.record(i, work, false)
 		}
+		s.refusedLegacy(cluster.Name, decls, real, work, res, engine)
 	}
 	return res
+}
+
+// kyvernoVersion is the Kyverno version the cluster's engine facts say ("" when unknown).
+func (s *Syncer) kyvernoVersion(cluster string) string {
+	if s.opts.KyvernoVersion == nil {
+		return ""
+	}
+	return s.opts.KyvernoVersion(cluster)
+}
+
+// notEnforced says why the cluster's Kyverno does not enforce the legacy objects of d ("" when
+// d has none, or nothing says so): its version, or its refusal of this very content under the
+// same engine facts.
+func (s *Syncer) notEnforced(cluster string, d Declaration, engine string) string {
+	if len(legacyKindsOf(d.Objects)) == 0 {
+		return ""
+	}
+	if why := versionSaysNotEnforced(engine); why != "" {
+		return why
+	}
+	if message, ok := s.refusals.refused(cluster, d, engine); ok {
+		return refusalEvidence(message)
+	}
+	return ""
+}
+
+// refusedLegacy makes the declarations of which that Kyverno refused a write of (its legacy
+// refusal) NotEnforced, and remembers the refusal so that the same content is not sent again
+// under the same engine facts.
+func (s *Syncer) refusedLegacy(cluster string, decls []Declaration, which []int, w *workPlan, res *ClusterResult, engine string) {
+	selected := map[int]bool{}
+	for _, i := range which {
+		selected[i] = true
+	}
+	for _, c := range w.changes {
+		if !selected[c.decl] {
+			continue
+		}
+		message := legacyRefusal(c.desired, c.err)
+		if message == "" {
+			continue
+		}
+		delete(selected, c.decl) // one refusal says it
+		d := decls[c.decl]
+		s.refusals.remember(cluster, d, engine, message)
+		res.Declarations[c.decl].notEnforced(notEnforcedMessage(cluster, refusalEvidence(message), d.Objects))
+	}
 }
 
 // replan reads the cluster directly (not from the cache) for the kinds the declarations of

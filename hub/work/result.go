@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -128,6 +129,11 @@ func (r *ClusterResult) flooded(err *TooManyOwnedError) {
 			d.Message = policyhubv1.TruncateMessage(d.Message+"; "+err.Error(), 2048)
 		}
 	}
+}
+
+// notEnforced marks the result NotEnforced with message: not in force, whatever the cluster holds.
+func (r *DeclarationResult) notEnforced(message string) {
+	r.Phase, r.Message, r.InForce = policyhubv1.ClusterPhaseNotEnforced, message, ptr.To(false)
 }
 
 // fail marks the declarations of indexes which (all when nil) Failed with err.

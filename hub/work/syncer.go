@@ -87,6 +87,11 @@ type Options struct {
 	// verify.go): only a pass can tell whether it still holds what the hub would apply. It must
 	// not block.
 	OnOwnedChange func(cluster string, obj *unstructured.Unstructured, deleted, unverified bool)
+	// KyvernoVersion, when set, says which Kyverno version a cluster runs, from its engine facts
+	// ("" when unknown): a version that no longer executes the legacy kinds makes their
+	// declarations NotEnforced there (see legacy.go). It must not block; when its answer for a
+	// cluster changes, the caller hands the cluster a pass (Workers.EngineChanged).
+	KyvernoVersion func(cluster string) string
 }
 
 // Syncer syncs declarations into managed clusters. It keeps one client per cluster.
@@ -109,6 +114,8 @@ type Syncer struct {
 	held map[string]*heldLease
 	// floods are the clusters holding more objects labelled as this hub's than a cache may keep.
 	floods map[string]*flood
+	// refusals are the declarations' writes Kyverno refused as legacy kinds, per cluster.
+	refusals *refusalMemory
 }
 
 type clusterClients struct {
@@ -169,7 +176,7 @@ func NewSyncer(opts Options) (*Syncer, error) {
 	if opts.DiscoveryRecheck <= 0 {
 		opts.DiscoveryRecheck = 30 * time.Second
 	}
-	return &Syncer{opts: opts, clients: map[string]*clusterClients{}, writers: map[string]*sync.Mutex{}, leases: newLeaseObserver(), held: map[string]*heldLease{}, specs: newSpecInterner(), readiness: newReadiness(), floods: map[string]*flood{}}, nil
+	return &Syncer{opts: opts, clients: map[string]*clusterClients{}, writers: map[string]*sync.Mutex{}, leases: newLeaseObserver(), held: map[string]*heldLease{}, specs: newSpecInterner(), readiness: newReadiness(), floods: map[string]*flood{}, refusals: newRefusalMemory()}, nil
 }
 
 // Forget drops the client and watch cache of a cluster (it left the fleet, or its endpoint
@@ -188,6 +195,7 @@ func (s *Syncer) Forget(cluster string) {
 	delete(s.floods, cluster)
 	s.leases.forget(cluster)
 	s.mu.Unlock()
+	s.refusals.forgetCluster(cluster)
 	if ok {
 		cc.stopCache()
 	}

@@ -224,6 +224,25 @@ func (ws *Workers) Drop(cluster, source string) {
 			ws.rebudget(w, want.decl.Tenant)
 		}
 	}
+	ws.syncer.refusals.forget(cluster, source)
+}
+
+// EngineChanged hands the cluster's worker a pass of every declaration wanted there: the
+// cluster's engine facts changed (see Options.KyvernoVersion), which may change what its engine
+// enforces. It returns at once.
+func (ws *Workers) EngineChanged(cluster string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	w := ws.workers[cluster]
+	if w == nil || len(w.wants) == 0 {
+		return
+	}
+	for source := range w.wants {
+		w.dirty[source] = true
+	}
+	if w.unreachable == nil {
+		w.poke()
+	}
 }
 
 // Forget stops the cluster's worker and drops everything kept for the cluster: its wants and
@@ -655,4 +674,38 @@ func equalBool(a, b *bool) bool {
 func sameResult(prev, next Result) bool {
 	return prev.Token == next.Token && !next.Wrote && prev.Phase == next.Phase && prev.Message == next.Message &&
 		prev.Actions == next.Actions && prev.PlanTruncated == next.PlanTruncated && fmt.Sprint(prev.Plan) == fmt.Sprint(next.Plan)
+}
+
+// ClusterPhases counts the declarations wanted in one cluster by their latest phase there.
+type ClusterPhases struct {
+	Cluster string
+	// Phases counts the declarations with a result by its phase (those without one yet are Pending).
+	Phases map[policyhubv1.ClusterPhase]int
+	// InForce counts those in force: Synced, and Kyverno reported their policies ready.
+	InForce int
+}
+
+// Phases counts, for every cluster with a worker, its declarations by phase and those in force:
+// bounded by the phases, whatever the declarations.
+func (ws *Workers) Phases() []ClusterPhases {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	out := make([]ClusterPhases, 0, len(ws.workers))
+	for name, w := range ws.workers {
+		c := ClusterPhases{Cluster: name, Phases: map[policyhubv1.ClusterPhase]int{}}
+		for source := range w.wants {
+			r, ok := w.results[source]
+			if !ok {
+				c.Phases[policyhubv1.ClusterPhasePending]++
+				continue
+			}
+			c.Phases[r.Phase]++
+			if r.Phase == policyhubv1.ClusterPhaseSynced && r.InForce != nil && *r.InForce {
+				c.InForce++
+			}
+		}
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Cluster < out[j].Cluster })
+	return out
 }

@@ -17,19 +17,17 @@ type clusterState struct {
 	unreachable bool
 }
 
-// phaseRank orders phases worst first.
-var phaseRank = map[policyhubv1.ClusterPhase]int{
-	policyhubv1.ClusterPhaseFailed:      6,
-	policyhubv1.ClusterPhaseConflict:    5,
-	policyhubv1.ClusterPhaseUnsupported: 4,
-	policyhubv1.ClusterPhaseLockHeld:    3,
-	policyhubv1.ClusterPhasePending:     2,
-	policyhubv1.ClusterPhaseDryRun:      1,
-	policyhubv1.ClusterPhaseSynced:      0,
+// PhaseRank is how bad a phase is: higher is worse. The phases that need attention rank as
+// everywhere else (ClusterPhase.ProblemRank); of the fine ones, a dry-run ranks above Synced.
+func PhaseRank(p policyhubv1.ClusterPhase) int {
+	if r := p.ProblemRank(); r > 0 {
+		return r + 1
+	}
+	if p == policyhubv1.ClusterPhaseDryRun {
+		return 1
+	}
+	return 0
 }
-
-// PhaseRank is how bad a phase is: higher is worse.
-func PhaseRank(p policyhubv1.ClusterPhase) int { return phaseRank[p] }
 
 func clusterStates(s *read.Snapshot) map[string]clusterState {
 	states := map[string]clusterState{}
@@ -39,7 +37,7 @@ func clusterStates(s *read.Snapshot) map[string]clusterState {
 			if c.Phase != policyhubv1.ClusterPhaseSynced && c.Phase != policyhubv1.ClusterPhaseDryRun {
 				st.notSynced++
 			}
-			if st.worst == "" || phaseRank[c.Phase] > phaseRank[policyhubv1.ClusterPhase(st.worst)] {
+			if st.worst == "" || PhaseRank(c.Phase) > PhaseRank(policyhubv1.ClusterPhase(st.worst)) {
 				st.worst = string(c.Phase)
 			}
 			if unreachable(c) {

@@ -72,6 +72,9 @@ func IsKyvernoLegacyRefusal(message string) bool {
 	if !strings.Contains(m, "denied") && !strings.Contains(m, "forbidden") {
 		return false
 	}
+	// Kyverno 1.19's deprecation warning says the kinds "will be removed in v1.20": quoted in
+	// another denial, it is no refusal of the kind.
+	m = strings.ReplaceAll(m, "will be removed in", "")
 	return strings.Contains(m, "removed in v1.2") || strings.Contains(m, "removed in 1.2") ||
 		strings.Contains(m, "legacy policy api")
 }

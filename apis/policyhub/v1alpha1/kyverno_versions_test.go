@@ -50,6 +50,7 @@ func TestIsKyvernoLegacyRefusal(t *testing.T) {
 		`clusterpolicies.kyverno.io "x" is forbidden: ValidatingAdmissionPolicy 'kyverno-1-20' denied request: legacy policy APIs are read-only`:                                                                true,
 		`admission webhook "validate-policy.kyverno.svc" denied the request: spec.rules[0]: invalid`:                                                                                                            false,
 		`ClusterPolicy (kyverno.io) is deprecated and will be removed in v1.20`:                                                                                                                                 false,
+		`admission webhook "x" denied the request: spec invalid; ClusterPolicy (kyverno.io) is deprecated and will be removed in v1.20`:                                                                         false,
 	} {
 		if got := IsKyvernoLegacyRefusal(msg); got != want {
 			t.Errorf("IsKyvernoLegacyRefusal(%q) = %v, want %v", msg, got, want)

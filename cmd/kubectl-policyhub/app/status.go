@@ -73,7 +73,8 @@ type declarationStatus struct {
 // declarationCluster is a declaration's state in one cluster.
 type declarationCluster struct {
 	Name string `json:"name"`
-	// Phase: Synced, DryRun, Failed, Conflict, Unsupported, LockHeld or Pending.
+	// Phase: Synced, DryRun, Failed, Conflict, Unsupported, NotEnforced (its engine serves the
+	// kind but does not execute it: unprotected), LockHeld or Pending.
 	Phase        string       `json:"phase"`
 	Message      string       `json:"message,omitempty"`
 	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`

@@ -151,7 +151,7 @@ type syncClusterReport struct {
 type syncDeclarationReport struct {
 	// Declaration is Kind/name or Kind/namespace/name.
 	Declaration string `json:"declaration"`
-	// Phase is what the hub's status would say: DryRun, Failed, Conflict, Unsupported.
+	// Phase is what the hub's status would say: DryRun, Failed, Conflict, Unsupported, NotEnforced.
 	Phase   string      `json:"phase"`
 	Message string      `json:"message,omitempty"`
 	Actions syncActions `json:"actions"`
