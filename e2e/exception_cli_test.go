@@ -145,7 +145,8 @@ func TestExceptionCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("list: exit %d\n%s%s", code, out, errOut)
 	}
-	for _, want := range []string{"vendor", "ClusterPolicy/" + fp.Name, "Active", "team-cli", "CLI-1", "dev@team-cli", "security@corp"} {
+	// POLICY names the target as --policy does, before and after the hub resolved it.
+	for _, want := range []string{"vendor", "fp/" + fp.Name, "Active", "team-cli", "CLI-1", "dev@team-cli", "security@corp"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("list lacks %q:\n%s", want, out)
 		}

@@ -40,9 +40,10 @@ spec:
 		}
 		return ex
 	}
+	// Approved, but in force nowhere: Invalid, not Active (exception_ungrantable_not_active_test.go).
 	stalledOn := func(want string) func(*policyhubv1.FleetPolicyException) error {
 		return func(ex *policyhubv1.FleetPolicyException) error {
-			if err := exceptionState(policyhubv1.ExceptionActive)(ex); err != nil {
+			if err := exceptionState(policyhubv1.ExceptionInvalid)(ex); err != nil {
 				return err
 			}
 			stalled := findExceptionCondition(ex, policyhubv1.ConditionStalled)

@@ -107,7 +107,7 @@ spec:
 				return fmt.Errorf("SourceReady says %q, not %q", c.Message, want)
 			}
 		}
-		return setInForce(d1, clusters...)(s)
+		return setKeptWhileSourceDown(d1, clusters...)(s)
 	})
 	if refused.Status.Source.Digest != d1 {
 		t.Fatalf("the set runs %s, want version 1 %s", refused.Status.Source.Digest, d1)

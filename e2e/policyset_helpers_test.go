@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -162,11 +164,32 @@ func waitPolicySet(t *testing.T, name, what string, check func(*setView) error) 
 // clusters is Synced with its members in force, at that revision.
 func setInForce(digest string, clusters ...string) func(*setView) error {
 	return func(s *setView) error {
-		if s.Status.Source == nil || s.Status.Source.Digest != digest {
-			return fmt.Errorf("status.source %+v, want digest %s", s.Status.Source, digest)
-		}
 		if c := meta.FindStatusCondition(s.Status.Conditions, policyhubv1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 			return fmt.Errorf("not Ready: %+v", c)
+		}
+		return setKept(digest, clusters...)(s)
+	}
+}
+
+// setKeptWhileSourceDown is a waitPolicySet check: the set's source cannot be read, so the set is
+// not Ready (SourceNotReady, naming the version kept), while every one of clusters keeps version
+// digest in force.
+func setKeptWhileSourceDown(digest string, clusters ...string) func(*setView) error {
+	return func(s *setView) error {
+		c := meta.FindStatusCondition(s.Status.Conditions, policyhubv1.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != policyhubv1.ReasonSourceNotReady || !strings.Contains(c.Message, "the clusters keep version "+digest) {
+			return fmt.Errorf("Ready %+v, want False, SourceNotReady, naming version %s", c, digest)
+		}
+		return setKept(digest, clusters...)(s)
+	}
+}
+
+// setKept is a waitPolicySet check: the set is at revision digest, and every one of clusters is
+// Synced with its members in force, at that revision.
+func setKept(digest string, clusters ...string) func(*setView) error {
+	return func(s *setView) error {
+		if s.Status.Source == nil || s.Status.Source.Digest != digest {
+			return fmt.Errorf("status.source %+v, want digest %s", s.Status.Source, digest)
 		}
 		if len(s.Clusters) != len(clusters) {
 			return fmt.Errorf("%d clusters in status, want %v", len(s.Clusters), clusters)
@@ -243,4 +266,32 @@ func createLibrary(t *testing.T, name, label string, data map[string]string) *co
 	}
 	t.Cleanup(func() { _ = hub.Delete(context.Background(), library) })
 	return library
+}
+
+// printedColumns reads a cluster-scoped policyhub.io object as the hub's apiserver prints it (the
+// Table kubectl get and kubectl get -o wide show: the CRD's printer columns, wide ones included),
+// by column name.
+func printedColumns(t *testing.T, resource, name string) map[string]string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/apis", policyhubv1.GroupVersion.Group, policyhubv1.GroupVersion.Version, resource, name).
+		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(testContext(t))
+	if err != nil {
+		t.Fatalf("get %s/%s as a Table: %v", resource, name, err)
+	}
+	table := &metav1.Table{}
+	if err := json.Unmarshal(body, table); err != nil {
+		t.Fatalf("decode the Table of %s/%s: %v", resource, name, err)
+	}
+	if len(table.Rows) != 1 || len(table.Rows[0].Cells) != len(table.ColumnDefinitions) {
+		t.Fatalf("Table of %s/%s: %d rows, want 1 with a cell per column: %s", resource, name, len(table.Rows), body)
+	}
+	out := map[string]string{}
+	for i, col := range table.ColumnDefinitions {
+		out[col.Name] = fmt.Sprint(table.Rows[0].Cells[i])
+	}
+	return out
 }

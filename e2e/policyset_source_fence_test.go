@@ -86,7 +86,7 @@ func pointArtifactAt(t *testing.T, namespace, name, url string, data []byte) {
 }
 
 // sourceRefused is a waitPolicySet check: SourceReady False for this generation, saying every
-// one of want, and the clusters still at version digest.
+// one of want, and the clusters still at version digest (the set not Ready meanwhile).
 func sourceRefused(digest string, clusters []string, want ...string) func(*setView) error {
 	return func(s *setView) error {
 		c := meta.FindStatusCondition(s.Status.Conditions, controllers.ConditionSourceReady)
@@ -101,7 +101,7 @@ func sourceRefused(digest string, clusters []string, want ...string) func(*setVi
 		if digest == "" {
 			return nil
 		}
-		return setInForce(digest, clusters...)(s)
+		return setKeptWhileSourceDown(digest, clusters...)(s)
 	}
 }
 

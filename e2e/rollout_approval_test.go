@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,14 @@ func TestRolloutApprovalAndPause(t *testing.T) {
 		return nil
 	})
 	holds(t, 4*time.Second, "a paused rollout holds its approved wave", func() error { return waitingForApproval(readFleetPolicy(t, name)) })
+	// kubectl policyhub status says why the FleetPolicy is not Ready, though its cluster is Synced
+	// (not "Synced" and "-" alone).
+	_, out, errOut = cliReadRun(t, "status", name)
+	if !slices.ContainsFunc(strings.Split(out, "\n"), func(l string) bool {
+		return strings.HasPrefix(l, "FleetPolicy/"+name+" ") && strings.Contains(l, " <all> ") && strings.Contains(l, "RolloutPaused")
+	}) {
+		t.Errorf("status does not say the rollout is paused:\n%s%s", out, errOut)
+	}
 
 	if code, out, errOut := cliReadRun(t, "rollout", "resume", name); code != 0 {
 		t.Fatalf("rollout resume: exit %d\n%s%s", code, out, errOut)

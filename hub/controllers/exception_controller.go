@@ -247,6 +247,10 @@ type fleetPolicyException struct {
 	// said before it.
 	verdict declare.ExceptionVerdict
 	was     string
+	// refused says why an approved exception is in force nowhere and never will be as it stands
+	// (its rendering refused, or not one of its places granted): its state is then Invalid, not
+	// Active ("" otherwise).
+	refused string
 }
 
 func (d *fleetPolicyException) object() client.Object { return d.FleetPolicyException }
@@ -524,10 +528,23 @@ func (d *fleetPolicyException) progress(r *rendering, outcomes []clusterOutcome,
 		}
 	case r.refused != nil:
 		p.holding, p.reason, p.stalled = r.refused.Error()+": in force nowhere", r.refused.Reason, true
+		d.refuse(r.refused.Reason + ": " + r.refused.Error())
 	case r.missing != "":
 		p.holding, p.reason = r.missing+": in force nowhere", "TargetMissing"
+	case len(r.targets.NotGranted) > 0 && len(r.targets.Objects) == 0:
+		// Not one place it asks for is granted to its namespace (statusHalf's NotGranted says
+		// which, and how a hub admin grants them): approved, but in force nowhere.
+		d.refuse(ReasonNotGranted + ": not one of its places is granted to namespace " + d.Namespace + ", so it is in force nowhere")
 	}
 	return p
+}
+
+// refuse makes an approved exception Invalid, saying why: Active would claim it exempts something
+// while it is in force nowhere. Its approval stands (Approved stays True), and it is judged again
+// on every change (of it, its target, the grants), becoming Active once it can take effect.
+func (d *fleetPolicyException) refuse(why string) {
+	d.refused = policyhubv1.TruncateMessage(why, 1024)
+	d.Status.State = policyhubv1.ExceptionInvalid
 }
 
 // judged sets the exception's state and its Approved condition from this reconcile's verdict, and
@@ -565,17 +582,20 @@ func (d *fleetPolicyException) afterStatus(context.Context) time.Duration {
 	if d.r.Metrics != nil {
 		d.r.Metrics.Set(d.FleetPolicyException)
 	}
-	if d.was == d.verdict.State {
+	if d.was == d.Status.State {
 		return 0
 	}
 	kind := corev1.EventTypeNormal
-	if d.verdict.State == policyhubv1.ExceptionInvalid {
+	if d.Status.State == policyhubv1.ExceptionInvalid {
 		kind = corev1.EventTypeWarning
 	}
 	msg := d.verdict.Message
-	if d.verdict.State == policyhubv1.ExceptionActive {
+	switch {
+	case d.refused != "":
+		msg = fmt.Sprintf("%s, but in force nowhere: %s", msg, d.refused)
+	case d.Status.State == policyhubv1.ExceptionActive:
 		msg = fmt.Sprintf("%s; in force in %d clusters", msg, d.Status.InForce)
 	}
-	d.r.Recorder.Eventf(d.FleetPolicyException, nil, kind, d.verdict.State, "Judge", "%s", policyhubv1.TruncateMessage(msg, 1024))
+	d.r.Recorder.Eventf(d.FleetPolicyException, nil, kind, d.Status.State, "Judge", "%s", policyhubv1.TruncateMessage(msg, 1024))
 	return 0
 }

@@ -1,13 +1,19 @@
 package controllers
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/declare"
+	"github.com/policyhub/policyhub/hub/render"
 )
 
 // The watches of ClusterStatusSlices wake exceptions, FleetPolicies and PolicySets only when a
@@ -66,6 +72,45 @@ func TestApprovalChangedPassesEveryNewDecision(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := approvalChanged().Update(event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}); got != tc.want {
 				t.Errorf("passes %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// An approved exception that can take effect nowhere as it stands is Invalid, not Active, saying
+// why; its approval stands. One refused in some places only, or in force somewhere, stays Active.
+func TestExceptionInForceNowhereIsNotActive(t *testing.T) {
+	approved := declare.ExceptionVerdict{State: policyhubv1.ExceptionActive, Message: "approved by alice"}
+	targets := func(allowed []string, notGranted ...string) *render.Targets {
+		t := &render.Targets{Objects: map[string][]*unstructured.Unstructured{}, NotGranted: notGranted}
+		for _, c := range allowed {
+			t.Objects[c] = []*unstructured.Unstructured{{}}
+		}
+		return t
+	}
+	for _, tc := range []struct {
+		name      string
+		r         *rendering
+		state     string
+		refusedIn string
+	}{
+		{"a wildcard namespace", &rendering{targets: targets(nil), refused: &render.InvalidError{Reason: "InvalidException", Err: errors.New(`spec.resources.namespaces: "*" has a wildcard`)}},
+			policyhubv1.ExceptionInvalid, `InvalidException: spec.resources.namespaces: "*" has a wildcard`},
+		{"no place granted", &rendering{targets: targets(nil, "cluster-1/default", "cluster-2/default")},
+			policyhubv1.ExceptionInvalid, "NotGranted: not one of its places is granted to namespace team-a"},
+		{"granted in one cluster", &rendering{targets: targets([]string{"cluster-1"}, "cluster-2/default")}, policyhubv1.ExceptionActive, ""},
+		{"in force", &rendering{targets: targets([]string{"cluster-1"})}, policyhubv1.ExceptionActive, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := &policyhubv1.FleetPolicyException{}
+			ex.Namespace, ex.Generation = "team-a", 1
+			d := &fleetPolicyException{FleetPolicyException: ex, verdict: approved}
+			d.progress(tc.r, nil, nil, time.Now())
+			if d.Status.State != tc.state || !strings.HasPrefix(d.refused, tc.refusedIn) || (tc.refusedIn == "") != (d.refused == "") {
+				t.Errorf("state %s, refused %q; want %s, %q", d.Status.State, d.refused, tc.state, tc.refusedIn)
+			}
+			if !meta.IsStatusConditionTrue(d.Status.Conditions, policyhubv1.ConditionApproved) {
+				t.Errorf("the approval no longer counts: %+v", d.Status.Conditions)
 			}
 		})
 	}

@@ -290,6 +290,23 @@ func (d *policySet) progress(r *rendering, outcomes []clusterOutcome, clusters [
 	if room := policyhubv1.MaxAttentionMembers - len(d.Status.AttentionMembers); room > 0 {
 		d.Status.AttentionMembers = append(d.Status.AttentionMembers, violating[:min(room, len(violating))]...)
 	}
+	p := d.rolloutProgress(r, outcomes, clusters, now)
+	if held := sourceHolding(d.PolicySet); held != "" {
+		// The clusters hold the version kept, but what the source holds now is unknown: not Ready
+		// (a stalled rollout keeps its own reason: a user must act on it first).
+		if p.holding != "" {
+			held += "; " + p.holding
+		}
+		p.holding = held
+		if !p.stalled {
+			p.reason = ReasonSourceNotReady
+		}
+	}
+	return p
+}
+
+// rolloutProgress steps the set's rollout, when it has one.
+func (d *policySet) rolloutProgress(r *rendering, outcomes []clusterOutcome, clusters []policyhubv1.ClusterStatus, now time.Time) progress {
 	if r.rollout == nil {
 		d.Status.Rollout = nil
 		return progress{}

@@ -31,8 +31,11 @@ import (
 // that cannot be read (unreachable, refused, or holding something that is not a valid library)
 // changes nothing in the clusters: they keep the last version read, and SourceReady says why.
 
-// ConditionSourceReady is a PolicySet's condition on its source: False while it cannot be read.
-const ConditionSourceReady = "SourceReady"
+// ConditionSourceReady and ReasonSourceNotReady: see the API's.
+const (
+	ConditionSourceReady = policyhubv1.ConditionSourceReady
+	ReasonSourceNotReady = policyhubv1.ReasonSourceNotReady
+)
 
 // Source timings.
 const (
@@ -337,11 +340,11 @@ func (r *PolicySetReconciler) recordRead(ps *policyhubv1.PolicySet, kept *source
 		msg := policyhubv1.TruncateMessage(readErr.Error(), 1024)
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "ReadFailed", msg
 		if kept != nil {
-			cond.Message = policyhubv1.TruncateMessage(fmt.Sprintf("%s; the clusters keep version %s", readErr, kept.Digest), 1024)
+			cond.Message = policyhubv1.TruncateMessage(fmt.Sprintf("%s; the clusters keep version %s", readErr, keptVersion(ps, kept)), 1024)
 		} else {
 			// Nothing was ever read: nothing can be dispatched.
 			apimeta.SetStatusCondition(&ps.Status.Conditions, metav1.Condition{
-				Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "SourceNotReady", ObservedGeneration: ps.Generation,
+				Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonSourceNotReady, ObservedGeneration: ps.Generation,
 				Message: policyhubv1.TruncateMessage("the source could not be read, nothing was dispatched: "+readErr.Error(), 1024),
 			})
 			ps.Status.ObservedGeneration = ps.Generation
@@ -357,6 +360,25 @@ func (r *PolicySetReconciler) recordRead(ps *policyhubv1.PolicySet, kept *source
 		ps.Status.Source.LastError = ""
 	}
 	apimeta.SetStatusCondition(&ps.Status.Conditions, cond)
+}
+
+// keptVersion names the version the clusters keep: its digest, and the revision it was read as.
+func keptVersion(ps *policyhubv1.PolicySet, kept *source.Artifact) string {
+	if src := ps.Status.Source; src != nil && src.Digest == kept.Digest && src.Revision != "" {
+		return kept.Digest + " (" + src.Revision + ")"
+	}
+	return kept.Digest
+}
+
+// sourceHolding says why a set whose clusters hold its version is not Ready all the same: its
+// source cannot be read, and the clusters keep the version read last ("" when it can be read,
+// or when no version was ever read: recordRead says that).
+func sourceHolding(ps *policyhubv1.PolicySet) string {
+	c := apimeta.FindStatusCondition(ps.Status.Conditions, ConditionSourceReady)
+	if c == nil || c.Status != metav1.ConditionFalse || ps.Status.Source == nil || ps.Status.Source.Digest == "" {
+		return ""
+	}
+	return "the source cannot be read: " + c.Message
 }
 
 // patchSourceStatus writes the source step's part of the status when it changed.

@@ -2,8 +2,11 @@ package controllers
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
@@ -94,5 +97,32 @@ func TestMemberViolations(t *testing.T) {
 	kept := violatingMembers(summary("e", many...), members)
 	if len(kept) != maxEntryViolating || kept[0].Violations != int64(maxEntryViolating+5) {
 		t.Errorf("a cluster's violating members: %d kept, first %+v; want the %d with most", len(kept), kept[0], maxEntryViolating)
+	}
+}
+
+// A set whose source cannot be read is not Ready though its clusters hold the version kept: the
+// holding says the source fails and names the version the clusters keep; a rollout's own holding
+// follows it, and a stalled rollout keeps its reason. A source read, or never read, holds nothing.
+func TestPolicySetSourceHolding(t *testing.T) {
+	set := func(status metav1.ConditionStatus, digest string) *policyhubv1.PolicySet {
+		ps := &policyhubv1.PolicySet{}
+		ps.Status.Conditions = []metav1.Condition{{Type: ConditionSourceReady, Status: status, Reason: "ReadFailed",
+			Message: "registry unreachable; the clusters keep version sha256:aaa (reg/p:stable)"}}
+		if digest != "" {
+			ps.Status.Source = &policyhubv1.SourceStatus{Digest: digest, Revision: "reg/p:stable"}
+		}
+		return ps
+	}
+	if got := sourceHolding(set(metav1.ConditionTrue, "sha256:aaa")); got != "" {
+		t.Errorf("source read: holding %q", got)
+	}
+	if got := sourceHolding(set(metav1.ConditionFalse, "")); got != "" {
+		t.Errorf("no version ever read (recordRead's Ready says so): holding %q", got)
+	}
+	d := &policySet{PolicySet: set(metav1.ConditionFalse, "sha256:aaa")}
+	p := d.progress(&rendering{}, nil, nil, time.Now())
+	if p.reason != ReasonSourceNotReady || p.stalled || !strings.Contains(p.holding, "the source cannot be read: registry unreachable") ||
+		!strings.Contains(p.holding, "the clusters keep version sha256:aaa (reg/p:stable)") {
+		t.Errorf("progress %+v: want SourceNotReady naming the failure and the version kept", p)
 	}
 }

@@ -175,7 +175,9 @@ func step(w Wave, s WaveState, in Input) WaveState {
 			return s
 		case s.Blocked > w.Gate.MaxBlocked:
 			s.HoldingSince = nil
-			s.Reason = fmt.Sprintf("%d admissions would be blocked, at most %d allowed", s.Blocked, w.Gate.MaxBlocked)
+			// Kyverno's Events, the count's source, do not say which refusals were server-side
+			// dry-runs: the count includes them, and says so.
+			s.Reason = fmt.Sprintf("%d admissions refused (server-side dry-runs included), at most %d allowed", s.Blocked, w.Gate.MaxBlocked)
 			return s
 		}
 		if s.HoldingSince == nil {

@@ -148,7 +148,7 @@ func TestGateBreakRestartsTheSoak(t *testing.T) {
 		out := Next(in)
 		outs, prev = append(outs, out), out.Waves
 	}
-	if r := outs[1].Waves[0].Reason; r != "3 admissions would be blocked, at most 0 allowed" {
+	if r := outs[1].Waves[0].Reason; r != "3 admissions refused (server-side dry-runs included), at most 0 allowed" {
 		t.Errorf("blocked: reason %q", r)
 	}
 	if w := outs[3].Waves[0]; w.Phase != Waiting || !w.HoldingSince.Equal(at(50*time.Second)) {

@@ -269,7 +269,9 @@ type FleetPolicyExceptionStatus struct {
 	UncheckedApproval *ExceptionApproval `json:"uncheckedApproval,omitempty"`
 
 	// State is Pending (awaiting approval of this generation), Active, Denied, Revoked, Expired or
-	// Invalid, on the hub's clock.
+	// Invalid, on the hub's clock. Invalid: approved or not, it can take effect nowhere as it
+	// stands (its spec is refused, or not one of its places is granted to its namespace); the
+	// Ready condition says why.
 	// +optional
 	// +kubebuilder:validation:Enum=Pending;Active;Denied;Revoked;Expired;Invalid
 	State string `json:"state,omitempty"`
@@ -308,6 +310,7 @@ type FleetPolicyExceptionStatus struct {
 // +kubebuilder:printcolumn:name="Ticket",type=string,priority=1,JSONPath=`.spec.ticket`
 // +kubebuilder:printcolumn:name="Requested-By",type=string,priority=1,JSONPath=`.spec.requestedBy`
 // +kubebuilder:printcolumn:name="Approved-By",type=string,priority=1,JSONPath=`.status.approval.by`
+// +kubebuilder:printcolumn:name="Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
 type FleetPolicyException struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -8,6 +8,18 @@ import (
 // name it.
 const KindPolicySet = "PolicySet"
 
+// A PolicySet's own condition on its source, and its Ready reason while the source cannot be read.
+const (
+	// ConditionSourceReady is False while the set's source cannot be read (unreachable, refused,
+	// or holding something that is not a valid library): the clusters keep the last version read.
+	ConditionSourceReady = "SourceReady"
+	// ReasonSourceNotReady is the Ready reason while the source cannot be read: nothing was
+	// dispatched (no version was ever read), or the clusters keep the last version read. As Flux's
+	// source-controller does for a source whose fetch fails (Ready False, its last artifact kept),
+	// the set is not Ready: what its source holds now is not known to be in the clusters.
+	ReasonSourceNotReady = "SourceNotReady"
+)
+
 // Bounds of a PolicySet's status: it stays small at any library and fleet size.
 const (
 	// MaxAttentionMembers is how many members status.attentionMembers names.
@@ -230,7 +242,8 @@ type PolicySetStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Ready, Reconciling, Stalled (kstatus-compatible), and SourceReady: False while
-	// the source cannot be read, the clusters keeping the last version read.
+	// the source cannot be read, the clusters keeping the last version read (Ready is then False
+	// too, reason SourceNotReady, as Flux's sources are while a fetch fails).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -399,6 +412,7 @@ type MemberAttention struct {
 // +kubebuilder:resource:scope=Cluster,shortName=pset,categories=policyhub
 // +kubebuilder:printcolumn:name="Members",type=integer,JSONPath=`.status.members.total`
 // +kubebuilder:printcolumn:name="Revision",type=string,JSONPath=`.status.source.revision`
+// +kubebuilder:printcolumn:name="Source",type=string,JSONPath=`.status.conditions[?(@.type=="SourceReady")].reason`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.summary.clusters`
@@ -408,6 +422,7 @@ type MemberAttention struct {
 // +kubebuilder:printcolumn:name="Digest",type=string,priority=1,JSONPath=`.status.source.digest`
 // +kubebuilder:printcolumn:name="Does",type=string,priority=1,JSONPath=`.status.source.capabilities`
 // +kubebuilder:printcolumn:name="Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`
+// +kubebuilder:printcolumn:name="Source-Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="SourceReady")].message`
 type PolicySet struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

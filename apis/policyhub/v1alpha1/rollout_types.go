@@ -68,8 +68,10 @@ type RolloutGate struct {
 	// +kubebuilder:validation:Minimum=0
 	MaxFail int64 `json:"maxFail,omitempty"`
 
-	// MaxBlocked is the most admissions the policy would have blocked, server-side dry-runs not
-	// included (summaries count them apart: dryRunBlocked). Default 0.
+	// MaxBlocked is the most admissions the policy refused, summed over the wave's clusters, as
+	// Kyverno's Events record them: server-side dry-runs (kubectl apply --dry-run=server) are
+	// included, since Kyverno's Events do not say which refusals were dry-runs (dryRunBlocked is
+	// counted apart only where a cluster offers a signal that does). Default 0.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxBlocked int64 `json:"maxBlocked,omitempty"`
@@ -173,7 +175,8 @@ type WaveStatus struct {
 	// Fail is the last measured sum of fail results over the wave's clusters.
 	// +optional
 	Fail int64 `json:"fail,omitempty"`
-	// Blocked is the last measured sum of would-be-blocked admissions over the wave's clusters.
+	// Blocked is the last measured sum of refused admissions over the wave's clusters, what
+	// gate.maxBlocked bounds: server-side dry-runs included (see maxBlocked).
 	// +optional
 	Blocked int64 `json:"blocked,omitempty"`
 	// LegacyObjects is the last measured sum of Kyverno legacy objects over the wave's clusters

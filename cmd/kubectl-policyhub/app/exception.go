@@ -314,9 +314,12 @@ type exceptionRow struct {
 	Namespace, Name string
 	// Generation is the spec's generation, the one an approver reviews and names.
 	Generation int64
-	// Policy is the Kyverno policy exempted from as the hub resolved it (status.policy), else the
-	// target: fp/NAME, pset/NAME:KIND/NAME.
+	// Policy is the target as --policy and --member name it, whatever the hub resolved:
+	// fp/NAME, pset/NAME, pset/NAME:KIND/NAME.
 	Policy, State string
+	// Why says why an exception is not in force where it asks to be (its Ready condition's
+	// reason and message), for the Invalid and the Active ones; "" otherwise.
+	Why string
 	// Expires is the end date, RFC3339, and how far it is from now.
 	Expires string
 	InForce int32
@@ -331,10 +334,12 @@ func exceptionRows(items []policyhubv1.FleetPolicyException, now time.Time) []ex
 	rows := make([]exceptionRow, 0, len(items))
 	for i := range items {
 		ex := &items[i]
-		row := exceptionRow{Namespace: ex.Namespace, Name: ex.Name, Generation: ex.Generation, Policy: ex.Status.Policy, State: ex.Status.State,
+		row := exceptionRow{Namespace: ex.Namespace, Name: ex.Name, Generation: ex.Generation, Policy: exceptionTarget(ex.Spec.Target), State: ex.Status.State,
 			InForce: ex.Status.InForce, Exempted: ex.Status.Exempted, Owner: ex.Spec.Owner, Ticket: ex.Spec.Ticket, RequestedBy: ex.Spec.RequestedBy}
-		if row.Policy == "" {
-			row.Policy = exceptionTarget(ex.Spec.Target)
+		if row.State == policyhubv1.ExceptionActive || row.State == policyhubv1.ExceptionInvalid {
+			if ready := meta.FindStatusCondition(ex.Status.Conditions, policyhubv1.ConditionReady); ready != nil && ready.Status == metav1.ConditionFalse && ready.ObservedGeneration == ex.Generation {
+				row.Why = ready.Reason + ": " + ready.Message
+			}
 		}
 		if !ex.Spec.ExpiresAt.IsZero() {
 			row.Expires = ex.Spec.ExpiresAt.UTC().Format(time.RFC3339) + " (" + relativeTime(ex.Spec.ExpiresAt.Time, now) + ")"
@@ -389,6 +394,12 @@ func printExceptionTable(w io.Writer, rows []exceptionRow, allNamespaces bool) {
 		}
 		tableRow(w, cells...)
 	}
+	// Why an approved exception is not in force where it asks to be: a line each, under the table.
+	for _, r := range rows {
+		if r.Why != "" {
+			fmt.Fprintf(w, "exception %s is %s, in force in %d clusters: %s\n", cellText(r.Namespace+"/"+r.Name), r.State, r.InForce, oneLine(r.Why))
+		}
+	}
 }
 
 // listExceptions reads the exceptions of namespace, or of every namespace.
@@ -428,9 +439,13 @@ func newExceptionListCommand(o *options) *cobra.Command {
 		Long: `List the FleetPolicyExceptions of the namespace (-n, else the kubeconfig context's; -A for every
 namespace), by namespace then name.
 
-GENERATION is the generation of the exception's spec: approve names the one you reviewed. POLICY is the Kyverno policy exempted from as the hub resolved it (kind/name), else the target as
-requested (fp/NAME, pset/NAME:KIND/NAME). STATE is Pending (awaiting a decision on the current
-spec), Active, Denied, Revoked, Expired or Invalid, on the hub's clock ("-" before the hub saw it).
+GENERATION is the generation of the exception's spec: approve names the one you reviewed. POLICY is
+the target as request's --policy and --member name it (fp/NAME, pset/NAME:KIND/NAME; -o json has
+the Kyverno policy the hub resolved it to in status.policy). STATE is Pending (awaiting a decision
+on the current spec), Active, Denied, Revoked, Expired or Invalid (approved or not, it can take
+effect nowhere as it stands: its spec is refused, or not one of its places is granted to its
+namespace), on the hub's clock ("-" before the hub saw it). Under the table, a line for each Active
+or Invalid exception not in force where it asks to be says why.
 EXPIRES is the end date and how far it is from now. IN-FORCE counts the clusters holding it,
 EXEMPTED the report results it turned into skip there. APPROVED-BY is the approver of the current spec, if it is approved.
 

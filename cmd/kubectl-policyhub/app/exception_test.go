@@ -287,6 +287,16 @@ func listedExceptions() []policyhubv1.FleetPolicyException {
 			Status: policyhubv1.FleetPolicyExceptionStatus{State: policyhubv1.ExceptionDenied, Policy: "ClusterPolicy/no-root",
 				Approval: &policyhubv1.ExceptionApproval{Decision: policyhubv1.DecisionDenied, By: "alice", Generation: 1}},
 		},
+		{
+			// Approved, but refused as its spec stands: in force nowhere, and the list says why.
+			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "everywhere", Generation: 1},
+			Spec: policyhubv1.FleetPolicyExceptionSpec{Target: policyhubv1.ExceptionTarget{Kind: kindFleetPolicy, Name: "no-root"},
+				Owner: "team-shop", Ticket: "SHOP-4", ExpiresAt: at(48 * time.Hour), RequestedBy: "bob"},
+			Status: policyhubv1.FleetPolicyExceptionStatus{State: policyhubv1.ExceptionInvalid,
+				Approval: &policyhubv1.ExceptionApproval{Decision: policyhubv1.DecisionApproved, By: "alice", Generation: 1},
+				Conditions: []metav1.Condition{{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "InvalidException", ObservedGeneration: 1,
+					Message: `spec.resources.namespaces: "*" has a wildcard; a tenant's exception names the namespaces granted to it: in force nowhere`}}},
+		},
 	}
 }
 
@@ -296,7 +306,7 @@ func TestExceptionRowsAndTable(t *testing.T) {
 	for _, r := range rows {
 		names = append(names, r.Namespace+"/"+r.Name)
 	}
-	if want := []string{"batch/gpu", "shop/api-root", "shop/denied", "shop/web-latest"}; !cmp.Equal(names, want) {
+	if want := []string{"batch/gpu", "shop/api-root", "shop/denied", "shop/everywhere", "shop/web-latest"}; !cmp.Equal(names, want) {
 		t.Fatalf("order %v, want %v", names, want)
 	}
 	if rows[0].Policy != "pset/pss:ClusterPolicy/disallow-privileged" || rows[0].ApprovedBy != "" || rows[1].Policy != "fp/no-root" {
@@ -307,11 +317,14 @@ func TestExceptionRowsAndTable(t *testing.T) {
 	tw := newTableWriter(&out)
 	printExceptionTable(tw, rows, true)
 	_ = tw.Flush()
+	// POLICY names every target one way, as --policy does, whatever the hub resolved it to.
 	want := `NAMESPACE   NAME         GENERATION   POLICY                                       STATE     EXPIRES                          IN-FORCE   EXEMPTED   OWNER        TICKET   REQUESTED-BY   APPROVED-BY
 batch       gpu          3            pset/pss:ClusterPolicy/disallow-privileged   Expired   2030-01-01T07:00:00Z (5h ago)    0          0          team-batch   OPS-42   carol          -
 shop        api-root     1            fp/no-root                                   -         2030-01-01T12:30:00Z (in 30m)    0          0          team-shop    SHOP-2   bob            -
-shop        denied       1            ClusterPolicy/no-root                        Denied    2030-01-03T12:00:00Z (in 2d)     0          0          team-shop    SHOP-3   bob            -
-shop        web-latest   2            ClusterPolicy/disallow-latest-tag            Active    2030-01-04T16:00:00Z (in 3d4h)   2          7          team-shop    SHOP-1   bob            alice
+shop        denied       1            fp/no-root                                   Denied    2030-01-03T12:00:00Z (in 2d)     0          0          team-shop    SHOP-3   bob            -
+shop        everywhere   1            fp/no-root                                   Invalid   2030-01-03T12:00:00Z (in 2d)     0          0          team-shop    SHOP-4   bob            alice
+shop        web-latest   2            fp/disallow-latest-tag                       Active    2030-01-04T16:00:00Z (in 3d4h)   2          7          team-shop    SHOP-1   bob            alice
+exception shop/everywhere is Invalid, in force in 0 clusters: InvalidException: spec.resources.namespaces: "*" has a wildcard; a tenant's exception names the namespaces granted to it: in force nowhere
 `
 	if out.String() != want {
 		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
@@ -320,10 +333,10 @@ shop        web-latest   2            ClusterPolicy/disallow-latest-tag         
 	// Within one namespace: no NAMESPACE column.
 	out.Reset()
 	tw = newTableWriter(&out)
-	printExceptionTable(tw, rows[3:], false)
+	printExceptionTable(tw, rows[4:], false)
 	_ = tw.Flush()
-	if want := "NAME         GENERATION   POLICY                              STATE    EXPIRES                          IN-FORCE   EXEMPTED   OWNER       TICKET   REQUESTED-BY   APPROVED-BY\n" +
-		"web-latest   2            ClusterPolicy/disallow-latest-tag   Active   2030-01-04T16:00:00Z (in 3d4h)   2          7          team-shop   SHOP-1   bob            alice\n"; out.String() != want {
+	if want := "NAME         GENERATION   POLICY                   STATE    EXPIRES                          IN-FORCE   EXEMPTED   OWNER       TICKET   REQUESTED-BY   APPROVED-BY\n" +
+		"web-latest   2            fp/disallow-latest-tag   Active   2030-01-04T16:00:00Z (in 3d4h)   2          7          team-shop   SHOP-1   bob            alice\n"; out.String() != want {
 		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
 	}
 
@@ -347,7 +360,7 @@ func TestExceptionListReport(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.APIVersion != "policyhub.io/v1alpha1" || got.Kind != "FleetPolicyExceptionList" || len(got.Items) != 4 {
+	if got.APIVersion != "policyhub.io/v1alpha1" || got.Kind != "FleetPolicyExceptionList" || len(got.Items) != len(listedExceptions()) {
 		t.Fatalf("%s", out.String())
 	}
 	first := got.Items[0]

@@ -33,7 +33,7 @@ func newRolloutCommand(o *options) *cobra.Command {
 		Short: "Show and steer FleetPolicy and PolicySet rollouts: wave state, approvals, pause and resume",
 		Long: `A FleetPolicy or PolicySet with spec.rollout is rolled out in waves of clusters: each wave first runs
 its policies in Audit and is promoted to Enforce when its gate holds on fresh agent results (max
-fail results, max would-be-blocked admissions, soak time, and a manual approval when the gate asks
+fail results, max refused admissions (server-side dry-runs included), soak time, and a manual approval when the gate asks
 for one); then the next wave starts. A new version (a new template, a new version of a set's
 source: a new revision) rolls out the same way. Name a PolicySet pset/NAME.
 
@@ -314,8 +314,10 @@ PolicySet's source digest (the full one is in -o json).
 CURRENT marks the wave the rollout is at (none once every wave is Done). PHASE is Pending,
 Auditing, Waiting, Enforcing or Done; a wave the hub has not written status for is Pending.
 CLUSTERS counts the wave's clusters; FAIL and BLOCKED are the last measured fail results and
-would-be-blocked admissions in them (what the gate compares with maxFail and maxBlocked; "-"
-before the wave is reached). SINCE is how long the wave has been in its phase. REASON says why
+refused admissions in them (what the gate compares with maxFail and maxBlocked; "-" before the
+wave is reached). BLOCKED counts Kyverno's refusals as its Events record them: server-side
+dry-runs (kubectl apply --dry-run=server, a CI's checks) included, since those Events do not say
+which were dry-runs. SINCE is how long the wave has been in its phase. REASON says why
 the wave waits, with the measured values; a paused rollout shows "(paused)" on its current wave
 (on its first wave when none is current).
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -49,6 +50,9 @@ type declarationStatus struct {
 	Revision string `json:"revision,omitempty"`
 	Digest   string `json:"digest,omitempty"`
 	Members  int32  `json:"members,omitempty"`
+	// Source is a PolicySet's SourceReady condition: whether its source can be read, and if not
+	// why, and which version the clusters keep.
+	Source *sourceState `json:"source,omitempty"`
 	// Ready is the status of the Ready condition: True, False or Unknown.
 	Ready string `json:"ready"`
 	// Reason and Message are the Ready condition's.
@@ -68,6 +72,14 @@ type declarationStatus struct {
 	// policies (the first to end first, at most 10; MoreExceptions counts the rest).
 	Exceptions     []activeException `json:"exceptions,omitempty"`
 	MoreExceptions int               `json:"moreExceptions,omitempty"`
+}
+
+// sourceState is a PolicySet's SourceReady condition.
+type sourceState struct {
+	// Ready is True when the source was read, False while it cannot be.
+	Ready   string `json:"ready"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 // declarationCluster is a declaration's state in one cluster.
@@ -185,14 +197,21 @@ Exit codes: 0 when no declaration shown has violations, 1 when any has (results 
 blocked admissions alone do not count), 2 on errors.
 
 -o json|yaml prints {"declarations": [{"kind", "namespace", "name", "application", "mode",
-"revision", "digest", "members" (a PolicySet's source version and member count), "ready",
+"revision", "digest", "members" (a PolicySet's source version and member count), "source":
+{"ready", "reason", "message"} (a PolicySet's SourceReady condition: False while its source cannot
+be read, saying which version the clusters keep), "ready",
 "reason", "message", "upToDate", "results": {"pass", "fail", "warn", "error", "skip"},
 "violations", "blocked", "clusters": [{"name", "phase", "message", "lastSyncTime", "actions":
 {"created", "updated", "unchanged", "deleted", "conflict", "failed"}, "results" (null before the
 cluster's agent reported), "violations", "blocked", "reportTime", "stale", "revision" (the
 PolicySet version the cluster runs)}], "exceptions": [{"namespace", "name", "member", "expiresAt",
 "inForce", "exempted"}] (the active FleetPolicyExceptions from the declaration's policies, the first
-to end first, at most 10), "moreExceptions"}]}. The table lists those exceptions under the clusters.`,
+to end first, at most 10), "moreExceptions"}]}. The table lists those exceptions under the clusters.
+
+The table has a row per cluster, and rows for what no cluster's row says: CLUSTER <source> when a
+PolicySet's source cannot be read (the clusters keep the version read last: the message names it),
+and <all> when the declaration is not Ready for a reason of its own (its source, a rollout waiting
+or stalled, a placement missing, places not granted...).`,
 		Example: `  # Every FleetPolicy, and the ApplicationPolicies of the current namespace
   kubectl policyhub status
 
@@ -357,6 +376,9 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 		if src := ps.Status.Source; src != nil {
 			d.Revision, d.Digest = src.Revision, src.Digest
 		}
+		if c := meta.FindStatusCondition(ps.Status.Conditions, policyhubv1.ConditionSourceReady); c != nil {
+			d.Source = &sourceState{Ready: string(c.Status), Reason: c.Reason, Message: c.Message}
+		}
 		clusters, err := clusterStates(ctx, c, ps, policyhubv1.KindPolicySet)
 		if err != nil {
 			return nil, err
@@ -443,6 +465,14 @@ func printStatusTable(w io.Writer, report *statusReport) {
 			}
 			tableRow(w, d.ref(), "<none>", phase, "-", "-", "-", "-", oneLine(msg))
 			continue
+		}
+		// What the clusters' rows cannot say: the declaration's own state (its source, a
+		// rollout waiting, a placement missing...), when it is why the declaration is not Ready.
+		if src := d.Source; src != nil && src.Ready != string(metav1.ConditionTrue) && d.Reason != policyhubv1.ReasonSourceNotReady {
+			tableRow(w, d.ref(), "<source>", src.Reason, "-", "-", "-", "-", oneLine(src.Message))
+		}
+		if d.Ready == string(metav1.ConditionFalse) && !slices.ContainsFunc(d.Clusters, func(c declarationCluster) bool { return c.Phase == d.Reason }) {
+			tableRow(w, d.ref(), "<all>", cmp.Or(d.Reason, "Unknown"), "-", "-", "-", "-", oneLine(d.Message))
 		}
 		for _, c := range d.Clusters {
 			fail, errs := "-", "-"

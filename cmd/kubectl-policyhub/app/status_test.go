@@ -50,13 +50,13 @@ func TestActionTallyString(t *testing.T) {
 // Totals add up the clusters' results; a cluster without a summary has none (null, "-").
 func TestDeclarationStatusFill(t *testing.T) {
 	d := declarationStatus{Kind: kindFleetPolicy, Name: "team"}
-	d.fill([]metav1.Condition{{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "ClustersFailed", Message: "not synced in cluster-2"}},
+	d.fill([]metav1.Condition{{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Failed", Message: "not synced in cluster-2: Failed"}},
 		[]policyhubv1.ClusterStatus{
 			{Name: "cluster-2", Phase: policyhubv1.ClusterPhaseFailed, Message: "unreachable"},
 			{Name: "cluster-1", Phase: policyhubv1.ClusterPhaseSynced, Actions: policyhubv1.ActionCounts{Unchanged: 1},
 				Results: &policyhubv1.ResultCounts{Pass: 3, Fail: 2, Error: 1}, Blocked: 4, Stale: true},
 		})
-	if d.Ready != "False" || d.Reason != "ClustersFailed" || d.Violations != 3 || d.Blocked != 4 || d.Results.Pass != 3 {
+	if d.Ready != "False" || d.Reason != "Failed" || d.Violations != 3 || d.Blocked != 4 || d.Results.Pass != 3 {
 		t.Errorf("%+v", d)
 	}
 	if len(d.Clusters) != 2 || d.Clusters[0].Name != "cluster-1" || d.Clusters[1].Results != nil || d.Clusters[0].Violations != 3 {
@@ -75,5 +75,42 @@ func TestDeclarationStatusFill(t *testing.T) {
 	}
 	if got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("table:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A PolicySet whose source cannot be read says so, and which version its clusters keep, in a row
+// of its own (not "Synced" and "-" alone); a declaration not Ready for a reason of its own (a
+// rollout waiting) says it in an <all> row; one whose clusters' rows say why needs neither.
+func TestStatusTableSaysWhatNoClusterRowSays(t *testing.T) {
+	synced := []policyhubv1.ClusterStatus{{Name: "cluster-1", Phase: policyhubv1.ClusterPhaseSynced, Revision: "sha256:aaa"}}
+	set := declarationStatus{Kind: kindPolicySet, Name: "lib", UpToDate: true}
+	set.fill([]metav1.Condition{{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: policyhubv1.ReasonSourceNotReady,
+		Message: "the source cannot be read: dial tcp: refused; the clusters keep version sha256:aaa (reg/lib:stable)"}}, synced)
+	set.Source = &sourceState{Ready: "False", Reason: "ReadFailed", Message: "dial tcp: refused; the clusters keep version sha256:aaa (reg/lib:stable)"}
+	failing := declarationStatus{Kind: kindPolicySet, Name: "lib2", UpToDate: true,
+		Source: &sourceState{Ready: "False", Reason: "ReadFailed", Message: "dial tcp: refused; the clusters keep version sha256:bbb"}}
+	failing.fill([]metav1.Condition{{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Failed", Message: "not synced in cluster-1: Failed"}},
+		[]policyhubv1.ClusterStatus{{Name: "cluster-1", Phase: policyhubv1.ClusterPhaseFailed, Message: "unreachable"}})
+	waiting := declarationStatus{Kind: kindFleetPolicy, Name: "team", UpToDate: true}
+	waiting.fill([]metav1.Condition{{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "WaitingForApproval", Message: "wave canary waits for approval"}}, synced)
+	fine := declarationStatus{Kind: kindFleetPolicy, Name: "fine", UpToDate: true}
+	fine.fill([]metav1.Condition{{Type: policyhubv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Synced", Message: "synced in 1 clusters"}}, synced)
+	var out bytes.Buffer
+	tw := newTableWriter(&out)
+	printStatusTable(tw, &statusReport{Declarations: []declarationStatus{set, failing, waiting, fine}})
+	_ = tw.Flush()
+	got := out.String()
+	for _, want := range []string{
+		"PolicySet/lib      <all>       SourceNotReady       -         -      -       -         the source cannot be read: dial tcp: refused; the clusters keep version sha256:aaa (reg/lib:stable)",
+		"PolicySet/lib2     <source>    ReadFailed           -         -      -       -         dial tcp: refused; the clusters keep version sha256:bbb",
+		"PolicySet/lib2     cluster-1   Failed ",
+		"FleetPolicy/team   <all>       WaitingForApproval   -         -      -       -         wave canary waits for approval",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "PolicySet/lib      <source>") || strings.Contains(got, "PolicySet/lib2     <all>") || strings.Contains(got, "FleetPolicy/fine   <") {
+		t.Errorf("a row says again what another says:\n%s", got)
 	}
 }

@@ -127,7 +127,7 @@ func TestTablesAreTerminalSafe(t *testing.T) {
 		print func(w io.Writer)
 		rows  int // lines the table prints, when each field stays on its line; 0: not counted
 	}{
-		{name: "status", print: func(w io.Writer) { printStatusTable(w, poisoned[statusReport](hostile)) }, rows: 2},
+		{name: "status", print: func(w io.Writer) { printStatusTable(w, poisoned[statusReport](hostile)) }, rows: 3}, // header, <source>, cluster
 		{name: "info", print: func(w io.Writer) { printInfoTable(w, poisoned[infoReport](hostile), now) }, rows: 21},
 		{name: "status exceptions", print: func(w io.Writer) { printStatusExceptions(w, poisoned[statusReport](hostile), now) }, rows: 1},
 		{name: "exception list", print: func(w io.Writer) {
