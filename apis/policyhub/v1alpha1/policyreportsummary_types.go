@@ -177,17 +177,10 @@ type PolicySummary struct {
 	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	OldestResult *metav1.Time `json:"oldestResult,omitempty"`
 	// Blocked counts admissions the policy refused (Enforce denials write no report), from
-	// Kyverno's Events: server-side dry-runs included unless counted in dryRunBlocked (Kyverno's
-	// Events do not mark them).
+	// Kyverno's Events: server-side dry-runs included (Kyverno's Events do not mark them).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Blocked int64 `json:"blocked,omitempty"`
-	// DryRunBlocked counts server-side dry-runs (e.g. kubectl apply --dry-run=server) the policy
-	// refused, when the cluster offers a signal that tells them apart: those are never also in
-	// blocked. Kyverno's Events offer none (0: not told apart, not "no dry-run").
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	DryRunBlocked int64 `json:"dryRunBlocked,omitempty"`
 	// LastBlocked is the policy's most recent refused admission.
 	// +optional
 	LastBlocked *BlockedAdmission `json:"lastBlocked,omitempty"`
@@ -320,16 +313,10 @@ type PolicyReportSummarySpec struct {
 	Totals ResultCounts `json:"totals,omitempty"`
 
 	// Blocked counts admissions refused by Kyverno in the cluster, from its Events: server-side
-	// dry-runs included unless counted in dryRunBlocked.
+	// dry-runs included (Kyverno's Events do not mark them).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Blocked int64 `json:"blocked,omitempty"`
-
-	// DryRunBlocked counts server-side dry-runs refused by Kyverno in the cluster, apart from
-	// blocked, when a signal tells them apart (Kyverno's Events do not).
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	DryRunBlocked int64 `json:"dryRunBlocked,omitempty"`
 
 	// Policies are the results per policy; at most 1000 entries, one per name, namespace and kind.
 	// +optional

@@ -70,8 +70,7 @@ type RolloutGate struct {
 
 	// MaxBlocked is the most admissions the policy refused, summed over the wave's clusters, as
 	// Kyverno's Events record them: server-side dry-runs (kubectl apply --dry-run=server) are
-	// included, since Kyverno's Events do not say which refusals were dry-runs (dryRunBlocked is
-	// counted apart only where a cluster offers a signal that does). Default 0.
+	// included, since Kyverno's Events do not say which refusals were dry-runs. Default 0.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxBlocked int64 `json:"maxBlocked,omitempty"`
