@@ -35,6 +35,15 @@ const (
 	MaxSummaryReportAPIs   = 10
 	// MaxSummaryExceptions bounds spec.exceptions (its names are MaxSummaryNameLength).
 	MaxSummaryExceptions = 200
+	// MaxSummaryPolicyAPIs and MaxSummaryPolicyAPILength bound spec.engine.policyAPIs.
+	MaxSummaryPolicyAPIs      = 16
+	MaxSummaryPolicyAPILength = 128
+	// MaxKyvernoVersionLength and MaxKyvernoVersionSourceLength bound spec.engine.kyverno's
+	// version and versionSource.
+	MaxKyvernoVersionLength       = 64
+	MaxKyvernoVersionSourceLength = 256
+	// MaxLegacyCounts bounds spec.engine.legacy.counts: one per legacy kind and owner.
+	MaxLegacyCounts = 10
 )
 
 // Validate says what in the spec the CRD would refuse (nil when nothing): a negative count, a
