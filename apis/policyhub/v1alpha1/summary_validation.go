@@ -59,6 +59,7 @@ func (s *PolicyReportSummarySpec) Validate() error {
 	for i, api := range s.Engine.ReportAPIs {
 		v.str(fmt.Sprintf("spec.engine.reportAPIs[%d]", i), api, MaxSummaryRefLength)
 	}
+	v.engine(&s.Engine)
 	v.counts("spec.totals", s.Totals)
 	v.count("spec.blocked", s.Blocked)
 	v.policies(s.Policies)
