@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,6 +40,13 @@ func TestChartAgentReadsTheEngineAndWritesNothing(t *testing.T) {
 		}
 		return sar.Status.Allowed
 	}
+	// The apiserver's authorizer sees the new binding a moment after it is created.
+	eventually(t, 10*time.Second, 100*time.Millisecond, "the agent's ClusterRoleBinding in effect", func() error {
+		if !allowed("list", "kyverno.io", "clusterpolicies", "") {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
 	for _, verb := range []string{"list", "watch"} {
 		if !allowed(verb, "apps", "deployments", fleet.KyvernoNamespace) {
 			t.Errorf("the agent may not %s Kyverno's Deployments", verb)
