@@ -20,7 +20,6 @@ import (
 func TestAgentReportsKyvernoEngineFacts(t *testing.T) {
 	ctx := testContext(t)
 	const cluster = "cluster-1"
-	ensureKyvernoDeployments(ctx, t, cluster)
 	startAgent(t, cluster)
 
 	source := "image tag of Deployment " + fleet.KyvernoNamespace + "/" + kyvernoAdmissionDeployment

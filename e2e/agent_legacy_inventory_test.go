@@ -104,7 +104,9 @@ spec:
 			return err
 		}
 		for _, o := range inv.Objects {
-			if slices.ContainsFunc(wantNamed, func(w policyhubv1.LegacyObject) bool { return w.Kind == o.Kind && w.Namespace == o.Namespace && w.Name == o.Name }) {
+			if slices.ContainsFunc(wantNamed, func(w policyhubv1.LegacyObject) bool {
+				return w.Kind == o.Kind && w.Namespace == o.Namespace && w.Name == o.Name
+			}) {
 				return fmt.Errorf("%+v still named", o)
 			}
 		}

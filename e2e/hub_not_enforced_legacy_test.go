@@ -12,12 +12,10 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -50,7 +48,7 @@ func TestHubNotEnforcedLegacy(t *testing.T) {
 	hub := directClient(t, testFleet.Hub.Config)
 	createNamespace(ctx, t, cluster1, ns)
 	createNamespace(ctx, t, cluster2, ns)
-	versions := &kyvernoVersions{t: t, restored: map[string]bool{}}
+	versions := &kyvernoVersions{t: t, started: map[string]bool{}}
 
 	template := func(message string) string {
 		policy := latestTagPolicy(t, "unused", ns, "Enforce")
@@ -226,66 +224,42 @@ func removeKyverno120Admission(ctx context.Context, t *testing.T, c client.Clien
 	})
 }
 
-// kyvernoVersions writes a cluster's summary on the hub as its agent would, saying which Kyverno
-// version runs there (spec.engine.kyverno). When the test ends, a summary it made is deleted and
-// one it found gets its engine facts back.
-// TODO(t44-agent): once the agent reads the version from the cluster (Deployment
-// kyverno/kyverno-admission-controller's image tag), run it here instead.
+// kyvernoVersions makes a cluster's Kyverno say a version the way a real cluster does (its
+// admission controller Deployment's image tag: fleet's SayKyvernoVersion), runs the cluster's
+// agent, and waits until the agent has reported the version to the hub. The real version is
+// said again when the test ends.
 type kyvernoVersions struct {
-	t        *testing.T
-	restored map[string]bool
+	t       *testing.T
+	started map[string]bool
 }
 
 func (k *kyvernoVersions) set(cluster, version string) {
 	t := k.t
 	t.Helper()
 	ctx := context.Background()
-	hub := directClient(t, testFleet.Hub.Config)
-	key := client.ObjectKey{Namespace: cluster, Name: policyhubv1.SummaryName}
-	// The cluster's namespace on the hub, where its agent writes (kept, as setUpAgentHubAccess does).
-	if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	restore, err := testFleet.Cluster(cluster).SayKyvernoVersion(ctx, version)
+	if err != nil {
+		t.Fatalf("%s: say Kyverno %s: %v", cluster, version, err)
 	}
-	facts := &policyhubv1.KyvernoFacts{Version: version, VersionSource: "image tag of Deployment kyverno/kyverno-admission-controller"}
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		s := &policyhubv1.PolicyReportSummary{}
-		err := hub.Get(ctx, key, s)
-		if apierrors.IsNotFound(err) {
-			s = &policyhubv1.PolicyReportSummary{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: policyhubv1.SummaryName},
-				Spec: policyhubv1.PolicyReportSummarySpec{Cluster: cluster, GeneratedAt: &metav1.Time{Time: time.Now()}}}
-			s.Spec.Engine.Kyverno = facts
-			if err := hub.Create(ctx, s); err != nil {
-				return err
+	if !k.started[cluster] {
+		k.started[cluster] = true
+		t.Cleanup(func() {
+			if err := restore(context.Background()); err != nil {
+				t.Errorf("%s: say the real Kyverno version again: %v", cluster, err)
 			}
-			if !k.restored[cluster] {
-				k.restored[cluster] = true
-				t.Cleanup(func() { _ = hub.Delete(context.Background(), s) })
-			}
-			return nil
-		}
+		})
+		startAgent(t, cluster)
+	}
+	eventually(t, 60*time.Second, 500*time.Millisecond, cluster+"'s agent reports Kyverno "+version, func() error {
+		e, err := engineOf(t, cluster)
 		if err != nil {
 			return err
 		}
-		if !k.restored[cluster] {
-			k.restored[cluster] = true
-			original := s.Spec.Engine.Kyverno.DeepCopy()
-			t.Cleanup(func() {
-				_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-					s := &policyhubv1.PolicyReportSummary{}
-					if err := hub.Get(context.Background(), key, s); err != nil {
-						return client.IgnoreNotFound(err)
-					}
-					s.Spec.Engine.Kyverno = original
-					return hub.Update(context.Background(), s)
-				})
-			})
+		if e.Kyverno == nil || e.Kyverno.Version != version {
+			return fmt.Errorf("engine facts %+v", e.Kyverno)
 		}
-		s.Spec.Engine.Kyverno, s.Spec.GeneratedAt = facts, &metav1.Time{Time: time.Now()}
-		return hub.Update(ctx, s)
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("write %s's summary: %v", cluster, err)
-	}
 }
 
 // liveMessage checks the validate message of the ClusterPolicy name in the cluster.
