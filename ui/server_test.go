@@ -54,6 +54,8 @@ func TestPagesAnswer(t *testing.T) {
 		{"/clusters/cluster-0003", http.StatusOK, "policy-005"},
 		{"/clusters/elsewhere", http.StatusNotFound, "not in the fleet"},
 		{"/applications/shop/web", http.StatusOK, "No cluster reports"},
+		{"/inventory", http.StatusOK, "cluster-0011"},
+		{"/inventory?page=9", http.StatusOK, "Clusters 1–12 of 12"},
 		{"/healthz", http.StatusOK, "ok"},
 	} {
 		rec := get(t, s, tc.url)
@@ -123,6 +125,37 @@ func TestHostileTextIsShownInert(t *testing.T) {
 		}
 	}
 }
+
+// The inventory page shows what the agents named (an object's name, Kyverno's version source)
+// as text, on the page and on the cluster's page.
+func TestInventoryShowsHostileTextInert(t *testing.T) {
+	snap := syntheticFleet(1, 1, time.Now())
+	sum := &snap.Summaries[0]
+	sum.Spec.Engine.Kyverno = &policyhubv1.KyvernoFacts{Version: "v1.19.1", VersionSource: `<img src=x onerror=alert(1)>`,
+		PolicyExceptions: ptr(true), ExceptionNamespace: "exc<b>"}
+	sum.Spec.Engine.Legacy = &policyhubv1.LegacyInventory{
+		Counts:  []policyhubv1.LegacyCount{{Kind: "ClusterPolicy", Owner: policyhubv1.LegacyOwnerOther, Count: 3}},
+		Objects: []policyhubv1.LegacyObject{{Kind: "ClusterPolicy", Name: `</li><script>alert(1)</script>` + "\u202e", Owner: policyhubv1.LegacyOwnerOther}},
+	}
+	s, src := newTestServer(t, snap, open)
+	src.full[sum.Namespace] = sum.DeepCopy()
+	for _, page := range []string{"/inventory", "/clusters/" + sum.Namespace} {
+		body := get(t, s, page).Body.String()
+		for _, bad := range []string{"<script>alert", "<img src=x", "\u202e", "exc<b>"} {
+			if strings.Contains(body, bad) {
+				t.Errorf("%s holds %q raw", page, bad)
+			}
+		}
+		if !strings.Contains(body, "would fail") && page == "/inventory" {
+			t.Errorf("%s does not say the cluster would fail the upgrade gate: %.500s", page, body)
+		}
+	}
+	if body := get(t, s, "/inventory").Body.String(); !strings.Contains(body, "&lt;/li&gt;&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("the inventory does not show the object's name as text")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // The local view admits the browser that opened the printed URL first, and no one else: its
 // token is traded once for a session cookie of its own; afterwards the URL (or the token as a
