@@ -29,8 +29,8 @@ func TestEngineMetrics(t *testing.T) {
 			Objects: []policyhubv1.LegacyObject{{Kind: "ClusterPolicy", Name: "per-object-names-are-no-label", Owner: policyhubv1.LegacyOwnerOther}},
 		}}}))
 	c.Set("cluster-2", seenAt(now, policyhubv1.PolicyReportSummarySpec{Cluster: "cluster-2", GeneratedAt: &metav1.Time{Time: now},
-		Engine: policyhubv1.EngineInfo{Kyverno: &policyhubv1.KyvernoFacts{Version: "v1.20.0", ReportedResults: []string{"fail"}}},
-		Totals: policyhubv1.ResultCounts{Fail: 3},
+		Engine:   policyhubv1.EngineInfo{Kyverno: &policyhubv1.KyvernoFacts{Version: "v1.20.0", ReportedResults: []string{"fail"}}},
+		Totals:   policyhubv1.ResultCounts{Fail: 3},
 		Policies: []policyhubv1.PolicySummary{{Name: "p", Kind: "ValidatingPolicy", Results: policyhubv1.ResultCounts{Fail: 3}}}}))
 
 	want := `
