@@ -157,6 +157,37 @@ func TestInventoryShowsHostileTextInert(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// A wave gated on legacy objects shows what it measured beside its limit; a cluster whose
+// Kyverno writes no pass results shows pass as unknown ("-"), never 0, on the declaration's and
+// the cluster's pages.
+func TestPagesShowLegacyGateAndUnknownPass(t *testing.T) {
+	snap := syntheticFleet(2, 1, time.Now())
+	fp := &snap.FleetPolicies[0]
+	fp.Spec.Rollout = &policyhubv1.Rollout{Waves: []policyhubv1.RolloutWave{{Name: "kyverno-canary", Gate: policyhubv1.RolloutGate{MaxLegacyObjects: ptr(int64(0))}}}}
+	fp.Status.Rollout = &policyhubv1.RolloutStatus{Revision: "r", CurrentWave: "kyverno-canary", Waves: []policyhubv1.WaveStatus{
+		{Name: "kyverno-canary", Phase: policyhubv1.WaveWaiting, LegacyObjects: ptr(int64(7)), Reason: "7 legacy objects in the wave"}}}
+	sum := &snap.Summaries[0]
+	sum.Spec.Engine.Kyverno = &policyhubv1.KyvernoFacts{Version: "v1.20.0", ReportedResults: []string{"fail"}}
+	for i := range snap.Slices {
+		for j := range snap.Slices[i].Clusters {
+			snap.Slices[i].Clusters[j].Results = &policyhubv1.ResultCounts{Pass: 20}
+		}
+	}
+	s, src := newTestServer(t, snap, open)
+	src.full[sum.Namespace] = sum.DeepCopy()
+	body := get(t, s, "/policies/fleetpolicy/"+fp.Name).Body.String()
+	if !strings.Contains(body, `<td class="num">7 (0)</td>`) {
+		t.Errorf("the wave's legacy objects and limit are not shown: %.2000s", body)
+	}
+	unknownPass := `writes no pass results (--allowedResults)">-</abbr>`
+	if strings.Count(body, unknownPass) != 1 || !strings.Contains(body, `<td class="num">20</td>`) {
+		t.Errorf("want pass unknown for %s only, 20 for the other cluster: %s", sum.Namespace, body)
+	}
+	if body := get(t, s, "/clusters/"+sum.Namespace).Body.String(); !strings.Contains(body, unknownPass+" pass") || !strings.Contains(body, "enforces legacy kinds: no") {
+		t.Errorf("the cluster page shows a count of pass results, or not its Kyverno: %s", body)
+	}
+}
+
 // The local view admits the browser that opened the printed URL first, and no one else: its
 // token is traded once for a session cookie of its own; afterwards the URL (or the token as a
 // cookie) admits no one, while the signed-in browser may still open it.
