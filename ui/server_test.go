@@ -186,6 +186,9 @@ func TestPagesShowLegacyGateAndUnknownPass(t *testing.T) {
 	if body := get(t, s, "/clusters/"+sum.Namespace).Body.String(); !strings.Contains(body, unknownPass+" pass") || !strings.Contains(body, "enforces legacy kinds: no") {
 		t.Errorf("the cluster page shows a count of pass results, or not its Kyverno: %s", body)
 	}
+	if body := get(t, s, "/fleet").Body.String(); !strings.Contains(body, "not counted in 1 clusters whose Kyverno writes no pass results") {
+		t.Errorf("the fleet's pass total does not say it leaves a cluster out: %.1500s", body)
+	}
 }
 
 // The local view admits the browser that opened the printed URL first, and no one else: its
