@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -47,6 +48,27 @@ func TestActionTallyString(t *testing.T) {
 	}
 }
 
+// A cluster whose Kyverno writes no pass results shows pass null, and so does the total.
+func TestDeclarationStatusPassUnknown(t *testing.T) {
+	d := declarationStatus{Kind: kindFleetPolicy, Name: "team"}
+	d.fill(nil, []policyhubv1.ClusterStatus{
+		{Name: "fail-only", Phase: policyhubv1.ClusterPhaseSynced, Results: &policyhubv1.ResultCounts{Fail: 2}},
+		{Name: "every-result", Phase: policyhubv1.ClusterPhaseSynced, Results: &policyhubv1.ResultCounts{Pass: 5, Fail: 1}},
+	}, map[string]bool{"fail-only": true})
+	data, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []string{`"results":{"pass":null,"fail":3,`, `"name":"fail-only","phase":"Synced"`, `"results":{"pass":5,"fail":1,`} {
+		if !strings.Contains(string(data), part) {
+			t.Errorf("status JSON lacks %s: %s", part, data)
+		}
+	}
+	if !strings.Contains(string(data), `"name":"fail-only"`) || strings.Count(string(data), `"pass":null`) != 2 {
+		t.Errorf("want pass null for fail-only and the total only: %s", data)
+	}
+}
+
 // Totals add up the clusters' results; a cluster without a summary has none (null, "-").
 func TestDeclarationStatusFill(t *testing.T) {
 	d := declarationStatus{Kind: kindFleetPolicy, Name: "team"}
@@ -55,7 +77,7 @@ func TestDeclarationStatusFill(t *testing.T) {
 			{Name: "cluster-2", Phase: policyhubv1.ClusterPhaseFailed, Message: "unreachable"},
 			{Name: "cluster-1", Phase: policyhubv1.ClusterPhaseSynced, Actions: policyhubv1.ActionCounts{Unchanged: 1},
 				Results: &policyhubv1.ResultCounts{Pass: 3, Fail: 2, Error: 1}, Blocked: 4, Stale: true},
-		})
+		}, nil)
 	if d.Ready != "False" || d.Reason != "ClustersFailed" || d.Violations != 3 || d.Blocked != 4 || d.Results.Pass != 3 {
 		t.Errorf("%+v", d)
 	}
