@@ -75,6 +75,7 @@ FUZZTIME ?= 10s
 fuzz: ## Fuzz what an agent's summary, a policy library, a tenant's CEL and a source can do to the hub, each target for $(FUZZTIME).
 	# -fuzz takes one target at a time.
 	go test -run '^$$' -fuzz '^FuzzSummaryValidation$$' -fuzztime $(FUZZTIME) ./apis/policyhub/v1alpha1
+	go test -run '^$$' -fuzz '^FuzzSummaryEngineValidation$$' -fuzztime $(FUZZTIME) ./apis/policyhub/v1alpha1
 	go test -run '^$$' -fuzz '^FuzzCheckAllowed$$' -fuzztime $(FUZZTIME) ./apis/policyhub/v1alpha1
 	go test -run '^$$' -fuzz '^FuzzAggregate$$' -fuzztime $(FUZZTIME) ./hub/aggregate
 	go test -run '^$$' -fuzz '^FuzzMetricsExport$$' -fuzztime $(FUZZTIME) ./hub/metrics

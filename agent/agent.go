@@ -27,6 +27,9 @@ type Options struct {
 	Managed, Hub *rest.Config
 	// ApplicationLabel names a resource's application; empty means app.oam.dev/name.
 	ApplicationLabel string
+	// KyvernoNamespace is where Kyverno's controllers' Deployments are, read for its version and
+	// settings; empty means kyverno.
+	KyvernoNamespace string
 	// PushInterval is the least time between two pushes; zero means 10s.
 	PushInterval time.Duration
 	// Heartbeat is how often the agent renews its Lease on the hub so the hub can tell it is
@@ -62,7 +65,7 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("hub client: %w", err)
 	}
-	collector, err := collect.New(o.Managed, collect.Options{ApplicationLabel: o.ApplicationLabel, DiscoveryInterval: o.DiscoveryInterval})
+	collector, err := collect.New(o.Managed, collect.Options{ApplicationLabel: o.ApplicationLabel, DiscoveryInterval: o.DiscoveryInterval, KyvernoNamespace: o.KyvernoNamespace})
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", o.Cluster, err)
 	}

@@ -355,7 +355,7 @@ func TestChartAgentDryRun(t *testing.T) {
 	}{
 		{"managed cluster, defaults", `{clusterName: cluster-1, hubKubeconfigSecret: {name: policyhub-hub-kubeconfig}}`, managed, testFleet.Cluster("cluster-1").Config,
 			[]string{"--cluster-name=cluster-1", "--hub-kubeconfig=/etc/policyhub/hub/kubeconfig", "--push-interval=10s", "--heartbeat-interval=1m",
-				"--application-label=app.oam.dev/name", "--max-violations=50", "--health-probe-bind-address=:8081"}},
+				"--application-label=app.oam.dev/name", "--kyverno-namespace=kyverno", "--max-violations=50", "--health-probe-bind-address=:8081"}},
 		{"managed cluster, on the hub too", `{clusterName: cluster-1, hubKubeconfigSecret: {name: policyhub-hub-kubeconfig}}`, managed, testFleet.Hub.Config, nil},
 		{"managed cluster, everything set", `
 clusterName: cluster-2
@@ -364,6 +364,7 @@ pushInterval: 30s
 heartbeatInterval: 2m
 discoveryInterval: 1m
 applicationLabel: app.kubernetes.io/instance
+kyvernoNamespace: kyverno-system
 maxViolations: 200
 log: {level: debug}
 extraArgs: [--zap-time-encoding=rfc3339]
@@ -372,7 +373,7 @@ fullnameOverride: phagent
 networkPolicy: {egress: {enabled: true, apiServerCIDRs: [10.0.0.1/32, 203.0.113.7/32], dns: false}}
 `, managed, testFleet.Cluster("cluster-2").Config,
 			[]string{"--cluster-name=cluster-2", "--push-interval=30s", "--heartbeat-interval=2m", "--discovery-interval=1m",
-				"--application-label=app.kubernetes.io/instance", "--max-violations=200", "--zap-log-level=debug", "--zap-time-encoding=rfc3339"}},
+				"--application-label=app.kubernetes.io/instance", "--kyverno-namespace=kyverno-system", "--max-violations=200", "--zap-log-level=debug", "--zap-time-encoding=rfc3339"}},
 		{"hub side", `{clusterName: HUBNS, agent: {enabled: false}, hubAccess: {enabled: true}}`, hubSide, testFleet.Hub.Config, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {

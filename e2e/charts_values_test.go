@@ -46,6 +46,8 @@ func TestChartValuesSchema(t *testing.T) {
 		{agentChartDir, "egress without the apiservers", `{clusterName: c1, hubKubeconfigSecret: {name: k}, networkPolicy: {egress: {enabled: true, apiServerCIDRs: []}}}`,
 			[]string{"'/networkPolicy/egress/apiServerCIDRs'", "minItems: got 0, want 1"}},
 		{agentChartDir, "applicationLabel", `{clusterName: c1, hubKubeconfigSecret: {name: k}, applicationLabel: "app name"}`, []string{"'/applicationLabel'", "does not match pattern"}},
+		{agentChartDir, "kyvernoNamespace is no DNS label", `{clusterName: c1, hubKubeconfigSecret: {name: k}, kyvernoNamespace: "kyverno --enablePolicyException"}`,
+			[]string{"'/kyvernoNamespace'", "does not match pattern"}},
 	} {
 		t.Run(filepath.Base(c.chart)+"/"+c.name, func(t *testing.T) {
 			_, err := renderChart(t, c.chart, "release", "policyhub-system", chartValues(t, c.values))

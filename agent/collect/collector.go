@@ -73,6 +73,9 @@ type Options struct {
 	// DiscoveryInterval is how often the served report and policy APIs are checked again, so
 	// APIs installed after start are read too; zero means 30s.
 	DiscoveryInterval time.Duration
+	// KyvernoNamespace is where Kyverno's controllers' Deployments are (its Helm chart's
+	// namespace); empty means kyverno.
+	KyvernoNamespace string
 }
 
 // Collector keeps digests of a cluster's reports, blocked admissions, policies and application
@@ -97,6 +100,8 @@ type Collector struct {
 	served   []string
 	// discovered is set once the served APIs were looked up (and their informers started).
 	discovered bool
+	// engine watches Kyverno's Deployments and the legacy objects (engine.go).
+	engine engineWatch
 
 	// appsMu guards apps apart from mu: report transforms start application informers from the
 	// informers' goroutines, while mu may be held.
@@ -131,6 +136,9 @@ func newCollector(opts Options, reports *reportClients, md metadata.Interface, c
 	}
 	if opts.DiscoveryInterval == 0 {
 		opts.DiscoveryInterval = 30 * time.Second
+	}
+	if opts.KyvernoNamespace == "" {
+		opts.KyvernoNamespace = "kyverno"
 	}
 	c := &Collector{
 		opts:          opts,
@@ -284,6 +292,10 @@ func (c *Collector) discover(ctx context.Context) error {
 		c.mu.Unlock()
 	}
 	sort.Strings(apis)
+	engineChanged, err := c.discoverEngine(ctx)
+	if err != nil {
+		return err
+	}
 	hooks, err := c.metadata.Resource(schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}).
 		List(ctx, metav1.ListOptions{LabelSelector: kyvernoWebhookLabel, Limit: 1})
 	if err != nil && !apierrors.IsForbidden(err) {
@@ -291,7 +303,7 @@ func (c *Collector) discover(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	webhooks := err == nil && len(hooks.Items) > 0
-	if webhooks != c.webhooks || fmt.Sprint(apis) != fmt.Sprint(c.served) {
+	if webhooks != c.webhooks || fmt.Sprint(apis) != fmt.Sprint(c.served) || engineChanged {
 		c.webhooks, c.served = webhooks, apis
 		c.signal()
 	}
@@ -380,7 +392,7 @@ func (c *Collector) Synced() bool {
 			return false
 		}
 	}
-	return c.discovered
+	return c.discovered && c.engineSynced()
 }
 
 // Snapshot returns what the collector knows now.
@@ -392,6 +404,7 @@ func (c *Collector) Snapshot() Snapshot {
 		Applications: map[types.UID]string{},
 		Engine:       policyhubv1.EngineInfo{ReportAPIs: append([]string(nil), c.served...), KyvernoWebhooks: c.webhooks},
 	}
+	c.engineSnapshot(&s.Engine)
 	for _, inf := range c.reports {
 		for _, obj := range inf.GetStore().List() {
 			if it, ok := obj.(*item); ok {

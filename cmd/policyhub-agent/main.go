@@ -44,6 +44,7 @@ func run() error {
 	fs.DurationVar(&o.PushInterval, "push-interval", 10*time.Second, "Least time between two summary pushes to the hub; changes in between are pushed together. An unchanged summary is not pushed again.")
 	fs.DurationVar(&o.Heartbeat, "heartbeat-interval", time.Minute, "How often the agent renews its Lease on the hub so the hub can tell it is alive; the hub marks results stale after three missed renewals.")
 	fs.StringVar(&o.ApplicationLabel, "application-label", "app.oam.dev/name", "Label whose value names a resource's application (KubeVela's by default; e.g. app.kubernetes.io/instance).")
+	fs.StringVar(&o.KyvernoNamespace, "kyverno-namespace", "kyverno", "Namespace of Kyverno's admission and reports controllers' Deployments (its Helm chart's), read for Kyverno's version (the admission controller's image tag) and the settings the hub relies on (--enablePolicyException, --exceptionNamespace, --allowedResults).")
 	fs.IntVar(&o.MaxViolations, "max-violations", 50, "Violations (fail and error results, most severe and newest first) kept in the summary; at most 200.")
 	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", 30*time.Second, "How often the agent looks for report APIs installed after it started (e.g. openreports.io).")
 	fs.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints (heap, CPU and goroutine profiles); empty or 0 disables them.")

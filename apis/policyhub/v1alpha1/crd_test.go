@@ -368,30 +368,36 @@ func TestSummaryCRDRefusesWhatAgentsMustNotSay(t *testing.T) {
 func TestSummaryBoundsMatchTheCRD(t *testing.T) {
 	spec := summaryCRD(t).Properties["spec"]
 	for path, want := range map[string]int{
-		"cluster":                           MaxSummaryNameLength,
-		"contentHash":                       MaxSummaryHashLength,
-		"engine.reportAPIs.[]":              MaxSummaryRefLength,
-		"policies.[].name":                  MaxSummaryNameLength,
-		"policies.[].namespace":             MaxSummaryNamespaceLength,
-		"policies.[].kind":                  MaxSummaryKindLength,
-		"policies.[].title":                 MaxSummaryTitleLength,
-		"policies.[].category":              MaxSummaryCategoryLength,
-		"policies.[].severity":              MaxSummarySeverityLength,
-		"policies.[].lastBlocked.message":   MaxSummaryMessageLength,
-		"applications.[].namespace":         MaxSummaryNamespaceLength,
-		"applications.[].name":              MaxSummaryNameLength,
-		"applications.[].policy":            MaxSummaryRefLength,
-		"namespaces.[].namespace":           MaxSummaryNamespaceLength,
-		"violations.[].cluster":             MaxSummaryNameLength,
-		"violations.[].policy":              MaxSummaryRefLength,
-		"violations.[].rule":                MaxSummaryRuleLength,
-		"violations.[].severity":            MaxSummarySeverityLength,
-		"violations.[].message":             MaxSummaryMessageLength,
-		"violations.[].resource.apiVersion": MaxSummaryRefLength,
-		"violations.[].resource.kind":       MaxSummaryKindLength,
-		"violations.[].resource.namespace":  MaxSummaryNamespaceLength,
-		"violations.[].resource.name":       MaxSummaryNameLength,
-		"exceptions.[].name":                MaxSummaryNameLength,
+		"cluster":                            MaxSummaryNameLength,
+		"contentHash":                        MaxSummaryHashLength,
+		"engine.reportAPIs.[]":               MaxSummaryRefLength,
+		"policies.[].name":                   MaxSummaryNameLength,
+		"policies.[].namespace":              MaxSummaryNamespaceLength,
+		"policies.[].kind":                   MaxSummaryKindLength,
+		"policies.[].title":                  MaxSummaryTitleLength,
+		"policies.[].category":               MaxSummaryCategoryLength,
+		"policies.[].severity":               MaxSummarySeverityLength,
+		"policies.[].lastBlocked.message":    MaxSummaryMessageLength,
+		"applications.[].namespace":          MaxSummaryNamespaceLength,
+		"applications.[].name":               MaxSummaryNameLength,
+		"applications.[].policy":             MaxSummaryRefLength,
+		"namespaces.[].namespace":            MaxSummaryNamespaceLength,
+		"violations.[].cluster":              MaxSummaryNameLength,
+		"violations.[].policy":               MaxSummaryRefLength,
+		"violations.[].rule":                 MaxSummaryRuleLength,
+		"violations.[].severity":             MaxSummarySeverityLength,
+		"violations.[].message":              MaxSummaryMessageLength,
+		"violations.[].resource.apiVersion":  MaxSummaryRefLength,
+		"violations.[].resource.kind":        MaxSummaryKindLength,
+		"violations.[].resource.namespace":   MaxSummaryNamespaceLength,
+		"violations.[].resource.name":        MaxSummaryNameLength,
+		"exceptions.[].name":                 MaxSummaryNameLength,
+		"engine.policyAPIs.[]":               MaxSummaryPolicyAPILength,
+		"engine.kyverno.version":             MaxKyvernoVersionLength,
+		"engine.kyverno.versionSource":       MaxKyvernoVersionSourceLength,
+		"engine.kyverno.exceptionNamespace":  MaxSummaryNamespaceLength,
+		"engine.legacy.objects.[].name":      MaxSummaryNameLength,
+		"engine.legacy.objects.[].namespace": MaxSummaryNamespaceLength,
 	} {
 		if got := schemaAt(t, spec, path).MaxLength; got == nil || *got != int64(want) {
 			t.Errorf("spec.%s maxLength %v, want %d", path, got, want)
@@ -400,15 +406,23 @@ func TestSummaryBoundsMatchTheCRD(t *testing.T) {
 	for path, want := range map[string]int{
 		"policies": MaxSummaryPolicies, "applications": MaxSummaryApplications, "namespaces": MaxSummaryNamespaces,
 		"violations": MaxSummaryViolations, "engine.reportAPIs": MaxSummaryReportAPIs,
-		"exceptions": MaxSummaryExceptions,
+		"exceptions":        MaxSummaryExceptions,
+		"engine.policyAPIs": MaxSummaryPolicyAPIs, "engine.legacy.counts": MaxLegacyCounts, "engine.legacy.objects": MaxLegacyNames,
+		"engine.kyverno.reportedResults": len(reportedResultKinds),
 	} {
 		if got := schemaAt(t, spec, path).MaxItems; got == nil || *got != int64(want) {
 			t.Errorf("spec.%s maxItems %v, want %d", path, got, want)
 		}
 	}
-	// Validate refuses an exception without a name, as the CRD does.
-	if got := schemaAt(t, spec, "exceptions.[].name").MinLength; got == nil || *got != 1 {
-		t.Errorf("spec.exceptions[].name minLength %v, want 1", got)
+	// Validate refuses an exception or a legacy object without a name, as the CRD does.
+	for _, path := range []string{"exceptions.[].name", "engine.legacy.objects.[].name"} {
+		if got := schemaAt(t, spec, path).MinLength; got == nil || *got != 1 {
+			t.Errorf("spec.%s minLength %v, want 1", path, got)
+		}
+	}
+	// And its version pattern is the CRD's.
+	if got := schemaAt(t, spec, "engine.kyverno.version").Pattern; got != kyvernoVersionPattern.String() {
+		t.Errorf("spec.engine.kyverno.version pattern %q, Validate's %q", got, kyvernoVersionPattern)
 	}
 }
 

@@ -35,6 +35,15 @@ const (
 	MaxSummaryReportAPIs   = 10
 	// MaxSummaryExceptions bounds spec.exceptions (its names are MaxSummaryNameLength).
 	MaxSummaryExceptions = 200
+	// MaxSummaryPolicyAPIs and MaxSummaryPolicyAPILength bound spec.engine.policyAPIs.
+	MaxSummaryPolicyAPIs      = 16
+	MaxSummaryPolicyAPILength = 128
+	// MaxKyvernoVersionLength and MaxKyvernoVersionSourceLength bound spec.engine.kyverno's
+	// version and versionSource.
+	MaxKyvernoVersionLength       = 64
+	MaxKyvernoVersionSourceLength = 256
+	// MaxLegacyCounts bounds spec.engine.legacy.counts: one per legacy kind and owner.
+	MaxLegacyCounts = 10
 )
 
 // Validate says what in the spec the CRD would refuse (nil when nothing): a negative count, a
@@ -50,6 +59,7 @@ func (s *PolicyReportSummarySpec) Validate() error {
 	for i, api := range s.Engine.ReportAPIs {
 		v.str(fmt.Sprintf("spec.engine.reportAPIs[%d]", i), api, MaxSummaryRefLength)
 	}
+	v.engine(&s.Engine)
 	v.counts("spec.totals", s.Totals)
 	v.count("spec.blocked", s.Blocked)
 	v.policies(s.Policies)
