@@ -214,7 +214,9 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 // staticSource serves the view from one snapshot.
 type staticSource struct{ snap *read.Snapshot }
 
-func (s staticSource) Snapshot(context.Context, time.Time) (*read.Snapshot, error) { return s.snap, nil }
+func (s staticSource) Snapshot(context.Context, time.Time) (*read.Snapshot, error) {
+	return s.snap, nil
+}
 func (s staticSource) Summary(_ context.Context, cluster string) (*policyhubv1.PolicyReportSummary, error) {
 	for i := range s.snap.Summaries {
 		if s.snap.Summaries[i].Namespace == cluster {
