@@ -62,7 +62,7 @@ func NewCompliance(reg prometheus.Registerer, now func() time.Time, heard func(c
 			"Kyverno legacy objects (kyverno.io ClusterPolicy, Policy, ClusterCleanupPolicy, CleanupPolicy, PolicyException) in a cluster, by kind and owner (policyhub, other), as its agent reported them; every kind and owner, zeros included, for a cluster whose agent reports an inventory, none otherwise. Kyverno 1.20's Helm upgrade refuses while any exists.",
 			[]string{"cluster", "kind", "owner"}, nil),
 		kyvernoInfo: prometheus.NewDesc("policyhub_kyverno_info",
-			"1 for each cluster whose agent reported its Kyverno: its version (\"\" when unknown) and whether that version still enforces the legacy kinds (yes, no, unknown).",
+			"1 for each cluster with a summary: its Kyverno's version as its agent read it (\"\" when the agent could not tell) and whether that version still enforces the legacy kinds (yes, no, unknown).",
 			[]string{"cluster", "version", "enforces_legacy"}, nil),
 	}
 	reg.MustRegister(c)
@@ -214,13 +214,17 @@ func byResult(r policyhubv1.ResultCounts, engine *policyhubv1.EngineInfo) map[st
 // objects by kind and owner (at most len(LegacyKinds) × 2 series, zeros included), when its
 // agent reported them.
 func (c *Compliance) collectEngine(ch chan<- prometheus.Metric, cluster string, e *policyhubv1.EngineInfo) {
+	// Every cluster with a summary has its one series: one whose agent could not tell its
+	// Kyverno's version shows as such (version "", unknown), not as missing.
+	version := ""
 	if k := e.Kyverno; k != nil {
-		enforces := "unknown"
-		if yes, known := policyhubv1.KyvernoEnforcesLegacy(k.Version); known {
-			enforces = map[bool]string{true: "yes", false: "no"}[yes]
-		}
-		ch <- prometheus.MustNewConstMetric(c.kyvernoInfo, prometheus.GaugeValue, 1, cluster, labelValue(k.Version), enforces)
+		version = k.Version
 	}
+	enforces := "unknown"
+	if yes, known := policyhubv1.KyvernoEnforcesLegacy(version); known {
+		enforces = map[bool]string{true: "yes", false: "no"}[yes]
+	}
+	ch <- prometheus.MustNewConstMetric(c.kyvernoInfo, prometheus.GaugeValue, 1, cluster, labelValue(version), enforces)
 	if e.Legacy == nil {
 		return
 	}

@@ -32,12 +32,15 @@ func TestEngineMetrics(t *testing.T) {
 		Engine:   policyhubv1.EngineInfo{Kyverno: &policyhubv1.KyvernoFacts{Version: "v1.20.0", ReportedResults: []string{"fail"}}},
 		Totals:   policyhubv1.ResultCounts{Fail: 3},
 		Policies: []policyhubv1.PolicySummary{{Name: "p", Kind: "ValidatingPolicy", Results: policyhubv1.ResultCounts{Fail: 3}}}}))
+	// An older agent, or one that found no Kyverno: unknown, one series still.
+	c.Set("cluster-3", seenAt(now, policyhubv1.PolicyReportSummarySpec{Cluster: "cluster-3", GeneratedAt: &metav1.Time{Time: now}}))
 
 	want := `
-# HELP policyhub_kyverno_info 1 for each cluster whose agent reported its Kyverno: its version ("" when unknown) and whether that version still enforces the legacy kinds (yes, no, unknown).
+# HELP policyhub_kyverno_info 1 for each cluster with a summary: its Kyverno's version as its agent read it ("" when the agent could not tell) and whether that version still enforces the legacy kinds (yes, no, unknown).
 # TYPE policyhub_kyverno_info gauge
 policyhub_kyverno_info{cluster="cluster-1",enforces_legacy="yes",version="v1.19.1"} 1
 policyhub_kyverno_info{cluster="cluster-2",enforces_legacy="no",version="v1.20.0"} 1
+policyhub_kyverno_info{cluster="cluster-3",enforces_legacy="unknown",version=""} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "policyhub_kyverno_info"); err != nil {
 		t.Error(err)
