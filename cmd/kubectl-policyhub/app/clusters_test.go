@@ -79,7 +79,7 @@ cluster-3   no          -         <unknown>                              <unknow
 
 // Every command documents itself with examples, and a bad -o is refused before any request.
 func TestHelpAndBadOutput(t *testing.T) {
-	for _, cmd := range []string{"clusters", "status", "info"} {
+	for _, cmd := range []string{"clusters", "status", "info", "inventory"} {
 		var out, errOut bytes.Buffer
 		code := Run(t.Context(), []string{cmd, "--help"}, Streams{Out: &out, ErrOut: &errOut})
 		if code != ExitOK || !strings.Contains(out.String(), "Examples:\n  # ") || !strings.Contains(out.String(), "-o json|yaml prints {") {
