@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -225,7 +226,7 @@ func printInventoryTable(w io.Writer, r *inventoryReport) {
 				gate = "would-fail"
 			}
 		}
-		tableRow(w, name, cmpOr(c.KyvernoVersion, "<unknown>"), c.EnforcesLegacy, legacy, owned, other, byKind, gate)
+		tableRow(w, name, cmp.Or(c.KyvernoVersion, "<unknown>"), c.EnforcesLegacy, legacy, owned, other, byKind, gate)
 	}
 	tableRow(w, "TOTAL", "", "", itoa(r.Total.LegacyObjects), itoa(r.Total.Policyhub), itoa(r.Total.Other), "",
 		fmt.Sprintf("%d-would-fail,%d-unknown", r.UpgradeBlocked, r.Unknown))
@@ -271,11 +272,4 @@ func legacyByKind(counts []legacyCount) string {
 		return "<none>"
 	}
 	return strings.Join(parts, ",")
-}
-
-func cmpOr(s, otherwise string) string {
-	if s == "" {
-		return otherwise
-	}
-	return s
 }
