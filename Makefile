@@ -12,7 +12,7 @@ export POLICYHUB_TESTBIN
 
 GO_TEST_FLAGS ?= -count=1 -timeout 60m
 
-.PHONY: all build generate manifests verify-generated testbin test unit fuzz lint fmt vet staticcheck leftovers bench-sync bench-agent bench-scale demo images push release actionlint help
+.PHONY: all build generate manifests verify-generated testbin test unit fuzz lint fmt vet staticcheck leftovers bench-sync bench-agent bench-inventory bench-scale demo images push release actionlint help
 all: build
 
 help: ## Show the targets.
@@ -118,6 +118,9 @@ bench-sync: ## Benchmark: policyhub vs a kubectl loop vs a bare SSA loop on a lo
 bench-agent: ## Benchmark: policyhub-agent on a cluster of 100,000 report results: memory, CPU, summary latency, metric series (prints a table).
 	hack/testbin.sh $(TESTBIN_FLEET)
 	go run ./e2e/bench/agentbench $(BENCH_AGENT_FLAGS)
+
+bench-inventory: ## Benchmark: the legacy inventory's cost per cluster at 1,000 clusters × 200 unowned legacy objects: summary bytes, hub memory, series, CLI and view (prints a table).
+	go run ./e2e/bench/inventorybench $(BENCH_INVENTORY_FLAGS)
 
 bench-scale: ## Benchmark: the hub binary at fleet scale (real, virtual and dark clusters) on a local fleet (prints a table).
 	hack/testbin.sh $(TESTBIN_FLEET)

@@ -37,7 +37,7 @@ func TestChartPromQLUsesTheHubsMetrics(t *testing.T) {
 			labelsOf[f.GetName()+"_sum"] = ls
 		}
 	}
-	queries := chartPromQL(t, "5m", `prometheusRule: {enabled: true}`)
+	queries := chartPromQL(t, "5m", prometheusTestRules)
 	used := map[string]bool{}
 	for _, q := range queries {
 		// The one expression about Prometheus's own series: the scrape of the ServiceMonitor's
@@ -108,6 +108,8 @@ func chartHubMetricFamilies(t *testing.T) []*dto.MetricFamily {
 	compliance.Set("cluster-1", &policyhubv1.PolicyReportSummary{
 		Spec: policyhubv1.PolicyReportSummarySpec{
 			Cluster: "cluster-1", GeneratedAt: &metav1.Time{Time: now}, Totals: policyhubv1.ResultCounts{Fail: 1}, Blocked: 1,
+			Engine: policyhubv1.EngineInfo{Kyverno: &policyhubv1.KyvernoFacts{Version: "v1.19.1"}, Legacy: &policyhubv1.LegacyInventory{
+				Counts: []policyhubv1.LegacyCount{{Kind: "ClusterPolicy", Owner: policyhubv1.LegacyOwnerOther, Count: 1}}}},
 			Policies:     []policyhubv1.PolicySummary{{Name: "p", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: 1}, Blocked: 1}},
 			Applications: []policyhubv1.ApplicationSummary{{Namespace: "shop", Name: "shop", Policy: "p", Results: policyhubv1.ResultCounts{Fail: 1}}},
 		},

@@ -100,7 +100,7 @@ func New(src Source, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ui templates: %w", err)
 	}
-	for _, page := range []string{"fleet", "declaration", "cluster", "application", "error"} {
+	for _, page := range []string{"fleet", "inventory", "declaration", "cluster", "application", "error"} {
 		t, err := template.Must(layout.Clone()).ParseFS(templateFiles, "templates/"+page+".html")
 		if err != nil {
 			return nil, fmt.Errorf("ui template %s: %w", page, err)
@@ -109,6 +109,7 @@ func New(src Source, o Options) (*Server, error) {
 	}
 	s.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/fleet", http.StatusFound) })
 	s.mux.HandleFunc("GET /fleet", s.fleet)
+	s.mux.HandleFunc("GET "+pages.InventoryURL, s.inventory)
 	s.mux.HandleFunc("GET /policies/{kind}/{name}", s.declaration)
 	s.mux.HandleFunc("GET /policies/{kind}/{namespace}/{name}", s.declaration)
 	s.mux.HandleFunc("GET /clusters/{name}", s.cluster)
@@ -175,6 +176,16 @@ func (s *Server) fleet(w http.ResponseWriter, r *http.Request) {
 		RowPage: pageParam(q.Get("page")), ColPage: pageParam(q.Get("cpage")),
 	})
 	s.render(w, r, "fleet", view{Title: "Fleet", Watch: read.TopicAll, Scope: snap.Scope, Now: snap.Now, Page: f})
+}
+
+// inventory is the fleet's inventory of Kyverno legacy objects, from the summaries alone.
+func (s *Server) inventory(w http.ResponseWriter, r *http.Request) {
+	snap, ok := s.snapshot(w, r)
+	if !ok {
+		return
+	}
+	p := pages.BuildInventoryPage(snap, pageParam(r.URL.Query().Get("page")))
+	s.render(w, r, "inventory", view{Title: "Legacy inventory", Watch: "cluster/ " + read.TopicInventory, Scope: snap.Scope, Now: snap.Now, Page: p})
 }
 
 func (s *Server) declaration(w http.ResponseWriter, r *http.Request) {

@@ -54,6 +54,8 @@ func TestPagesAnswer(t *testing.T) {
 		{"/clusters/cluster-0003", http.StatusOK, "policy-005"},
 		{"/clusters/elsewhere", http.StatusNotFound, "not in the fleet"},
 		{"/applications/shop/web", http.StatusOK, "No cluster reports"},
+		{"/inventory", http.StatusOK, "cluster-0011"},
+		{"/inventory?page=9", http.StatusOK, "Clusters 1–12 of 12"},
 		{"/healthz", http.StatusOK, "ok"},
 	} {
 		rec := get(t, s, tc.url)
@@ -121,6 +123,71 @@ func TestHostileTextIsShownInert(t *testing.T) {
 		if !strings.Contains(body, shown) {
 			t.Errorf("the page does not show %q", shown)
 		}
+	}
+}
+
+// The inventory page shows what the agents named (an object's name, Kyverno's version source)
+// as text, on the page and on the cluster's page.
+func TestInventoryShowsHostileTextInert(t *testing.T) {
+	snap := syntheticFleet(1, 1, time.Now())
+	sum := &snap.Summaries[0]
+	sum.Spec.Engine.Kyverno = &policyhubv1.KyvernoFacts{Version: "v1.19.1", VersionSource: `<img src=x onerror=alert(1)>`,
+		PolicyExceptions: ptr(true), ExceptionNamespace: "exc<b>"}
+	sum.Spec.Engine.Legacy = &policyhubv1.LegacyInventory{
+		Counts:  []policyhubv1.LegacyCount{{Kind: "ClusterPolicy", Owner: policyhubv1.LegacyOwnerOther, Count: 3}},
+		Objects: []policyhubv1.LegacyObject{{Kind: "ClusterPolicy", Name: `</li><script>alert(1)</script>` + "\u202e", Owner: policyhubv1.LegacyOwnerOther}},
+	}
+	s, src := newTestServer(t, snap, open)
+	src.full[sum.Namespace] = sum.DeepCopy()
+	for _, page := range []string{"/inventory", "/clusters/" + sum.Namespace} {
+		body := get(t, s, page).Body.String()
+		for _, bad := range []string{"<script>alert", "<img src=x", "\u202e", "exc<b>"} {
+			if strings.Contains(body, bad) {
+				t.Errorf("%s holds %q raw", page, bad)
+			}
+		}
+		if !strings.Contains(body, "would fail") && page == "/inventory" {
+			t.Errorf("%s does not say the cluster would fail the upgrade gate: %.500s", page, body)
+		}
+	}
+	if body := get(t, s, "/inventory").Body.String(); !strings.Contains(body, "&lt;/li&gt;&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Errorf("the inventory does not show the object's name as text")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// A wave gated on legacy objects shows what it measured beside its limit; a cluster whose
+// Kyverno writes no pass results shows pass as unknown ("-"), never 0, on the declaration's and
+// the cluster's pages.
+func TestPagesShowLegacyGateAndUnknownPass(t *testing.T) {
+	snap := syntheticFleet(2, 1, time.Now())
+	fp := &snap.FleetPolicies[0]
+	fp.Spec.Rollout = &policyhubv1.Rollout{Waves: []policyhubv1.RolloutWave{{Name: "kyverno-canary", Gate: policyhubv1.RolloutGate{MaxLegacyObjects: ptr(int64(0))}}}}
+	fp.Status.Rollout = &policyhubv1.RolloutStatus{Revision: "r", CurrentWave: "kyverno-canary", Waves: []policyhubv1.WaveStatus{
+		{Name: "kyverno-canary", Phase: policyhubv1.WaveWaiting, LegacyObjects: ptr(int64(7)), Reason: "7 legacy objects in the wave"}}}
+	sum := &snap.Summaries[0]
+	sum.Spec.Engine.Kyverno = &policyhubv1.KyvernoFacts{Version: "v1.20.0", ReportedResults: []string{"fail"}}
+	for i := range snap.Slices {
+		for j := range snap.Slices[i].Clusters {
+			snap.Slices[i].Clusters[j].Results = &policyhubv1.ResultCounts{Pass: 20}
+		}
+	}
+	s, src := newTestServer(t, snap, open)
+	src.full[sum.Namespace] = sum.DeepCopy()
+	body := get(t, s, "/policies/fleetpolicy/"+fp.Name).Body.String()
+	if !strings.Contains(body, `<td class="num">7 (0)</td>`) {
+		t.Errorf("the wave's legacy objects and limit are not shown: %.2000s", body)
+	}
+	unknownPass := `writes no pass results (--allowedResults)">-</abbr>`
+	if strings.Count(body, unknownPass) != 1 || !strings.Contains(body, `<td class="num">20</td>`) {
+		t.Errorf("want pass unknown for %s only, 20 for the other cluster: %s", sum.Namespace, body)
+	}
+	if body := get(t, s, "/clusters/"+sum.Namespace).Body.String(); !strings.Contains(body, unknownPass+" pass") || !strings.Contains(body, "enforces legacy kinds: no") {
+		t.Errorf("the cluster page shows a count of pass results, or not its Kyverno: %s", body)
+	}
+	if body := get(t, s, "/fleet").Body.String(); !strings.Contains(body, "not counted in 1 clusters whose Kyverno writes no pass results") {
+		t.Errorf("the fleet's pass total does not say it leaves a cluster out: %.1500s", body)
 	}
 }
 

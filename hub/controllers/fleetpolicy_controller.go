@@ -96,6 +96,9 @@ type fleetPolicy struct {
 	// transitions are the Events of this reconcile's rollout step, recorded once the status is
 	// written.
 	transitions []rolloutEvent
+	// legacy are the Kyverno legacy objects of the clusters whose summaries this reconcile read
+	// (a rollout gate's maxLegacyObjects).
+	legacy map[string]*int64
 }
 
 func (d *fleetPolicy) object() client.Object { return d.FleetPolicy }
@@ -162,6 +165,7 @@ func (d *fleetPolicy) progress(r *rendering, outcomes []clusterOutcome, clusters
 }
 
 func (d *fleetPolicy) setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
+	d.legacy = legacyCounts(read)
 	return setResults(clusters, read, owned, now)
 }
 

@@ -26,7 +26,7 @@ func (d *fleetPolicy) progressRollout(plan *rollout.Plan, outcomes []clusterOutc
 		d.Status.Rollout = nil
 		return progress{}
 	}
-	step := stepRollout(plan, outcomes, clusters, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
+	step := stepRollout(plan, outcomes, clusters, d.legacy, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
 		func() *policyhubv1.StableVersion {
 			return &policyhubv1.StableVersion{Revision: plan.Revision, Template: d.Spec.Template.DeepCopy()}
 		})
@@ -43,10 +43,10 @@ type rolloutStep struct {
 }
 
 // stepRollout makes one step of a declaration's rollout plan from its clusters' outcomes and
-// state (their results, and whether gateReports judged their reports fresh): annotations hold
-// the approvals, paused holds every wave, prev is the state before, and done names the current
-// version once it completes every wave.
-func stepRollout(plan *rollout.Plan, outcomes []clusterOutcome, clusters []policyhubv1.ClusterStatus, now time.Time,
+// state (their results, and whether gateReports judged their reports fresh) and their legacy
+// objects (legacyCounts): annotations hold the approvals, paused holds every wave, prev is the
+// state before, and done names the current version once it completes every wave.
+func stepRollout(plan *rollout.Plan, outcomes []clusterOutcome, clusters []policyhubv1.ClusterStatus, legacy map[string]*int64, now time.Time,
 	annotations map[string]string, paused bool, prev *policyhubv1.RolloutStatus, done func() *policyhubv1.StableVersion) rolloutStep {
 	measures := map[string]rollout.Measure{}
 	entries := make(map[string]*policyhubv1.ClusterStatus, len(clusters))
@@ -64,6 +64,7 @@ func stepRollout(plan *rollout.Plan, outcomes []clusterOutcome, clusters []polic
 			}
 			m.Blocked, m.Fresh = c.Blocked, c.ReportsFresh != nil && *c.ReportsFresh
 		}
+		m.LegacyObjects = legacy[o.cluster]
 		measures[o.cluster] = m
 	}
 	approved := map[string]bool{}
@@ -103,6 +104,20 @@ func stepRollout(plan *rollout.Plan, outcomes []clusterOutcome, clusters []polic
 		p.wake = max(due.Sub(now)+time.Second, time.Millisecond)
 	}
 	return rolloutStep{status: next, progress: p, transitions: rolloutTransitions(prev, next, plan.Waves)}
+}
+
+// legacyCounts are the Kyverno legacy objects of each cluster whose summary was read and holds
+// an inventory (whatever the objects' owner): a cluster absent has not reported one, or its
+// summary was not read here (another replica works it), and holds a wave gated on them.
+func legacyCounts(read summaryRead) map[string]*int64 {
+	out := map[string]*int64{}
+	for cluster, s := range read.summaries {
+		if inv := s.Spec.Engine.Legacy; inv != nil {
+			n := inv.Total()
+			out[cluster] = &n
+		}
+	}
+	return out
 }
 
 // gateReports judges, in the state of each cluster this replica works that is rolling out plan's
@@ -279,7 +294,8 @@ func rolloutTransitions(prev, next *policyhubv1.RolloutStatus, waves []rollout.W
 			msg += ": " + w.Reason
 		}
 		eventType := corev1.EventTypeNormal
-		if g := gates[w.Name]; w.Phase == policyhubv1.WaveWaiting && (w.Fail > g.MaxFail || w.Blocked > g.MaxBlocked) {
+		if g := gates[w.Name]; w.Phase == policyhubv1.WaveWaiting && (w.Fail > g.MaxFail || w.Blocked > g.MaxBlocked ||
+			(g.MaxLegacyObjects != nil && w.LegacyObjects != nil && *w.LegacyObjects > *g.MaxLegacyObjects)) {
 			eventType = corev1.EventTypeWarning
 		}
 		events = append(events, rolloutEvent{eventType, "Wave" + string(w.Phase), policyhubv1.TruncateMessage(msg, 1024)})

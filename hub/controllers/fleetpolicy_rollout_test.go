@@ -194,13 +194,13 @@ func TestRolloutWaitsForNotEnforcedCluster(t *testing.T) {
 		{cluster: "b", result: &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseNotEnforced, InForce: new(bool)}},
 	}
 	done := func() *policyhubv1.StableVersion { return &policyhubv1.StableVersion{Revision: "r1"} }
-	step := stepRollout(plan, outcomes, nil, now, nil, false, nil, done)
+	step := stepRollout(plan, outcomes, nil, nil, now, nil, false, nil, done)
 	w := step.status.Waves[0]
 	if w.Phase != policyhubv1.WaveEnforcing || !strings.Contains(w.Reason, "b") || strings.Contains(w.Reason, "a,") {
 		t.Errorf("wave %s (%q), want Enforcing waiting for b", w.Phase, w.Reason)
 	}
 	outcomes[1].result = &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, InForce: &inForce}
-	if w := stepRollout(plan, outcomes, nil, now, nil, false, nil, done).status.Waves[0]; w.Phase != policyhubv1.WaveDone {
+	if w := stepRollout(plan, outcomes, nil, nil, now, nil, false, nil, done).status.Waves[0]; w.Phase != policyhubv1.WaveDone {
 		t.Errorf("every cluster in force: wave %s (%q), want Done", w.Phase, w.Reason)
 	}
 }

@@ -201,6 +201,9 @@ type policySet struct {
 	// transitions are the Events of this reconcile's rollout step, recorded once the status is
 	// written.
 	transitions []rolloutEvent
+	// legacy are the Kyverno legacy objects of the clusters whose summaries this reconcile read
+	// (a rollout gate's maxLegacyObjects).
+	legacy map[string]*int64
 }
 
 func (d *policySet) object() client.Object { return d.PolicySet }
@@ -271,6 +274,7 @@ func (d *policySet) renderInput() string {
 // setResults sets the clusters' results, and in each this replica works its members Kyverno
 // reports fail or error results of (see memberViolations).
 func (d *policySet) setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
+	d.legacy = legacyCounts(read)
 	clusters = setResults(clusters, read, owned, now)
 	for i := range clusters {
 		if c := &clusters[i]; !read.unread[c.Name] {
@@ -313,7 +317,7 @@ func (d *policySet) rolloutProgress(r *rendering, outcomes []clusterOutcome, clu
 	}
 	// The gates sum what the set's members measured in each cluster of the wave (owned): the set
 	// is promoted as a unit.
-	step := stepRollout(r.rollout, outcomes, clusters, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
+	step := stepRollout(r.rollout, outcomes, clusters, d.legacy, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
 		func() *policyhubv1.StableVersion {
 			return &policyhubv1.StableVersion{Revision: r.rollout.Revision, Snapshot: d.Status.Source.Snapshot, MembersDigest: d.Status.Source.MembersDigest}
 		})

@@ -26,6 +26,7 @@ type Compliance struct {
 	summaries map[string]*policyhubv1.PolicyReportSummary
 
 	policyResults, policyBlocked, appResults, clusterResults, clusterBlocked, age *prometheus.Desc
+	legacyObjects, kyvernoInfo                                                    *prometheus.Desc
 }
 
 // NewCompliance creates the compliance metrics and registers them with reg. now is the clock the
@@ -57,6 +58,12 @@ func NewCompliance(reg prometheus.Registerer, now func() time.Time, heard func(c
 		age: prometheus.NewDesc("policyhub_summary_age_seconds",
 			"Seconds since the hub last heard from the cluster's agent, by the hub's clock: its Lease renewed (every heartbeat) or a new summary.",
 			[]string{"cluster"}, nil),
+		legacyObjects: prometheus.NewDesc("policyhub_cluster_legacy_objects",
+			"Kyverno legacy objects (kyverno.io ClusterPolicy, Policy, ClusterCleanupPolicy, CleanupPolicy, PolicyException) in a cluster, by kind and owner (policyhub, other), as its agent reported them; every kind and owner, zeros included, for a cluster whose agent reports an inventory, none otherwise. Kyverno 1.20's Helm upgrade refuses while any exists.",
+			[]string{"cluster", "kind", "owner"}, nil),
+		kyvernoInfo: prometheus.NewDesc("policyhub_kyverno_info",
+			"1 for each cluster with a summary: its Kyverno's version as its agent read it (\"\" when the agent could not tell) and whether that version still enforces the legacy kinds (yes, no, unknown).",
+			[]string{"cluster", "version", "enforces_legacy"}, nil),
 	}
 	reg.MustRegister(c)
 	return c
@@ -92,7 +99,7 @@ func (c *Compliance) Forget(cluster string) {
 
 // Describe implements prometheus.Collector.
 func (c *Compliance) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.policyResults, c.policyBlocked, c.appResults, c.clusterResults, c.clusterBlocked, c.age} {
+	for _, d := range []*prometheus.Desc{c.policyResults, c.policyBlocked, c.appResults, c.clusterResults, c.clusterBlocked, c.age, c.legacyObjects, c.kyvernoInfo} {
 		ch <- d
 	}
 }
@@ -129,7 +136,9 @@ func (c *Compliance) collectCluster(ch chan<- prometheus.Metric, cluster string,
 	}
 	gauge(c.age, aggregate.Age(s, heard, now).Seconds(), cluster)
 	gauge(c.clusterBlocked, count(s.Spec.Blocked), cluster)
-	for result, n := range byResult(s.Spec.Totals) {
+	c.collectEngine(ch, cluster, &s.Spec.Engine)
+	reported := &s.Spec.Engine
+	for result, n := range byResult(s.Spec.Totals, reported) {
 		gauge(c.clusterResults, n, cluster, result)
 	}
 	// One entry per policy: a policy listed twice counts once, as its first entry says.
@@ -143,7 +152,7 @@ func (c *Compliance) collectCluster(ch chan<- prometheus.Metric, cluster string,
 		}
 		policies[key] = true
 		severity, category := labelValue(p.Severity), labelValue(p.Category)
-		for result, n := range byResult(p.Results) {
+		for result, n := range byResult(p.Results, reported) {
 			gauge(c.policyResults, n, cluster, key.namespace, key.name, key.kind, result, severity, category)
 		}
 		gauge(c.policyBlocked, count(p.Blocked), cluster, key.namespace, key.name, key.kind)
@@ -159,7 +168,7 @@ func (c *Compliance) collectCluster(ch chan<- prometheus.Metric, cluster string,
 		apps[key] = counts
 	}
 	for a, counts := range apps {
-		for result, n := range byResult(counts) {
+		for result, n := range byResult(counts, reported) {
 			gauge(c.appResults, n, cluster, a.namespace, a.name, result)
 		}
 	}
@@ -185,11 +194,54 @@ func count(n int64) float64 {
 	return float64(max(n, 0))
 }
 
-// byResult spells out every result, zeros included: a violation that was fixed reads 0 instead
-// of vanishing, which is what alerts and dashboards expect.
-func byResult(r policyhubv1.ResultCounts) map[string]float64 {
-	return map[string]float64{
+// byResult spells out every result the cluster's Kyverno writes, zeros included: a violation
+// that was fixed reads 0 instead of vanishing, which is what alerts and dashboards expect. A kind
+// its Kyverno does not write (--allowedResults) has no series: unknown, never 0.
+func byResult(r policyhubv1.ResultCounts, engine *policyhubv1.EngineInfo) map[string]float64 {
+	out := map[string]float64{
 		"pass": count(r.Pass), "fail": count(r.Fail), "warn": count(r.Warn),
 		"error": count(r.Error), "skip": count(r.Skip),
+	}
+	for kind := range out {
+		if !engine.ReportsResult(kind) {
+			delete(out, kind)
+		}
+	}
+	return out
+}
+
+// collectEngine sends a cluster's Kyverno facts: its version (one series), and its legacy
+// objects by kind and owner (at most len(LegacyKinds) × 2 series, zeros included), when its
+// agent reported them.
+func (c *Compliance) collectEngine(ch chan<- prometheus.Metric, cluster string, e *policyhubv1.EngineInfo) {
+	// Every cluster with a summary has its one series: one whose agent could not tell its
+	// Kyverno's version shows as such (version "", unknown), not as missing.
+	version := ""
+	if k := e.Kyverno; k != nil {
+		version = k.Version
+	}
+	enforces := "unknown"
+	if yes, known := policyhubv1.KyvernoEnforcesLegacy(version); known {
+		enforces = map[bool]string{true: "yes", false: "no"}[yes]
+	}
+	ch <- prometheus.MustNewConstMetric(c.kyvernoInfo, prometheus.GaugeValue, 1, cluster, labelValue(version), enforces)
+	if e.Legacy == nil {
+		return
+	}
+	// Only the known kinds and owners, each once: an older CRD may have let anything through.
+	counts := map[policyhubv1.LegacyCount]int64{}
+	for _, kind := range policyhubv1.LegacyKinds {
+		for _, owner := range []policyhubv1.LegacyOwner{policyhubv1.LegacyOwnerPolicyhub, policyhubv1.LegacyOwnerOther} {
+			counts[policyhubv1.LegacyCount{Kind: kind, Owner: owner}] = 0
+		}
+	}
+	for _, n := range e.Legacy.Counts {
+		key := policyhubv1.LegacyCount{Kind: n.Kind, Owner: n.Owner}
+		if had, ok := counts[key]; ok {
+			counts[key] = aggregate.AddCount(had, n.Count)
+		}
+	}
+	for key, n := range counts {
+		ch <- prometheus.MustNewConstMetric(c.legacyObjects, prometheus.GaugeValue, count(n), cluster, key.Kind, string(key.Owner))
 	}
 }

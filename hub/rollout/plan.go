@@ -111,6 +111,10 @@ func StatesOf(in []policyhubv1.WaveStatus) []WaveState {
 	out := make([]WaveState, 0, len(in))
 	for _, w := range in {
 		s := WaveState{Name: w.Name, Phase: w.Phase, Reason: w.Reason, Fail: w.Fail, Blocked: w.Blocked}
+		if w.LegacyObjects != nil {
+			n := *w.LegacyObjects
+			s.LegacyObjects = &n
+		}
 		if w.Since != nil {
 			s.Since = w.Since.Time
 		}
@@ -133,6 +137,10 @@ func Statuses(states []WaveState, waves []Wave) []policyhubv1.WaveStatus {
 	out := make([]policyhubv1.WaveStatus, 0, len(states))
 	for i, s := range states {
 		w := policyhubv1.WaveStatus{Name: s.Name, Phase: s.Phase, Reason: policyhubv1.TruncateMessage(s.Reason, 1024), Fail: s.Fail, Blocked: s.Blocked, Clusters: int32(len(waves[i].Clusters))}
+		if s.LegacyObjects != nil {
+			n := *s.LegacyObjects
+			w.LegacyObjects = &n
+		}
 		if !s.Since.IsZero() {
 			w.Since = &metav1.Time{Time: s.Since.Truncate(time.Second)}
 		}

@@ -31,6 +31,9 @@ type Gate struct {
 	MaxFail, MaxBlocked int64
 	// Soak is how long the gate must hold without a break.
 	Soak time.Duration
+	// MaxLegacyObjects, when set, bounds each cluster's Kyverno legacy objects (owned or not):
+	// the wave holds while a cluster has more, or has not reported its inventory.
+	MaxLegacyObjects *int64
 	// Approval asks for a person's approval as well.
 	Approval bool
 }
@@ -52,6 +55,9 @@ type Measure struct {
 	Fresh bool
 	// Fail and Blocked: the declaration's fail results and would-be-blocked admissions there.
 	Fail, Blocked int64
+	// LegacyObjects: the cluster's Kyverno legacy objects, as its agent last reported them
+	// (whatever their owner and version); nil when it reported no inventory.
+	LegacyObjects *int64
 }
 
 // WaveState is a wave's state, as status shows it.
@@ -69,6 +75,9 @@ type WaveState struct {
 	Reason string
 	// Fail and Blocked are the wave's last measured sums.
 	Fail, Blocked int64
+	// LegacyObjects is the wave's last measured sum of legacy objects (set when its gate has
+	// MaxLegacyObjects).
+	LegacyObjects *int64
 }
 
 // Input is everything a step depends on.
@@ -139,7 +148,7 @@ func step(w Wave, s WaveState, in Input) WaveState {
 	if s.Phase == Pending {
 		// Measures are of what the clusters held before: judged from the next step on.
 		enter(Auditing)
-		s.SyncedAt, s.HoldingSince, s.Fail, s.Blocked = nil, nil, 0, 0
+		s.SyncedAt, s.HoldingSince, s.Fail, s.Blocked, s.LegacyObjects = nil, nil, 0, 0, nil
 		return s
 	}
 	if s.Phase == Auditing && s.SyncedAt == nil {
@@ -180,6 +189,11 @@ func step(w Wave, s WaveState, in Input) WaveState {
 			s.Reason = fmt.Sprintf("%d admissions refused (server-side dry-runs included), at most %d allowed", s.Blocked, w.Gate.MaxBlocked)
 			return s
 		}
+		if held, reason := legacyGate(w, in.Measures, &s); held {
+			s.HoldingSince = nil
+			s.Reason = reason
+			return s
+		}
 		if s.HoldingSince == nil {
 			since := in.Now
 			s.HoldingSince = &since
@@ -206,6 +220,44 @@ func step(w Wave, s WaveState, in Input) WaveState {
 		enter(Done)
 	}
 	return s
+}
+
+// legacyGate measures the wave's legacy objects into s when its gate bounds them, and says
+// whether the gate holds the wave, and why: a cluster without an inventory, or with more legacy
+// objects than allowed, holds it.
+func legacyGate(w Wave, measures map[string]Measure, s *WaveState) (held bool, reason string) {
+	s.LegacyObjects = nil
+	limit := w.Gate.MaxLegacyObjects
+	if limit == nil {
+		return false, ""
+	}
+	var sum int64
+	for _, c := range w.Clusters {
+		if n := measures[c].LegacyObjects; n != nil {
+			sum = aggregate.AddCount(sum, *n)
+		}
+	}
+	s.LegacyObjects = &sum
+	unknown := clustersWhere(w.Clusters, measures, func(m Measure) bool { return m.LegacyObjects == nil })
+	over := clustersWhere(w.Clusters, measures, func(m Measure) bool { return m.LegacyObjects != nil && *m.LegacyObjects > *limit })
+	var parts []string
+	if len(over) > 0 {
+		named := make([]string, len(over))
+		for i, c := range over {
+			named[i] = c
+			if m, ok := measures[c]; ok && m.LegacyObjects != nil {
+				named[i] = fmt.Sprintf("%s (%d)", c, *m.LegacyObjects)
+			}
+		}
+		parts = append(parts, fmt.Sprintf("Kyverno legacy objects in %s, at most %d per cluster allowed", strings.Join(named, ", "), *limit))
+	}
+	if len(unknown) > 0 {
+		parts = append(parts, "no legacy inventory reported by "+strings.Join(unknown, ", "))
+	}
+	if len(parts) == 0 {
+		return false, ""
+	}
+	return true, fmt.Sprintf("%d legacy objects in the wave: %s", sum, strings.Join(parts, "; "))
 }
 
 // unreported lists the clusters without a fresh measure, sorted.

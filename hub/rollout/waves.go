@@ -25,6 +25,10 @@ func Waves(spec []policyhubv1.RolloutWave, placed []Cluster) ([]Wave, error) {
 	selectors := make([]labels.Selector, len(spec))
 	for i, w := range spec {
 		waves[i] = Wave{Name: w.Name, Gate: Gate{MaxFail: w.Gate.MaxFail, MaxBlocked: w.Gate.MaxBlocked, Approval: w.Gate.Approval}}
+		if m := w.Gate.MaxLegacyObjects; m != nil {
+			n := *m
+			waves[i].Gate.MaxLegacyObjects = &n
+		}
 		if w.Gate.Soak != nil {
 			waves[i].Gate.Soak = w.Gate.Soak.Duration
 		}

@@ -19,8 +19,11 @@ const MaxApplicationExceptions = 10
 // each cluster by policy, its ApplicationPolicies, their top violations and last refusals, and
 // the exceptions in force in its namespace.
 type Application struct {
-	Namespace, Name     string
-	Totals              policyhubv1.ResultCounts
+	Namespace, Name string
+	Totals          policyhubv1.ResultCounts
+	// PassUnknown: a cluster counted does not report pass results (Kyverno's --allowedResults),
+	// so Totals.Pass is not the application's: it is shown as unknown, never as a count.
+	PassUnknown         bool
 	Violations, Blocked int64
 	Results             []ApplicationResult
 	ApplicationPolicies []string
@@ -39,6 +42,8 @@ type ApplicationResult struct {
 	Results         policyhubv1.ResultCounts
 	Violations      int64
 	Blocked         int64
+	// PassUnknown: the cluster's Kyverno writes no pass results; Results.Pass is not a count.
+	PassUnknown bool
 	// ReportTime is when the hub saw the cluster's summary, by the hub's clock (zero: unknown).
 	ReportTime time.Time
 	Stale      bool
@@ -102,7 +107,8 @@ func BuildApplication(in ApplicationInput) *Application {
 			k := key{sum.Namespace, row.Policy}
 			r := results[k]
 			if r == nil {
-				r = &ApplicationResult{Cluster: sum.Namespace, Policy: row.Policy, Stale: stale(sum)}
+				r = &ApplicationResult{Cluster: sum.Namespace, Policy: row.Policy, Stale: stale(sum),
+					PassUnknown: !sum.Spec.Engine.ReportsResult("pass")}
 				r.ReportTime, _ = aggregate.ObservedAt(sum, in.Now)
 				results[k] = r
 			}
@@ -129,7 +135,7 @@ func BuildApplication(in ApplicationInput) *Application {
 			} else {
 				r := &ApplicationResult{Cluster: p.Cluster, Policy: k.policy, Results: p.Results, Blocked: p.Blocked}
 				if sum != nil { // a summary that left the policy out (truncated)
-					r.Stale = stale(sum)
+					r.Stale, r.PassUnknown = stale(sum), !sum.Spec.Engine.ReportsResult("pass")
 					r.ReportTime, _ = aggregate.ObservedAt(sum, in.Now)
 				}
 				results[k] = r
@@ -153,6 +159,7 @@ func BuildApplication(in ApplicationInput) *Application {
 	for _, r := range results {
 		r.Violations = aggregate.AddCount(r.Results.Fail, r.Results.Error)
 		aggregate.Add(&a.Totals, r.Results)
+		a.PassUnknown = a.PassUnknown || r.PassUnknown
 		a.Blocked = aggregate.AddCount(a.Blocked, r.Blocked)
 		a.Results = append(a.Results, *r)
 	}

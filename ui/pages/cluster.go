@@ -24,6 +24,11 @@ type Cluster struct {
 	Engine    policyhubv1.EngineInfo
 	Totals    policyhubv1.ResultCounts
 	Blocked   int64
+	// PassUnknown: the cluster's Kyverno writes no pass results (--allowedResults): pass counts
+	// are shown as unknown, never as 0.
+	PassUnknown bool
+	// Legacy is the cluster's Kyverno engine facts and legacy objects (see Inventory).
+	Legacy InventoryCluster
 	// Policies are the cluster's Kyverno policies, worst first.
 	Policies     []ClusterPolicy
 	Declarations []ClusterDeclaration
@@ -79,6 +84,7 @@ func BuildCluster(s *read.Snapshot, name string, full *policyhubv1.PolicyReportS
 			c.Age = s.Now.Sub(at)
 		}
 		c.Engine, c.Totals, c.Blocked = full.Spec.Engine, full.Spec.Totals, full.Spec.Blocked
+		c.PassUnknown = !full.Spec.Engine.ReportsResult("pass")
 		if full.Spec.Truncated != nil {
 			c.Truncated = *full.Spec.Truncated
 		}
@@ -132,6 +138,7 @@ func BuildCluster(s *read.Snapshot, name string, full *policyhubv1.PolicyReportS
 			return cmp.Compare(policyhubv1.SeverityRank(a.Severity), policyhubv1.SeverityRank(b.Severity))
 		})
 	}
+	c.Legacy = InventoryOf(name, full, func(*policyhubv1.PolicyReportSummary) bool { return c.Stale })
 	for i := range s.Slices {
 		sl := &s.Slices[i]
 		for _, st := range sl.Clusters {

@@ -35,6 +35,8 @@ type Declaration struct {
 type ClusterState struct {
 	policyhubv1.ClusterStatus
 	Violations int64
+	// PassUnknown: the cluster's Kyverno writes no pass results (--allowedResults).
+	PassUnknown bool
 }
 
 // Rollout is a rollout's state with each wave's gate beside what was measured.
@@ -101,6 +103,12 @@ func BuildDeclaration(s *read.Snapshot, kind, namespace, name string, page int) 
 	}
 	d.Rollout = rolloutOf(rollout, rolloutStatus)
 
+	passUnknown := map[string]bool{}
+	for i := range s.Summaries {
+		if sum := &s.Summaries[i]; !sum.Spec.Engine.ReportsResult("pass") {
+			passUnknown[sum.Namespace] = true
+		}
+	}
 	var clusters []ClusterState
 	for i := range s.Slices {
 		sl := &s.Slices[i]
@@ -109,7 +117,7 @@ func BuildDeclaration(s *read.Snapshot, kind, namespace, name string, page int) 
 			continue
 		}
 		for _, c := range sl.Clusters {
-			cs := ClusterState{ClusterStatus: c}
+			cs := ClusterState{ClusterStatus: c, PassUnknown: passUnknown[c.Name]}
 			if c.Results != nil {
 				cs.Violations = aggregate.AddCount(c.Results.Fail, c.Results.Error)
 			}

@@ -50,6 +50,9 @@ type FleetTotals struct {
 	// Stale counts clusters whose agent went quiet, Unreported those with no summary yet,
 	// Unreachable those the hub could not reach, NotSynced those where a declaration is not Synced.
 	Stale, Unreported, Unreachable, NotSynced int
+	// PassUnknown counts clusters whose Kyverno writes no pass results (--allowedResults):
+	// Results.Pass leaves them out.
+	PassUnknown int
 }
 
 // Pages places one page among the others.
@@ -82,6 +85,8 @@ type Row struct {
 	Violations                   int64
 	Results                      policyhubv1.ResultCounts
 	Reported, Stale, Unreachable bool
+	// PassUnknown: the cluster's Kyverno writes no pass results.
+	PassUnknown bool
 	// Age is how long ago the hub last heard from the cluster's agent (0 when never).
 	Age time.Duration
 	// NotSynced counts the declarations not Synced there; Phase is the worst of their phases.
@@ -166,6 +171,7 @@ func BuildFleet(s *read.Snapshot, q FleetQuery) *Fleet {
 		if sum := summaries[name]; sum != nil {
 			r.row.Reported = true
 			r.row.Stale = aggregate.JudgedStale(sum)
+			r.row.PassUnknown = !sum.Spec.Engine.ReportsResult("pass")
 			if at, _ := aggregate.ObservedAt(sum, s.Now); !at.IsZero() {
 				r.row.Age = s.Now.Sub(at)
 			}
@@ -204,6 +210,9 @@ func BuildFleet(s *read.Snapshot, q FleetQuery) *Fleet {
 		}
 		if r.row.Stale {
 			t.Stale++
+		}
+		if r.row.PassUnknown {
+			t.PassUnknown++
 		}
 		if r.row.Unreachable {
 			t.Unreachable++

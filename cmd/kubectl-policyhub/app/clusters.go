@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,7 +37,7 @@ const (
 )
 
 // kyvernoPolicyAPIs are the policy APIs whose presence `clusters` reports, in this order.
-var kyvernoPolicyAPIs = []string{"kyverno.io/v1", "policies.kyverno.io/v1"}
+var kyvernoPolicyAPIs = []string{"kyverno.io/v1", "kyverno.io/v2", "policies.kyverno.io/v1beta1", "policies.kyverno.io/v1"}
 
 // clustersReport is the -o json|yaml output of `clusters`.
 type clustersReport struct {
@@ -55,8 +56,9 @@ type clusterReport struct {
 	Version string `json:"version,omitempty"`
 	// Error says why the cluster is unreachable (or why its APIs could not be read).
 	Error string `json:"error,omitempty"`
-	// KyvernoAPIs are the Kyverno policy APIs the cluster serves, among kyverno.io/v1 and
-	// policies.kyverno.io/v1; null when the cluster could not be asked.
+	// KyvernoAPIs are the Kyverno policy APIs the cluster serves, among kyverno.io/v1,
+	// kyverno.io/v2, policies.kyverno.io/v1beta1 and policies.kyverno.io/v1; null when the
+	// cluster could not be asked.
 	KyvernoAPIs []string `json:"kyvernoAPIs"`
 	// Summary is the cluster's last PolicyReportSummary on the hub; null when its agent sent none.
 	Summary *clusterSummary `json:"summary"`
@@ -85,6 +87,68 @@ type clusterSummary struct {
 	KyvernoWebhooks bool `json:"kyvernoWebhooks"`
 	// ReportAPIs are the report APIs the cluster serves.
 	ReportAPIs []string `json:"reportAPIs"`
+	// PolicyAPIs are the Kyverno policy group/versions the agent found served.
+	PolicyAPIs []string `json:"policyAPIs"`
+	// Kyverno is what the cluster's Kyverno says of itself; null when the agent found no
+	// Kyverno admission controller (or is older than these facts).
+	Kyverno *kyvernoReport `json:"kyverno"`
+	// LegacyObjects counts the cluster's Kyverno legacy objects, owned by policyhub or not (see
+	// `kubectl policyhub inventory`); null when the agent sent no inventory.
+	LegacyObjects *int64 `json:"legacyObjects"`
+}
+
+// kyvernoReport is what a cluster's Kyverno says of itself, as its agent reported it.
+type kyvernoReport struct {
+	// Version of Kyverno's admission controller; "" when the agent could not tell.
+	Version string `json:"version"`
+	// VersionSource says where the agent read the version.
+	VersionSource string `json:"versionSource"`
+	// EnforcesLegacy is "yes" when the version still executes the legacy kinds (before 1.20),
+	// "no" from 1.20, "unknown" when the version does not say.
+	EnforcesLegacy string `json:"enforcesLegacy"`
+	// PolicyExceptions is Kyverno's --enablePolicyException; null when unknown.
+	PolicyExceptions *bool `json:"policyExceptions"`
+	// ExceptionNamespace is Kyverno's --exceptionNamespace ("" when exceptions are read from
+	// every namespace).
+	ExceptionNamespace string `json:"exceptionNamespace"`
+	// ReportedResults are the results Kyverno writes (its --allowedResults); null when every
+	// kind: a kind left out is unknown, never 0.
+	ReportedResults []string `json:"reportedResults"`
+}
+
+// toKyvernoReport is what `clusters` shows of a cluster's Kyverno facts (nil: none reported).
+func toKyvernoReport(k *policyhubv1.KyvernoFacts) *kyvernoReport {
+	if k == nil {
+		return nil
+	}
+	return &kyvernoReport{Version: k.Version, VersionSource: k.VersionSource, EnforcesLegacy: enforcesLegacy(k.Version),
+		PolicyExceptions: k.PolicyExceptions, ExceptionNamespace: k.ExceptionNamespace, ReportedResults: slices.Clone(k.ReportedResults)}
+}
+
+// enforcesLegacy says whether a Kyverno of version executes the legacy kinds: yes, no or unknown.
+func enforcesLegacy(version string) string {
+	enforces, known := policyhubv1.KyvernoEnforcesLegacy(version)
+	switch {
+	case !known:
+		return "unknown"
+	case enforces:
+		return "yes"
+	}
+	return "no"
+}
+
+// exceptionsCell is Kyverno's exception settings as one table cell: off, on (every namespace),
+// on(ns=NAME), or <unknown>.
+func exceptionsCell(k *kyvernoReport) string {
+	switch {
+	case k == nil || k.PolicyExceptions == nil:
+		return "<unknown>"
+	case !*k.PolicyExceptions:
+		return "off"
+	case k.ExceptionNamespace != "":
+		return "on(ns=" + k.ExceptionNamespace + ")"
+	}
+	return "on"
 }
 
 func newClustersCommand(o *options) *cobra.Command {
@@ -93,8 +157,11 @@ func newClustersCommand(o *options) *cobra.Command {
 		Short: "List the fleet's clusters: labels, reachability, Kyverno APIs, last summary, violations",
 		Long: `List every managed cluster of the hub's inventory (cluster-gateway's credential Secrets and
 OCM ManagedClusters) with its labels; whether it answers through cluster-gateway (GET /version,
-5s timeout; clusters are probed concurrently); which Kyverno policy APIs it serves (kyverno.io/v1,
-policies.kyverno.io/v1); the age of the last PolicyReportSummary its agent sent ("stale" when the
+5s timeout; clusters are probed concurrently); which Kyverno policy APIs it serves (kyverno.io/v1, kyverno.io/v2,
+policies.kyverno.io/v1beta1, policies.kyverno.io/v1); what its agent last reported of its Kyverno
+(version, whether that version still enforces the legacy kyverno.io kinds: yes before 1.20, no
+from 1.20, unknown when the version does not say; --enablePolicyException and
+--exceptionNamespace) and how many legacy objects it holds (see kubectl policyhub inventory); the age of the last PolicyReportSummary its agent sent ("stale" when the
 agent missed three heartbeats); and the cluster's violations (fail, error) and blocked admissions.
 
 An unreachable cluster is a row, not an error: the command exits 0 whatever the clusters' state.
@@ -102,8 +169,10 @@ Naming clusters restricts the list to them; an unknown name is an error.
 
 -o json|yaml prints {"clusters": [{"name", "labels", "reachable", "version", "error",
 "kyvernoAPIs", "summary": {"generatedAt", "ageSeconds", "stale", "results": {"pass", "fail",
-"warn", "error", "skip"}, "violations", "blocked", "kyvernoWebhooks", "reportAPIs"} | null,
-"replica"}]}.
+"warn", "error", "skip"}, "violations", "blocked", "kyvernoWebhooks", "reportAPIs", "policyAPIs",
+"kyverno": {"version", "versionSource", "enforcesLegacy", "policyExceptions", "exceptionNamespace",
+"reportedResults"} | null, "legacyObjects"} | null, "replica"}]}. A result kind the cluster's
+Kyverno does not write (its --allowedResults, kyverno.reportedResults) is null, never 0.
 
 When the hub's replicas share the fleet (policyhub-hub --share-fleet), a REPLICA column names
 the replica that works each cluster, computed as the replicas compute it from their live Leases;
@@ -277,11 +346,19 @@ func clusterSummaries(ctx context.Context, c client.Client) (map[string]*policyh
 // toClusterSummary is what `clusters` shows of a summary: its age and staleness by the hub's
 // clock (when the hub saw it or its agent's Lease renewed), never by the cluster's.
 func toClusterSummary(s *policyhubv1.PolicyReportSummary, live liveness, now time.Time) *clusterSummary {
-	results := toReportCounts(s.Spec.Totals)
+	results := summaryCounts(s, s.Spec.Totals)
 	out := &clusterSummary{
 		GeneratedAt: s.Spec.GeneratedAt, AgeSeconds: int64(live.age(s, now).Seconds()), Stale: live.stale(s, now),
 		Results: results, Violations: results.violations(), Blocked: s.Spec.Blocked,
 		KyvernoWebhooks: s.Spec.Engine.KyvernoWebhooks, ReportAPIs: slices.Clone(s.Spec.Engine.ReportAPIs),
+		PolicyAPIs: slices.Sorted(slices.Values(s.Spec.Engine.PolicyAPIs)), Kyverno: toKyvernoReport(s.Spec.Engine.Kyverno),
+	}
+	if s.Spec.Engine.Legacy != nil {
+		total := s.Spec.Engine.Legacy.Total()
+		out.LegacyObjects = &total
+	}
+	if out.PolicyAPIs == nil {
+		out.PolicyAPIs = []string{}
 	}
 	if at, _ := aggregate.ObservedAt(s, now); !at.IsZero() {
 		out.dated = true
@@ -358,7 +435,8 @@ func printClustersTable(w io.Writer, report *clustersReport) {
 		return
 	}
 	shared := slices.ContainsFunc(report.Clusters, func(c clusterReport) bool { return c.Replica != "" })
-	header := []string{"CLUSTER", "REACHABLE", "VERSION", "KYVERNO", "SUMMARY-AGE", "FAIL", "ERROR", "BLOCKED", "LABELS"}
+	header := []string{"CLUSTER", "REACHABLE", "VERSION", "KYVERNO", "KYVERNO-VERSION", "LEGACY-ENFORCED", "EXCEPTIONS", "LEGACY",
+		"SUMMARY-AGE", "FAIL", "ERROR", "BLOCKED", "LABELS"}
 	if shared {
 		header = slices.Insert(header, 1, "REPLICA")
 	}
@@ -372,7 +450,14 @@ func printClustersTable(w io.Writer, report *clustersReport) {
 			kyverno = "<unknown>"
 		}
 		age, fail, errs, blocked := "<none>", "-", "-", "-"
+		kyvernoVersion, legacyEnforced, exceptions, legacy := "<unknown>", "unknown", "<unknown>", "<unknown>"
 		if s := c.Summary; s != nil {
+			if k := s.Kyverno; k != nil {
+				kyvernoVersion, legacyEnforced, exceptions = cmp.Or(k.Version, "<unknown>"), k.EnforcesLegacy, exceptionsCell(k)
+			}
+			if s.LegacyObjects != nil {
+				legacy = itoa(*s.LegacyObjects)
+			}
 			age = "<unknown>"
 			if s.dated {
 				age = duration.HumanDuration(time.Duration(s.AgeSeconds) * time.Second)
@@ -380,9 +465,10 @@ func printClustersTable(w io.Writer, report *clustersReport) {
 			if s.Stale {
 				age += " (stale)"
 			}
-			fail, errs, blocked = itoa(s.Results.Fail), itoa(s.Results.Error), itoa(s.Blocked)
+			fail, errs, blocked = s.Results.cell("fail"), s.Results.cell("error"), itoa(s.Blocked)
 		}
-		row := []string{c.Name, reachable, c.Version, kyverno, age, fail, errs, blocked, labelString(c.Labels)}
+		row := []string{c.Name, reachable, c.Version, kyverno, kyvernoVersion, legacyEnforced, exceptions, legacy,
+			age, fail, errs, blocked, labelString(c.Labels)}
 		if shared {
 			replica := c.Replica
 			if replica == "" {

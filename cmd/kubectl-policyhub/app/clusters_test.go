@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -29,8 +30,15 @@ func TestClustersTable(t *testing.T) {
 	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
 	// Ages by the hub's clock: the clusters' clocks (generatedAt) are off by an hour.
 	fresh := seenAt(now.Add(-42*time.Second), policyhubv1.PolicyReportSummarySpec{GeneratedAt: &metav1.Time{Time: now.Add(time.Hour)},
-		Totals: policyhubv1.ResultCounts{Pass: 5, Fail: 2, Error: 1}, Blocked: 3})
-	old := seenAt(now.Add(-10*time.Minute), policyhubv1.PolicyReportSummarySpec{GeneratedAt: &metav1.Time{Time: now.Add(-time.Hour)}})
+		Totals: policyhubv1.ResultCounts{Pass: 5, Fail: 2, Error: 1}, Blocked: 3,
+		Engine: policyhubv1.EngineInfo{PolicyAPIs: []string{"policies.kyverno.io/v1", "kyverno.io/v1"},
+			Kyverno: &policyhubv1.KyvernoFacts{Version: "v1.19.1", PolicyExceptions: ptrTo(true), ExceptionNamespace: "kyverno-exceptions"},
+			Legacy: &policyhubv1.LegacyInventory{Counts: []policyhubv1.LegacyCount{
+				{Kind: "ClusterPolicy", Owner: policyhubv1.LegacyOwnerOther, Count: 4}, {Kind: "PolicyException", Owner: policyhubv1.LegacyOwnerPolicyhub, Count: 1}}}}})
+	// A fail-only Kyverno 1.20 (--allowedResults=fail): pass is unknown, never 0.
+	old := seenAt(now.Add(-10*time.Minute), policyhubv1.PolicyReportSummarySpec{GeneratedAt: &metav1.Time{Time: now.Add(-time.Hour)},
+		Engine: policyhubv1.EngineInfo{Kyverno: &policyhubv1.KyvernoFacts{Version: "v1.20.0", PolicyExceptions: ptrTo(false), ReportedResults: []string{"fail"}},
+			Legacy: &policyhubv1.LegacyInventory{}}})
 	report := &clustersReport{Clusters: []clusterReport{
 		{Name: "cluster-1", Labels: map[string]string{"env": "prod", "region": "eu"}, Reachable: true, Version: "v1.35.0",
 			KyvernoAPIs: []string{"kyverno.io/v1", "policies.kyverno.io/v1"}, Summary: toClusterSummary(fresh, liveness{}, now)},
@@ -43,14 +51,26 @@ func TestClustersTable(t *testing.T) {
 	if !report.Clusters[1].Summary.Stale {
 		t.Error("a summary 10m old (heartbeat 1m) is not stale")
 	}
+	if s := report.Clusters[0].Summary; s.LegacyObjects == nil || *s.LegacyObjects != 5 || s.Kyverno.EnforcesLegacy != "yes" ||
+		!slices.Equal(s.PolicyAPIs, []string{"kyverno.io/v1", "policies.kyverno.io/v1"}) {
+		t.Errorf("engine facts: %+v %+v", s, s.Kyverno)
+	}
+	data, err := json.Marshal(report.Clusters[1].Summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"results":{"pass":null,"fail":0,"warn":null,"error":null,"skip":null}`) ||
+		!strings.Contains(string(data), `"enforcesLegacy":"no"`) || !strings.Contains(string(data), `"legacyObjects":0`) {
+		t.Errorf("a fail-only cluster's JSON: %s", data)
+	}
 	var out bytes.Buffer
 	tw := newTableWriter(&out)
 	printClustersTable(tw, report)
 	_ = tw.Flush()
-	want := `CLUSTER     REACHABLE   VERSION   KYVERNO                                SUMMARY-AGE   FAIL   ERROR   BLOCKED   LABELS
-cluster-1   yes         v1.35.0   kyverno.io/v1,policies.kyverno.io/v1   42s           2      1       3         env=prod,region=eu
-cluster-2   yes         v1.30.0   <none>                                 10m (stale)   0      0       0         <none>
-cluster-3   no          -         <unknown>                              <none>        -      -       -         <none>
+	want := `CLUSTER     REACHABLE   VERSION   KYVERNO                                KYVERNO-VERSION   LEGACY-ENFORCED   EXCEPTIONS                  LEGACY      SUMMARY-AGE   FAIL   ERROR   BLOCKED   LABELS
+cluster-1   yes         v1.35.0   kyverno.io/v1,policies.kyverno.io/v1   v1.19.1           yes               on(ns=kyverno-exceptions)   5           42s           2      1       3         env=prod,region=eu
+cluster-2   yes         v1.30.0   <none>                                 v1.20.0           no                off                         0           10m (stale)   0      -       0         <none>
+cluster-3   no          -         <unknown>                              <unknown>         unknown           <unknown>                   <unknown>   <none>        -      -       -         <none>
 `
 	if out.String() != want {
 		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
@@ -59,7 +79,7 @@ cluster-3   no          -         <unknown>                              <none> 
 
 // Every command documents itself with examples, and a bad -o is refused before any request.
 func TestHelpAndBadOutput(t *testing.T) {
-	for _, cmd := range []string{"clusters", "status", "info"} {
+	for _, cmd := range []string{"clusters", "status", "info", "inventory"} {
 		var out, errOut bytes.Buffer
 		code := Run(t.Context(), []string{cmd, "--help"}, Streams{Out: &out, ErrOut: &errOut})
 		if code != ExitOK || !strings.Contains(out.String(), "Examples:\n  # ") || !strings.Contains(out.String(), "-o json|yaml prints {") {
@@ -83,11 +103,13 @@ func TestClustersTableNamesTheReplica(t *testing.T) {
 	tw := newTableWriter(&out)
 	printClustersTable(tw, report)
 	_ = tw.Flush()
-	want := `CLUSTER     REPLICA                 REACHABLE   VERSION   KYVERNO     SUMMARY-AGE   FAIL   ERROR   BLOCKED   LABELS
-cluster-1   policyhub-hub-7d9f-x2   yes         v1.36.3   <none>      <none>        -      -       -         <none>
-ocm-only    <none>                  no          -         <unknown>   <none>        -      -       -         <none>
+	want := `CLUSTER     REPLICA                 REACHABLE   VERSION   KYVERNO     KYVERNO-VERSION   LEGACY-ENFORCED   EXCEPTIONS   LEGACY      SUMMARY-AGE   FAIL   ERROR   BLOCKED   LABELS
+cluster-1   policyhub-hub-7d9f-x2   yes         v1.36.3   <none>      <unknown>         unknown           <unknown>    <unknown>   <none>        -      -       -         <none>
+ocm-only    <none>                  no          -         <unknown>   <unknown>         unknown           <unknown>    <unknown>   <none>        -      -       -         <none>
 `
 	if out.String() != want {
 		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }

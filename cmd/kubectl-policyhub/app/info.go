@@ -219,10 +219,10 @@ func (o *options) info(ctx context.Context, app string, now time.Time) (*infoRep
 // one line.
 func infoFrom(a *pages.Application) *infoReport {
 	report := &infoReport{Application: a.Name, Namespace: a.Namespace, ApplicationPolicies: append([]string{}, a.ApplicationPolicies...),
-		Totals: toReportCounts(a.Totals), Violations: a.Violations, Blocked: a.Blocked,
+		Totals: passKnown(toReportCounts(a.Totals), !a.PassUnknown), Violations: a.Violations, Blocked: a.Blocked,
 		Results: []appResult{}, TopViolations: []appViolation{}, BlockedAdmissions: []appBlocked{}}
 	for _, r := range a.Results {
-		res := appResult{Cluster: r.Cluster, Policy: r.Policy, Results: toReportCounts(r.Results), Blocked: r.Blocked, Stale: r.Stale}
+		res := appResult{Cluster: r.Cluster, Policy: r.Policy, Results: passKnown(toReportCounts(r.Results), !r.PassUnknown), Blocked: r.Blocked, Stale: r.Stale}
 		if !r.ReportTime.IsZero() {
 			res.ReportTime = &metav1.Time{Time: r.ReportTime}
 		}
@@ -269,7 +269,7 @@ func printInfoTable(w io.Writer, r *infoReport, now time.Time) {
 				cluster += " (stale)"
 			}
 			c := res.Results
-			tableRow(w, cluster, res.Policy, itoa(c.Pass), itoa(c.Fail), itoa(c.Warn), itoa(c.Error), itoa(c.Skip), itoa(res.Blocked))
+			tableRow(w, cluster, res.Policy, c.cell("pass"), c.cell("fail"), c.cell("warn"), c.cell("error"), c.cell("skip"), itoa(res.Blocked))
 		}
 	}
 

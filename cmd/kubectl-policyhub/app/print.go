@@ -122,26 +122,94 @@ func listString(items []string) string {
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // reportCounts are policy report results. Unlike the API's ResultCounts, every field is always
-// printed (0 included), so the JSON and YAML shapes do not depend on the values.
+// printed (0 included), so the JSON and YAML shapes do not depend on the values; a kind some
+// counted cluster's Kyverno does not write (its --allowedResults) is null, never 0.
 type reportCounts struct {
 	Pass  int64 `json:"pass"`
 	Fail  int64 `json:"fail"`
 	Warn  int64 `json:"warn"`
 	Error int64 `json:"error"`
 	Skip  int64 `json:"skip"`
+	// unknown are the result kinds that are not known: a counted cluster does not report them.
+	unknown map[string]bool
 }
 
 func toReportCounts(c policyhubv1.ResultCounts) reportCounts {
 	return reportCounts{Pass: c.Pass, Fail: c.Fail, Warn: c.Warn, Error: c.Error, Skip: c.Skip}
 }
 
-// add adds d's counts, as the hub does: saturating, a negative count as 0.
+// summaryCounts are counts from summary s, the result kinds its cluster's Kyverno does not
+// write unknown.
+func summaryCounts(s *policyhubv1.PolicyReportSummary, c policyhubv1.ResultCounts) reportCounts {
+	out := toReportCounts(c)
+	for _, kind := range resultKinds {
+		if !s.Spec.Engine.ReportsResult(kind) {
+			if out.unknown == nil {
+				out.unknown = map[string]bool{}
+			}
+			out.unknown[kind] = true
+		}
+	}
+	return out
+}
+
+// passKnown is c with pass unknown unless known.
+func passKnown(c reportCounts, known bool) reportCounts {
+	if !known {
+		c.add(reportCounts{unknown: map[string]bool{"pass": true}})
+	}
+	return c
+}
+
+// resultKinds are Kyverno's result kinds, in the order tables print them.
+var resultKinds = []string{"pass", "fail", "warn", "error", "skip"}
+
+// add adds d's counts, as the hub does: saturating, a negative count as 0. A kind unknown in
+// either is unknown in the sum.
 func (c *reportCounts) add(d reportCounts) {
 	c.Pass = aggregate.AddCount(c.Pass, d.Pass)
 	c.Fail = aggregate.AddCount(c.Fail, d.Fail)
 	c.Warn = aggregate.AddCount(c.Warn, d.Warn)
 	c.Error = aggregate.AddCount(c.Error, d.Error)
 	c.Skip = aggregate.AddCount(c.Skip, d.Skip)
+	for kind := range d.unknown {
+		if c.unknown == nil {
+			c.unknown = map[string]bool{}
+		}
+		c.unknown[kind] = true
+	}
+}
+
+// count is the count of kind; ok is false when it is unknown.
+func (c reportCounts) count(kind string) (n int64, ok bool) {
+	n = map[string]int64{"pass": c.Pass, "fail": c.Fail, "warn": c.Warn, "error": c.Error, "skip": c.Skip}[kind]
+	return n, !c.unknown[kind]
+}
+
+// cell is the count of kind for a table: "-" when unknown.
+func (c reportCounts) cell(kind string) string {
+	n, ok := c.count(kind)
+	if !ok {
+		return "-"
+	}
+	return itoa(n)
+}
+
+// MarshalJSON prints every kind, an unknown one as null.
+func (c reportCounts) MarshalJSON() ([]byte, error) {
+	shown := struct {
+		Pass  *int64 `json:"pass"`
+		Fail  *int64 `json:"fail"`
+		Warn  *int64 `json:"warn"`
+		Error *int64 `json:"error"`
+		Skip  *int64 `json:"skip"`
+	}{}
+	for kind, field := range map[string]**int64{"pass": &shown.Pass, "fail": &shown.Fail, "warn": &shown.Warn, "error": &shown.Error, "skip": &shown.Skip} {
+		if n, ok := c.count(kind); ok {
+			*field = &n
+		}
+	}
+	return json.Marshal(shown)
 }
 
 // violations is fail + error: the results that count as violations (exit code 1).

@@ -155,8 +155,10 @@ type rolloutRow struct {
 	Clusters  int32
 	Fail      int64
 	Blocked   int64
-	Since     string
-	Reason    string
+	// LegacyObjects is the wave's measured Kyverno legacy objects, when its gate bounds them.
+	LegacyObjects *int64
+	Since         string
+	Reason        string
 }
 
 // rolloutRows is one row per wave, in spec order, of every declaration with spec.rollout, by
@@ -189,7 +191,7 @@ func rolloutRows(all []rolled, now time.Time) []rolloutRow {
 				if ws.Phase != "" {
 					row.Phase = string(ws.Phase)
 				}
-				row.Clusters, row.Fail, row.Blocked, row.Reason = ws.Clusters, ws.Fail, ws.Blocked, ws.Reason
+				row.Clusters, row.Fail, row.Blocked, row.Reason, row.LegacyObjects = ws.Clusters, ws.Fail, ws.Blocked, ws.Reason, ws.LegacyObjects
 				// A Pending wave has measured nothing for this revision: its zeros would read as
 				// a passing gate.
 				row.Measured = ws.Phase != policyhubv1.WavePending && ws.Phase != ""
@@ -231,20 +233,23 @@ func printRolloutTable(w io.Writer, rows []rolloutRow) {
 	if len(rows) == 0 {
 		return
 	}
-	tableRow(w, "POLICY", "REVISION", "WAVE", "CURRENT", "PHASE", "CLUSTERS", "FAIL", "BLOCKED", "SINCE", "REASON")
+	tableRow(w, "POLICY", "REVISION", "WAVE", "CURRENT", "PHASE", "CLUSTERS", "FAIL", "BLOCKED", "LEGACY", "SINCE", "REASON")
 	for _, r := range rows {
 		current := ""
 		if r.Current {
 			current = "*"
 		}
-		clusters, fail, blocked := "-", "-", "-"
+		clusters, fail, blocked, legacy := "-", "-", "-", "-"
 		if r.HasStatus {
 			clusters = itoa(int64(r.Clusters))
 		}
 		if r.Measured {
 			fail, blocked = itoa(r.Fail), itoa(r.Blocked)
+			if r.LegacyObjects != nil {
+				legacy = itoa(*r.LegacyObjects)
+			}
 		}
-		tableRow(w, r.Policy, shortRevision(r.Revision), r.Wave, current, r.Phase, clusters, fail, blocked, r.Since, oneLine(r.Reason))
+		tableRow(w, r.Policy, shortRevision(r.Revision), r.Wave, current, r.Phase, clusters, fail, blocked, legacy, r.Since, oneLine(r.Reason))
 	}
 }
 
@@ -317,13 +322,17 @@ CLUSTERS counts the wave's clusters; FAIL and BLOCKED are the last measured fail
 refused admissions in them (what the gate compares with maxFail and maxBlocked; "-" before the
 wave is reached). BLOCKED counts Kyverno's refusals as its Events record them: server-side
 dry-runs (kubectl apply --dry-run=server, a CI's checks) included, since those Events do not say
-which were dry-runs. SINCE is how long the wave has been in its phase. REASON says why
+which were dry-runs. LEGACY is the last measured sum of Kyverno legacy objects in the wave's
+clusters, when its gate has maxLegacyObjects ("-" otherwise): the wave holds until each cluster
+reports at most that many (owned by policyhub or not; kubectl policyhub inventory lists them), and
+a cluster whose agent reported no inventory holds it too. SINCE is how long the wave has been in
+its phase. REASON says why
 the wave waits, with the measured values; a paused rollout shows "(paused)" on its current wave
 (on its first wave when none is current).
 
 -o json|yaml prints {"<policy>": status.rollout} (null before the hub started the rollout; a
 PolicySet's key is pset/NAME): each with "revision", "currentWave", "waves": [{"name", "phase",
-"since", "clusters", "syncedAt", "holdingSince", "fail", "blocked", "reason"}] and "stable":
+"since", "clusters", "syncedAt", "holdingSince", "fail", "blocked", "legacyObjects", "reason"}] and "stable":
 {"revision", "template" (a FleetPolicy's), "snapshot" (a PolicySet's)}.`,
 		Example: `  # Every rollout
   kubectl policyhub rollout status

@@ -26,7 +26,7 @@ func TestRolloutStatusRowsAndTable(t *testing.T) {
 				Revision: "sha256:3f2a9c1b7d0e5f4a6b8c", CurrentWave: "staging",
 				Waves: []policyhubv1.WaveStatus{
 					// Status order differs from the spec's; the spec's wins.
-					{Name: "staging", Phase: policyhubv1.WaveWaiting, Since: ago(5 * time.Minute), Clusters: 3, Fail: 2, Blocked: 1,
+					{Name: "staging", Phase: policyhubv1.WaveWaiting, Since: ago(5 * time.Minute), Clusters: 3, Fail: 2, Blocked: 1, LegacyObjects: ptrTo(int64(3)),
 						Reason: "gate: fail 2 > maxFail 0,\n blocked 1 > maxBlocked 0"},
 					{Name: "canary", Phase: policyhubv1.WaveDone, Since: ago(2 * time.Hour), Clusters: 1},
 					// A wave no longer in the spec is not shown.
@@ -58,13 +58,13 @@ func TestRolloutStatusRowsAndTable(t *testing.T) {
 	tw := newTableWriter(&out)
 	printRolloutTable(tw, rows)
 	_ = tw.Flush()
-	want := `POLICY                REVISION       WAVE      CURRENT   PHASE     CLUSTERS   FAIL   BLOCKED   SINCE   REASON
-disallow-latest-tag   -              staging   -         Pending   -          -      -         -       (paused)
-disallow-latest-tag   -              prod      -         Pending   -          -      -         -       -
-no-privileged         abc            all       -         Pending   4          -      -         -       -
-require-limits        3f2a9c1b7d0e   canary    -         Done      1          0      0         120m    -
-require-limits        3f2a9c1b7d0e   staging   *         Waiting   3          2      1         5m      (paused) gate: fail 2 > maxFail 0, blocked 1 > maxBlocked 0
-require-limits        3f2a9c1b7d0e   prod      -         Pending   -          -      -         -       -
+	want := `POLICY                REVISION       WAVE      CURRENT   PHASE     CLUSTERS   FAIL   BLOCKED   LEGACY   SINCE   REASON
+disallow-latest-tag   -              staging   -         Pending   -          -      -         -        -       (paused)
+disallow-latest-tag   -              prod      -         Pending   -          -      -         -        -       -
+no-privileged         abc            all       -         Pending   4          -      -         -        -       -
+require-limits        3f2a9c1b7d0e   canary    -         Done      1          0      0         -        120m    -
+require-limits        3f2a9c1b7d0e   staging   *         Waiting   3          2      1         3        5m      (paused) gate: fail 2 > maxFail 0, blocked 1 > maxBlocked 0
+require-limits        3f2a9c1b7d0e   prod      -         Pending   -          -      -         -        -       -
 `
 	if out.String() != want {
 		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)

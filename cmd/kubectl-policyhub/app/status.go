@@ -350,6 +350,7 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 			return nil, err
 		}
 	}
+	passUnknown := passUnknownClusters(ctx, c, len(fps)+len(sets)+len(aps))
 	report := &statusReport{Declarations: []declarationStatus{}}
 	slices.SortFunc(fps, func(a, b policyhubv1.FleetPolicy) int { return strings.Compare(a.Name, b.Name) })
 	for i := range fps {
@@ -362,7 +363,7 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 		if err != nil {
 			return nil, err
 		}
-		d.fill(fp.Status.Conditions, clusters)
+		d.fill(fp.Status.Conditions, clusters, passUnknown)
 		d.Exceptions, d.MoreExceptions = exceptionsFrom(active, policyhubv1.KindFleetPolicy, fp.Name)
 		report.Declarations = append(report.Declarations, d)
 	}
@@ -383,7 +384,7 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 		if err != nil {
 			return nil, err
 		}
-		d.fill(ps.Status.Conditions, clusters)
+		d.fill(ps.Status.Conditions, clusters, passUnknown)
 		d.Exceptions, d.MoreExceptions = exceptionsFrom(active, policyhubv1.KindPolicySet, ps.Name)
 		report.Declarations = append(report.Declarations, d)
 	}
@@ -398,7 +399,7 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 		if err != nil {
 			return nil, err
 		}
-		d.fill(ap.Status.Conditions, clusters)
+		d.fill(ap.Status.Conditions, clusters, passUnknown)
 		report.Declarations = append(report.Declarations, d)
 	}
 	return report, nil
@@ -412,8 +413,29 @@ func notFound(err error, msg string) error {
 	return err
 }
 
-// fill sets the Ready condition's fields and the per-cluster state with their totals.
-func (d *declarationStatus) fill(conditions []metav1.Condition, clusters []policyhubv1.ClusterStatus) {
+// passUnknownClusters are the clusters whose Kyverno writes no pass results (their summaries'
+// engine.kyverno.reportedResults), when there are declarations to show; none when the summaries
+// may not be read (the status shows without them).
+func passUnknownClusters(ctx context.Context, c client.Client, declarations int) map[string]bool {
+	out := map[string]bool{}
+	if declarations == 0 {
+		return out
+	}
+	summaries, err := clusterSummaries(ctx, c)
+	if err != nil {
+		return out
+	}
+	for cluster, s := range summaries {
+		if !s.Spec.Engine.ReportsResult("pass") {
+			out[cluster] = true
+		}
+	}
+	return out
+}
+
+// fill sets the Ready condition's fields and the per-cluster state with their totals; the pass
+// results of the clusters in passUnknown are unknown.
+func (d *declarationStatus) fill(conditions []metav1.Condition, clusters []policyhubv1.ClusterStatus, passUnknown map[string]bool) {
 	d.Ready = string(metav1.ConditionUnknown)
 	if ready := meta.FindStatusCondition(conditions, policyhubv1.ConditionReady); ready != nil {
 		d.Ready, d.Reason, d.Message = string(ready.Status), ready.Reason, ready.Message
@@ -427,7 +449,7 @@ func (d *declarationStatus) fill(conditions []metav1.Condition, clusters []polic
 			Blocked: s.Blocked, ReportTime: s.ReportTime, Stale: s.Stale, Revision: s.Revision,
 		}
 		if s.Results != nil {
-			r := toReportCounts(*s.Results)
+			r := passKnown(toReportCounts(*s.Results), !passUnknown[s.Name])
 			c.Results, c.Violations = &r, r.violations()
 			d.Results.add(r)
 		}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -47,6 +48,27 @@ func TestActionTallyString(t *testing.T) {
 	}
 }
 
+// A cluster whose Kyverno writes no pass results shows pass null, and so does the total.
+func TestDeclarationStatusPassUnknown(t *testing.T) {
+	d := declarationStatus{Kind: kindFleetPolicy, Name: "team"}
+	d.fill(nil, []policyhubv1.ClusterStatus{
+		{Name: "fail-only", Phase: policyhubv1.ClusterPhaseSynced, Results: &policyhubv1.ResultCounts{Fail: 2}},
+		{Name: "every-result", Phase: policyhubv1.ClusterPhaseSynced, Results: &policyhubv1.ResultCounts{Pass: 5, Fail: 1}},
+	}, map[string]bool{"fail-only": true})
+	data, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []string{`"results":{"pass":null,"fail":3,`, `"name":"fail-only","phase":"Synced"`, `"results":{"pass":5,"fail":1,`} {
+		if !strings.Contains(string(data), part) {
+			t.Errorf("status JSON lacks %s: %s", part, data)
+		}
+	}
+	if !strings.Contains(string(data), `"name":"fail-only"`) || strings.Count(string(data), `"pass":null`) != 2 {
+		t.Errorf("want pass null for fail-only and the total only: %s", data)
+	}
+}
+
 // Totals add up the clusters' results; a cluster without a summary has none (null, "-").
 func TestDeclarationStatusFill(t *testing.T) {
 	d := declarationStatus{Kind: kindFleetPolicy, Name: "team"}
@@ -55,7 +77,7 @@ func TestDeclarationStatusFill(t *testing.T) {
 			{Name: "cluster-2", Phase: policyhubv1.ClusterPhaseFailed, Message: "unreachable"},
 			{Name: "cluster-1", Phase: policyhubv1.ClusterPhaseSynced, Actions: policyhubv1.ActionCounts{Unchanged: 1},
 				Results: &policyhubv1.ResultCounts{Pass: 3, Fail: 2, Error: 1}, Blocked: 4, Stale: true},
-		})
+		}, nil)
 	if d.Ready != "False" || d.Reason != "Failed" || d.Violations != 3 || d.Blocked != 4 || d.Results.Pass != 3 {
 		t.Errorf("%+v", d)
 	}
@@ -85,16 +107,16 @@ func TestStatusTableSaysWhatNoClusterRowSays(t *testing.T) {
 	synced := []policyhubv1.ClusterStatus{{Name: "cluster-1", Phase: policyhubv1.ClusterPhaseSynced, Revision: "sha256:aaa"}}
 	set := declarationStatus{Kind: kindPolicySet, Name: "lib", UpToDate: true}
 	set.fill([]metav1.Condition{{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: policyhubv1.ReasonSourceNotReady,
-		Message: "the source cannot be read: dial tcp: refused; the clusters keep version sha256:aaa (reg/lib:stable)"}}, synced)
+		Message: "the source cannot be read: dial tcp: refused; the clusters keep version sha256:aaa (reg/lib:stable)"}}, synced, nil)
 	set.Source = &sourceState{Ready: "False", Reason: "ReadFailed", Message: "dial tcp: refused; the clusters keep version sha256:aaa (reg/lib:stable)"}
 	failing := declarationStatus{Kind: kindPolicySet, Name: "lib2", UpToDate: true,
 		Source: &sourceState{Ready: "False", Reason: "ReadFailed", Message: "dial tcp: refused; the clusters keep version sha256:bbb"}}
 	failing.fill([]metav1.Condition{{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Failed", Message: "not synced in cluster-1: Failed"}},
-		[]policyhubv1.ClusterStatus{{Name: "cluster-1", Phase: policyhubv1.ClusterPhaseFailed, Message: "unreachable"}})
+		[]policyhubv1.ClusterStatus{{Name: "cluster-1", Phase: policyhubv1.ClusterPhaseFailed, Message: "unreachable"}}, nil)
 	waiting := declarationStatus{Kind: kindFleetPolicy, Name: "team", UpToDate: true}
-	waiting.fill([]metav1.Condition{{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "WaitingForApproval", Message: "wave canary waits for approval"}}, synced)
+	waiting.fill([]metav1.Condition{{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "WaitingForApproval", Message: "wave canary waits for approval"}}, synced, nil)
 	fine := declarationStatus{Kind: kindFleetPolicy, Name: "fine", UpToDate: true}
-	fine.fill([]metav1.Condition{{Type: policyhubv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Synced", Message: "synced in 1 clusters"}}, synced)
+	fine.fill([]metav1.Condition{{Type: policyhubv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Synced", Message: "synced in 1 clusters"}}, synced, nil)
 	var out bytes.Buffer
 	tw := newTableWriter(&out)
 	printStatusTable(tw, &statusReport{Declarations: []declarationStatus{set, failing, waiting, fine}})

@@ -134,6 +134,7 @@ func TestTablesAreTerminalSafe(t *testing.T) {
 			printExceptionTable(w, exceptionRows(poisoned[policyhubv1.FleetPolicyExceptionList](hostile).Items, now), true)
 		}, rows: 2},
 		{name: "clusters", print: func(w io.Writer) { printClustersTable(w, poisoned[clustersReport](hostile)) }, rows: 2},
+		{name: "inventory", print: func(w io.Writer) { printInventoryTable(w, poisoned[inventoryReport](hostile)) }},
 		{name: "rollout", print: func(w io.Writer) { printRolloutTable(w, *poisoned[[]rolloutRow](hostile)) }, rows: 2},
 		{name: "sync", print: func(w io.Writer) { syncWriteTable(w, poisoned[syncReport](hostile)) }},
 		{name: "check", print: func(w io.Writer) { checkWriteTable(w, poisoned[checkReport](hostile)) }},
