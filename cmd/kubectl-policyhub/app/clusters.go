@@ -241,16 +241,7 @@ func (o *options) clusters(ctx context.Context, names []string, now time.Time) (
 	if err != nil {
 		return nil, err
 	}
-	// The summaries first: listing them is also the check that policyhub is installed on the hub.
-	summaries, err := clusterSummaries(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	live, err := agentLiveness(ctx, c, now)
-	if err != nil {
-		return nil, err
-	}
-	inv, err := placement.ReadInventory(ctx, c, o.secretNamespace)
+	summaries, live, inv, err := o.hubFleet(ctx, c, now)
 	if err != nil {
 		return nil, err
 	}
@@ -327,6 +318,25 @@ func (o *options) replicaOwners(ctx context.Context, c client.Client, now time.T
 // clusterSummaries reads every cluster's PolicyReportSummary on the hub, by cluster (the
 // namespace); only those the hub aggregates: named policyhubv1.SummaryName, claiming the
 // cluster of their namespace, and within the CRD's rules (an older CRD may let others in).
+// hubFleet reads what the hub knows of the fleet: the clusters' summaries, their agents'
+// liveness and the cluster inventory. The summaries first: listing them is also the check that
+// policyhub is installed on the hub.
+func (o *options) hubFleet(ctx context.Context, c client.Client, now time.Time) (map[string]*policyhubv1.PolicyReportSummary, liveness, placement.Inventory, error) {
+	summaries, err := clusterSummaries(ctx, c)
+	if err != nil {
+		return nil, liveness{}, placement.Inventory{}, err
+	}
+	live, err := agentLiveness(ctx, c, now)
+	if err != nil {
+		return nil, liveness{}, placement.Inventory{}, err
+	}
+	inv, err := placement.ReadInventory(ctx, c, o.secretNamespace)
+	if err != nil {
+		return nil, liveness{}, placement.Inventory{}, err
+	}
+	return summaries, live, inv, nil
+}
+
 func clusterSummaries(ctx context.Context, c client.Client) (map[string]*policyhubv1.PolicyReportSummary, error) {
 	list := &policyhubv1.PolicyReportSummaryList{}
 	if err := c.List(ctx, list, client.MatchingFields{"metadata.name": policyhubv1.SummaryName}); err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/ui/pages"
 )
 
@@ -153,16 +152,7 @@ func (o *options) inventory(ctx context.Context, only []string, now time.Time) (
 	if err != nil {
 		return nil, err
 	}
-	// The summaries first: listing them is also the check that policyhub is installed on the hub.
-	summaries, err := clusterSummaries(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	live, err := agentLiveness(ctx, c, now)
-	if err != nil {
-		return nil, err
-	}
-	inv, err := placement.ReadInventory(ctx, c, o.secretNamespace)
+	summaries, live, inv, err := o.hubFleet(ctx, c, now)
 	if err != nil {
 		return nil, err
 	}
