@@ -123,6 +123,9 @@ func chartHubMetricFamilies(t *testing.T) []*dto.MetricFamily {
 	exception.Status = policyhubv1.FleetPolicyExceptionStatus{State: policyhubv1.ExceptionActive, Policy: "ClusterPolicy/p", Exempted: 1}
 	metrics.NewExceptions(reg).Set(exception)
 	metrics.NewReplica(reg).Set(1, 1, 1, 1, 0)
+	metrics.NewPhases(reg, func() []work.ClusterPhases {
+		return []work.ClusterPhases{{Cluster: "cluster-1", Phases: map[policyhubv1.ClusterPhase]int{policyhubv1.ClusterPhaseNotEnforced: 1}, InForce: 1}}
+	})
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
