@@ -27,6 +27,7 @@ func TestInventoryReadsGatewaySecretsAndOCM(t *testing.T) {
 	want := []placement.Cluster{
 		{Name: "cluster-1", Labels: map[string]string{"env": "staging"}},
 		{Name: "cluster-2", Labels: map[string]string{"env": "prod"}},
+		{Name: "cluster-3", Labels: map[string]string{"kyverno": "v1.16"}},
 	}
 	if !reflect.DeepEqual(inv.Clusters, want) {
 		t.Fatalf("inventory %v, want %v", inv.Clusters, want)
@@ -64,6 +65,7 @@ func TestInventoryReadsGatewaySecretsAndOCM(t *testing.T) {
 	want = []placement.Cluster{
 		{Name: "cluster-1", Labels: map[string]string{"env": "staging", "tier": "gold"}},
 		{Name: "cluster-2", Labels: map[string]string{"env": "prod", "region": "eu"}},
+		{Name: "cluster-3", Labels: map[string]string{"kyverno": "v1.16"}},
 		{Name: "ocm-only", Labels: map[string]string{"region": "us"}},
 	}
 	if !reflect.DeepEqual(inv.Clusters, want) {
