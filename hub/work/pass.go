@@ -3,6 +3,7 @@ package work
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -14,7 +15,7 @@ import (
 // from; dry-run declarations send their requests with dryRun=All and need no Lease. A failure is
 // reported per declaration; Sync itself never fails.
 func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration) *ClusterResult {
-	return s.SyncWith(ctx, cluster, decls, false, nil)
+	return s.SyncWith(ctx, cluster, decls, PassOptions{})
 }
 
 // SyncKeepingLease is Sync, except that a sync Lease it takes stays held (renewed in the
@@ -22,13 +23,27 @@ func (s *Syncer) Sync(ctx context.Context, cluster Cluster, decls []Declaration)
 // Lease session. Other writers wait meanwhile, so the caller releases it as soon as it has no
 // more work for the cluster.
 func (s *Syncer) SyncKeepingLease(ctx context.Context, cluster Cluster, decls []Declaration) *ClusterResult {
-	return s.SyncWith(ctx, cluster, decls, true, nil)
+	return s.SyncWith(ctx, cluster, decls, PassOptions{KeepLease: true})
 }
 
-// SyncWith is Sync, keeping the Lease when keepLease (see SyncKeepingLease); once the cluster
-// has answered its probe, the pass takes a slot of slots (when not nil) for the rest of its work,
-// which bounds the passes planning and writing at once across clusters.
-func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declaration, keepLease bool, slots chan struct{}) *ClusterResult {
+// PassOptions tune one SyncWith pass.
+type PassOptions struct {
+	// KeepLease keeps a sync Lease the pass takes (see SyncKeepingLease).
+	KeepLease bool
+	// Slots, when not nil, bound the passes planning and writing at once across clusters: once
+	// the cluster has answered its probe, the pass holds a slot for the rest of its work.
+	Slots chan struct{}
+	// Superseded, when set, says a declaration (by source) was handed a newer wanted state since
+	// the pass began. It is asked under the Lease, right before each write: a replica that
+	// rendered a moment behind another (its cache had not seen a change yet), or waited on the
+	// Lease meanwhile, would otherwise write the older content over the newer the other replica
+	// wrote, and each change would cost the cluster extra writes. A superseded declaration is
+	// left Pending; its next pass writes the newer state.
+	Superseded func(source string) bool
+}
+
+// SyncWith is Sync, tuned by opts.
+func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declaration, opts PassOptions) *ClusterResult {
 	start := time.Now()
 	res := &ClusterResult{Cluster: cluster.Name}
 	for _, d := range decls {
@@ -60,10 +75,10 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 		s.dropClients(cluster.Name, cc)
 		return res
 	}
-	if slots != nil {
+	if opts.Slots != nil {
 		select {
-		case slots <- struct{}{}:
-			defer func() { <-slots }()
+		case opts.Slots <- struct{}{}:
+			defer func() { <-opts.Slots }()
 		case <-ctx.Done():
 			res.fail(nil, ctx.Err())
 			return res
@@ -139,8 +154,11 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 	writer := s.writer(cluster.Name)
 	writer.Lock()
 	defer writer.Unlock()
-	err = s.underLease(ctx, cc, cluster.Name, keepLease, func(ctx context.Context, session Session) error {
+	err = s.underLease(ctx, cc, cluster.Name, opts.KeepLease, func(ctx context.Context, session Session) error {
 		res.LockTime += time.Since(lockStart)
+		if real = current(real, decls, opts.Superseded); len(real) == 0 {
+			return nil
+		}
 		// Another writer held the Lease since this process did: the cache may not have its
 		// writes yet, so the kinds about to be written are read again. Otherwise the cache's
 		// plan stands: every write carries the version it was planned from (see Apply), so
@@ -155,7 +173,7 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 		res.WriteTime += time.Since(writeStart)
 		// Writes refused because the object changed since it was read: read again and redo
 		// those declarations, once; a second refusal is reported and retried later.
-		if refused := work.refused(real); len(refused) > 0 {
+		if refused := current(work.refused(real), decls, opts.Superseded); len(refused) > 0 {
 			if err := s.replan(ctx, cc, decls, refused, work, res); err != nil {
 				return err
 			}
@@ -180,6 +198,15 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 		s.refusedLegacy(cluster.Name, decls, real, work, res, engine)
 	}
 	return res
+}
+
+// current are the indexes of which whose declarations superseded does not say were superseded
+// (all of them when superseded is nil).
+func current(which []int, decls []Declaration, superseded func(source string) bool) []int {
+	if superseded == nil {
+		return which
+	}
+	return slices.DeleteFunc(which, func(i int) bool { return superseded(decls[i].Source) })
 }
 
 // kyvernoVersion is the Kyverno version the cluster's engine facts say ("" when unknown).

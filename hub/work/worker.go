@@ -521,7 +521,17 @@ func (ws *Workers) pass(ctx context.Context, w *worker, decls []Declaration, tok
 	// Taken before the pass writes: what Kyverno evaluates after a write is later than this.
 	wroteAt := time.Now()
 	// The probe runs before a pass slot is taken: a dark cluster never holds one.
-	res := ws.syncer.SyncWith(ctx, cluster, decls, true, ws.passes)
+	handed := make(map[string]string, len(decls))
+	for i, d := range decls {
+		handed[d.Source] = tokens[i]
+	}
+	res := ws.syncer.SyncWith(ctx, cluster, decls, PassOptions{KeepLease: true, Slots: ws.passes,
+		Superseded: func(source string) bool {
+			ws.mu.Lock()
+			defer ws.mu.Unlock()
+			want, ok := w.wants[source]
+			return !ok || want.token != handed[source]
+		}})
 	refuse(res, refused)
 	if ws.opts.Observe != nil {
 		ws.opts.Observe(res)
