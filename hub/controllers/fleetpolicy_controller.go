@@ -166,7 +166,9 @@ func (d *fleetPolicy) progress(r *rendering, outcomes []clusterOutcome, clusters
 
 func (d *fleetPolicy) setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
 	d.legacy = legacyCounts(read)
-	return setResults(clusters, read, owned, now)
+	clusters = setResults(clusters, read, owned, now)
+	recordLegacy(clusters, read, d.legacy, d.Spec.Rollout.GatesOnLegacyObjects())
+	return clusters
 }
 
 func (d *fleetPolicy) afterStatus(context.Context) time.Duration {

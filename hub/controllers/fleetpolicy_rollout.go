@@ -65,6 +65,9 @@ func stepRollout(plan *rollout.Plan, outcomes []clusterOutcome, clusters []polic
 			m.Blocked, m.Fresh = c.Blocked, c.ReportsFresh != nil && *c.ReportsFresh
 		}
 		m.LegacyObjects = legacy[o.cluster]
+		if c := entries[o.cluster]; m.LegacyObjects == nil && c != nil {
+			m.LegacyObjects = c.LegacyObjects // another replica works the cluster: its word
+		}
 		measures[o.cluster] = m
 	}
 	approved := map[string]bool{}
@@ -118,6 +121,22 @@ func legacyCounts(read summaryRead) map[string]*int64 {
 		}
 	}
 	return out
+}
+
+// recordLegacy writes in each cluster's state whose summary was read here its legacy objects
+// (legacy), when gated (the rollout gates a wave on them), and clears them otherwise: the replica
+// that writes the declaration's status reads them for the clusters other replicas work. Only a
+// gated declaration carries them, so an inventory's change rewrites no other declaration's slices.
+func recordLegacy(clusters []policyhubv1.ClusterStatus, read summaryRead, legacy map[string]*int64, gated bool) {
+	for i := range clusters {
+		c := &clusters[i]
+		switch {
+		case !gated:
+			c.LegacyObjects = nil
+		case !read.unread[c.Name] && read.summaries[c.Name] != nil:
+			c.LegacyObjects = legacy[c.Name]
+		}
+	}
 }
 
 // gateReports judges, in the state of each cluster this replica works that is rolling out plan's

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
@@ -202,5 +203,46 @@ func TestRolloutWaitsForNotEnforcedCluster(t *testing.T) {
 	outcomes[1].result = &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, InForce: &inForce}
 	if w := stepRollout(plan, outcomes, nil, nil, now, nil, false, nil, done).status.Waves[0]; w.Phase != policyhubv1.WaveDone {
 		t.Errorf("every cluster in force: wave %s (%q), want Done", w.Phase, w.Reason)
+	}
+}
+
+// With replicas sharing the fleet, the replica writing the status reads only its own clusters'
+// summaries: a wave gated on legacy objects judges another replica's cluster by the count its
+// owner wrote in the cluster's state (recordLegacy), and holds while that cluster has none.
+func TestLegacyGateReadsOtherReplicasClusters(t *testing.T) {
+	now := time.Unix(1000, 0)
+	zero := int64(0)
+	plan := &rollout.Plan{Revision: "r1",
+		Waves:  []rollout.Wave{{Name: "canary", Clusters: []string{"mine", "theirs"}, Gate: rollout.Gate{MaxLegacyObjects: &zero}}},
+		States: []rollout.WaveState{{Name: "canary", Phase: rollout.Auditing, Since: now.Add(-time.Minute), SyncedAt: ptr.To(now.Add(-time.Minute))}},
+		Modes:  map[string]policyhubv1.Mode{"mine": policyhubv1.ModeAudit, "theirs": policyhubv1.ModeAudit}}
+	inForce, fresh := true, true
+	outcomes := []clusterOutcome{
+		{cluster: "mine", result: &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, InForce: &inForce}},
+		{cluster: "theirs", result: &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, InForce: &inForce}},
+	}
+	// The owner of "theirs" wrote its count; "mine" is read here from its summary.
+	read := summaryRead{summaries: map[string]*policyhubv1.PolicyReportSummary{"mine": {}}, unread: map[string]bool{"theirs": true}}
+	two := int64(2)
+	clusters := []policyhubv1.ClusterStatus{{Name: "mine", ReportsFresh: &fresh}, {Name: "theirs", ReportsFresh: &fresh, LegacyObjects: &two}}
+	legacy := map[string]*int64{"mine": &zero}
+	recordLegacy(clusters, read, legacy, true)
+	if clusters[0].LegacyObjects == nil || *clusters[0].LegacyObjects != 0 || *clusters[1].LegacyObjects != 2 {
+		t.Fatalf("recorded %v and %v, want mine's 0 and theirs kept at 2", clusters[0].LegacyObjects, clusters[1].LegacyObjects)
+	}
+	done := func() *policyhubv1.StableVersion { return &policyhubv1.StableVersion{Revision: "r1"} }
+	w := stepRollout(plan, outcomes, clusters, legacy, now, nil, false, nil, done).status.Waves[0]
+	if w.Phase != policyhubv1.WaveWaiting || !strings.Contains(w.Reason, "theirs (2)") || w.LegacyObjects == nil || *w.LegacyObjects != 2 {
+		t.Errorf("wave %s (%q, %v), want Waiting on theirs' 2 legacy objects", w.Phase, w.Reason, w.LegacyObjects)
+	}
+	clusters[1].LegacyObjects = &zero
+	if w := stepRollout(plan, outcomes, clusters, legacy, now, nil, false, nil, done).status.Waves[0]; w.Phase == policyhubv1.WaveWaiting {
+		t.Errorf("every cluster reports none: wave %s (%q), want it to proceed", w.Phase, w.Reason)
+	}
+	// A declaration whose rollout has no such gate carries no counts: an inventory's change
+	// rewrites none of its slices.
+	recordLegacy(clusters, read, legacy, false)
+	if clusters[0].LegacyObjects != nil || clusters[1].LegacyObjects != nil {
+		t.Errorf("ungated: counts %v, %v kept", clusters[0].LegacyObjects, clusters[1].LegacyObjects)
 	}
 }

@@ -276,6 +276,7 @@ func (d *policySet) renderInput() string {
 func (d *policySet) setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
 	d.legacy = legacyCounts(read)
 	clusters = setResults(clusters, read, owned, now)
+	recordLegacy(clusters, read, d.legacy, d.Spec.Rollout.GatesOnLegacyObjects())
 	for i := range clusters {
 		if c := &clusters[i]; !read.unread[c.Name] {
 			c.Violating = violatingMembers(read.summaries[c.Name], owned[c.Name])

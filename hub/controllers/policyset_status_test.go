@@ -75,7 +75,7 @@ func TestMemberViolations(t *testing.T) {
 	}
 	theirs := policyhubv1.MemberViolations{MemberRef: policyhubv1.MemberRef{Kind: "ClusterPolicy", Name: "team"}, Violations: 3}
 	clusters := []policyhubv1.ClusterStatus{{Name: "a"}, {Name: "b"}, {Name: "c", Violating: []policyhubv1.MemberViolations{theirs}}, {Name: "d", Violating: []policyhubv1.MemberViolations{theirs}}}
-	clusters = (&policySet{}).setResults(clusters, read, owned, time.Now())
+	clusters = (&policySet{PolicySet: &policyhubv1.PolicySet{}}).setResults(clusters, read, owned, time.Now())
 	if clusters[2].Violating != nil {
 		t.Errorf("a cluster without a summary keeps %+v", clusters[2].Violating)
 	}

@@ -187,3 +187,17 @@ type WaveStatus struct {
 	// +kubebuilder:validation:MaxLength=1024
 	Reason string `json:"reason,omitempty"`
 }
+
+// GatesOnLegacyObjects says whether a wave of the rollout holds on its clusters' Kyverno legacy
+// objects (gate.maxLegacyObjects).
+func (r *Rollout) GatesOnLegacyObjects() bool {
+	if r == nil {
+		return false
+	}
+	for _, w := range r.Waves {
+		if w.Gate.MaxLegacyObjects != nil {
+			return true
+		}
+	}
+	return false
+}

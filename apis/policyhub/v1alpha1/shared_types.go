@@ -318,6 +318,13 @@ type ClusterStatus struct {
 	// Blocked counts admissions this declaration's policies refused in this cluster.
 	// +optional
 	Blocked int64 `json:"blocked,omitempty"`
+	// LegacyObjects is the cluster's count of Kyverno legacy objects (owned or not), as its agent
+	// last reported them, when the declaration's rollout gates a wave on them
+	// (gate.maxLegacyObjects): the replica that works the cluster writes it, so the one that writes
+	// the declaration's status judges the clusters other replicas work too. Absent otherwise.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	LegacyObjects *int64 `json:"legacyObjects,omitempty"`
 	// ReportTime is when the hub received the summary the results come from, by the hub's clock.
 	// +optional
 	ReportTime *metav1.Time `json:"reportTime,omitempty"`

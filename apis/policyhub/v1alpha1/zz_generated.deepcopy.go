@@ -417,6 +417,11 @@ func (in *ClusterStatus) DeepCopyInto(out *ClusterStatus) {
 		*out = new(ResultCounts)
 		**out = **in
 	}
+	if in.LegacyObjects != nil {
+		in, out := &in.LegacyObjects, &out.LegacyObjects
+		*out = new(int64)
+		**out = **in
+	}
 	if in.ReportTime != nil {
 		in, out := &in.ReportTime, &out.ReportTime
 		*out = (*in).DeepCopy()
