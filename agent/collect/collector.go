@@ -224,6 +224,21 @@ func (c *Collector) Run(ctx context.Context) error {
 // served says whether the cluster serves gvr. A group or version it does not serve is an answer,
 // not an error (a cluster without Kyverno yet, or with reports kept elsewhere): the memory-cached
 // discovery says so with ErrCacheNotFound, the server with NotFound.
+// preferredVersion is the first of kind's versions (most preferred first) that served says the
+// cluster serves: v1 once Kyverno 1.17+ serves it, v1beta1 on 1.16; "" when none is.
+func preferredVersion(kind PolicyKind, served func(schema.GroupVersionResource) (bool, error)) (string, error) {
+	for _, v := range kind.Versions {
+		ok, err := served(kind.WithVersion(v))
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return v, nil
+		}
+	}
+	return "", nil
+}
+
 func served(d discovery.DiscoveryInterface, gvr schema.GroupVersionResource) (bool, error) {
 	list, err := d.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
 	if apierrors.IsNotFound(err) || errors.Is(err, memory.ErrCacheNotFound) || discovery.IsGroupDiscoveryFailedError(err) {
@@ -274,16 +289,9 @@ func (c *Collector) discover(ctx context.Context) error {
 		c.mu.Unlock()
 	}
 	for _, kind := range PolicyKinds {
-		version := ""
-		for _, v := range kind.Versions {
-			ok, err := served(kind.WithVersion(v))
-			if err != nil {
-				return err
-			}
-			if ok {
-				version = v
-				break
-			}
+		version, err := preferredVersion(kind, served)
+		if err != nil {
+			return err
 		}
 		if version == "" {
 			continue
