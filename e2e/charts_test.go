@@ -307,7 +307,7 @@ kubevela: {enabled: true}
 						t.Errorf("alert %s lacks an expr, a severity or annotations: %+v", rule.Alert, rule)
 					}
 				}
-				want := []string{"PolicyhubClusterUnreachable", "PolicyhubSyncFailing", "PolicyhubSummaryStale", "PolicyhubNewFailResults", "PolicyhubRolloutHeld", "PolicyhubExceptionExpiresSoon", "PolicyhubClusterUnowned", "PolicyhubPolicyNotEnforced", "PolicyhubMetricsDown"}
+				want := []string{"PolicyhubClusterUnreachable", "PolicyhubSyncFailing", "PolicyhubSummaryStale", "PolicyhubNewFailResults", "PolicyhubRolloutHeld", "PolicyhubExceptionExpiresSoon", "PolicyhubClusterUnowned", "PolicyhubPolicyNotEnforced", "PolicyhubKyvernoExceptionBypass", "PolicyhubMetricsDown"}
 				if c.name == "everything set" {
 					want = slices.Delete(want, 3, 4)
 				}

@@ -29,7 +29,7 @@ type Rollout struct {
 	mu       sync.Mutex
 	policies map[string][]rolloutWave
 
-	state, since, fail, blocked *prometheus.Desc
+	state, since, fail, blocked, legacy *prometheus.Desc
 }
 
 // rolloutWave is what the metrics show of a wave's status.
@@ -39,6 +39,7 @@ type rolloutWave struct {
 	since   *float64 // unix seconds; nil when the status has no since
 	fail    int64
 	blocked int64
+	legacy  *int64 // nil unless the wave's gate measures legacy objects
 }
 
 // NewRollout creates the rollout metrics and registers them with reg.
@@ -56,6 +57,9 @@ func NewRollout(reg prometheus.Registerer) *Rollout {
 			[]string{"policy", "wave"}, nil),
 		blocked: prometheus.NewDesc("policyhub_rollout_wave_blocked_admissions",
 			"Admissions the policy would have blocked, summed over a rollout wave's clusters, as the wave's gate last measured them.",
+			[]string{"policy", "wave"}, nil),
+		legacy: prometheus.NewDesc("policyhub_rollout_wave_legacy_objects",
+			"Kyverno legacy objects (owned or not) summed over a rollout wave's clusters, as the wave's gate (maxLegacyObjects) last measured them; only waves with that gate have the series.",
 			[]string{"policy", "wave"}, nil),
 	}
 	reg.MustRegister(m)
@@ -83,6 +87,10 @@ func (m *Rollout) Set(policy string, st *policyhubv1.RolloutStatus) {
 		}
 		seen[w.Name] = true
 		rw := rolloutWave{name: w.Name, phase: w.Phase, fail: w.Fail, blocked: w.Blocked}
+		if w.LegacyObjects != nil {
+			n := *w.LegacyObjects
+			rw.legacy = &n
+		}
 		if w.Since != nil {
 			since := float64(w.Since.UnixNano()) / 1e9
 			rw.since = &since
@@ -103,7 +111,7 @@ func (m *Rollout) Delete(policy string) {
 
 // Describe implements prometheus.Collector.
 func (m *Rollout) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.state, m.since, m.fail, m.blocked} {
+	for _, d := range []*prometheus.Desc{m.state, m.since, m.fail, m.blocked, m.legacy} {
 		ch <- d
 	}
 }
@@ -131,6 +139,9 @@ func (m *Rollout) Collect(ch chan<- prometheus.Metric) {
 			}
 			gauge(m.fail, float64(w.fail), policy, w.name)
 			gauge(m.blocked, float64(w.blocked), policy, w.name)
+			if w.legacy != nil {
+				gauge(m.legacy, float64(*w.legacy), policy, w.name)
+			}
 		}
 	}
 }

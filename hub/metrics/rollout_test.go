@@ -227,3 +227,25 @@ func rolloutSeries(t *testing.T, reg *prometheus.Registry, name string) map[stri
 	}
 	return out
 }
+
+// A wave whose gate measures Kyverno legacy objects has their sum as a series (0 included);
+// a wave without that gate has none, whatever its clusters hold.
+func TestRolloutMetricsLegacyObjects(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := NewRollout(reg)
+	two, zero := int64(2), int64(0)
+	m.Set("kyverno-upgrade", &policyhubv1.RolloutStatus{Revision: "r1", Waves: []policyhubv1.WaveStatus{
+		{Name: "canary", Phase: policyhubv1.WaveWaiting, LegacyObjects: &two},
+		{Name: "eu", Phase: policyhubv1.WaveEnforcing, LegacyObjects: &zero},
+		{Name: "rest", Phase: policyhubv1.WavePending},
+	}})
+	want := `
+# HELP policyhub_rollout_wave_legacy_objects Kyverno legacy objects (owned or not) summed over a rollout wave's clusters, as the wave's gate (maxLegacyObjects) last measured them; only waves with that gate have the series.
+# TYPE policyhub_rollout_wave_legacy_objects gauge
+policyhub_rollout_wave_legacy_objects{policy="kyverno-upgrade",wave="canary"} 2
+policyhub_rollout_wave_legacy_objects{policy="kyverno-upgrade",wave="eu"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "policyhub_rollout_wave_legacy_objects"); err != nil {
+		t.Error(err)
+	}
+}

@@ -78,3 +78,16 @@ func IsKyvernoLegacyRefusal(message string) bool {
 	return strings.Contains(m, "removed in v1.2") || strings.Contains(m, "removed in 1.2") ||
 		strings.Contains(m, "legacy policy api")
 }
+
+// KyvernoExceptionBypass says what a Kyverno of version lets through its exception settings, ""
+// when nothing known: Kyverno 1.19.0 honoured policies.kyverno.io PolicyExceptions created as v1
+// or v1beta1 in any namespace, whatever --exceptionNamespace said (kyverno#17367, fixed in
+// 1.19.1), so anyone able to create one anywhere in the cluster exempts resources from every
+// policy there.
+func KyvernoExceptionBypass(version string) string {
+	v := strings.TrimPrefix(version, "v")
+	if v != "1.19.0" && !strings.HasPrefix(v, "1.19.0-") && !strings.HasPrefix(v, "1.19.0+") {
+		return ""
+	}
+	return "Kyverno 1.19.0 honours policies.kyverno.io PolicyExceptions outside --exceptionNamespace (kyverno#17367): anyone who can create one in any namespace exempts resources from every policy; upgrade to 1.19.1 or later"
+}

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -55,5 +56,21 @@ func TestIsKyvernoLegacyRefusal(t *testing.T) {
 		if got := IsKyvernoLegacyRefusal(msg); got != want {
 			t.Errorf("IsKyvernoLegacyRefusal(%q) = %v, want %v", msg, got, want)
 		}
+	}
+}
+
+// Only Kyverno 1.19.0 (its pre-releases and builds included) honours exceptions outside
+// --exceptionNamespace; 1.19.1, other versions and an unknown one carry no warning.
+func TestKyvernoExceptionBypass(t *testing.T) {
+	for version, affected := range map[string]bool{
+		"v1.19.0": true, "1.19.0": true, "v1.19.0-rc.2": true, "v1.19.0+build.1": true,
+		"v1.19.1": false, "v1.19.10": false, "v1.190.0": false, "v1.16.3": false, "v1.20.0": false, "": false, "main": false,
+	} {
+		if got := KyvernoExceptionBypass(version) != ""; got != affected {
+			t.Errorf("%q: affected %v, want %v", version, got, affected)
+		}
+	}
+	if !strings.Contains(KyvernoExceptionBypass("v1.19.0"), "kyverno#17367") {
+		t.Error("the warning does not name the issue")
 	}
 }

@@ -114,6 +114,9 @@ type kyvernoReport struct {
 	// ReportedResults are the results Kyverno writes (its --allowedResults); null when every
 	// kind: a kind left out is unknown, never 0.
 	ReportedResults []string `json:"reportedResults"`
+	// ExceptionBypass is what the version lets through its exception settings (Kyverno 1.19.0,
+	// kyverno#17367); omitted when nothing known.
+	ExceptionBypass string `json:"exceptionBypass,omitempty"`
 }
 
 // toKyvernoReport is what `clusters` shows of a cluster's Kyverno facts (nil: none reported).
@@ -122,7 +125,8 @@ func toKyvernoReport(k *policyhubv1.KyvernoFacts) *kyvernoReport {
 		return nil
 	}
 	return &kyvernoReport{Version: k.Version, VersionSource: k.VersionSource, EnforcesLegacy: enforcesLegacy(k.Version),
-		PolicyExceptions: k.PolicyExceptions, ExceptionNamespace: k.ExceptionNamespace, ReportedResults: slices.Clone(k.ReportedResults)}
+		PolicyExceptions: k.PolicyExceptions, ExceptionNamespace: k.ExceptionNamespace, ReportedResults: slices.Clone(k.ReportedResults),
+		ExceptionBypass: policyhubv1.KyvernoExceptionBypass(k.Version)}
 }
 
 // enforcesLegacy says whether a Kyverno of version executes the legacy kinds: yes, no or unknown.
@@ -145,6 +149,9 @@ func exceptionsCell(k *kyvernoReport) string {
 		return "<unknown>"
 	case !*k.PolicyExceptions:
 		return "off"
+	case k.ExceptionNamespace != "" && k.ExceptionBypass != "":
+		// Kyverno 1.19.0 does not hold CEL exceptions to the namespace (see ExceptionBypass).
+		return "on(ns=" + k.ExceptionNamespace + ", bypassed: kyverno#17367)"
 	case k.ExceptionNamespace != "":
 		return "on(ns=" + k.ExceptionNamespace + ")"
 	}
@@ -161,7 +168,8 @@ OCM ManagedClusters) with its labels; whether it answers through cluster-gateway
 policies.kyverno.io/v1beta1, policies.kyverno.io/v1); what its agent last reported of its Kyverno
 (version, whether that version still enforces the legacy kyverno.io kinds: yes before 1.20, no
 from 1.20, unknown when the version does not say; --enablePolicyException and
---exceptionNamespace) and how many legacy objects it holds (see kubectl policyhub inventory); the age of the last PolicyReportSummary its agent sent ("stale" when the
+--exceptionNamespace; a warning for Kyverno 1.19.0, which honours exceptions outside that
+namespace, kyverno#17367) and how many legacy objects it holds (see kubectl policyhub inventory); the age of the last PolicyReportSummary its agent sent ("stale" when the
 agent missed three heartbeats); and the cluster's violations (fail, error) and blocked admissions.
 
 An unreachable cluster is a row, not an error: the command exits 0 whatever the clusters' state.
@@ -198,6 +206,9 @@ policyhub.io/hub-replica=<replica> is pinned there while that replica runs.`,
 			for _, c := range report.Clusters {
 				if !c.Reachable {
 					fmt.Fprintf(o.streams.ErrOut, "warning: cluster %s is unreachable through cluster-gateway: %s\n", c.Name, c.Error)
+				}
+				if s := c.Summary; s != nil && s.Kyverno != nil && s.Kyverno.ExceptionBypass != "" {
+					fmt.Fprintf(o.streams.ErrOut, "warning: cluster %s: %s\n", c.Name, s.Kyverno.ExceptionBypass)
 				}
 			}
 			if err := o.printReport(report, func(w io.Writer) error {

@@ -113,3 +113,28 @@ ocm-only    <none>                  no          -         <unknown>   <unknown> 
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// A cluster on Kyverno 1.19.0 says its exception namespace does not hold (kyverno#17367), in
+// the table's EXCEPTIONS cell and in -o json; 1.19.1 says nothing of it.
+func TestClustersWarnOfKyverno1190ExceptionBypass(t *testing.T) {
+	facts := func(version string) *kyvernoReport {
+		return toKyvernoReport(&policyhubv1.KyvernoFacts{Version: version, PolicyExceptions: ptrTo(true), ExceptionNamespace: "policyhub-system"})
+	}
+	affected, fixed := facts("v1.19.0"), facts("v1.19.1")
+	if got := exceptionsCell(affected); got != "on(ns=policyhub-system, bypassed: kyverno#17367)" {
+		t.Errorf("1.19.0 cell %q", got)
+	}
+	if got := exceptionsCell(fixed); got != "on(ns=policyhub-system)" {
+		t.Errorf("1.19.1 cell %q", got)
+	}
+	data, err := json.Marshal(affected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"exceptionBypass":"Kyverno 1.19.0 honours`) {
+		t.Errorf("1.19.0 JSON: %s", data)
+	}
+	if data, _ := json.Marshal(fixed); strings.Contains(string(data), "exceptionBypass") {
+		t.Errorf("1.19.1 JSON: %s", data)
+	}
+}
