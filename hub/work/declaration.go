@@ -29,4 +29,7 @@ type Declaration struct {
 	Tenant string
 	// Created is when the declaration was created: within a tenant's budget the oldest come first.
 	Created time.Time
+	// holdLegacy leaves its live legacy objects as they are (see withoutLegacy): set by a pass
+	// in a cluster whose Kyverno does not execute them, for a declaration rendering other kinds too.
+	holdLegacy bool
 }

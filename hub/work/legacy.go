@@ -97,9 +97,32 @@ func notEnforcedMessage(cluster, why string, objs []*unstructured.Unstructured) 
 	}
 	slices.Sort(kinds)
 	slices.Sort(rewrites)
+	sent := "nothing is sent until the declaration or the cluster's Kyverno changes"
+	if _, mixed := withoutLegacy(Declaration{Objects: objs}); mixed {
+		sent = "its other objects are sent and kept in step; the legacy ones are left as they are until the declaration or the cluster's Kyverno changes"
+	}
 	return policyhubv1.TruncateMessage(fmt.Sprintf("not enforced in cluster %s: %s; Kyverno 1.20 keeps %s served but no longer executes it and refuses its creates and updates. "+
-		"Rewrite the policy as the CEL kind (%s; in an ApplicationPolicy: spec.validations instead of spec.rules); nothing is sent until the declaration or the cluster's Kyverno changes",
-		cluster, why, strings.Join(kinds, ", "), strings.Join(rewrites, ", ")), 2048)
+		"Rewrite the policy as the CEL kind (%s; in an ApplicationPolicy: spec.validations instead of spec.rules); %s",
+		cluster, why, strings.Join(kinds, ", "), strings.Join(rewrites, ", "), sent), 2048)
+}
+
+// withoutLegacy is d without its legacy objects, holding them (a pass neither writes nor prunes
+// the legacy objects it holds live), when d also renders objects of other kinds: a PolicySet
+// migrating member by member keeps its CEL members in step on a cluster whose Kyverno no longer
+// executes the legacy ones. ok is false when d renders only legacy objects (or none).
+func withoutLegacy(d Declaration) (rest Declaration, ok bool) {
+	rest = d
+	rest.Objects = make([]*unstructured.Unstructured, 0, len(d.Objects))
+	for _, obj := range d.Objects {
+		if !policyhubv1.IsLegacyKind(obj.GroupVersionKind().GroupKind()) {
+			rest.Objects = append(rest.Objects, obj)
+		}
+	}
+	if len(rest.Objects) == 0 || len(rest.Objects) == len(d.Objects) {
+		return d, false
+	}
+	rest.holdLegacy = true
+	return rest, true
 }
 
 // versionSaysNotEnforced is the evidence of a Kyverno version that no longer executes the legacy

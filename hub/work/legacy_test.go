@@ -68,12 +68,16 @@ func TestNotEnforcedMessage(t *testing.T) {
 			[]string{"kyverno.io/v2 ClusterCleanupPolicy", "ClusterCleanupPolicy → policies.kyverno.io/v1 DeletingPolicy"}},
 		{"a legacy exception beside a CEL policy", []*unstructured.Unstructured{
 			legacyObject("policies.kyverno.io/v1", "ValidatingPolicy", "v", ""), legacyObject("kyverno.io/v2", "PolicyException", "x", "")},
-			[]string{"kyverno.io/v2 PolicyException", "PolicyException → policies.kyverno.io/v1 PolicyException"}},
+			[]string{"kyverno.io/v2 PolicyException", "PolicyException → policies.kyverno.io/v1 PolicyException", "its other objects are sent"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := notEnforcedMessage("prod-1", "its Kyverno is v1.20.0 (as its agent reports)", tt.objs)
-			for _, want := range append(tt.want, "not enforced in cluster prod-1: its Kyverno is v1.20.0", "no longer executes", "Rewrite the policy", "nothing is sent") {
+			sent := "nothing is sent"
+			if len(tt.objs) > 1 {
+				sent = "the legacy ones are left as they are"
+			}
+			for _, want := range append(tt.want, "not enforced in cluster prod-1: its Kyverno is v1.20.0", "no longer executes", "Rewrite the policy", sent) {
 				if !strings.Contains(got, want) {
 					t.Errorf("message %q lacks %q", got, want)
 				}
@@ -205,4 +209,20 @@ func TestNotEnforcedDecision(t *testing.T) {
 		t.Errorf("refused under other facts still NotEnforced: %q", why)
 	}
 	s.Forget("v119")
+}
+
+// A declaration rendering legacy and other objects is synced without its legacy ones, which it
+// holds (neither written nor pruned); one rendering only legacy objects, or none, is not split.
+func TestWithoutLegacy(t *testing.T) {
+	cel := legacyObject("policies.kyverno.io/v1", "ValidatingPolicy", "v", "")
+	legacy := legacyObject("kyverno.io/v1", "ClusterPolicy", "c", "", "validate")
+	rest, mixed := withoutLegacy(Declaration{Source: "s", Objects: []*unstructured.Unstructured{legacy, cel}, Prune: true})
+	if !mixed || len(rest.Objects) != 1 || rest.Objects[0] != cel || !rest.holdLegacy || !rest.Prune || rest.Source != "s" {
+		t.Errorf("mixed: %v %+v", mixed, rest)
+	}
+	for name, objs := range map[string][]*unstructured.Unstructured{"legacy only": {legacy}, "CEL only": {cel}, "none": nil} {
+		if d, mixed := withoutLegacy(Declaration{Objects: objs}); mixed || d.holdLegacy || len(d.Objects) != len(objs) {
+			t.Errorf("%s: split %v into %+v", name, mixed, d)
+		}
+	}
 }

@@ -92,6 +92,16 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 	// Kyverno serves but does not enforce is NotEnforced (see legacy.go); nothing of either is sent.
 	engine := s.kyvernoVersion(cluster.Name)
 	active := make([]int, 0, len(decls))
+	// Declarations whose legacy objects the cluster does not enforce but whose other objects are
+	// synced (see withoutLegacy): NotEnforced once the pass is done, if nothing worse happened.
+	partial := map[int]string{}
+	defer func() {
+		for i, message := range partial {
+			if r := res.Declarations[i]; r.Phase == policyhubv1.ClusterPhaseSynced || r.Phase == policyhubv1.ClusterPhaseDryRun {
+				r.notEnforced(message)
+			}
+		}
+	}()
 	for i, d := range decls {
 		message, err := versionMessages[i], versionErrs[i]
 		if message == "" && err == nil {
@@ -105,7 +115,13 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 			r.Phase = policyhubv1.ClusterPhaseUnsupported
 			r.Message = message
 		} else if why := s.notEnforced(cluster.Name, d, engine); why != "" {
-			res.Declarations[i].notEnforced(notEnforcedMessage(cluster.Name, why, d.Objects))
+			message := notEnforcedMessage(cluster.Name, why, d.Objects)
+			if rest, mixed := withoutLegacy(d); mixed {
+				decls[i], partial[i] = rest, message
+				active = append(active, i)
+			} else {
+				res.Declarations[i].notEnforced(message)
+			}
 		} else {
 			active = append(active, i)
 		}

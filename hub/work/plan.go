@@ -162,6 +162,9 @@ func (s *Syncer) plan(ctx context.Context, cc *clusterClients, decls []Declarati
 			w.changes = append(w.changes, &change{decl: i, action: ActionConflict, desired: conflict.Desired, live: index.Get(plan.KeyOf(conflict.Desired)), message: conflict.Reason})
 		}
 		for _, obj := range p.Delete {
+			if d.holdLegacy && policyhubv1.IsLegacyKind(obj.GroupVersionKind().GroupKind()) {
+				continue // held: no longer rendered here, not pruned (see withoutLegacy)
+			}
 			w.changes = append(w.changes, &change{decl: i, action: ActionDelete, live: obj})
 		}
 	}
