@@ -315,7 +315,9 @@ type ClusterStatus struct {
 	// warn and skip (and reportTime) as of the slice's last write: they alone do not rewrite it.
 	// +optional
 	Results *ResultCounts `json:"results,omitempty"`
-	// Blocked counts admissions this declaration's policies refused in this cluster.
+	// Blocked counts admissions this declaration's policies refused in this cluster, from the
+	// agent's summary (policies[].blocked): server-side dry-runs not counted where the agent
+	// could tell them apart (legacy kinds; see the summary's engine.kyverno.dryRunsCounted).
 	// +optional
 	Blocked int64 `json:"blocked,omitempty"`
 	// ReportTime is when the hub received the summary the results come from, by the hub's clock.
