@@ -320,6 +320,10 @@ type ClusterStatus struct {
 	// could tell them apart (legacy kinds; see the summary's engine.kyverno.dryRunsCounted).
 	// +optional
 	Blocked int64 `json:"blocked,omitempty"`
+	// BlockedIncludesDryRuns says blocked may count server-side dry-runs too: of a CEL policy
+	// kind, or in a cluster whose agent could not read Kyverno's metrics.
+	// +optional
+	BlockedIncludesDryRuns bool `json:"blockedIncludesDryRuns,omitempty"`
 	// ReportTime is when the hub received the summary the results come from, by the hub's clock.
 	// +optional
 	ReportTime *metav1.Time `json:"reportTime,omitempty"`
