@@ -60,6 +60,8 @@ func runAgent(t *testing.T, cluster string, heartbeat time.Duration) (stop func(
 		done <- agent.Run(ctx, agent.Options{
 			Cluster: cluster, Managed: testFleet.Cluster(cluster).Config, Hub: hubCfg,
 			PushInterval: 500 * time.Millisecond, Heartbeat: heartbeat, DiscoveryInterval: 2 * time.Second,
+			// The fleet's Kyverno runs as processes: no Pods to find its metrics at.
+			KyvernoMetricsURLs: metricsURLs(testFleet.Cluster(cluster).KyvernoMetricsURL),
 		})
 	}()
 	var once sync.Once
@@ -73,6 +75,15 @@ func runAgent(t *testing.T, cluster string, heartbeat time.Duration) (stop func(
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// metricsURLs is the agent's --kyverno-metrics-url for a cluster's Kyverno metrics endpoint
+// ("" when it runs no Kyverno).
+func metricsURLs(url string) []string {
+	if url == "" {
+		return nil
+	}
+	return []string{url}
 }
 
 // deleteSummary deletes the cluster's summary from the hub, and its agent's Lease.
