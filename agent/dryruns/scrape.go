@@ -52,25 +52,14 @@ func Scrape(ctx context.Context, client *http.Client, url string) (Reading, erro
 	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err == nil && mt != "text/plain" {
 		return Reading{}, fmt.Errorf("GET %s: content type %q, want text/plain", url, mt)
 	}
-	body := &capped{r: io.LimitReader(resp.Body, MaxBody+1)}
+	// Parse reads to the end: a body of more than MaxBody bytes leaves nothing of the limit.
+	body := &io.LimitedReader{R: resp.Body, N: MaxBody + 1}
 	r, err := Parse(body, 0)
-	if body.n > MaxBody {
+	if body.N == 0 {
 		return Reading{}, fmt.Errorf("GET %s: more than %d bytes", url, MaxBody)
 	}
 	if err != nil {
 		return Reading{}, fmt.Errorf("GET %s: %w", url, err)
 	}
 	return r, nil
-}
-
-// capped counts the bytes read through it.
-type capped struct {
-	r io.Reader
-	n int64
-}
-
-func (c *capped) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
