@@ -8,6 +8,9 @@ import (
 	"time"
 )
 
+// concurrentScrapes bounds the endpoints read at once.
+const concurrentScrapes = 4
+
 // Result is what a Counter knows of dry-run refusals over its window.
 type Result struct {
 	// DryRuns counts, per legacy policy (Key.Rule empty), its dry-run refusals over the window.
@@ -34,8 +37,8 @@ func NewCounter() *Counter {
 	return &Counter{client: NewClient()}
 }
 
-// Count reads every endpoint once (in turn: one scrape at a time, each bounded by
-// ScrapeTimeout) and returns the dry-runs over the window ending at now.
+// Count reads every endpoint once (at most MaxEndpoints, concurrentScrapes at a time, each
+// bounded by ScrapeTimeout) and returns the dry-runs over the window ending at now.
 func (c *Counter) Count(ctx context.Context, urls []string, now time.Time) Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -48,8 +51,23 @@ func (c *Counter) Count(ctx context.Context, urls []string, now time.Time) Resul
 	if len(urls) == 0 {
 		fail("no Kyverno admission controller metrics endpoint found (a running Pod with an IP, or --kyverno-metrics-url)")
 	}
-	for _, url := range urls {
-		r, err := Scrape(ctx, c.client, url)
+	urls = urls[:min(len(urls), MaxEndpoints)]
+	// A few at a time, so unanswering endpoints cost a few ScrapeTimeouts, not one each, and
+	// at most that many bodies are read at once.
+	readings := make([]Reading, len(urls))
+	errs := make([]error, len(urls))
+	slots := make(chan struct{}, concurrentScrapes)
+	var wg sync.WaitGroup
+	for i, url := range urls {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			readings[i], errs[i] = Scrape(ctx, c.client, url)
+		})
+	}
+	wg.Wait()
+	for i, url := range urls {
+		r, err := readings[i], errs[i]
 		if err != nil {
 			fail("Kyverno's metrics unreadable: %v", err)
 			continue

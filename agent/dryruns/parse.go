@@ -38,8 +38,9 @@ const (
 
 // Limits of Parse.
 const (
-	// DefaultMaxSeries bounds the series of MetricName read from one exposition.
-	DefaultMaxSeries = 20000
+	// DefaultMaxSeries bounds the series of MetricName read from one exposition (Kyverno's
+	// lines are about 450 bytes: some 4.5 MB).
+	DefaultMaxSeries = 10000
 	// maxLine bounds one line of the exposition.
 	maxLine = 64 << 10
 	// maxRuleName bounds a rule name (Kyverno's CRDs: 63).
