@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
@@ -26,11 +24,7 @@ func TestAgentBlockedKeepsDryRunsItCannotCount(t *testing.T) {
 	waitFleetPolicy(t, name, "synced in cluster-2", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-2": "Synced"}))
 
 	eventually(t, 60*time.Second, time.Second, "Kyverno refuses a server-side dry-run in cluster-2", func() error {
-		err := c2.Create(ctx, shopDeployment(ns, "web", ""), client.DryRunAll)
-		if err == nil || !strings.Contains(err.Error(), "Deployments need a team label") {
-			return fmt.Errorf("not refused by the policy: %v", err)
-		}
-		return nil
+		return refusedDryRun(ctx, c2, ns)
 	})
 	waitResults(t, name, "the uncounted dry-run in cluster-2's blocked, said to be included", func(fp *fleetView) error {
 		if s := clusterStatus(fp, "cluster-2"); s == nil || s.Blocked != 1 || !s.BlockedIncludesDryRuns {

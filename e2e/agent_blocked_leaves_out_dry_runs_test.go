@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -36,18 +37,9 @@ func TestAgentBlockedLeavesOutServerSideDryRuns(t *testing.T) {
 	})
 
 	// Two refused dry-runs; nothing is created.
-	refusedDryRun := func() error {
-		err := c2.Create(ctx, shopDeployment(ns, "web", ""), client.DryRunAll)
-		if err == nil {
-			return fmt.Errorf("admitted")
-		}
-		if !strings.Contains(err.Error(), "Deployments need a team label") {
-			return fmt.Errorf("refused without the policy's message: %v", err)
-		}
-		return nil
-	}
-	eventually(t, 60*time.Second, time.Second, "Kyverno refuses a server-side dry-run in cluster-2", refusedDryRun)
-	if err := refusedDryRun(); err != nil {
+	dryRun := func() error { return refusedDryRun(ctx, c2, ns) }
+	eventually(t, 60*time.Second, time.Second, "Kyverno refuses a server-side dry-run in cluster-2", dryRun)
+	if err := dryRun(); err != nil {
 		t.Fatalf("the second dry-run: %v", err)
 	}
 	if err := c2.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
@@ -86,6 +78,19 @@ func TestAgentBlockedLeavesOutServerSideDryRuns(t *testing.T) {
 	if p := summaryPolicy(s, name); p == nil || p.Blocked != 1 || p.BlockedDryRuns != 2 {
 		t.Errorf("summary entry %+v: want blocked 1 and the 2 dry-runs apart", p)
 	}
+}
+
+// refusedDryRun makes a server-side dry-run create of a Deployment without a team label in ns,
+// and says whether teamLabelPolicy refused it.
+func refusedDryRun(ctx context.Context, c client.Client, ns string) error {
+	err := c.Create(ctx, shopDeployment(ns, "web", ""), client.DryRunAll)
+	if err == nil {
+		return fmt.Errorf("admitted")
+	}
+	if !strings.Contains(err.Error(), "Deployments need a team label") {
+		return fmt.Errorf("refused without the policy's message: %v", err)
+	}
+	return nil
 }
 
 // summaryPolicy is the summary's entry of the policy name, or nil.
