@@ -30,6 +30,10 @@ type Options struct {
 	// KyvernoNamespace is where Kyverno's controllers' Deployments are, read for its version and
 	// settings; empty means kyverno.
 	KyvernoNamespace string
+	// KyvernoMetricsURLs are Kyverno's admission controller metrics endpoints, one per replica,
+	// read to count server-side dry-runs apart from refused admissions; empty means its Pods'
+	// (podIP:8000, or their metrics-port) in KyvernoNamespace.
+	KyvernoMetricsURLs []string
 	// PushInterval is the least time between two pushes; zero means 10s.
 	PushInterval time.Duration
 	// Heartbeat is how often the agent renews its Lease on the hub so the hub can tell it is
@@ -65,7 +69,10 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("hub client: %w", err)
 	}
-	collector, err := collect.New(o.Managed, collect.Options{ApplicationLabel: o.ApplicationLabel, DiscoveryInterval: o.DiscoveryInterval, KyvernoNamespace: o.KyvernoNamespace})
+	collector, err := collect.New(o.Managed, collect.Options{
+		ApplicationLabel: o.ApplicationLabel, DiscoveryInterval: o.DiscoveryInterval, KyvernoNamespace: o.KyvernoNamespace,
+		KyvernoMetricsURLs: o.KyvernoMetricsURLs,
+	})
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", o.Cluster, err)
 	}

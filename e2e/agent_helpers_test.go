@@ -39,7 +39,14 @@ func startAgent(t *testing.T, cluster string) {
 // heartbeat (a rollout takes an agent heard well after a version arrived as having reported it).
 func startAgentBeating(t *testing.T, cluster string, heartbeat time.Duration) {
 	t.Helper()
-	stop := runAgent(t, cluster, heartbeat)
+	startAgentWith(t, cluster, heartbeat, metricsURLs(testFleet.Cluster(cluster).KyvernoMetricsURL))
+}
+
+// startAgentWith runs the cluster's agent as startAgentBeating does, reading Kyverno's metrics
+// at kyvernoMetrics (its --kyverno-metrics-url).
+func startAgentWith(t *testing.T, cluster string, heartbeat time.Duration, kyvernoMetrics []string) {
+	t.Helper()
+	stop := runAgentWith(t, cluster, heartbeat, kyvernoMetrics)
 	t.Cleanup(func() {
 		stop()
 		// The agent is gone, as if uninstalled: so is its summary, or it would turn stale under
@@ -52,6 +59,13 @@ func startAgentBeating(t *testing.T, cluster string, heartbeat time.Duration) {
 // called more than once); what it wrote on the hub stays.
 func runAgent(t *testing.T, cluster string, heartbeat time.Duration) (stop func()) {
 	t.Helper()
+	return runAgentWith(t, cluster, heartbeat, metricsURLs(testFleet.Cluster(cluster).KyvernoMetricsURL))
+}
+
+// runAgentWith runs the cluster's agent as runAgent does, reading Kyverno's metrics at
+// kyvernoMetrics: the fleet's Kyverno runs as processes, with no Pods to find them at.
+func runAgentWith(t *testing.T, cluster string, heartbeat time.Duration, kyvernoMetrics []string) (stop func()) {
+	t.Helper()
 	hubCfg := agentHubConfig(t, cluster)
 	ctx, cancel := context.WithCancel(context.Background())
 	ctx = log.IntoContext(ctx, ctrl.Log.WithName("agent"))
@@ -60,6 +74,7 @@ func runAgent(t *testing.T, cluster string, heartbeat time.Duration) (stop func(
 		done <- agent.Run(ctx, agent.Options{
 			Cluster: cluster, Managed: testFleet.Cluster(cluster).Config, Hub: hubCfg,
 			PushInterval: 500 * time.Millisecond, Heartbeat: heartbeat, DiscoveryInterval: 2 * time.Second,
+			KyvernoMetricsURLs: kyvernoMetrics,
 		})
 	}()
 	var once sync.Once
@@ -73,6 +88,15 @@ func runAgent(t *testing.T, cluster string, heartbeat time.Duration) (stop func(
 	}
 	t.Cleanup(stop)
 	return stop
+}
+
+// metricsURLs is the agent's --kyverno-metrics-url for a cluster's Kyverno metrics endpoint
+// ("" when it runs no Kyverno).
+func metricsURLs(url string) []string {
+	if url == "" {
+		return nil
+	}
+	return []string{url}
 }
 
 // deleteSummary deletes the cluster's summary from the hub, and its agent's Lease.

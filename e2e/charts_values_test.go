@@ -46,6 +46,10 @@ func TestChartValuesSchema(t *testing.T) {
 		{agentChartDir, "egress without the apiservers", `{clusterName: c1, hubKubeconfigSecret: {name: k}, networkPolicy: {egress: {enabled: true, apiServerCIDRs: []}}}`,
 			[]string{"'/networkPolicy/egress/apiServerCIDRs'", "minItems: got 0, want 1"}},
 		{agentChartDir, "applicationLabel", `{clusterName: c1, hubKubeconfigSecret: {name: k}, applicationLabel: "app name"}`, []string{"'/applicationLabel'", "does not match pattern"}},
+		{agentChartDir, "a Kyverno metrics URL that is no http URL", `{clusterName: c1, hubKubeconfigSecret: {name: k}, kyvernoMetricsURLs: ["file:///etc/passwd"]}`,
+			[]string{"'/kyvernoMetricsURLs/0'", "does not match pattern"}},
+		{agentChartDir, "a Kyverno metrics URL smuggling a flag", `{clusterName: c1, hubKubeconfigSecret: {name: k}, kyvernoMetricsURLs: ["http://a:8000/metrics --hub-kubeconfig=/x"]}`,
+			[]string{"'/kyvernoMetricsURLs/0'", "does not match pattern"}},
 		{agentChartDir, "kyvernoNamespace is no DNS label", `{clusterName: c1, hubKubeconfigSecret: {name: k}, kyvernoNamespace: "kyverno --enablePolicyException"}`,
 			[]string{"'/kyvernoNamespace'", "does not match pattern"}},
 	} {

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/policyhub/policyhub/agent/dryruns"
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
@@ -81,6 +82,9 @@ type Options struct {
 	// KyvernoNamespace is where Kyverno's controllers' Deployments are (its Helm chart's
 	// namespace); empty means kyverno.
 	KyvernoNamespace string
+	// KyvernoMetricsURLs are the admission controller's metrics endpoints, one per replica;
+	// empty means its Pods' in KyvernoNamespace (dryruns.PodURLs).
+	KyvernoMetricsURLs []string
 }
 
 // Collector keeps digests of a cluster's reports, blocked admissions, policies and application
@@ -107,6 +111,10 @@ type Collector struct {
 	discovered bool
 	// engine watches Kyverno's Deployments and the legacy objects (engine.go).
 	engine engineWatch
+	// dryRuns counts the dry-runs among Kyverno's refusals (dryruns.go).
+	dryRuns *dryruns.Counter
+	// now is the clock of the dry-run window.
+	now func() time.Time
 
 	// appsMu guards apps apart from mu: report transforms start application informers from the
 	// informers' goroutines, while mu may be held.
@@ -155,6 +163,8 @@ func newCollector(opts Options, reports *reportClients, md metadata.Interface, c
 		reports:       map[schema.GroupVersionResource]cache.SharedIndexInformer{},
 		policies:      map[schema.GroupResource]*policyInformer{},
 		apps:          map[schema.GroupVersionResource]cache.SharedIndexInformer{},
+		dryRuns:       dryruns.NewCounter(),
+		now:           time.Now,
 	}
 	c.mapper = restmapper.NewDeferredDiscoveryRESTMapper(c.discovery)
 	return c
@@ -437,8 +447,16 @@ func (c *Collector) Synced() bool {
 	return c.discovered && c.engineSynced()
 }
 
-// Snapshot returns what the collector knows now.
+// Snapshot returns what the collector knows now, with the server-side dry-runs among the
+// refusals counted from Kyverno's metrics, read now (dryruns.go).
 func (c *Collector) Snapshot() Snapshot {
+	s := c.snapshot()
+	c.countDryRuns(&s)
+	return s
+}
+
+// snapshot returns what the informers hold now.
+func (c *Collector) snapshot() Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := Snapshot{

@@ -158,4 +158,7 @@ type Snapshot struct {
 	// label); resources without the label are absent.
 	Applications map[types.UID]string
 	Engine       policyhubv1.EngineInfo
+	// DryRuns counts, per legacy policy (ClusterPolicy, Policy), the server-side dry-runs Kyverno
+	// refused over the last hour: Blocks count them too (Kyverno's Events do not tell them apart).
+	DryRuns map[PolicyKey]int64
 }

@@ -28,6 +28,8 @@ type policy struct {
 	// oldest is when the oldest of its results was made.
 	oldest  time.Time
 	blocked int64
+	// blockedDryRuns are the server-side dry-runs taken out of blocked.
+	blockedDryRuns int64
 	// lastBlock is the newest refused admission of the policy.
 	lastBlock *collect.Block
 	severity  tally
@@ -74,8 +76,9 @@ type fold struct {
 	refIndex map[string]int32
 	refs     []string
 
-	totals  policyhubv1.ResultCounts
-	blocked int64
+	totals         policyhubv1.ResultCounts
+	blocked        int64
+	blockedDryRuns int64
 	// exceptions are the results each Kyverno PolicyException exempted, by its name as the API
 	// carries it (cut to its bound).
 	exceptions map[string]int64
@@ -267,6 +270,7 @@ func (f *fold) count(apps *topK[appEntry]) {
 			appBlocks[a] = append(appBlocks[a], b)
 		}
 	}
+	f.takeOutDryRuns()
 
 	row := make([]appEntry, len(f.refs)) // the current application's entries, by policy string
 	inRow := make([]bool, len(f.refs))
@@ -346,6 +350,25 @@ func (f *fold) addException(e collect.ExceptionCount) {
 		return
 	}
 	f.exceptions[name] += int64(e.Results)
+}
+
+// takeOutDryRuns moves the server-side dry-runs among each policy's refusals from blocked to
+// blockedDryRuns: at most its refusals (both are counted over about the same hour, the Events'
+// and the metric's). The namespaces' and applications' blocked keep them (the Events do not say
+// which of a policy's refusals were the dry-runs).
+func (f *fold) takeOutDryRuns() {
+	for key, n := range f.s.DryRuns {
+		i, ok := f.rawIndex[key]
+		if !ok || n <= 0 {
+			continue // no refusal of the policy in the Events: nothing to take out
+		}
+		p := f.rawPols[i]
+		d := min(n, p.blocked)
+		p.blocked -= d
+		p.blockedDryRuns += d
+		f.blocked -= d
+		f.blockedDryRuns += d
+	}
 }
 
 // newerBlock orders blocks newest first; ties by resource and message, for determinism.

@@ -19,16 +19,17 @@ func (f *fold) topPolicies(n int) ([]policyhubv1.PolicySummary, int) {
 	top := newTopK(n, comparePolicyPriority)
 	for _, p := range f.policies {
 		top.offer(policyhubv1.PolicySummary{
-			Name:         p.key.Name,
-			Namespace:    p.key.Namespace,
-			Kind:         p.key.Kind,
-			Title:        policyhubv1.CutUTF8(p.info.Title, policyhubv1.MaxSummaryTitleLength),
-			Category:     policyhubv1.CutUTF8(cmp.Or(p.info.Category, p.category.best()), policyhubv1.MaxSummaryCategoryLength),
-			Severity:     policyhubv1.CutUTF8(p.resolvedSeverity(), policyhubv1.MaxSummarySeverityLength),
-			Results:      p.counts,
-			OldestResult: resultTime(p.oldest),
-			Blocked:      p.blocked,
-			LastBlocked:  lastBlocked(p.lastBlock),
+			Name:           p.key.Name,
+			Namespace:      p.key.Namespace,
+			Kind:           p.key.Kind,
+			Title:          policyhubv1.CutUTF8(p.info.Title, policyhubv1.MaxSummaryTitleLength),
+			Category:       policyhubv1.CutUTF8(cmp.Or(p.info.Category, p.category.best()), policyhubv1.MaxSummaryCategoryLength),
+			Severity:       policyhubv1.CutUTF8(p.resolvedSeverity(), policyhubv1.MaxSummarySeverityLength),
+			Results:        p.counts,
+			OldestResult:   resultTime(p.oldest),
+			Blocked:        p.blocked,
+			BlockedDryRuns: p.blockedDryRuns,
+			LastBlocked:    lastBlocked(p.lastBlock),
 		})
 	}
 	return top.sorted(), len(f.policies)

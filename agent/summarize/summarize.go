@@ -86,10 +86,11 @@ func Summarize(s collect.Snapshot, o Options) policyhubv1.PolicyReportSummarySpe
 	nPol, nApp, nViol, nExc, nNs := len(pols), len(apps), len(viols), len(excs), len(nss)
 
 	base := policyhubv1.PolicyReportSummarySpec{
-		Cluster: o.Cluster,
-		Engine:  copyEngine(s.Engine),
-		Totals:  f.totals,
-		Blocked: f.blocked,
+		Cluster:        o.Cluster,
+		Engine:         copyEngine(s.Engine),
+		Totals:         f.totals,
+		Blocked:        f.blocked,
+		BlockedDryRuns: f.blockedDryRuns,
 	}
 	for {
 		spec := assemble(base, pols[:nPol], apps[:nApp], viols[:nViol], excs[:nExc], nss[:nNs])

@@ -11,7 +11,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -45,6 +47,11 @@ func run() error {
 	fs.DurationVar(&o.Heartbeat, "heartbeat-interval", time.Minute, "How often the agent renews its Lease on the hub so the hub can tell it is alive; the hub marks results stale after three missed renewals.")
 	fs.StringVar(&o.ApplicationLabel, "application-label", "app.oam.dev/name", "Label whose value names a resource's application (KubeVela's by default; e.g. app.kubernetes.io/instance).")
 	fs.StringVar(&o.KyvernoNamespace, "kyverno-namespace", "kyverno", "Namespace of Kyverno's admission and reports controllers' Deployments (its Helm chart's), read for Kyverno's version (the admission controller's image tag) and the settings the hub relies on (--enablePolicyException, --exceptionNamespace, --allowedResults).")
+	fs.Func("kyverno-metrics-url", "Kyverno's admission controller metrics endpoint (e.g. http://10.0.0.5:8000/metrics), one per replica; repeat the flag or give a comma-separated list. The agent reads its kyverno_policy_results_total, when it builds a summary, to count server-side dry-runs (kubectl apply --dry-run=server) apart from refused admissions (ClusterPolicy and Policy only). Default: the admission controller's Pods in --kyverno-namespace, at podIP:8000 (or their metrics-port); set it where the agent cannot reach Pod IPs.", func(v string) error {
+		urls, err := parseMetricsURLs(v)
+		o.KyvernoMetricsURLs = append(o.KyvernoMetricsURLs, urls...)
+		return err
+	})
 	fs.IntVar(&o.MaxViolations, "max-violations", 50, "Violations (fail and error results, most severe and newest first) kept in the summary; at most 200.")
 	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", 30*time.Second, "How often the agent looks for report APIs installed after it started (e.g. openreports.io).")
 	fs.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints (heap, CPU and goroutine profiles); empty or 0 disables them.")
@@ -75,6 +82,9 @@ func run() error {
 	if o.PushInterval <= 0 || o.Heartbeat <= 0 || o.DiscoveryInterval <= 0 {
 		return errors.New("--push-interval, --heartbeat-interval and --discovery-interval must be positive")
 	}
+	if len(o.KyvernoMetricsURLs) > maxMetricsURLs {
+		return fmt.Errorf("--kyverno-metrics-url: %d URLs, at most %d", len(o.KyvernoMetricsURLs), maxMetricsURLs)
+	}
 	if o.MaxViolations < 0 || o.MaxViolations > 200 {
 		return fmt.Errorf("--max-violations %d must be between 0 and 200", o.MaxViolations)
 	}
@@ -101,6 +111,29 @@ func run() error {
 	}
 	log.FromContext(ctx).Info("starting policyhub-agent", "hub", o.Hub.Host, "pushInterval", o.PushInterval, "heartbeat", o.Heartbeat)
 	return agent.Run(ctx, o)
+}
+
+// maxMetricsURLs bounds --kyverno-metrics-url: one per admission controller replica.
+const maxMetricsURLs = 16
+
+// parseMetricsURLs reads a comma-separated list of http(s) URLs with a host.
+func parseMetricsURLs(v string) ([]string, error) {
+	var out []string
+	for raw := range strings.SplitSeq(v, ",") {
+		raw = strings.TrimSpace(raw)
+		if raw == "" {
+			continue
+		}
+		u, err := url.Parse(raw)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return nil, fmt.Errorf("%q is not an http(s) URL with a host and no credentials", raw)
+		}
+		out = append(out, u.String())
+	}
+	if len(out) > maxMetricsURLs {
+		return nil, fmt.Errorf("%d URLs, at most %d", len(out), maxMetricsURLs)
+	}
+	return out, nil
 }
 
 // servePprof serves Go's profiles, as the hub's --pprof-bind-address does (controller-runtime's).

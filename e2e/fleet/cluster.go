@@ -35,6 +35,10 @@ type Cluster struct {
 	CAData []byte
 	// KyvernoVersion is the Kyverno the fleet runs in the cluster ("" when none).
 	KyvernoVersion string
+	// KyvernoMetricsURL is Kyverno's admission controller's Prometheus metrics endpoint
+	// (http://127.0.0.1:<port>/metrics; "" when no Kyverno), for the agent's
+	// --kyverno-metrics-url: the fleet's Kyverno runs as processes, not Pods it could find.
+	KyvernoMetricsURL string
 
 	dir       string
 	token     string

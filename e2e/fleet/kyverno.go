@@ -69,9 +69,10 @@ func (f *Fleet) startKyverno(ctx context.Context, b binaries, c *Cluster, versio
 			"--webhookServerPort=" + strconv.Itoa(webhookPort),
 			"--caSecretName=kyverno-svc.kyverno.svc.kyverno-tls-ca",
 			"--tlsSecretName=kyverno-svc.kyverno.svc.kyverno-tls-pair",
-			"--disableMetrics=true",
+			// The admission controller exports its metrics (Prometheus text on /metrics), as
+			// Kyverno's chart runs it: the agent reads its kyverno_policy_results_total to count
+			// server-side dry-runs apart (Cluster.KyvernoMetricsURL). Its own port, on loopback.
 			"--controllerRuntimeMetricsAddress=0",
-			// The metrics server binds even when disabled: each process gets its own port.
 			"--metricsHost=127.0.0.1",
 			"--metricsPort=" + strconv.Itoa(admissionMetrics),
 			"--disableLogColor",
@@ -97,6 +98,7 @@ func (f *Fleet) startKyverno(ctx context.Context, b binaries, c *Cluster, versio
 		return fmt.Errorf("kyverno %s: its Deployments: %w", c.Name, err)
 	}
 	c.KyvernoVersion = version
+	c.KyvernoMetricsURL = "http://127.0.0.1:" + strconv.Itoa(admissionMetrics) + "/metrics"
 	for _, p := range []*process{admission, reports} {
 		if err := p.start(f.launch); err != nil {
 			return err

@@ -30,6 +30,8 @@ type Policy struct {
 type Results struct {
 	Counts  policyhubv1.ResultCounts
 	Blocked int64
+	// BlockedIncludesDryRuns: Blocked may count server-side dry-runs (DryRunsIncluded).
+	BlockedIncludesDryRuns bool
 	// ReportTime is when the hub received the summary, by the hub's clock (see ObservedAt).
 	ReportTime *metav1.Time
 	// Stale: the hub's summary controller judged the cluster's agent silent (see JudgedStale).
@@ -72,6 +74,7 @@ func ForPolicies(s *policyhubv1.PolicyReportSummary, policies []Policy, now time
 		listed[m] = true
 		Add(&r.Counts, p.Results)
 		r.Blocked = AddCount(r.Blocked, p.Blocked)
+		r.BlockedIncludesDryRuns = r.BlockedIncludesDryRuns || (p.Blocked > 0 && DryRunsIncluded(s, p))
 		if p.OldestResult != nil {
 			if oldest := p.OldestResult.Add(-offset); r.OldestResult.IsZero() || oldest.Before(r.OldestResult) {
 				r.OldestResult = oldest
@@ -84,6 +87,18 @@ func ForPolicies(s *policyhubv1.PolicyReportSummary, policies []Policy, now time
 		}
 	}
 	return r
+}
+
+// DryRunsIncluded says whether the summary's blocked count of p may include server-side
+// dry-runs: the agent counts them apart only for the legacy kinds (Kyverno's metric of the CEL
+// kinds does not mark them), and only when it could read Kyverno's metrics (an agent older
+// than the field says nothing: included).
+func DryRunsIncluded(s *policyhubv1.PolicyReportSummary, p *policyhubv1.PolicySummary) bool {
+	if p.Kind != "ClusterPolicy" && p.Kind != "Policy" {
+		return true
+	}
+	k := s.Spec.Engine.Kyverno
+	return k == nil || k.DryRunsCounted == nil || !*k.DryRunsCounted
 }
 
 // EachPolicy calls fn with each summary entry about one of the policies, and that policy's index:

@@ -62,7 +62,7 @@ func stepRollout(plan *rollout.Plan, outcomes []clusterOutcome, clusters []polic
 			if c.Results != nil {
 				m.Fail = c.Results.Fail
 			}
-			m.Blocked, m.Fresh = c.Blocked, c.ReportsFresh != nil && *c.ReportsFresh
+			m.Blocked, m.DryRunsIncluded, m.Fresh = c.Blocked, c.BlockedIncludesDryRuns, c.ReportsFresh != nil && *c.ReportsFresh
 		}
 		m.LegacyObjects = legacy[o.cluster]
 		if c := entries[o.cluster]; m.LegacyObjects == nil && c != nil {

@@ -173,11 +173,12 @@ func setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned ma
 		}
 		summary, ok := read.summaries[c.Name]
 		if !ok {
-			c.Results, c.Blocked, c.ReportTime, c.Stale = nil, 0, nil, false
+			c.Results, c.Blocked, c.BlockedIncludesDryRuns, c.ReportTime, c.Stale = nil, 0, false, nil, false
 			continue
 		}
 		res := aggregate.ForPolicies(summary, owned[c.Name], now)
 		c.Results, c.Blocked, c.ReportTime, c.Stale = &res.Counts, res.Blocked, res.ReportTime, res.Stale
+		c.BlockedIncludesDryRuns = res.BlockedIncludesDryRuns
 	}
 	return clusters
 }

@@ -55,6 +55,9 @@ type Measure struct {
 	Fresh bool
 	// Fail and Blocked: the declaration's fail results and would-be-blocked admissions there.
 	Fail, Blocked int64
+	// DryRunsIncluded: Blocked may count server-side dry-runs (a CEL policy's, or the agent
+	// could not read Kyverno's metrics); the wave's reason names such clusters.
+	DryRunsIncluded bool
 	// LegacyObjects: the cluster's Kyverno legacy objects, as its agent last reported them
 	// (whatever their owner and version); nil when it reported no inventory.
 	LegacyObjects *int64
@@ -184,9 +187,7 @@ func step(w Wave, s WaveState, in Input) WaveState {
 			return s
 		case s.Blocked > w.Gate.MaxBlocked:
 			s.HoldingSince = nil
-			// Kyverno's Events, the count's source, do not say which refusals were server-side
-			// dry-runs: the count includes them, and says so.
-			s.Reason = fmt.Sprintf("%d admissions refused (server-side dry-runs included), at most %d allowed", s.Blocked, w.Gate.MaxBlocked)
+			s.Reason = fmt.Sprintf("%d admissions refused%s, at most %d allowed", s.Blocked, dryRunsNote(w.Clusters, in.Measures), w.Gate.MaxBlocked)
 			return s
 		}
 		if held, reason := legacyGate(w, in.Measures, &s); held {
@@ -220,6 +221,29 @@ func step(w Wave, s WaveState, in Input) WaveState {
 		enter(Done)
 	}
 	return s
+}
+
+// maxNamedClusters bounds the clusters a reason names.
+const maxNamedClusters = 5
+
+// dryRunsNote says which refusals the count leaves out: server-side dry-runs, except in the
+// clusters whose count may include them (named, at most maxNamedClusters).
+func dryRunsNote(clusters []string, measures map[string]Measure) string {
+	var included []string
+	for _, c := range clusters {
+		if m := measures[c]; m.DryRunsIncluded && m.Blocked > 0 {
+			included = append(included, c)
+		}
+	}
+	if len(included) == 0 {
+		return " (server-side dry-runs not counted)"
+	}
+	sort.Strings(included)
+	names := strings.Join(included[:min(len(included), maxNamedClusters)], ", ")
+	if more := len(included) - maxNamedClusters; more > 0 {
+		names += fmt.Sprintf(" and %d more", more)
+	}
+	return " (server-side dry-runs included in " + names + ": a CEL policy's, or Kyverno's metrics unread there)"
 }
 
 // legacyGate measures the wave's legacy objects into s when its gate bounds them, and says

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -148,7 +149,7 @@ func TestGateBreakRestartsTheSoak(t *testing.T) {
 		out := Next(in)
 		outs, prev = append(outs, out), out.Waves
 	}
-	if r := outs[1].Waves[0].Reason; r != "3 admissions refused (server-side dry-runs included), at most 0 allowed" {
+	if r := outs[1].Waves[0].Reason; r != "3 admissions refused (server-side dry-runs not counted), at most 0 allowed" {
 		t.Errorf("blocked: reason %q", r)
 	}
 	if w := outs[3].Waves[0]; w.Phase != Waiting || !w.HoldingSince.Equal(at(50*time.Second)) {
@@ -330,5 +331,33 @@ func TestHostileMeasuresDoNotPassTheGate(t *testing.T) {
 				t.Errorf("wave %+v, want Waiting on %d fail results (blocked %d)", w, tc.wantFail, tc.wantB)
 			}
 		})
+	}
+}
+
+// A wave's reason names the clusters whose refusals may include server-side dry-runs, at most
+// maxNamedClusters of them.
+func TestBlockedReasonNamesClustersCountingDryRuns(t *testing.T) {
+	var clusters []string
+	measures := map[string]Measure{}
+	for i := range 8 {
+		c := fmt.Sprintf("c%d", i)
+		clusters = append(clusters, c)
+		measures[c] = Measure{Synced: true, Fresh: true, Blocked: 1, DryRunsIncluded: i%4 != 0}
+	}
+	measures["c7"] = Measure{Synced: true, Fresh: true, DryRunsIncluded: true} // nothing refused: not named
+	waves := []Wave{{Name: "w", Clusters: clusters}}
+	out := Next(Input{Now: at(time.Second), Waves: waves, Measures: measures, Previous: reported(WaveState{Name: "w", Phase: Auditing, Since: t0})})
+	want := "7 admissions refused (server-side dry-runs included in c1, c2, c3, c5, c6: a CEL policy's, or Kyverno's metrics unread there), at most 0 allowed"
+	if r := out.Waves[0].Reason; r != want {
+		t.Errorf("reason %q, want %q", r, want)
+	}
+	for i := 8; i < 12; i++ {
+		c := fmt.Sprintf("c%d", i)
+		waves[0].Clusters = append(waves[0].Clusters, c)
+		measures[c] = Measure{Synced: true, Fresh: true, Blocked: 1, DryRunsIncluded: true}
+	}
+	out = Next(Input{Now: at(time.Second), Waves: waves, Measures: measures, Previous: reported(WaveState{Name: "w", Phase: Auditing, Since: t0})})
+	if r := out.Waves[0].Reason; !strings.Contains(r, "included in c1, c10, c11, c2, c3 and 4 more:") {
+		t.Errorf("reason %q: want 5 clusters named and 4 more", r)
 	}
 }

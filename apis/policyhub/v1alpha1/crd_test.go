@@ -393,6 +393,7 @@ func TestSummaryBoundsMatchTheCRD(t *testing.T) {
 		"violations.[].resource.name":        MaxSummaryNameLength,
 		"exceptions.[].name":                 MaxSummaryNameLength,
 		"engine.policyAPIs.[]":               MaxSummaryPolicyAPILength,
+		"engine.kyverno.dryRunsNotCounted":   MaxDryRunsNotCountedLength,
 		"engine.kyverno.version":             MaxKyvernoVersionLength,
 		"engine.kyverno.versionSource":       MaxKyvernoVersionSourceLength,
 		"engine.kyverno.exceptionNamespace":  MaxSummaryNamespaceLength,

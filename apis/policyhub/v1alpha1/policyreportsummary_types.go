@@ -80,6 +80,17 @@ type KyvernoFacts struct {
 	// +kubebuilder:validation:MaxItems=5
 	// +kubebuilder:validation:items:Enum=pass;fail;warn;error;skip
 	ReportedResults []string `json:"reportedResults,omitempty"`
+	// DryRunsCounted says whether the agent could count server-side dry-runs apart from refused
+	// admissions (from the admission controller's metrics, kyverno_policy_results_total): true,
+	// false (then blocked counts include dry-runs, and dryRunsNotCounted says why), or absent
+	// when not looked at (an agent older than the field).
+	// +optional
+	DryRunsCounted *bool `json:"dryRunsCounted,omitempty"`
+	// DryRunsNotCounted says why dry-runs could not be counted apart, e.g. the metrics endpoint
+	// unreachable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	DryRunsNotCounted string `json:"dryRunsNotCounted,omitempty"`
 }
 
 // MaxLegacyNames bounds the legacy objects a summary names (the counts cover every one).
@@ -177,11 +188,19 @@ type PolicySummary struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	OldestResult *metav1.Time `json:"oldestResult,omitempty"`
-	// Blocked counts admissions the policy refused (Enforce denials write no report), from
-	// Kyverno's Events: server-side dry-runs included (Kyverno's Events do not mark them).
+	// Blocked counts admissions the policy refused (Enforce denials write no report) over the
+	// Events Kyverno keeps (about an hour), server-side dry-runs (kubectl apply --dry-run=server)
+	// taken out where the agent could count them (spec.engine.kyverno.dryRunsCounted: for the
+	// legacy kinds ClusterPolicy and Policy, from Kyverno's kyverno_policy_results_total; the CEL
+	// kinds' refusals include their dry-runs, since Kyverno's metric does not mark them).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Blocked int64 `json:"blocked,omitempty"`
+	// BlockedDryRuns counts the server-side dry-runs among the policy's refusals over the same
+	// window, apart from blocked (legacy kinds only; see blocked).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	BlockedDryRuns int64 `json:"blockedDryRuns,omitempty"`
 	// LastBlocked is the policy's most recent refused admission.
 	// +optional
 	LastBlocked *BlockedAdmission `json:"lastBlocked,omitempty"`
@@ -313,11 +332,17 @@ type PolicyReportSummarySpec struct {
 	// +optional
 	Totals ResultCounts `json:"totals,omitempty"`
 
-	// Blocked counts admissions refused by Kyverno in the cluster, from its Events: server-side
-	// dry-runs included (Kyverno's Events do not mark them).
+	// Blocked counts admissions refused by Kyverno in the cluster, the sum of policies[].blocked
+	// over every policy (also those the list leaves out): from its Events, server-side dry-runs
+	// taken out where they could be counted (see policies[].blocked and
+	// engine.kyverno.dryRunsCounted).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Blocked int64 `json:"blocked,omitempty"`
+	// BlockedDryRuns counts the server-side dry-runs Kyverno refused, taken out of blocked.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	BlockedDryRuns int64 `json:"blockedDryRuns,omitempty"`
 
 	// Policies are the results per policy; at most 1000 entries, one per name, namespace and kind.
 	// +optional

@@ -69,8 +69,11 @@ type RolloutGate struct {
 	MaxFail int64 `json:"maxFail,omitempty"`
 
 	// MaxBlocked is the most admissions the policy refused, summed over the wave's clusters, as
-	// Kyverno's Events record them: server-side dry-runs (kubectl apply --dry-run=server) are
-	// included, since Kyverno's Events do not say which refusals were dry-runs. Default 0.
+	// Kyverno's Events record them (about the last hour), server-side dry-runs (kubectl apply
+	// --dry-run=server) not counted: the agent takes them out using Kyverno's metrics, for the
+	// legacy kinds ClusterPolicy and Policy. A CEL kind's dry-runs, and every dry-run in a
+	// cluster whose agent could not read Kyverno's metrics, are counted (the wave's reason names
+	// those clusters). Default 0.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxBlocked int64 `json:"maxBlocked,omitempty"`
@@ -175,7 +178,8 @@ type WaveStatus struct {
 	// +optional
 	Fail int64 `json:"fail,omitempty"`
 	// Blocked is the last measured sum of refused admissions over the wave's clusters, what
-	// gate.maxBlocked bounds: server-side dry-runs included (see maxBlocked).
+	// gate.maxBlocked bounds: server-side dry-runs not counted where the agents could tell
+	// them apart (see maxBlocked).
 	// +optional
 	Blocked int64 `json:"blocked,omitempty"`
 	// LegacyObjects is the last measured sum of Kyverno legacy objects over the wave's clusters

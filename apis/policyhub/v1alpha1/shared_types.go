@@ -315,9 +315,15 @@ type ClusterStatus struct {
 	// warn and skip (and reportTime) as of the slice's last write: they alone do not rewrite it.
 	// +optional
 	Results *ResultCounts `json:"results,omitempty"`
-	// Blocked counts admissions this declaration's policies refused in this cluster.
+	// Blocked counts admissions this declaration's policies refused in this cluster, from the
+	// agent's summary (policies[].blocked): server-side dry-runs not counted where the agent
+	// could tell them apart (legacy kinds; see the summary's engine.kyverno.dryRunsCounted).
 	// +optional
 	Blocked int64 `json:"blocked,omitempty"`
+	// BlockedIncludesDryRuns says blocked may count server-side dry-runs too: of a CEL policy
+	// kind, or in a cluster whose agent could not read Kyverno's metrics.
+	// +optional
+	BlockedIncludesDryRuns bool `json:"blockedIncludesDryRuns,omitempty"`
 	// LegacyObjects is the cluster's count of Kyverno legacy objects (owned or not), as its agent
 	// last reported them, when the declaration's rollout gates a wave on them
 	// (gate.maxLegacyObjects): the replica that works the cluster writes it, so the one that writes

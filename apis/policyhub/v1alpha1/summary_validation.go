@@ -42,6 +42,8 @@ const (
 	// version and versionSource.
 	MaxKyvernoVersionLength       = 64
 	MaxKyvernoVersionSourceLength = 256
+	// MaxDryRunsNotCountedLength bounds spec.engine.kyverno.dryRunsNotCounted.
+	MaxDryRunsNotCountedLength = 256
 	// MaxLegacyCounts bounds spec.engine.legacy.counts: one per legacy kind and owner.
 	MaxLegacyCounts = 10
 )
@@ -62,6 +64,7 @@ func (s *PolicyReportSummarySpec) Validate() error {
 	v.engine(&s.Engine)
 	v.counts("spec.totals", s.Totals)
 	v.count("spec.blocked", s.Blocked)
+	v.count("spec.blockedDryRuns", s.BlockedDryRuns)
 	v.policies(s.Policies)
 	v.applications(s.Applications)
 	v.namespaces(s.Namespaces)
@@ -161,6 +164,7 @@ func (v *validator) policies(policies []PolicySummary) {
 		v.str(path+".severity", p.Severity, MaxSummarySeverityLength)
 		v.counts(path+".results", p.Results)
 		v.count(path+".blocked", p.Blocked)
+		v.count(path+".blockedDryRuns", p.BlockedDryRuns)
 		if b := p.LastBlocked; b != nil {
 			v.resource(path+".lastBlocked.resource", b.Resource)
 			v.str(path+".lastBlocked.message", b.Message, MaxSummaryMessageLength)

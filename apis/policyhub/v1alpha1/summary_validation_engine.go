@@ -34,6 +34,7 @@ func (v *validator) engine(e *EngineInfo) {
 		}
 		v.str("spec.engine.kyverno.versionSource", k.VersionSource, MaxKyvernoVersionSourceLength)
 		v.str("spec.engine.kyverno.exceptionNamespace", k.ExceptionNamespace, MaxSummaryNamespaceLength)
+		v.str("spec.engine.kyverno.dryRunsNotCounted", k.DryRunsNotCounted, MaxDryRunsNotCountedLength)
 		v.items("spec.engine.kyverno.reportedResults", len(k.ReportedResults), len(reportedResultKinds))
 		for i, r := range k.ReportedResults {
 			path := fmt.Sprintf("spec.engine.kyverno.reportedResults[%d]", i)

@@ -59,6 +59,11 @@ func TestSummaryValidate(t *testing.T) {
 		{"a namespace without a name", func(s *PolicyReportSummarySpec) { s.Namespaces[1].Namespace = "" }, "spec.namespaces[1].namespace: empty"},
 		{"an overlong namespace", func(s *PolicyReportSummarySpec) { s.Namespaces[0].Namespace = strings.Repeat("n", 64) }, "spec.namespaces[0].namespace: 64 bytes, at most 63"},
 		{"a negative namespace count", func(s *PolicyReportSummarySpec) { s.Namespaces[0].Results.Fail = -3 }, "spec.namespaces[0].results.fail: -3"},
+		{"negative dry-runs of a policy", func(s *PolicyReportSummarySpec) { s.Policies[2].BlockedDryRuns = -1 }, "spec.policies[2].blockedDryRuns: -1"},
+		{"negative dry-runs of the cluster", func(s *PolicyReportSummarySpec) { s.BlockedDryRuns = -4 }, "spec.blockedDryRuns: -4"},
+		{"an overlong reason dry-runs are not counted", func(s *PolicyReportSummarySpec) {
+			s.Engine.Kyverno = &KyvernoFacts{DryRunsNotCounted: strings.Repeat("r", MaxDryRunsNotCountedLength+1)}
+		}, "spec.engine.kyverno.dryRunsNotCounted: 257 bytes, at most 256"},
 		{"negative namespace refusals", func(s *PolicyReportSummarySpec) { s.Namespaces[1].Blocked = -1 }, "spec.namespaces[1].blocked"},
 		{"a negative namespaces truncation", func(s *PolicyReportSummarySpec) { s.Truncated = &Truncation{Namespaces: -1} }, "spec.truncated.namespaces"},
 		{"too many namespaces", func(s *PolicyReportSummarySpec) {

@@ -33,7 +33,7 @@ func newRolloutCommand(o *options) *cobra.Command {
 		Short: "Show and steer FleetPolicy and PolicySet rollouts: wave state, approvals, pause and resume",
 		Long: `A FleetPolicy or PolicySet with spec.rollout is rolled out in waves of clusters: each wave first runs
 its policies in Audit and is promoted to Enforce when its gate holds on fresh agent results (max
-fail results, max refused admissions (server-side dry-runs included), soak time, and a manual approval when the gate asks
+fail results, max refused admissions (server-side dry-runs left out), soak time, and a manual approval when the gate asks
 for one); then the next wave starts. A new version (a new template, a new version of a set's
 source: a new revision) rolls out the same way. Name a PolicySet pset/NAME.
 
@@ -320,9 +320,11 @@ CURRENT marks the wave the rollout is at (none once every wave is Done). PHASE i
 Auditing, Waiting, Enforcing or Done; a wave the hub has not written status for is Pending.
 CLUSTERS counts the wave's clusters; FAIL and BLOCKED are the last measured fail results and
 refused admissions in them (what the gate compares with maxFail and maxBlocked; "-" before the
-wave is reached). BLOCKED counts Kyverno's refusals as its Events record them: server-side
-dry-runs (kubectl apply --dry-run=server, a CI's checks) included, since those Events do not say
-which were dry-runs. LEGACY is the last measured sum of Kyverno legacy objects in the wave's
+wave is reached). BLOCKED counts Kyverno's refusals as its Events record them (about the last
+hour), server-side dry-runs (kubectl apply --dry-run=server, a CI's checks) left out: each agent
+counts them from Kyverno's metrics, for ClusterPolicy and Policy. A CEL policy's dry-runs, and
+every dry-run in a cluster whose agent could not read Kyverno's metrics, are counted: REASON
+names those clusters. LEGACY is the last measured sum of Kyverno legacy objects in the wave's
 clusters, when its gate has maxLegacyObjects ("-" otherwise): the wave holds until each cluster
 reports at most that many (owned by policyhub or not; kubectl policyhub inventory lists them), and
 a cluster whose agent reported no inventory holds it too. SINCE is how long the wave has been in
