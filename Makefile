@@ -50,6 +50,10 @@ verify-generated: ## Fail if the generated deepcopy code or CRDs were not regene
 	if [ "$$before" != "$$(cat $(GENERATED) | sha256sum)" ]; then \
 		echo "generated code was stale and has now been regenerated: review and commit it"; exit 1; fi
 
+verify-tracked: ## Fail if a tracked file over 1 MiB lives outside a testdata directory (a committed binary, say).
+	@big=$$(git ls-files -z | xargs -0 -r stat -c '%s %n' -- | awk '$$1 > 1048576 && $$2 !~ /(^|\/)testdata\// {print "  " $$2 " (" $$1 " bytes)"}'); \
+	if [ -n "$$big" ]; then echo "tracked files over 1 MiB outside testdata (build them, do not commit them):"; echo "$$big"; exit 1; fi
+
 testbin: ## Build every binary the tests run from the Go module proxy into $(POLICYHUB_TESTBIN); install Prometheus and Chromium.
 	hack/testbin.sh
 
@@ -58,7 +62,7 @@ testbin: ## Build every binary the tests run from the Go module proxy into $(POL
 TESTBIN_FLEET = etcd kube-apiserver cluster-gateway
 TESTBIN_DEMO = $(TESTBIN_FLEET) kube-controller-manager kyverno
 
-test: testbin verify-generated ## Run every test: unit tests and the e2e tests on a local fleet.
+test: testbin verify-generated verify-tracked ## Run every test: unit tests and the e2e tests on a local fleet.
 	# One package at a time: the e2e packages run local fleets, and the image test cross-compiles;
 	# on two cores, side by side they would slow each other past the tests' deadlines.
 	go test -p 1 $(GO_TEST_FLAGS) ./...
