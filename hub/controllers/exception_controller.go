@@ -111,7 +111,7 @@ func syncedClustersChanged() predicate.Predicate {
 		if !okOld || !okNew {
 			return true
 		}
-		return !slices.Equal(syncedIn(old.Clusters), syncedIn(updated.Clusters))
+		return !slices.Equal(declare.SyncedIn(old.Clusters), declare.SyncedIn(updated.Clusters))
 	}}
 }
 
@@ -141,17 +141,6 @@ func snapshotOf(ps *policyhubv1.PolicySet) string {
 		return ""
 	}
 	return ps.Status.Source.Snapshot
-}
-
-// syncedIn are the clusters holding the declaration's policies, in order.
-func syncedIn(clusters []policyhubv1.ClusterStatus) []string {
-	var out []string
-	for _, c := range clusters {
-		if c.Phase == policyhubv1.ClusterPhaseSynced {
-			out = append(out, c.Name)
-		}
-	}
-	return out
 }
 
 // list reads the exceptions for the event maps: the cache's own objects (see readOnlyList).
@@ -323,7 +312,7 @@ func (d *fleetPolicyException) renderActive(ctx context.Context) (*rendering, er
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster inventory: %w", err)
 	}
-	clusters, err := chosenClusters(d.Spec.Clusters, syncedIn(running), inv)
+	clusters, err := chosenClusters(d.Spec.Clusters, declare.SyncedIn(running), inv)
 	if err != nil {
 		return nil, &render.InvalidError{Reason: "InvalidClusters", Err: err}
 	}

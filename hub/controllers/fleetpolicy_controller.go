@@ -131,20 +131,10 @@ func (d *fleetPolicy) render(ctx context.Context) (*rendering, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := markExceptionsInForce(ctx, d.r.Reader, policyhubv1.KindFleetPolicy, d.Name, d.policyRef, t); err != nil {
+	if err := declare.MarkExceptionsInForce(ctx, d.r.Reader, policyhubv1.KindFleetPolicy, d.Name, declare.FleetPolicyExceptedRef(d.FleetPolicy), t); err != nil {
 		return nil, err
 	}
 	return &rendering{targets: t, rollout: plan}, nil
-}
-
-// policyRef names the policy the FleetPolicy renders (every exception of it exempts from it).
-func (d *fleetPolicy) policyRef(*policyhubv1.ExceptionTarget) string {
-	tmpl := d.Spec.Template
-	name := tmpl.Metadata.Name
-	if name == "" {
-		name = d.Name
-	}
-	return render.ExceptedPolicy{Kind: tmpl.Kind, Namespace: tmpl.Metadata.Namespace, Name: name}.Ref()
 }
 
 // renderInput is the rollout's state, when it rolls out: the plan, and so what each wave's

@@ -240,18 +240,10 @@ func (d *policySet) render(ctx context.Context) (*rendering, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := markExceptionsInForce(ctx, d.r.Reader, policyhubv1.KindPolicySet, d.Name, memberPolicyRef, t); err != nil {
+	if err := declare.MarkExceptionsInForce(ctx, d.r.Reader, policyhubv1.KindPolicySet, d.Name, declare.MemberExceptedRef, t); err != nil {
 		return nil, err
 	}
 	return &rendering{targets: t, rollout: plan, members: members}, nil
-}
-
-// memberPolicyRef names the member an exception of a set exempts from.
-func memberPolicyRef(target *policyhubv1.ExceptionTarget) string {
-	if target.Member == nil {
-		return ""
-	}
-	return render.ExceptedPolicy{Kind: target.Member.Kind, Namespace: target.Member.Namespace, Name: target.Member.Name}.Ref()
 }
 
 // renderInput is the version the set runs and, when it rolls out, the rollout's state: a new

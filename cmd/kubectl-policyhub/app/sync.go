@@ -279,7 +279,11 @@ func (so *syncOptions) declarations(ctx context.Context, hub client.Client, inv 
 			func() (*render.Targets, error) {
 				// As the hub syncs it: a rollout gives each cluster its wave's version and mode.
 				t, _, err := declare.FleetPolicyTargets(so.hubID, fp, inv)
-				return t, err
+				if err != nil {
+					return nil, err
+				}
+				// As the hub does: a namespaced CEL policy marked with the exceptions in force.
+				return t, declare.MarkExceptionsInForce(ctx, hub, policyhubv1.KindFleetPolicy, fp.Name, declare.FleetPolicyExceptedRef(fp), t)
 			})
 		if err != nil {
 			return nil, nil, err

@@ -41,7 +41,11 @@ func (so *syncOptions) setDeclarations(ctx context.Context, hub client.Client, i
 					return nil, err
 				}
 				t, _, _, err := declare.PolicySetTargets(so.hubID, ps, current, stable, inv)
-				return t, err
+				if err != nil {
+					return nil, err
+				}
+				// As the hub does: its namespaced CEL members marked with the exceptions in force.
+				return t, declare.MarkExceptionsInForce(ctx, hub, policyhubv1.KindPolicySet, ps.Name, declare.MemberExceptedRef, t)
 			})
 		if err != nil {
 			return nil, err
