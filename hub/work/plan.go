@@ -264,7 +264,7 @@ func (s *Syncer) checkOwnedCount(ctx context.Context, cc *clusterClients, byKind
 	n := 0
 	for _, objs := range byKind {
 		for _, obj := range objs {
-			if obj.GetLabels()[policyhubv1.LabelManagedBy] == s.opts.HubID {
+			if policyhubv1.OwnedBy(obj, s.opts.HubID) {
 				n++
 			}
 		}
@@ -392,7 +392,7 @@ func (s *Syncer) upgradeFromPrevious(ctx context.Context, cc *clusterClients, by
 				objs[i] = prev
 				continue
 			}
-			if obj.GetLabels()[policyhubv1.LabelManagedBy] != s.opts.HubID {
+			if !policyhubv1.OwnedBy(obj, s.opts.HubID) {
 				continue
 			}
 			fresh := &unstructured.Unstructured{}
@@ -495,7 +495,7 @@ func (s *Syncer) watchOwned(ctx context.Context, cc *clusterClients, gvk schema.
 			o = tomb.Obj
 		}
 		u, ok := o.(*unstructured.Unstructured)
-		return u, ok && u.GetLabels()[policyhubv1.LabelManagedBy] == s.opts.HubID
+		return u, ok && policyhubv1.OwnedBy(u, s.opts.HubID)
 	}
 	_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 		// Adds too: Kyverno may report a new policy ready before the cache first sees it. An

@@ -32,6 +32,12 @@ const (
 	AnnotationContentHash = "policyhub.io/content-hash"
 )
 
+// OwnedBy says whether obj is the hub hubID's: it carries LabelManagedBy with that id. The one
+// test of ownership, wherever an object is about to be updated, deleted or counted as ours.
+func OwnedBy(obj interface{ GetLabels() map[string]string }, hubID string) bool {
+	return hubID != "" && obj.GetLabels()[LabelManagedBy] == hubID
+}
+
 // The Lease every writer of a managed cluster (hub replicas, other hubs, the CLI) takes in that
 // cluster before writing: SyncLeaseNamespace/SyncLeaseName. The policies the hub ships exempt
 // both (render), so that no policy can lock the hub out of the cluster it would have to fix.
