@@ -79,7 +79,7 @@ func (c *Counter) Count(ctx context.Context, urls []string, now time.Time) Resul
 		c.window.Observe(url, now, r.DryRuns)
 	}
 	if c.window.Overflow {
-		fail("more than %d policy rules to follow", cmpOr(c.window.MaxKeys, DefaultMaxKeys))
+		fail("more than %d policy rules to follow", orDefault(c.window.MaxKeys, DefaultMaxKeys))
 	}
 	res.DryRuns = c.window.DryRuns(now)
 	return res

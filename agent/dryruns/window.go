@@ -70,7 +70,7 @@ func (w *Window) Observe(endpointURL string, at time.Time, dryRuns map[Key]float
 	if w.endpoints == nil {
 		w.endpoints = map[string]*endpoint{}
 	}
-	maxKeys := cmpOr(w.MaxKeys, DefaultMaxKeys)
+	maxKeys := orDefault(w.MaxKeys, DefaultMaxKeys)
 	ep, known := w.endpoints[endpointURL]
 	if !known {
 		ep = &endpoint{series: map[Key]*series{}}
@@ -104,7 +104,7 @@ func (w *Window) Observe(endpointURL string, at time.Time, dryRuns map[Key]float
 		}
 		s.lastRaw, s.present = v, true
 		if delta > 0 {
-			maxSamples := cmpOr(w.MaxSamples, DefaultMaxSamples)
+			maxSamples := orDefault(w.MaxSamples, DefaultMaxSamples)
 			s.add(at, s.samples[len(s.samples)-1].acc+delta, w.span()/time.Duration(maxSamples), maxSamples)
 		}
 	}
@@ -181,7 +181,8 @@ func (w *Window) DryRuns(now time.Time) map[Key]int64 {
 	return out
 }
 
-func cmpOr(v, def int) int {
+// orDefault is v, or def when v is not positive (a bound left unset).
+func orDefault(v, def int) int {
 	if v <= 0 {
 		return def
 	}
