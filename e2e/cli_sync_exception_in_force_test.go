@@ -22,25 +22,7 @@ func TestCLISyncDryRunKeepsTheExceptionsInForceMark(t *testing.T) {
 	const ns, name = "cli-sync-exception-e2e", "e2e-cli-sync-exception"
 	cluster1 := directClient(t, testFleet.Cluster("cluster-1").Config)
 	createNamespace(ctx, t, cluster1, ns)
-	fp := createFleetPolicy(t, fmt.Sprintf(`
-metadata: {name: %s}
-spec:
-  placement: {clusters: [cluster-1]}
-  template:
-    apiVersion: policies.kyverno.io/v1
-    kind: NamespacedValidatingPolicy
-    metadata: {namespace: %s}
-    spec:
-      validationActions: [Deny]
-      matchConstraints:
-        resourceRules:
-        - apiGroups: [apps]
-          apiVersions: [v1]
-          operations: [CREATE, UPDATE]
-          resources: [deployments]
-      validations:
-      - expression: "object.spec.template.spec.containers.all(c, !c.image.endsWith(':latest'))"
-        message: "the image tag latest is not allowed: pin a version"`, name, ns))
+	fp := createNamespacedNoLatestPolicy(t, name, ns)
 	waitFleetPolicy(t, fp.Name, "in force in cluster-1", allInForce)
 
 	approver := approverClient(t, "security@corp")

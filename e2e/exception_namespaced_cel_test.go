@@ -17,25 +17,7 @@ func TestExceptionFromNamespacedCELPolicy(t *testing.T) {
 	ctx := testContext(t)
 	const ns = "exception-nvpol-e2e"
 	createNamespace(ctx, t, directClient(t, testFleet.Cluster("cluster-1").Config), ns)
-	fp := createFleetPolicy(t, fmt.Sprintf(`
-metadata: {name: e2e-exception-nvpol}
-spec:
-  placement: {clusters: [cluster-1]}
-  template:
-    apiVersion: policies.kyverno.io/v1
-    kind: NamespacedValidatingPolicy
-    metadata: {namespace: %s}
-    spec:
-      validationActions: [Deny]
-      matchConstraints:
-        resourceRules:
-        - apiGroups: [apps]
-          apiVersions: [v1]
-          operations: [CREATE, UPDATE]
-          resources: [deployments]
-      validations:
-      - expression: "object.spec.template.spec.containers.all(c, !c.image.endsWith(':latest'))"
-        message: "the image tag latest is not allowed: pin a version"`, ns))
+	fp := createNamespacedNoLatestPolicy(t, "e2e-exception-nvpol", ns)
 	waitFleetPolicy(t, fp.Name, "in force in cluster-1", allInForce)
 	latest := deployment(ns, "web-latest", "nginx:latest")
 	if denial := deniedEventually(ctx, t, "cluster-1", latest, "denied by the namespaced policy"); !strings.Contains(denial.Error(), "the image tag latest is not allowed") {
@@ -67,4 +49,29 @@ spec:
 	revoked := time.Now()
 	deniedEventually(ctx, t, "cluster-1", latest, "denied again after the revocation")
 	t.Logf("denied again %s after the revocation", time.Since(revoked).Round(time.Millisecond))
+}
+
+// createNamespacedNoLatestPolicy creates a FleetPolicy for cluster-1 whose template is a
+// NamespacedValidatingPolicy in namespace denying Deployments with a :latest image.
+func createNamespacedNoLatestPolicy(t *testing.T, name, namespace string) *policyhubv1.FleetPolicy {
+	t.Helper()
+	return createFleetPolicy(t, fmt.Sprintf(`
+metadata: {name: %s}
+spec:
+  placement: {clusters: [cluster-1]}
+  template:
+    apiVersion: policies.kyverno.io/v1
+    kind: NamespacedValidatingPolicy
+    metadata: {namespace: %s}
+    spec:
+      validationActions: [Deny]
+      matchConstraints:
+        resourceRules:
+        - apiGroups: [apps]
+          apiVersions: [v1]
+          operations: [CREATE, UPDATE]
+          resources: [deployments]
+      validations:
+      - expression: "object.spec.template.spec.containers.all(c, !c.image.endsWith(':latest'))"
+        message: "the image tag latest is not allowed: pin a version"`, name, namespace))
 }
