@@ -116,7 +116,7 @@ func pageText(t *testing.T, tab context.Context, selector string) string {
 }
 
 // screenshot keeps a PNG of the tab's page: in the test's temp dir, or, with
-// POLICYHUB_UI_SCREENSHOTS=dir, in dir (docs/images, for the README).
+// POLICYHUB_UI_SCREENSHOTS=dir, in dir (docs/images, for the README and docs/web-view.md).
 func screenshot(t *testing.T, tab context.Context, name string) {
 	t.Helper()
 	dir := os.Getenv("POLICYHUB_UI_SCREENSHOTS")

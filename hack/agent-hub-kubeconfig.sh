@@ -6,7 +6,7 @@
 #   hack/agent-hub-kubeconfig.sh CLUSTER [DURATION] > CLUSTER-hub.kubeconfig
 #
 # Run it again before the token expires and replace the agent's Secret with its output: the agent
-# reads the new token without a restart (README.md, "Rotating the agents' tokens").
+# reads the new token without a restart (docs/agent.md, "Rotating the agents' tokens").
 # KUBECTL (default kubectl) talks to the hub; HUB_SERVER overrides the server the agent is given
 # (when the hub's address from the managed cluster differs from yours); AGENT_SERVICE_ACCOUNT is
 # hubAccess.serviceAccountName (policyhub-agent).

@@ -312,12 +312,12 @@ func (d *demo) applySamples(ctx context.Context) error {
 	for _, file := range files {
 		if strings.HasPrefix(filepath.Base(file), "policyset-") {
 			// Their sources are a registry and a Git repository of your own (and Flux): shown, not applied.
-			d.say("skipping %s: its source is your registry or Git repository (README \"Policy sets\")", file)
+			d.say("skipping %s: its source is your registry or Git repository (docs/policy-sets.md)", file)
 			continue
 		}
 		if strings.HasPrefix(filepath.Base(file), "fleetpolicyexception-") {
 			// An exception is requested and approved by people, with an end date of its own.
-			d.say("skipping %s: request it with kubectl policyhub exception request (README \"Exceptions\")", file)
+			d.say("skipping %s: request it with kubectl policyhub exception request (docs/exceptions.md)", file)
 			continue
 		}
 		data, err := os.ReadFile(file)

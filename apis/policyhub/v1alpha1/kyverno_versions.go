@@ -8,7 +8,7 @@ import (
 )
 
 // What a Kyverno version serves and enforces: one home for the facts the agent reports, the hub
-// renders and phases by, and the CLI shows (README "Kyverno versions").
+// renders and phases by, and the CLI shows (docs/kyverno-versions.md).
 
 // LegacyKinds are Kyverno's kyverno.io kinds that Kyverno 1.20 keeps served but no longer
 // executes, and whose creates and updates it denies (deletes are allowed); its Helm chart refuses
