@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,18 +28,7 @@ func createApplicationPolicy(t *testing.T, manifest string) *policyhubv1.Applica
 		t.Fatalf("create ApplicationPolicy %s: %v", ap.Name, err)
 	}
 	t.Cleanup(func() {
-		ctx := context.Background()
-		if err := hub.Delete(ctx, ap); client.IgnoreNotFound(err) != nil {
-			t.Errorf("delete ApplicationPolicy %s: %v", ap.Name, err)
-			return
-		}
-		eventually(t, 60*time.Second, 200*time.Millisecond, "ApplicationPolicy "+ap.Name+" pruned and gone", func() error {
-			err := hub.Get(ctx, client.ObjectKeyFromObject(ap), &policyhubv1.ApplicationPolicy{})
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return fmt.Errorf("still there (%v)", err)
-		})
+		deleteDeclaration(t, &policyhubv1.ApplicationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ap.Namespace, Name: ap.Name}})
 	})
 	return ap
 }

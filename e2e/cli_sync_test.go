@@ -14,7 +14,6 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -157,22 +156,7 @@ func syncCLICreate(t *testing.T, fp *policyhubv1.FleetPolicy) {
 // earlier stops, and waits until the hub pruned it and let it go.
 func syncCLIDeleteWithHub(t *testing.T, name string) {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
-	t.Cleanup(func() {
-		ctx := context.Background()
-		fp := &policyhubv1.FleetPolicy{}
-		fp.Name = name
-		if err := hub.Delete(ctx, fp); client.IgnoreNotFound(err) != nil {
-			t.Errorf("delete FleetPolicy %s: %v", name, err)
-			return
-		}
-		eventually(t, 60*time.Second, 200*time.Millisecond, "FleetPolicy "+name+" pruned and gone", func() error {
-			if err := hub.Get(ctx, client.ObjectKey{Name: name}, &policyhubv1.FleetPolicy{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("still there (%v)", err)
-			}
-			return nil
-		})
-	})
+	t.Cleanup(func() { deleteDeclaration(t, &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
 }
 
 // syncCLIVersions is the resourceVersion of everything a sync could write in both clusters: the

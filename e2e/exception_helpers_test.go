@@ -61,19 +61,7 @@ func requestException(t *testing.T, c client.Client, manifest string) *policyhub
 		t.Fatalf("request FleetPolicyException %s/%s: %v", ex.Namespace, ex.Name, err)
 	}
 	t.Cleanup(func() {
-		hub := directClient(t, testFleet.Hub.Config)
-		ctx := context.Background()
-		if err := hub.Delete(ctx, ex); client.IgnoreNotFound(err) != nil {
-			t.Errorf("delete FleetPolicyException %s: %v", ex.Name, err)
-			return
-		}
-		eventually(t, 60*time.Second, 200*time.Millisecond, "FleetPolicyException "+ex.Name+" pruned and gone", func() error {
-			err := hub.Get(ctx, client.ObjectKeyFromObject(ex), &policyhubv1.FleetPolicyException{})
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return fmt.Errorf("still there (%v)", err)
-		})
+		deleteDeclaration(t, &policyhubv1.FleetPolicyException{ObjectMeta: metav1.ObjectMeta{Namespace: ex.Namespace, Name: ex.Name}})
 	})
 	return ex
 }

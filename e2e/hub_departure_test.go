@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -66,7 +65,7 @@ func TestHubLetsGoOfDepartedCluster(t *testing.T) {
 		if err := admin.Create(ctx, secret); err != nil {
 			t.Fatalf("round %d: create %s's credential Secret: %v", round, departing, err)
 		}
-		fp := createFleetPolicy(t, `
+		createFleetPolicy(t, `
 metadata: {name: `+name+`}
 spec:
   placement: {clusters: [`+departing+`]}
@@ -88,15 +87,7 @@ spec:
 		})
 
 		// The declaration goes first (pruned from the cluster), then the cluster.
-		if err := admin.Delete(ctx, fp); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 60*time.Second, 200*time.Millisecond, "FleetPolicy "+name+" pruned and gone", func() error {
-			if err := admin.Get(ctx, client.ObjectKeyFromObject(fp), &policyhubv1.FleetPolicy{}); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("still there (%v)", err)
-			}
-			return nil
-		})
+		deleteDeclaration(t, &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}})
 		if err := admin.Delete(ctx, secret); err != nil {
 			t.Fatal(err)
 		}

@@ -131,21 +131,27 @@ func createFleetPolicy(t *testing.T, manifest string) *policyhubv1.FleetPolicy {
 	if err := hub.Create(ctx, fp); err != nil {
 		t.Fatalf("create FleetPolicy %s: %v", fp.Name, err)
 	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		if err := hub.Delete(ctx, fp); client.IgnoreNotFound(err) != nil {
-			t.Errorf("delete FleetPolicy %s: %v", fp.Name, err)
-			return
-		}
-		eventually(t, 60*time.Second, 200*time.Millisecond, "FleetPolicy "+fp.Name+" pruned and gone", func() error {
-			err := hub.Get(ctx, client.ObjectKeyFromObject(fp), &policyhubv1.FleetPolicy{})
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return fmt.Errorf("still there (%v)", err)
-		})
-	})
+	t.Cleanup(func() { deleteDeclaration(t, &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: fp.Name}}) })
 	return fp
+}
+
+// deleteDeclaration deletes a declaration (obj names it; its kind is obj's type) and waits until
+// the hub has pruned it and let it go: a running hub must release its finalizer.
+func deleteDeclaration(t *testing.T, obj client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	hub := directClient(t, testFleet.Hub.Config)
+	what := fmt.Sprintf("%T %s", obj, client.ObjectKeyFromObject(obj))
+	if err := hub.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+		t.Errorf("delete %s: %v", what, err)
+		return
+	}
+	eventually(t, 60*time.Second, 200*time.Millisecond, what+" pruned and gone", func() error {
+		if err := hub.Get(ctx, client.ObjectKeyFromObject(obj), obj); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
 }
 
 // updateFleetPolicy reads the FleetPolicy, applies change and writes it back.

@@ -57,15 +57,7 @@ func runHubProcess(t *testing.T, binary, identity string, extra ...string) *exec
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		stopHubProcess(t, cmd)
 		logFile.Close()
 	})
 	return cmd

@@ -20,11 +20,13 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/placement"
@@ -522,6 +524,63 @@ spec:
 		t.Error("no sync Lease ever passed from one replica to another: the check above saw nothing")
 	}
 	t.Logf("the sync Leases passed %d times between replicas, every time after a release or an expiry", handed)
+
+	// One shape of per-cluster state whatever the topology: the set's entries as the replicas
+	// wrote them read the same when a single-replica hub writes them anew.
+	set := waitPolicySet(t, "e2e-replicas-set", "every placed cluster's entry written", func(s *setView) error {
+		if len(s.Clusters) != placed {
+			return fmt.Errorf("%d entries, want %d", len(s.Clusters), placed)
+		}
+		return nil
+	})
+	byReplicas := comparableEntries(set.Clusters)
+	for _, r := range four {
+		stopHubProcess(t, r.cmd)
+	}
+	if err := hubAdmin.DeleteAllOf(ctx, &policyhubv1.ClusterStatusSlice{}, client.InNamespace(e2eHubNamespace),
+		client.MatchingLabels{policyhubv1.LabelDeclarationUID: string(set.UID)}); err != nil {
+		t.Fatal(err)
+	}
+	runHubProcess(t, binary, "single")
+	waitPolicySet(t, "e2e-replicas-set", "a single-replica hub writes the entries the replicas wrote", func(s *setView) error {
+		bySingle := comparableEntries(s.Clusters)
+		if !equality.Semantic.DeepEqual(byReplicas, bySingle) {
+			return fmt.Errorf("entries differ (replicas, then single):\n%s\n%s", marshalJSON(byReplicas), marshalJSON(bySingle))
+		}
+		return nil
+	})
+	if byReplicas[0].ObservedGeneration != set.Generation || len(byReplicas[0].Problems) != 1 {
+		t.Errorf("the entry compared carries no shared part (generation %d, problems %+v): the comparison proves nothing", byReplicas[0].ObservedGeneration, byReplicas[0].Problems)
+	}
+	// The declarations go while the single hub runs (the replicas that made them are gone).
+	deletePolicySet(t, "e2e-replicas-set")
+	deleteDeclaration(t, &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: policy}})
+}
+
+// comparableEntries are a declaration's per-cluster entries without what is of the writer's
+// clock: when it synced and received the reports, and whether it heard the agent lately (a
+// restarted hub starts hearing anew).
+func comparableEntries(clusters []policyhubv1.ClusterStatus) []policyhubv1.ClusterStatus {
+	out := make([]policyhubv1.ClusterStatus, len(clusters))
+	for i, c := range clusters {
+		c.LastSyncTime, c.ReportTime, c.Stale = nil, nil, false
+		out[i] = c
+	}
+	return out
+}
+
+// stopHubProcess stops a hub process with SIGTERM (SIGKILL after 15 s) and waits until it exited.
+func stopHubProcess(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
 }
 
 // clusterPolicyNamed is a ClusterPolicy reference for liveObject.

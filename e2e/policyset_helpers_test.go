@@ -112,20 +112,7 @@ func createPolicySet(t *testing.T, manifest string) *policyhubv1.PolicySet {
 // deletePolicySet deletes the PolicySet and waits until the hub has pruned it and let it go.
 func deletePolicySet(t *testing.T, name string) {
 	t.Helper()
-	ctx := context.Background()
-	hub := directClient(t, testFleet.Hub.Config)
-	ps := &policyhubv1.PolicySet{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := hub.Delete(ctx, ps); client.IgnoreNotFound(err) != nil {
-		t.Errorf("delete PolicySet %s: %v", name, err)
-		return
-	}
-	eventually(t, 60*time.Second, 200*time.Millisecond, "PolicySet "+name+" pruned and gone", func() error {
-		err := hub.Get(ctx, client.ObjectKeyFromObject(ps), &policyhubv1.PolicySet{})
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("still there (%v)", err)
-	})
+	deleteDeclaration(t, &policyhubv1.PolicySet{ObjectMeta: metav1.ObjectMeta{Name: name}})
 }
 
 // setView is a PolicySet with its state in each cluster, read from its ClusterStatusSlices.

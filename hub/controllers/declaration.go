@@ -228,14 +228,6 @@ func (e engine) sliceOwner(d declaration) statusslice.Owner {
 // writeSlices makes the declaration's ClusterStatusSlices hold clusters, writing only the slices
 // that change.
 func (e engine) writeSlices(ctx context.Context, d declaration, clusters []policyhubv1.ClusterStatus, have []policyhubv1.ClusterStatusSlice) error {
-	if e.shard == nil {
-		// What only replicas sharing the fleet write (ClusterStatus.Shared) stays in memory.
-		kept := make([]policyhubv1.ClusterStatus, len(clusters))
-		for i, c := range clusters {
-			kept[i] = c.Shared(false)
-		}
-		clusters = kept
-	}
 	changes := statusslice.Split(e.sliceOwner(d), clusters, have, e.sliceSize)
 	return statusslice.Apply(ctx, e.client, d.object(), policyhubv1.GroupVersion.WithKind(d.kind()), changes)
 }

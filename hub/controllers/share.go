@@ -103,12 +103,10 @@ func (s share) others(before []policyhubv1.ClusterStatus) []policyhubv1.ClusterS
 }
 
 // answered marks this replica's entries with the generation they answer (outcomes not pending)
-// and the objects their sync could not apply, when the replicas share the fleet: the
-// declaration's writer reads them. With one replica the writer has every outcome itself.
+// and the objects their sync could not apply. When the replicas share the fleet the
+// declaration's writer reads them; one replica writes them too, so an entry reads the same
+// whatever the number of replicas.
 func (s share) answered(own []policyhubv1.ClusterStatus, outcomes []clusterOutcome, generation int64) []policyhubv1.ClusterStatus {
-	if s.single {
-		return own // and writes none of it (ClusterStatus.Shared)
-	}
 	answered := map[string]*work.DeclarationResult{}
 	for _, o := range outcomes {
 		if !o.pending {

@@ -120,10 +120,10 @@ func TestMemberAttentionCountsOtherReplicasClusters(t *testing.T) {
 		t.Errorf("attention %+v, %d failed: want every-kind failed in all %d clusters", attention, failed, len(names))
 	}
 
-	// With one replica no entry written keeps problems: the writer has every outcome itself.
+	// One replica writes the same entry as many: the generation it answers and its problems.
 	single := share{single: true, writes: true}
-	if got := single.answered([]policyhubv1.ClusterStatus{{Name: "c-0", Problems: []policyhubv1.PlannedChange{refused}}}, []clusterOutcome{failedIn("c-0")}, 3); got[0].Shared(false).Problems != nil {
-		t.Errorf("a single replica's entry keeps problems %+v", got[0].Problems)
+	if got := single.answered([]policyhubv1.ClusterStatus{{Name: "c-0"}}, []clusterOutcome{failedIn("c-0")}, 3); got[0].ObservedGeneration != 3 || len(got[0].Problems) != 1 {
+		t.Errorf("a single replica's entry: generation %d, problems %+v; want 3 and the refused object", got[0].ObservedGeneration, got[0].Problems)
 	}
 }
 

@@ -206,9 +206,6 @@ func TestApplicationResults(t *testing.T) {
 	if len(clusters[0].ApplicationResults) != 1 || len(clusters[0].Violations) != 2 || clusters[1].Violations != nil {
 		t.Errorf("each cluster this replica works keeps its own part for the status's writer: %+v", clusters[:2])
 	}
-	if kept := clusters[0].Shared(false); kept.ApplicationResults != nil || kept.Violations != nil || kept.Results == nil {
-		t.Errorf("a single replica writes no shared part: %+v", kept)
-	}
 	if r := clusters[0].Results; r == nil || r.Fail != 2 || clusters[0].Blocked != 2 {
 		t.Errorf("c1 status %+v", clusters[0])
 	}

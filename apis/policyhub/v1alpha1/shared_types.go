@@ -287,7 +287,8 @@ type PlannedChange struct {
 	Message string `json:"message,omitempty"`
 }
 
-// ClusterStatus is the state of one declaration in one managed cluster.
+// ClusterStatus is the state of one declaration in one managed cluster. Every field means the
+// same, and is written alike, whether one hub replica works the fleet or several share it.
 type ClusterStatus struct {
 	// Name of the managed cluster.
 	Name string `json:"name"`
@@ -349,36 +350,33 @@ type ClusterStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	Revision string `json:"revision,omitempty"`
-	// ObservedGeneration is the declaration's generation this state answers, when the hub's
-	// replicas share the fleet: the replica that works the cluster writes it, and the one that
-	// writes the declaration's status counts an older one as Pending. Absent with one replica.
+	// ObservedGeneration is the declaration's generation this state answers: the replica that
+	// works the cluster writes it, and the one that writes the declaration's status counts an
+	// older one as Pending. Written with one replica as with many.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Problems are the objects the last sync could neither apply nor leave (failed or in
-	// conflict), without diffs, at most 10, when the hub's replicas share the fleet: the replica
-	// that writes the declaration's status counts them (a PolicySet's members that need
-	// attention) for the clusters other replicas work. Absent with one replica.
+	// conflict), without diffs, at most 10: the replica that writes the declaration's status
+	// counts them (a PolicySet's members that need attention) for the clusters other replicas
+	// work.
 	// +optional
 	// +kubebuilder:validation:MaxItems=10
 	Problems []PlannedChange `json:"problems,omitempty"`
 	// ReportsFresh says whether the cluster's reports are of the version its rollout wave runs
-	// (the gates count only such reports), when the hub's replicas share the fleet: the replica
-	// that works the cluster judges it, the one that writes the declaration's status gates the
-	// wave on it. Absent with one replica, and for clusters not rolling.
+	// (the gates count only such reports): the replica that works the cluster judges it, the one
+	// that writes the declaration's status gates the wave on it. Absent for clusters not rolling.
 	// +optional
 	ReportsFresh *bool `json:"reportsFresh,omitempty"`
 	// Violating are the PolicySet's members Kyverno reports fail or error results of in this
-	// cluster, most first, at most 50, when the hub's replicas share the fleet: the replica that
-	// writes the set's status counts them for the clusters other replicas work. Absent with one
-	// replica.
+	// cluster, most first, at most 50: the replica that writes the set's status counts them for
+	// the clusters other replicas work.
 	// +optional
 	// +kubebuilder:validation:MaxItems=50
 	Violating []MemberViolations `json:"violating,omitempty"`
 	// ApplicationResults are an ApplicationPolicy's results per generated policy in this cluster,
-	// at most 100, and Violations its top violations here, at most 20, when the hub's replicas
-	// share the fleet: the replica that writes the status merges them for the clusters other
-	// replicas work. Absent with one replica.
+	// at most 100, and Violations its top violations here, at most 20: the replica that writes
+	// the status merges them for the clusters other replicas work.
 	// +optional
 	// +kubebuilder:validation:MaxItems=100
 	ApplicationResults []ApplicationPolicyResult `json:"applicationResults,omitempty"`
@@ -393,15 +391,6 @@ type MemberViolations struct {
 	// Violations are the member's fail and error results in the cluster.
 	// +kubebuilder:validation:Minimum=0
 	Violations int64 `json:"violations"`
-}
-
-// Shared is the state without what only the replicas sharing the fleet write (see
-// ClusterStatus.problems): a single replica keeps it in memory, and writes none of it.
-func (c ClusterStatus) Shared(sharing bool) ClusterStatus {
-	if !sharing {
-		c.Problems, c.ReportsFresh, c.Violating, c.ApplicationResults, c.Violations = nil, nil, nil, nil, nil
-	}
-	return c
 }
 
 // WithoutChurn is the result counts without those that move with every agent's summary (pass,
