@@ -3,8 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -34,7 +31,6 @@ import (
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/heartbeat"
 	"github.com/policyhub/policyhub/hub/metrics"
-	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/shard"
 	"github.com/policyhub/policyhub/hub/statusslice"
@@ -326,150 +322,6 @@ func retrying(phase policyhubv1.ClusterPhase, message string) bool {
 		return true
 	}
 	return false
-}
-
-// finalize prunes the declaration's policies from every cluster it was synced to, then lets it
-// go. A cluster that cannot be pruned keeps the finalizer, and the status says which and why;
-// its worker retries, and its results wake this reconcile.
-func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declaration, source string) (ctrl.Result, error) {
-	obj := d.object()
-	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		return ctrl.Result{}, nil
-	}
-	orig := d.deepCopy()
-	st := d.status()
-	owner := e.sliceOwner(d)
-	before, have, err := statusslice.Read(ctx, e.reader, owner)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	sh := e.shareOf(d)
-	var clusters []string
-	for _, c := range before {
-		clusters = append(clusters, c.Name)
-	}
-	if len(have) == 0 && st.summary.Clusters > 0 && d.prune() {
-		// Its status counts clusters but no slice names them: written by a hub before the slices
-		// (or the cache has not seen them yet). Where it was synced is unknown, so every cluster
-		// of the fleet is asked to prune it: a cluster without its objects has nothing to do.
-		if clusters, err = e.fleetClusters(ctx); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	// Each replica prunes the clusters it works; the others' entries stay until their owners
-	// prune them and remove them.
-	clusters = sh.ownedNames(clusters)
-	others := sh.others(before)
-	if d.prune() {
-		// A cluster that left the fleet (its credential Secret is gone) cannot be reached to prune:
-		// waiting for it would hold the finalizer (and the namespace of an ApplicationPolicy) forever.
-		left, err := e.leftFleet(ctx, clusters)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if len(left) > 0 {
-			clusters = slices.DeleteFunc(clusters, func(c string) bool { return slices.Contains(left, c) })
-			e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "NotPruned", "Delete",
-				"not pruned from %s: left the fleet (no cluster-gateway credential Secret in %s), so its policies there could not be removed and are no longer managed by this hub",
-				strings.Join(left, ", "), e.secretNamespace)
-			for _, c := range left {
-				e.dispatch.workers.Drop(c, source)
-			}
-		}
-		var stuck []clusterOutcome
-		pending := 0
-		for _, o := range e.dispatch.want(pruneWants(source, clusters)) {
-			switch {
-			case o.pending:
-				pending++
-			case o.result.Phase != policyhubv1.ClusterPhaseSynced:
-				o.result.Message = "deleting: could not prune this cluster yet: " + o.result.Message
-				stuck = append(stuck, o)
-			}
-		}
-		if len(stuck) > 0 {
-			if err := e.writeSlices(ctx, d, withOthers(clusterStatuses(before, stuck, nil, metav1.Now()), others), have); err != nil {
-				return sliceWriteFailed(err)
-			}
-			if !sh.writes {
-				return ctrl.Result{}, nil
-			}
-			setConditions(st.conditions, metav1.Condition{
-				Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "PruneFailed", ObservedGeneration: obj.GetGeneration(),
-				Message: fmt.Sprintf("deleting: %d clusters still hold its policies and could not be pruned; the finalizer stays until they are", len(stuck)),
-			}, &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Pruning", Message: "the clusters' workers retry the prune with backoff"}, nil)
-			if err := e.patchStatus(ctx, orig, d); err != nil {
-				return ctrl.Result{}, err
-			}
-			if c := meta.FindStatusCondition(*orig.status().conditions, policyhubv1.ConditionReady); c == nil || c.Reason != "PruneFailed" {
-				e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "PruneFailed", "Delete", "could not prune %s: %s", stuck[0].cluster, stuck[0].result.Message)
-			}
-			return ctrl.Result{}, nil
-		}
-		if pending > 0 {
-			return ctrl.Result{}, nil // the workers' results wake this reconcile
-		}
-	}
-	if len(others) > 0 || !sh.writes {
-		// This replica's clusters are let go of; the declaration's writer lets it go once no
-		// other replica's cluster is left (their slices wake it).
-		if err := e.writeSlices(ctx, d, others, have); err != nil {
-			return sliceWriteFailed(err)
-		}
-		for _, c := range clusters {
-			e.dispatch.workers.Drop(c, source)
-		}
-		return ctrl.Result{}, nil
-	}
-	// No garbage collector need run on the hub: the slices go with the declaration.
-	if err := statusslice.Apply(ctx, e.client, obj, schema.GroupVersionKind{}, statusslice.Changes{Delete: have}); err != nil {
-		return ctrl.Result{}, err
-	}
-	patch := client.MergeFrom(d.deepCopy().object())
-	controllerutil.RemoveFinalizer(obj, Finalizer)
-	if err := e.client.Patch(ctx, obj, patch); err != nil {
-		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
-	}
-	for _, c := range clusters {
-		e.dispatch.workers.Drop(c, source)
-	}
-	e.room.forget(key)
-	return ctrl.Result{}, nil
-}
-
-// fleetClusters are the clusters that have a cluster-gateway credential Secret.
-func (e engine) fleetClusters(ctx context.Context) ([]string, error) {
-	secrets, err := placement.CredentialSecrets(ctx, e.reader, e.secretNamespace)
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(secrets))
-	for _, s := range secrets {
-		names = append(names, s.Name)
-	}
-	return names, nil
-}
-
-// leftFleet are the clusters that no longer have a cluster-gateway credential Secret.
-func (e engine) leftFleet(ctx context.Context, clusters []string) ([]string, error) {
-	if len(clusters) == 0 {
-		return nil, nil
-	}
-	fleet, err := e.fleetClusters(ctx)
-	if err != nil {
-		return nil, err
-	}
-	known := map[string]bool{}
-	for _, name := range fleet {
-		known[name] = true
-	}
-	var left []string
-	for _, c := range clusters {
-		if !known[c] {
-			left = append(left, c)
-		}
-	}
-	return left, nil
 }
 
 // stalled records a declaration that cannot be dispatched until the user changes it; nothing

@@ -4,5 +4,5 @@
 // status half (the workers' results and the agents' summaries → ClusterStatusSlices, status,
 // Events, metrics), which meet in the reconciler's results room: the dispatch half's last
 // rendering, reused until what it was made from moves, and what was announced and when. A
-// finalizer prunes the declaration's policies from every cluster when it is deleted.
+// finalizer prunes the declaration's policies from every cluster when it is deleted (finalize.go).
 package controllers

@@ -7,7 +7,8 @@
 // one worker that owns it: the desired state handed to it, its passes, its health, and the
 // per-declaration results it publishes.
 //
-// Files by job: syncer.go (clients and caches per cluster), lease.go (the sync Lease), pass.go
+// Files by job: worker.go (the Workers: a worker per cluster, what is wanted of it and what it
+// answered), worker_run.go (a worker's loop and its passes), syncer.go (clients and caches per cluster), lease.go (the sync Lease), pass.go
 // (one pass), plan.go (desired vs live), write.go (server-side apply and prune), result.go (what
 // a pass reports), action.go (the typed actions of a plan), capability.go and legacy.go (what the
 // cluster serves and what its Kyverno enforces).
