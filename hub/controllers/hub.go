@@ -112,14 +112,14 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 		Resync:              o.Resync,
 		RetryMax:            o.RetryMaxDelay,
 		MaxConcurrentPasses: o.MaxConcurrentPasses,
-		Observe:             syncMetrics.Observe,
+		Observe:             func(r *work.ClusterResult) { syncMetrics.Observe(syncPass(r)) },
 		Published:           results.Published,
 	})
 	if err != nil {
 		return nil, err
 	}
 	engines.Changed = workers.EngineChanged
-	metrics.NewPhases(o.Registry, workers.Phases)
+	metrics.NewPhases(o.Registry, func() []metrics.ClusterPhases { return clusterPhases(workers.Phases()) })
 	ocm, err := OCMPlacementsServed(mgr)
 	if err != nil {
 		workers.Close()

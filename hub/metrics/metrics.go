@@ -2,12 +2,29 @@ package metrics
 
 import (
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/work"
 )
+
+// Pass is one pass over one cluster as the sync metrics count it: plain values, so the metrics
+// know nothing of the per-cluster engine that made it.
+type Pass struct {
+	Cluster  string
+	Duration time.Duration
+	// Unreachable: the cluster could not be read at all.
+	Unreachable bool
+	// Declarations are what the pass did for each declaration, and the phase it left it in.
+	Declarations []PassDeclaration
+}
+
+// PassDeclaration is one declaration's part of a Pass.
+type PassDeclaration struct {
+	Actions policyhubv1.ActionCounts
+	Phase   policyhubv1.ClusterPhase
+}
 
 // Sync holds the metrics of syncing declarations into clusters.
 type Sync struct {
@@ -43,10 +60,10 @@ func NewSync(reg prometheus.Registerer) *Sync {
 }
 
 // Observe records one cluster sync.
-func (m *Sync) Observe(res *work.ClusterResult) {
+func (m *Sync) Observe(res Pass) {
 	c := res.Cluster
 	m.duration.WithLabelValues(c).Observe(res.Duration.Seconds())
-	if res.Err != nil {
+	if res.Unreachable {
 		m.reachable.WithLabelValues(c).Set(0)
 		m.errors.WithLabelValues(c, "unreachable").Inc()
 		return

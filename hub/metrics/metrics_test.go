@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,18 +9,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/work"
 )
 
 func TestSyncMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewSync(reg)
-	m.Observe(&work.ClusterResult{Cluster: "prod-1", Duration: 40 * time.Millisecond, Declarations: []*work.DeclarationResult{
+	m.Observe(Pass{Cluster: "prod-1", Duration: 40 * time.Millisecond, Declarations: []PassDeclaration{
 		{Phase: policyhubv1.ClusterPhaseSynced, Actions: policyhubv1.ActionCounts{Created: 2, Unchanged: 1}},
 		{Phase: policyhubv1.ClusterPhaseLockHeld},
 		{Phase: policyhubv1.ClusterPhaseConflict, Actions: policyhubv1.ActionCounts{Conflict: 1}},
 	}})
-	m.Observe(&work.ClusterResult{Cluster: "prod-2", Err: errors.New("dial tcp: connection refused")})
+	m.Observe(Pass{Cluster: "prod-2", Unreachable: true})
 
 	want := `
 # HELP policyhub_cluster_reachable 1 when the last sync could read the cluster through the gateway, 0 when it could not.

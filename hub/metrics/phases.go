@@ -3,21 +3,28 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/policyhub/policyhub/hub/work"
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
+
+// ClusterPhases counts one cluster's declarations by phase, and those in force there.
+type ClusterPhases struct {
+	Cluster string
+	Phases  map[policyhubv1.ClusterPhase]int
+	InForce int
+}
 
 // Phases exposes, per cluster, how many declarations are in each phase there and how many are
 // in force: what the fleet is protected by. A declaration NotEnforced (its engine serves the kind
 // but does not execute it) counts in its own phase and never in force. It is a collector over the
 // workers' latest results, so a series lasts exactly as long as its cluster's worker.
 type Phases struct {
-	phases  func() []work.ClusterPhases
+	phases  func() []ClusterPhases
 	byPhase *prometheus.Desc
 	inForce *prometheus.Desc
 }
 
 // NewPhases creates the phase metrics over phases (the workers' counts) and registers them with reg.
-func NewPhases(reg prometheus.Registerer, phases func() []work.ClusterPhases) *Phases {
+func NewPhases(reg prometheus.Registerer, phases func() []ClusterPhases) *Phases {
 	p := &Phases{
 		phases: phases,
 		byPhase: prometheus.NewDesc("policyhub_cluster_declarations",

@@ -8,18 +8,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/work"
 )
 
 // A NotEnforced declaration is counted in its own phase and not in force; the series are the
 // workers' clusters', no more.
 func TestPhaseMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	clusters := []work.ClusterPhases{
+	clusters := []ClusterPhases{
 		{Cluster: "prod-1", Phases: map[policyhubv1.ClusterPhase]int{policyhubv1.ClusterPhaseSynced: 2, policyhubv1.ClusterPhaseNotEnforced: 1}, InForce: 2},
 		{Cluster: "prod-2", Phases: map[policyhubv1.ClusterPhase]int{policyhubv1.ClusterPhaseNotEnforced: 3}},
 	}
-	NewPhases(reg, func() []work.ClusterPhases { return clusters })
+	NewPhases(reg, func() []ClusterPhases { return clusters })
 	want := `
 # HELP policyhub_cluster_declarations Declarations wanted in a cluster, by their phase there (synced, dry_run, pending, lock_held, unsupported, not_enforced, conflict, failed).
 # TYPE policyhub_cluster_declarations gauge
@@ -44,7 +43,7 @@ policyhub_cluster_declarations_in_force{cluster="prod-2"} 0
 func TestSyncErrorsNotEnforced(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewSync(reg)
-	m.Observe(&work.ClusterResult{Cluster: "prod-1", Declarations: []*work.DeclarationResult{{Phase: policyhubv1.ClusterPhaseNotEnforced}}})
+	m.Observe(Pass{Cluster: "prod-1", Declarations: []PassDeclaration{{Phase: policyhubv1.ClusterPhaseNotEnforced}}})
 	if v := testutil.ToFloat64(m.errors.WithLabelValues("prod-1", "not_enforced")); v != 1 {
 		t.Errorf("not_enforced errors = %v, want 1", v)
 	}
