@@ -11,7 +11,6 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/metrics"
-	"github.com/policyhub/policyhub/hub/work"
 )
 
 // Every PromQL expression the hub chart ships (dashboard and alerts) uses the hub's metrics by
@@ -101,7 +100,7 @@ func chartHubMetricFamilies(t *testing.T) []*dto.MetricFamily {
 	reg := prometheus.NewRegistry()
 	now := time.Now()
 	sync := metrics.NewSync(reg)
-	sync.Observe(&work.ClusterResult{Cluster: "cluster-1", Duration: time.Second, Declarations: []*work.DeclarationResult{
+	sync.Observe(metrics.Pass{Cluster: "cluster-1", Duration: time.Second, Declarations: []metrics.PassDeclaration{
 		{Phase: policyhubv1.ClusterPhaseConflict, Actions: policyhubv1.ActionCounts{Created: 1, Conflict: 1}},
 	}})
 	compliance := metrics.NewCompliance(reg, func() time.Time { return now }, nil)
@@ -123,8 +122,8 @@ func chartHubMetricFamilies(t *testing.T) []*dto.MetricFamily {
 	exception.Status = policyhubv1.FleetPolicyExceptionStatus{State: policyhubv1.ExceptionActive, Policy: "ClusterPolicy/p", Exempted: 1}
 	metrics.NewExceptions(reg).Set(exception)
 	metrics.NewReplica(reg).Set(1, 1, 1, 1, 0)
-	metrics.NewPhases(reg, func() []work.ClusterPhases {
-		return []work.ClusterPhases{{Cluster: "cluster-1", Phases: map[policyhubv1.ClusterPhase]int{policyhubv1.ClusterPhaseNotEnforced: 1}, InForce: 1}}
+	metrics.NewPhases(reg, func() []metrics.ClusterPhases {
+		return []metrics.ClusterPhases{{Cluster: "cluster-1", Phases: map[policyhubv1.ClusterPhase]int{policyhubv1.ClusterPhaseNotEnforced: 1}, InForce: 1}}
 	})
 	families, err := reg.Gather()
 	if err != nil {
