@@ -41,25 +41,25 @@ type ApplicationPolicyReconciler struct {
 	// status (each write makes KubeVela reconcile the Application); zero means 10s.
 	ApplicationStatusInterval time.Duration
 
-	room      resultsRoom
+	room      Room
 	appWrites appWriteClock
 }
 
 // SetupWithManager registers the reconciler: ApplicationPolicy changes, inventory changes,
 // summaries of the clusters it is in, and (with KubeVela) its Application's changes trigger it.
 func (r *ApplicationPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := declarationController(mgr, "applicationpolicy", policyhubv1.KindApplicationPolicy, &policyhubv1.ApplicationPolicy{}, &r.DeclarationOptions, &r.room, r.every, r.inCluster, r.ofPlacement)
+	b := ControllerFor(mgr, "applicationpolicy", policyhubv1.KindApplicationPolicy, &policyhubv1.ApplicationPolicy{}, &r.DeclarationOptions, &r.room, r.every, r.inCluster, r.ofPlacement)
 	// A grant given, changed or taken back changes where its tenants' policies may go.
-	b = b.Watches(&policyhubv1.TenantGrant{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.ofGrant)), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	b = b.Watches(&policyhubv1.TenantGrant{}, handler.EnqueueRequestsFromMapFunc(r.room.Rerendering(r.ofGrant)), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	if r.ClusterSetBindings {
 		binding := &metav1.PartialObjectMetadata{}
 		binding.SetGroupVersionKind(clusterv1beta2.GroupVersion.WithKind("ManagedClusterSetBinding"))
-		b = b.Watches(binding, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.inNamespace)), builder.OnlyMetadata, builder.WithPredicates(createOrDelete()))
+		b = b.Watches(binding, handler.EnqueueRequestsFromMapFunc(r.room.Rerendering(r.inNamespace)), builder.OnlyMetadata, builder.WithPredicates(CreateOrDelete()))
 	}
 	if r.KubeVela {
 		app := &unstructured.Unstructured{}
 		app.SetGroupVersionKind(policyhubv1.KubeVelaApplicationGVK)
-		b = b.Watches(app, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.ofApplication)), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+		b = b.Watches(app, handler.EnqueueRequestsFromMapFunc(r.room.Rerendering(r.ofApplication)), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	}
 	return b.Complete(r)
 }
@@ -68,7 +68,7 @@ func (r *ApplicationPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // (see readOnlyList), so they must not be changed.
 func (r *ApplicationPolicyReconciler) list(ctx context.Context, opts ...client.ListOption) []policyhubv1.ApplicationPolicy {
 	list := &policyhubv1.ApplicationPolicyList{}
-	if err := r.Client.List(ctx, list, append(opts, readOnlyList)...); err != nil {
+	if err := r.Client.List(ctx, list, append(opts, ReadOnlyList)...); err != nil {
 		log.FromContext(ctx).Error(err, "list ApplicationPolicies")
 		return nil
 	}
@@ -76,14 +76,14 @@ func (r *ApplicationPolicyReconciler) list(ctx context.Context, opts ...client.L
 }
 
 func (r *ApplicationPolicyReconciler) every(ctx context.Context, _ client.Object) []reconcile.Request {
-	return requestsFor[policyhubv1.ApplicationPolicy](r.list(ctx), nil)
+	return RequestsFor[policyhubv1.ApplicationPolicy](r.list(ctx), nil)
 }
 
 // ofPlacement maps an OCM Placement or PlacementDecision to the ApplicationPolicies whose
 // placementRef names the Placement (a ref without a namespace names one in the policy's own).
 func (r *ApplicationPolicyReconciler) ofPlacement(ctx context.Context, obj client.Object) []reconcile.Request {
 	key := placement.PlacementOf(obj)
-	return requestsFor(r.list(ctx), func(ap *policyhubv1.ApplicationPolicy) bool {
+	return RequestsFor(r.list(ctx), func(ap *policyhubv1.ApplicationPolicy) bool {
 		return placement.Names(ap.Spec.Placement, ap.Namespace, key)
 	})
 }
@@ -96,16 +96,16 @@ func (r *ApplicationPolicyReconciler) ofGrant(ctx context.Context, _ client.Obje
 
 // inNamespace maps an OCM ManagedClusterSetBinding to the ApplicationPolicies of its namespace.
 func (r *ApplicationPolicyReconciler) inNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
-	return requestsFor[policyhubv1.ApplicationPolicy](r.list(ctx, client.InNamespace(obj.GetNamespace())), nil)
+	return RequestsFor[policyhubv1.ApplicationPolicy](r.list(ctx, client.InNamespace(obj.GetNamespace())), nil)
 }
 
 // inCluster maps a cluster's summary to the ApplicationPolicies whose slices hold the cluster.
 func (r *ApplicationPolicyReconciler) inCluster(ctx context.Context, summary client.Object) []reconcile.Request {
-	return declarationsInCluster(ctx, r.Reader, policyhubv1.KindApplicationPolicy, "", summary.GetNamespace())
+	return DeclarationsInCluster(ctx, r.Reader, policyhubv1.KindApplicationPolicy, "", summary.GetNamespace())
 }
 
 func (r *ApplicationPolicyReconciler) ofApplication(ctx context.Context, app client.Object) []reconcile.Request {
-	return requestsFor(r.list(ctx, client.InNamespace(app.GetNamespace())), func(ap *policyhubv1.ApplicationPolicy) bool {
+	return RequestsFor(r.list(ctx, client.InNamespace(app.GetNamespace())), func(ap *policyhubv1.ApplicationPolicy) bool {
 		return ap.Spec.Application == app.GetName()
 	})
 }
@@ -115,11 +115,11 @@ func (r *ApplicationPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Re
 	ap := &policyhubv1.ApplicationPolicy{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ap); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.room.forget(req.NamespacedName)
+			r.room.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return r.engine(&r.room).reconcile(ctx, req.NamespacedName, &applicationPolicy{ApplicationPolicy: ap, r: r})
+	return r.Engine(&r.room).Reconcile(ctx, req.NamespacedName, &applicationPolicy{ApplicationPolicy: ap, r: r})
 }
 
 // applicationPolicy is an ApplicationPolicy as the engine's declaration.
@@ -130,9 +130,9 @@ type applicationPolicy struct {
 	clusters []policyhubv1.ClusterStatus
 }
 
-func (d *applicationPolicy) object() client.Object { return d.ApplicationPolicy }
-func (d *applicationPolicy) kind() string          { return policyhubv1.KindApplicationPolicy }
-func (d *applicationPolicy) statusWithoutChurn() any {
+func (d *applicationPolicy) Object() client.Object { return d.ApplicationPolicy }
+func (d *applicationPolicy) Kind() string          { return policyhubv1.KindApplicationPolicy }
+func (d *applicationPolicy) StatusWithoutChurn() any {
 	st := *d.Status.DeepCopy()
 	st.Summary.Results = st.Summary.Results.WithoutChurn()
 	for i := range st.Policies {
@@ -140,21 +140,21 @@ func (d *applicationPolicy) statusWithoutChurn() any {
 	}
 	return st
 }
-func (d *applicationPolicy) suspended() bool { return d.Spec.Suspend }
-func (d *applicationPolicy) prune() bool     { return declare.Prune(d.Spec.Prune) }
-func (d *applicationPolicy) deepCopy() declaration {
+func (d *applicationPolicy) Suspended() bool { return d.Spec.Suspend }
+func (d *applicationPolicy) Prune() bool     { return declare.Prune(d.Spec.Prune) }
+func (d *applicationPolicy) Copy() Declaration {
 	return &applicationPolicy{ApplicationPolicy: d.ApplicationPolicy.DeepCopy(), r: d.r, clusters: d.clusters}
 }
 
-func (d *applicationPolicy) status() declarationStatus {
-	return declarationStatus{observedGeneration: &d.Status.ObservedGeneration, conditions: &d.Status.Conditions, summary: &d.Status.Summary}
+func (d *applicationPolicy) CommonStatus() StatusFields {
+	return StatusFields{ObservedGeneration: &d.Status.ObservedGeneration, Conditions: &d.Status.Conditions, Summary: &d.Status.Summary}
 }
 
-func (d *applicationPolicy) source(hubID string) string {
+func (d *applicationPolicy) Source(hubID string) string {
 	return render.ApplicationPolicyOwner(hubID, d.Namespace, d.Name).Source()
 }
 
-func (d *applicationPolicy) render(ctx context.Context) (*rendering, error) {
+func (d *applicationPolicy) Render(ctx context.Context) (*Rendering, error) {
 	inv, err := placement.ReadInventory(ctx, d.r.Reader, d.r.SecretNamespace)
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster inventory: %w", err)
@@ -171,12 +171,12 @@ func (d *applicationPolicy) render(ctx context.Context) (*rendering, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rendering{targets: t}, nil
+	return &Rendering{Targets: t}, nil
 }
 
-// renderInput: what an ApplicationPolicy renders from besides its spec (the inventory, grants,
+// RenderInput: what an ApplicationPolicy renders from besides its spec (the inventory, grants,
 // its Application) comes with events.
-func (d *applicationPolicy) renderInput() string { return "" }
+func (d *applicationPolicy) RenderInput() string { return "" }
 
 // application is its KubeVela Application, when the hub serves them and it names one.
 func (d *applicationPolicy) application(ctx context.Context) (*unstructured.Unstructured, error) {
@@ -186,23 +186,23 @@ func (d *applicationPolicy) application(ctx context.Context) (*unstructured.Unst
 	return declare.KubeVelaApplication(ctx, d.r.Reader, d.ApplicationPolicy)
 }
 
-// setResults sets this application's results from the clusters' summaries: in each cluster's
+// SetResults sets this application's results from the clusters' summaries: in each cluster's
 // state, and per policy with the top violations in the status.
-func (d *applicationPolicy) setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
-	clusters = setResults(clusters, read, owned, now)
+func (d *applicationPolicy) SetResults(clusters []policyhubv1.ClusterStatus, read SummaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
+	clusters = SetResults(clusters, read, owned, now)
 	d.Status.Policies, d.Status.TopViolations = applicationResults(d.Spec.Application, clusters, read, owned, now)
 	d.clusters = clusters
 	return clusters
 }
 
-// progress: an ApplicationPolicy has no rollout; it is in force where its application runs.
-func (d *applicationPolicy) progress(*rendering, []clusterOutcome, []policyhubv1.ClusterStatus, time.Time) progress {
-	return progress{}
+// Progress: an ApplicationPolicy has no rollout; it is in force where its application runs.
+func (d *applicationPolicy) Progress(*Rendering, []Outcome, []policyhubv1.ClusterStatus, time.Time) Progress {
+	return Progress{}
 }
 
-// afterStatus mirrors the status into the KubeVela Application's status.policy entry, read now
+// AfterStatus mirrors the status into the KubeVela Application's status.policy entry, read now
 // (the mirror's write is guarded by the Application's resourceVersion).
-func (d *applicationPolicy) afterStatus(ctx context.Context) time.Duration {
+func (d *applicationPolicy) AfterStatus(ctx context.Context) time.Duration {
 	app, err := d.application(ctx)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "read the application to mirror the status into")

@@ -37,58 +37,58 @@ import (
 	"github.com/policyhub/policyhub/hub/work"
 )
 
-// declaration is what the hub syncs into clusters, a FleetPolicy or an ApplicationPolicy: the
+// Declaration is what the hub syncs into clusters, a FleetPolicy or an ApplicationPolicy: the
 // engine below runs the same lifecycle for both, and each kind says what differs.
-type declaration interface {
-	// object is the API object, for the clients and the Event recorder.
-	object() client.Object
-	// kind is the declaration's Kind (FleetPolicy, ApplicationPolicy).
-	kind() string
-	// status points at the status fields every declaration has.
-	status() declarationStatus
-	// statusWithoutChurn is the status without what moves with every agent's summary (pass,
+type Declaration interface {
+	// Object is the API Object, for the clients and the Event recorder.
+	Object() client.Object
+	// Kind is the declaration's Kind (FleetPolicy, ApplicationPolicy).
+	Kind() string
+	// CommonStatus points at the CommonStatus fields every declaration has.
+	CommonStatus() StatusFields
+	// StatusWithoutChurn is the status without what moves with every agent's summary (pass,
 	// warn and skip counts: policyhubv1.ResultCounts.WithoutChurn), to tell whether it changed
 	// enough to be written.
-	statusWithoutChurn() any
-	source(hubID string) string
-	suspended() bool
-	prune() bool
-	// render places the declaration and renders what each placed cluster gets (the engine
+	StatusWithoutChurn() any
+	Source(hubID string) string
+	Suspended() bool
+	Prune() bool
+	// Render places the declaration and renders what each placed cluster gets (the engine
 	// fills in the rendering's input, epoch and token).
-	render(ctx context.Context) (*rendering, error)
-	// renderInput is what render reads from the declaration besides its spec and annotations
+	Render(ctx context.Context) (*Rendering, error)
+	// RenderInput is what render reads from the declaration besides its spec and annotations
 	// (e.g. a FleetPolicy's rollout state): a rendering is reused while it is the same.
-	renderInput() string
-	// setResults sets the agents' results in the state of the clusters this replica works, from
+	RenderInput() string
+	// SetResults sets the agents' results in the state of the clusters this replica works, from
 	// their accepted summaries, and in the status from every cluster's state (read.unread: kept
 	// as it was, e.g. as another replica wrote it).
-	setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus
-	// progress moves what the declaration rolls out (made by the rendering r), from the
+	SetResults(clusters []policyhubv1.ClusterStatus, read SummaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus
+	// Progress moves what the declaration rolls out (made by the rendering r), from the
 	// clusters' outcomes and state (their results, and whether their reports are fresh).
-	progress(r *rendering, outcomes []clusterOutcome, clusters []policyhubv1.ClusterStatus, now time.Time) progress
-	// afterStatus runs once the status is written (e.g. mirroring it elsewhere) and may ask to
+	Progress(r *Rendering, outcomes []Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) Progress
+	// AfterStatus runs once the status is written (e.g. mirroring it elsewhere) and may ask to
 	// be woken again.
-	afterStatus(ctx context.Context) time.Duration
-	deepCopy() declaration
+	AfterStatus(ctx context.Context) time.Duration
+	Copy() Declaration
 }
 
-// progress is what a declaration's rollout says after a step.
-type progress struct {
-	// holding says why the declaration is not Ready though its clusters hold what they should
-	// now ("" when nothing holds it); reason is the condition reason for it.
-	holding, reason string
-	// stalled says that only a change of the declaration can end the holding: Stalled, rather
+// Progress is what a declaration's rollout says after a step.
+type Progress struct {
+	// Holding says why the declaration is not Ready though its clusters hold what they should
+	// now ("" when nothing holds it); Reason is the condition Reason for it.
+	Holding, Reason string
+	// Stalled says that only a change of the declaration can end the holding: Stalled, rather
 	// than Reconciling.
-	stalled bool
-	// wake is when to reconcile again without an event (zero: no need).
-	wake time.Duration
+	Stalled bool
+	// Wake is when to reconcile again without an event (zero: no need).
+	Wake time.Duration
 }
 
-// declarationStatus points into a declaration's status.
-type declarationStatus struct {
-	observedGeneration *int64
-	conditions         *[]metav1.Condition
-	summary            *policyhubv1.StatusSummary
+// StatusFields points into a declaration's status.
+type StatusFields struct {
+	ObservedGeneration *int64
+	Conditions         *[]metav1.Condition
+	Summary            *policyhubv1.StatusSummary
 }
 
 // DeclarationOptions are what the reconcilers of both declaration kinds (FleetPolicy,
@@ -144,14 +144,14 @@ type DeclarationOptions struct {
 // statusQuiet is how many StatusCoalesce a status waits for its first cluster's answer.
 const statusQuiet = 5
 
-// engine returns the engine that reconciles declarations with these options; room is the
+// Engine returns the Engine that reconciles declarations with these options; room is the
 // reconciler's memory of its declarations between reconciles.
-func (o *DeclarationOptions) engine(room *resultsRoom) engine {
+func (o *DeclarationOptions) Engine(room *Room) Engine {
 	coalesce := o.StatusCoalesce
 	if coalesce <= 0 {
 		coalesce = 2 * time.Second
 	}
-	return engine{
+	return Engine{
 		client: o.Client, reader: o.Reader, recorder: o.Recorder, hubID: o.HubID, coalesce: coalesce, quiet: statusQuiet * coalesce, room: room, renders: o.Renders,
 		secretNamespace: o.SecretNamespace, heard: o.Heard, namespace: o.Namespace, sliceSize: o.ClustersPerSlice, shard: o.Shard,
 		summaryMetas: o.SummaryMetas,
@@ -159,9 +159,9 @@ func (o *DeclarationOptions) engine(room *resultsRoom) engine {
 	}
 }
 
-// requestsFor are the reconcile requests of the items keep passes (every item when keep is nil):
+// RequestsFor are the reconcile requests of the items keep passes (every item when keep is nil):
 // what the event maps of every declaration kind return.
-func requestsFor[T any, P interface {
+func RequestsFor[T any, P interface {
 	*T
 	client.Object
 }](items []T, keep func(P) bool) []reconcile.Request {
@@ -174,17 +174,17 @@ func requestsFor[T any, P interface {
 	return reqs
 }
 
-// readOnlyList lists the cache's own objects instead of deep copies, for reads that only look
+// ReadOnlyList lists the cache's own objects instead of deep copies, for reads that only look
 // (event maps, lookups): every summary or inventory event would otherwise copy every
 // declaration. Objects listed with it must never be changed.
-const readOnlyList = client.UnsafeDisableDeepCopyOption(true)
+const ReadOnlyList = client.UnsafeDisableDeepCopyOption(true)
 
-// engine runs a declaration's lifecycle: finalizer and suspend here; then the flow in two halves,
+// Engine runs a declaration's lifecycle: finalizer and suspend here; then the flow in two halves,
 // the dispatch half towards the clusters (placement and rendering, sync of every selected
 // cluster, pruning those no longer selected: dispatchHalf) and the status half back from them
 // (the workers' outcomes and the agents' results → per-cluster state, status, Events:
 // statusHalf), which meet in the results room.
-type engine struct {
+type Engine struct {
 	client   client.Client
 	reader   client.Reader
 	recorder events.EventRecorder
@@ -195,7 +195,7 @@ type engine struct {
 	coalesce        time.Duration
 	// quiet bounds how long a status waits for the first cluster to answer (see statusWait).
 	quiet time.Duration
-	room  *resultsRoom
+	room  *Room
 	heard *heartbeat.Heard
 	// renders counts the renderings the dispatch half makes (nil: not counted).
 	renders *metrics.Renders
@@ -212,20 +212,20 @@ type engine struct {
 const sliceReread = 200 * time.Millisecond
 
 // sliceOwner names the declaration's ClusterStatusSlices.
-func (e engine) sliceOwner(d declaration) statusslice.Owner {
-	obj := d.object()
+func (e Engine) sliceOwner(d Declaration) statusslice.Owner {
+	obj := d.Object()
 	ns := obj.GetNamespace()
 	if ns == "" {
 		ns = e.namespace
 	}
-	return statusslice.Owner{Kind: d.kind(), Name: obj.GetName(), UID: string(obj.GetUID()), Namespace: ns}
+	return statusslice.Owner{Kind: d.Kind(), Name: obj.GetName(), UID: string(obj.GetUID()), Namespace: ns}
 }
 
 // writeSlices makes the declaration's ClusterStatusSlices hold clusters, writing only the slices
 // that change.
-func (e engine) writeSlices(ctx context.Context, d declaration, clusters []policyhubv1.ClusterStatus, have []policyhubv1.ClusterStatusSlice) error {
+func (e Engine) writeSlices(ctx context.Context, d Declaration, clusters []policyhubv1.ClusterStatus, have []policyhubv1.ClusterStatusSlice) error {
 	changes := statusslice.Split(e.sliceOwner(d), clusters, have, e.sliceSize)
-	return statusslice.Apply(ctx, e.client, d.object(), policyhubv1.GroupVersion.WithKind(d.kind()), changes)
+	return statusslice.Apply(ctx, e.client, d.Object(), policyhubv1.GroupVersion.WithKind(d.Kind()), changes)
 }
 
 // sliceWriteFailed is a reconcile's answer to a failed writeSlices: a write refused because the
@@ -238,37 +238,37 @@ func sliceWriteFailed(err error) (ctrl.Result, error) {
 	return ctrl.Result{}, err
 }
 
-// reconcile keeps the finalizer, or lets a deleted declaration go (finalize); a suspended one
+// Reconcile keeps the finalizer, or lets a deleted declaration go (finalize); a suspended one
 // only says so. Otherwise the dispatch half hands the clusters what the declaration wants, and
 // the status half writes what they answered.
-func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d declaration) (ctrl.Result, error) {
+func (e Engine) Reconcile(ctx context.Context, key types.NamespacedName, d Declaration) (ctrl.Result, error) {
 	if e.shareOf(d).idle {
 		return ctrl.Result{}, nil // no share of the fleet yet: its first one wakes every declaration
 	}
-	source := d.source(e.hubID)
-	obj := d.object()
+	source := d.Source(e.hubID)
+	obj := d.Object()
 	deleting := !obj.GetDeletionTimestamp().IsZero()
-	lifecycle, why := declare.LifecycleOf(deleting, d.suspended(), d.prune())
+	lifecycle, why := declare.LifecycleOf(deleting, d.Suspended(), d.Prune())
 	if deleting {
 		return e.finalize(ctx, key, d, source) // prunes, or keeps, as lifecycle says
 	}
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
-		patch := client.MergeFrom(d.deepCopy().object())
+		patch := client.MergeFrom(d.Copy().Object())
 		controllerutil.AddFinalizer(obj, Finalizer)
 		if err := e.client.Patch(ctx, obj, patch); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 	}
-	orig := d.deepCopy()
-	st := d.status()
+	orig := d.Copy()
+	st := d.CommonStatus()
 	if lifecycle == declare.Keep {
 		// Nothing is synced or pruned; the status says so, keeping the clusters' last state.
 		ready := metav1.ConditionTrue
-		if c := meta.FindStatusCondition(*st.conditions, policyhubv1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
+		if c := meta.FindStatusCondition(*st.Conditions, policyhubv1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
 			ready = c.Status
 		}
-		*st.observedGeneration = obj.GetGeneration()
-		setConditions(st.conditions, metav1.Condition{
+		*st.ObservedGeneration = obj.GetGeneration()
+		setConditions(st.Conditions, metav1.Condition{
 			Type: policyhubv1.ConditionReady, Status: ready, Reason: "Suspended", ObservedGeneration: obj.GetGeneration(),
 			Message: why,
 		}, nil, nil)
@@ -292,20 +292,20 @@ func (e engine) reconcile(ctx context.Context, key types.NamespacedName, d decla
 
 // keepOutcomes drops the clusters a declaration left and was pruned from, and says whether a
 // cluster is failing (its worker retries it) and how many have no result yet.
-func keepOutcomes(outcomes []clusterOutcome, targets *render.Targets) (kept []clusterOutcome, failing bool, pending int) {
+func keepOutcomes(outcomes []Outcome, targets *render.Targets) (kept []Outcome, failing bool, pending int) {
 	for _, o := range outcomes {
-		leaving := targets.Objects[o.cluster] == nil
-		if leaving && !o.pending && o.result.Phase == policyhubv1.ClusterPhaseSynced {
+		leaving := targets.Objects[o.Cluster] == nil
+		if leaving && !o.Pending && o.Result.Phase == policyhubv1.ClusterPhaseSynced {
 			continue // pruned: no longer part of this declaration
 		}
 		if leaving {
-			o.result.Message = "no longer selected; pruning: " + o.result.Message
+			o.Result.Message = "no longer selected; pruning: " + o.Result.Message
 		}
 		kept = append(kept, o)
 		switch {
-		case o.pending:
+		case o.Pending:
 			pending++
-		case retrying(o.result.Phase, o.result.Message):
+		case retrying(o.Result.Phase, o.Result.Message):
 			failing = true
 		}
 	}
@@ -326,19 +326,19 @@ func retrying(phase policyhubv1.ClusterPhase, message string) bool {
 
 // stalled records a declaration that cannot be dispatched until the user changes it; nothing
 // is sent to any cluster.
-func (e engine) stalled(ctx context.Context, d, orig declaration, reason string, cause error) (ctrl.Result, error) {
+func (e Engine) stalled(ctx context.Context, d, orig Declaration, reason string, cause error) (ctrl.Result, error) {
 	msg := policyhubv1.TruncateMessage(cause.Error(), 1024)
-	obj := d.object()
-	st := d.status()
-	*st.observedGeneration = obj.GetGeneration()
+	obj := d.Object()
+	st := d.CommonStatus()
+	*st.ObservedGeneration = obj.GetGeneration()
 
-	setConditions(st.conditions,
+	setConditions(st.Conditions,
 		metav1.Condition{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: obj.GetGeneration()},
 		nil, &metav1.Condition{Status: metav1.ConditionTrue, Reason: reason, Message: msg})
 	if err := e.patchStatus(ctx, orig, d); err != nil {
 		return ctrl.Result{}, err
 	}
-	if meta.FindStatusCondition(*orig.status().conditions, policyhubv1.ConditionStalled) == nil {
+	if meta.FindStatusCondition(*orig.CommonStatus().Conditions, policyhubv1.ConditionStalled) == nil {
 		e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Reconcile", "nothing was dispatched: %s", msg)
 	}
 	// Retrying cannot help: the next spec change triggers a reconcile.
@@ -348,17 +348,17 @@ func (e engine) stalled(ctx context.Context, d, orig declaration, reason string,
 // patchStatus writes the status when it changed (a no-op resync writes nothing). A change of
 // the pass, warn or skip totals alone is not written (policyhubv1.ResultCounts.WithoutChurn):
 // they move with every agent's summary, and are taken along when anything else changes.
-func (e engine) patchStatus(ctx context.Context, orig, d declaration) error {
-	if equality.Semantic.DeepEqual(orig.statusWithoutChurn(), d.statusWithoutChurn()) {
+func (e Engine) patchStatus(ctx context.Context, orig, d Declaration) error {
+	if equality.Semantic.DeepEqual(orig.StatusWithoutChurn(), d.StatusWithoutChurn()) {
 		return nil
 	}
-	if err := e.client.Status().Patch(ctx, d.object(), client.MergeFrom(orig.object())); err != nil {
+	if err := e.client.Status().Patch(ctx, d.Object(), client.MergeFrom(orig.Object())); err != nil {
 		return fmt.Errorf("update status: %w", err)
 	}
 	return nil
 }
 
-func minPositive(a, b time.Duration) time.Duration {
+func MinPositive(a, b time.Duration) time.Duration {
 	switch {
 	case a <= 0:
 		return b
@@ -368,7 +368,7 @@ func minPositive(a, b time.Duration) time.Duration {
 	return min(a, b)
 }
 
-// declarationController starts a controller for a declaration kind with what every kind watches
+// ControllerFor starts a controller for a declaration kind with what every kind watches
 // besides itself: spec and annotation changes (a requested reconcile), the inventory (clusters
 // joining, leaving or changing labels: cluster-gateway's credential Secrets, metadata only), the
 // agents' summaries of the clusters it is in, and the results the clusters' workers publish for
@@ -379,24 +379,24 @@ func minPositive(a, b time.Duration) time.Duration {
 //
 // A kind without a placement of its own passes no ofPlacement; also passes more of the
 // declaration's own updates (e.g. an approval in its status).
-func declarationController(mgr ctrl.Manager, name, kind string, obj client.Object, o *DeclarationOptions, room *resultsRoom, every, inCluster, ofPlacement handler.MapFunc, also ...predicate.Predicate) *builder.TypedBuilder[reconcile.Request] {
-	every = room.rerendering(every)
+func ControllerFor(mgr ctrl.Manager, name, kind string, obj client.Object, o *DeclarationOptions, room *Room, every, inCluster, ofPlacement handler.MapFunc, also ...predicate.Predicate) *builder.TypedBuilder[reconcile.Request] {
+	every = room.Rerendering(every)
 	credentials := predicate.NewPredicateFuncs(func(c client.Object) bool {
 		_, ok := c.GetLabels()[gateway.CredentialTypeLabel]
 		return ok && c.GetNamespace() == o.SecretNamespace
 	})
 	b := ctrl.NewControllerManagedBy(mgr)
 	if o.OCMPlacements && ofPlacement != nil {
-		ofPlacement = room.rerendering(ofPlacement)
+		ofPlacement = room.Rerendering(ofPlacement)
 		// Where a placementRef places follows its PlacementDecisions, and a Placement created or
 		// deleted ends or starts PlacementNotFound.
 		b = b.Watches(&clusterv1beta1.PlacementDecision{}, handler.EnqueueRequestsFromMapFunc(ofPlacement)).
-			Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(ofPlacement), builder.OnlyMetadata, builder.WithPredicates(createOrDelete()))
+			Watches(&clusterv1beta1.Placement{}, handler.EnqueueRequestsFromMapFunc(ofPlacement), builder.OnlyMetadata, builder.WithPredicates(CreateOrDelete()))
 	}
 	if o.Shard != nil {
 		// What its writer writes in its status (a rollout's state, a set's kept version, an
 		// exception's approval) is what the other replicas render from.
-		also = append(also, predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return !o.writes(kind, e.ObjectNew) }})
+		also = append(also, predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return !o.Writes(kind, e.ObjectNew) }})
 		// Another replica's entries in a declaration's slices wake it: its writer counts them.
 		namespaced, err := mgr.GetClient().IsObjectNamespaced(obj)
 		if err != nil {
@@ -407,7 +407,7 @@ func declarationController(mgr ctrl.Manager, name, kind string, obj client.Objec
 	return b.
 		For(obj, builder.WithPredicates(predicate.Or(append([]predicate.Predicate{predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}}, also...)...))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(every),
-			builder.OnlyMetadata, builder.WithPredicates(credentials, predicate.Or(predicate.LabelChangedPredicate{}, createOrDelete()))).
+			builder.OnlyMetadata, builder.WithPredicates(credentials, predicate.Or(predicate.LabelChangedPredicate{}, CreateOrDelete()))).
 		Watches(&policyhubv1.PolicyReportSummary{}, enqueueAfter(inCluster, summaryCoalesce), builder.WithPredicates(summaryChanged())).
 		WatchesRawSource(o.Results.For(kind)).
 		Named(name).
@@ -459,7 +459,7 @@ func enqueueAfter(mapFn handler.MapFunc, delay time.Duration) handler.EventHandl
 	}
 }
 
-// createOrDelete passes creations and deletions (a cluster joined or left).
-func createOrDelete() predicate.Predicate {
+// CreateOrDelete passes creations and deletions (a cluster joined or left).
+func CreateOrDelete() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}
 }

@@ -32,11 +32,11 @@ import (
 // dispatched is what the dispatch half handed the clusters' workers, and what they answered so
 // far: all the status half knows of the clusters besides the agents' summaries.
 type dispatched struct {
-	*rendering
+	*Rendering
 	// kept are the clusters' outcomes, without the clusters the declaration left and was pruned
 	// from; failing says whether one is failing (its worker retries it), pending how many have
 	// no result yet.
-	kept    []clusterOutcome
+	kept    []Outcome
 	failing bool
 	pending int
 }
@@ -45,19 +45,19 @@ type dispatched struct {
 // (place → rollout → render) → the wanted state to each cluster's worker, including the prune of
 // the clusters it left. The rendering is the results room's while nothing it was made from
 // changed, so that a reconcile woken by results or summaries renders nothing.
-func (e engine) dispatchHalf(ctx context.Context, key types.NamespacedName, d declaration, before []policyhubv1.ClusterStatus) (dispatched, error) {
+func (e Engine) dispatchHalf(ctx context.Context, key types.NamespacedName, d Declaration, before []policyhubv1.ClusterStatus) (dispatched, error) {
 	r, err := e.render(ctx, key, d)
 	if err != nil {
 		return dispatched{}, err
 	}
-	source := d.source(e.hubID)
-	prune := d.prune()
+	source := d.Source(e.hubID)
+	prune := d.Prune()
 	sh := e.shareOf(d)
-	obj := d.object()
-	wants := sh.ownedWants(targetWants(r.targets, prune, r.token, e.tenantOf(obj), obj.GetCreationTimestamp().Time))
+	obj := d.Object()
+	wants := sh.ownedWants(targetWants(r.Targets, prune, r.token, e.tenantOf(obj), obj.GetCreationTimestamp().Time))
 	// Clusters that were synced before and are no longer selected: prune there, then forget them.
 	// With prune off the policies stay there and the cluster just leaves the status.
-	leaving := sh.ownedNames(declare.Leaving(before, r.targets.Objects))
+	leaving := sh.ownedNames(declare.Leaving(before, r.Targets.Objects))
 	if !prune {
 		for _, c := range leaving {
 			e.dispatch.workers.Drop(c, source)
@@ -66,34 +66,34 @@ func (e engine) dispatchHalf(ctx context.Context, key types.NamespacedName, d de
 	}
 	wants = append(wants, pruneWants(source, leaving)...)
 	outcomes := e.dispatch.want(wants)
-	kept, failing, pending := keepOutcomes(outcomes, r.targets)
+	kept, failing, pending := keepOutcomes(outcomes, r.Targets)
 	for _, o := range outcomes {
-		if r.targets.Objects[o.cluster] == nil && !o.pending && o.result.Phase == policyhubv1.ClusterPhaseSynced {
-			e.dispatch.workers.Drop(o.cluster, source) // pruned there: nothing more to want
+		if r.Targets.Objects[o.Cluster] == nil && !o.Pending && o.Result.Phase == policyhubv1.ClusterPhaseSynced {
+			e.dispatch.workers.Drop(o.Cluster, source) // pruned there: nothing more to want
 		}
 	}
-	return dispatched{rendering: r, kept: kept, failing: failing, pending: pending}, nil
+	return dispatched{Rendering: r, kept: kept, failing: failing, pending: pending}, nil
 }
 
 // render returns the declaration's rendering: the results room's, when neither the declaration
 // (its generation, annotations and renderInput) nor anything read from elsewhere changed since
 // it was made; else a new one, kept there.
-func (e engine) render(ctx context.Context, key types.NamespacedName, d declaration) (*rendering, error) {
-	obj := d.object()
-	input := fmt.Sprint(obj.GetGeneration(), obj.GetAnnotations(), d.renderInput())
+func (e Engine) render(ctx context.Context, key types.NamespacedName, d Declaration) (*Rendering, error) {
+	obj := d.Object()
+	input := fmt.Sprint(obj.GetGeneration(), obj.GetAnnotations(), d.RenderInput())
 	r, epoch := e.room.rendered(key, input)
 	if r != nil {
 		return r, nil
 	}
-	e.renders.Rendered(d.kind())
-	r, err := d.render(ctx)
+	e.renders.Rendered(d.Kind())
+	r, err := d.Render(ctx)
 	if err != nil {
 		return nil, err
 	}
 	r.input, r.epoch = input, epoch
 	// The token names what the declaration wants: a new generation, annotation (a requested
 	// reconcile) or rendering makes the workers sync it again; the same token costs nothing.
-	r.token = fmt.Sprint(obj.GetGeneration(), obj.GetAnnotations(), r.targets.Fingerprint())
+	r.token = fmt.Sprint(obj.GetGeneration(), obj.GetAnnotations(), r.Targets.Fingerprint())
 	e.room.keep(key, r)
 	return r, nil
 }
@@ -114,33 +114,33 @@ type wantedIn struct {
 
 // want hands every cluster its part and returns the clusters' current outcomes: the worker's
 // result for that token, or Pending while the worker has none yet.
-func (d dispatcher) want(wants []wantedIn) []clusterOutcome {
-	outcomes := make([]clusterOutcome, 0, len(wants))
+func (d dispatcher) want(wants []wantedIn) []Outcome {
+	outcomes := make([]Outcome, 0, len(wants))
 	for _, w := range wants {
 		cfg, ok := d.workers.Config(w.cluster)
 		if !ok {
 			var err error
 			if cfg, err = gateway.ClusterConfig(d.gateway, w.cluster); err != nil {
-				outcomes = append(outcomes, clusterOutcome{cluster: w.cluster, result: &work.DeclarationResult{Source: w.decl.Source, Phase: policyhubv1.ClusterPhaseFailed, Message: err.Error()}})
+				outcomes = append(outcomes, Outcome{Cluster: w.cluster, Result: &work.DeclarationResult{Source: w.decl.Source, Phase: policyhubv1.ClusterPhaseFailed, Message: err.Error()}})
 				continue
 			}
 		}
 		d.workers.Want(work.Cluster{Name: w.cluster, Config: cfg}, w.decl, w.token)
 		outcomes = append(outcomes, d.outcome(w))
 	}
-	sort.Slice(outcomes, func(i, j int) bool { return outcomes[i].cluster < outcomes[j].cluster })
+	sort.Slice(outcomes, func(i, j int) bool { return outcomes[i].Cluster < outcomes[j].Cluster })
 	return outcomes
 }
 
 // outcome is the worker's latest result for the wanted state, or Pending.
-func (d dispatcher) outcome(w wantedIn) clusterOutcome {
+func (d dispatcher) outcome(w wantedIn) Outcome {
 	r, ok := d.workers.Result(w.cluster, w.decl.Source)
 	if !ok || r.Token != w.token {
-		return clusterOutcome{cluster: w.cluster, pending: true, result: &work.DeclarationResult{
+		return Outcome{Cluster: w.cluster, Pending: true, Result: &work.DeclarationResult{
 			Source: w.decl.Source, Phase: policyhubv1.ClusterPhasePending, Message: "waiting for the cluster's worker"}}
 	}
 	result := r.DeclarationResult
-	return clusterOutcome{cluster: w.cluster, result: &result, wrote: r.Wrote, wroteAt: r.WroteAt, seq: r.Seq}
+	return Outcome{Cluster: w.cluster, Result: &result, Wrote: r.Wrote, WroteAt: r.WroteAt, Seq: r.Seq}
 }
 
 // tokenPrune names the wanted state "none of the declaration's objects here".
@@ -155,21 +155,21 @@ func pruneWants(source string, clusters []string) []wantedIn {
 	return wants
 }
 
-// summaryRead is what a reconcile read of its clusters' summaries.
-type summaryRead struct {
-	// summaries are the accepted summaries, by cluster.
-	summaries map[string]*policyhubv1.PolicyReportSummary
-	// unread are the clusters whose summary could not be read (a transient error): their
+// SummaryRead is what a reconcile read of its clusters' summaries.
+type SummaryRead struct {
+	// Summaries are the accepted Summaries, by cluster.
+	Summaries map[string]*policyhubv1.PolicyReportSummary
+	// Unread are the clusters whose summary could not be read (a transient error): their
 	// results are kept as they were rather than dropped.
-	unread map[string]bool
-	// heard is when the clusters' agents last renewed their Leases (nil: not known).
-	heard *heartbeat.Heard
+	Unread map[string]bool
+	// Heard is when the clusters' agents last renewed their Leases (nil: not known).
+	Heard *heartbeat.Heard
 }
 
-// lastHeard is when the hub last heard from the cluster's agent, by its clock: the summary s or,
+// LastHeard is when the hub last heard from the cluster's agent, by its clock: the summary s or,
 // later, its Lease renewed.
-func (r summaryRead) lastHeard(s *policyhubv1.PolicyReportSummary, now time.Time) time.Time {
-	return aggregate.LastHeard(s, r.heard.At(s.Namespace), now)
+func (r SummaryRead) LastHeard(s *policyhubv1.PolicyReportSummary, now time.Time) time.Time {
+	return aggregate.LastHeard(s, r.Heard.At(s.Namespace), now)
 }
 
 // readSummaries reads the accepted summaries of the clusters this replica works (sh): those
@@ -177,7 +177,7 @@ func (r summaryRead) lastHeard(s *policyhubv1.PolicyReportSummary, now time.Time
 // on, this replica's cache holds only its own clusters' summaries). They are the cache's own
 // objects (one list, no copies: a reconcile at a thousand clusters would otherwise copy a
 // thousand summaries), so they must not be changed.
-func readSummaries(ctx context.Context, reader, metas client.Reader, clusters []policyhubv1.ClusterStatus, sh share) summaryRead {
+func readSummaries(ctx context.Context, reader, metas client.Reader, clusters []policyhubv1.ClusterStatus, sh share) SummaryRead {
 	summaries, unread := map[string]*policyhubv1.PolicyReportSummary{}, map[string]bool{}
 	wanted := make(map[string]bool, len(clusters))
 	for _, c := range clusters {
@@ -188,18 +188,18 @@ func readSummaries(ctx context.Context, reader, metas client.Reader, clusters []
 		}
 	}
 	list := &policyhubv1.PolicyReportSummaryList{}
-	if err := reader.List(ctx, list, readOnlyList); err != nil {
+	if err := reader.List(ctx, list, ReadOnlyList); err != nil {
 		log.FromContext(ctx).Error(err, "read the clusters' summaries; their results are kept as they were")
 		for _, c := range clusters {
 			unread[c.Name] = true
 		}
-		return summaryRead{summaries: summaries, unread: unread}
+		return SummaryRead{Summaries: summaries, Unread: unread}
 	}
 	cached := map[string]bool{}
 	for i := range list.Items {
 		s := &list.Items[i]
 		cached[s.Namespace] = true
-		if wanted[s.Namespace] && s.Accepted() == nil && !refusedInvalid(s) {
+		if wanted[s.Namespace] && s.Accepted() == nil && !RefusedInvalid(s) {
 			summaries[s.Namespace] = s
 		}
 	}
@@ -212,35 +212,35 @@ func readSummaries(ctx context.Context, reader, metas client.Reader, clusters []
 			}
 		}
 	}
-	return summaryRead{summaries: summaries, unread: unread}
+	return SummaryRead{Summaries: summaries, Unread: unread}
 }
 
 // summaryExists says whether the cluster has a summary, by every summary's metadata (an error:
 // as if it had, so that what is known is kept).
 func summaryExists(ctx context.Context, metas client.Reader, cluster string) bool {
-	err := metas.Get(ctx, client.ObjectKey{Namespace: cluster, Name: policyhubv1.SummaryName}, summaryMeta())
+	err := metas.Get(ctx, client.ObjectKey{Namespace: cluster, Name: policyhubv1.SummaryName}, SummaryMeta())
 	return !apierrors.IsNotFound(err)
 }
 
 // emitEvents records the clusters whose phase changed or that were written to: a Warning per
 // cluster in trouble, and one Normal Event for all the clusters that synced.
-func emitSyncEvents(recorder events.EventRecorder, obj runtime.Object, before []policyhubv1.ClusterStatus, outcomes []clusterOutcome) {
+func emitSyncEvents(recorder events.EventRecorder, obj runtime.Object, before []policyhubv1.ClusterStatus, outcomes []Outcome) {
 	prev := map[string]policyhubv1.ClusterPhase{}
 	for _, s := range before {
 		prev[s.Name] = s.Phase
 	}
 	var synced []string
 	for _, o := range outcomes {
-		if prev[o.cluster] == o.result.Phase && !o.wrote {
+		if prev[o.Cluster] == o.Result.Phase && !o.Wrote {
 			continue
 		}
-		switch o.result.Phase {
+		switch o.Result.Phase {
 		case policyhubv1.ClusterPhaseSynced, policyhubv1.ClusterPhaseDryRun:
-			synced = append(synced, fmt.Sprintf("%s (%s)", o.cluster, o.result.Message))
+			synced = append(synced, fmt.Sprintf("%s (%s)", o.Cluster, o.Result.Message))
 		case policyhubv1.ClusterPhasePending:
 			// Not a problem, and not news: the cluster's result, when it comes, is announced.
 		default:
-			recorder.Eventf(obj, nil, corev1.EventTypeWarning, string(o.result.Phase), "Sync", "%s: %s", o.cluster, o.result.Message)
+			recorder.Eventf(obj, nil, corev1.EventTypeWarning, string(o.Result.Phase), "Sync", "%s: %s", o.Cluster, o.Result.Message)
 		}
 	}
 	if len(synced) > 0 {
@@ -263,7 +263,7 @@ func targetWants(t *render.Targets, prune bool, token, tenant string, created ti
 // hub namespace (an ApplicationPolicy's, a KubeVela Application's, a FleetPolicyException's),
 // unless that is the hub's own namespace, whose writers are fleet admins. Cluster-scoped
 // declarations (FleetPolicy, PolicySet) are the platform's: no budget bounds them.
-func (e engine) tenantOf(obj client.Object) string {
+func (e Engine) tenantOf(obj client.Object) string {
 	if ns := obj.GetNamespace(); ns != e.namespace {
 		return ns
 	}

@@ -17,11 +17,11 @@ func TestEmitSyncEvents(t *testing.T) {
 		return &work.DeclarationResult{Phase: phase, Message: msg}
 	}
 	before := []policyhubv1.ClusterStatus{{Name: "same", Phase: policyhubv1.ClusterPhaseSynced}}
-	outcomes := []clusterOutcome{
-		{cluster: "new", result: result(policyhubv1.ClusterPhaseSynced, "applied 1"), wrote: true},
-		{cluster: "same", result: result(policyhubv1.ClusterPhaseSynced, "unchanged 1")},
-		{cluster: "slow", pending: true, result: result(policyhubv1.ClusterPhasePending, "waiting for the cluster's worker")},
-		{cluster: "dark", result: result(policyhubv1.ClusterPhaseFailed, "unreachable: no answer within 5s")},
+	outcomes := []Outcome{
+		{Cluster: "new", Result: result(policyhubv1.ClusterPhaseSynced, "applied 1"), Wrote: true},
+		{Cluster: "same", Result: result(policyhubv1.ClusterPhaseSynced, "unchanged 1")},
+		{Cluster: "slow", Pending: true, Result: result(policyhubv1.ClusterPhasePending, "waiting for the cluster's worker")},
+		{Cluster: "dark", Result: result(policyhubv1.ClusterPhaseFailed, "unreachable: no answer within 5s")},
 	}
 	recorder := events.NewFakeRecorder(10)
 	emitSyncEvents(recorder, &policyhubv1.FleetPolicy{}, before, outcomes)

@@ -52,7 +52,7 @@ type FleetPolicyExceptionReconciler struct {
 	// ApprovableServiceAccounts: see declare.ApprovalRules.
 	ApprovableServiceAccounts []string
 
-	room resultsRoom
+	room Room
 	// fence is the admission fence as policyhub ships it, read once at setup.
 	fence declare.ExceptionFence
 }
@@ -66,15 +66,15 @@ func (r *FleetPolicyExceptionReconciler) SetupWithManager(mgr ctrl.Manager) erro
 		return err
 	}
 	r.fence = fence
-	b := declarationController(mgr, "fleetpolicyexception", policyhubv1.KindFleetPolicyException, &policyhubv1.FleetPolicyException{},
+	b := ControllerFor(mgr, "fleetpolicyexception", policyhubv1.KindFleetPolicyException, &policyhubv1.FleetPolicyException{},
 		&r.DeclarationOptions, &r.room, r.every, r.inCluster, nil, approvalChanged())
-	b = b.Watches(&policyhubv1.ClusterStatusSlice{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.ofTargetSlice)),
-		builder.WithPredicates(slicesOfKinds(policyhubv1.KindFleetPolicy, policyhubv1.KindPolicySet), syncedClustersChanged())).
-		Watches(&policyhubv1.FleetPolicy{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.ofTarget)),
+	b = b.Watches(&policyhubv1.ClusterStatusSlice{}, handler.EnqueueRequestsFromMapFunc(r.room.Rerendering(r.ofTargetSlice)),
+		builder.WithPredicates(SlicesOfKinds(policyhubv1.KindFleetPolicy, policyhubv1.KindPolicySet), SyncedClustersChanged())).
+		Watches(&policyhubv1.FleetPolicy{}, handler.EnqueueRequestsFromMapFunc(r.room.Rerendering(r.ofTarget)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&policyhubv1.PolicySet{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.ofTarget)),
+		Watches(&policyhubv1.PolicySet{}, handler.EnqueueRequestsFromMapFunc(r.room.Rerendering(r.ofTarget)),
 			builder.WithPredicates(setVersionChanged())).
-		Watches(&policyhubv1.TenantGrant{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(r.every)),
+		Watches(&policyhubv1.TenantGrant{}, handler.EnqueueRequestsFromMapFunc(r.room.Rerendering(r.every)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// The fence: every exception is judged again when it is installed, changed or removed.
 		Watches(&admissionregistrationv1.ValidatingAdmissionPolicy{}, handler.EnqueueRequestsFromMapFunc(r.every),
@@ -102,9 +102,9 @@ func equalApproval(a, b *policyhubv1.ExceptionApproval) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
-// syncedClustersChanged passes a target's slice events that change where its policy is: a
+// SyncedClustersChanged passes a target's slice events that change where its policy is: a
 // cluster synced or no longer synced, not the results that move with every summary.
-func syncedClustersChanged() predicate.Predicate {
+func SyncedClustersChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		old, okOld := e.ObjectOld.(*policyhubv1.ClusterStatusSlice)
 		updated, okNew := e.ObjectNew.(*policyhubv1.ClusterStatusSlice)
@@ -115,9 +115,9 @@ func syncedClustersChanged() predicate.Predicate {
 	}}
 }
 
-// slicesOfKinds passes the ClusterStatusSlices of declarations of the kinds: a watch of slices
+// SlicesOfKinds passes the ClusterStatusSlices of declarations of the kinds: a watch of slices
 // sees every declaration's, most of them moving with every summary.
-func slicesOfKinds(kinds ...string) predicate.Predicate {
+func SlicesOfKinds(kinds ...string) predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool {
 		s, ok := o.(*policyhubv1.ClusterStatusSlice)
 		return ok && slices.Contains(kinds, s.Declaration.Kind)
@@ -146,7 +146,7 @@ func snapshotOf(ps *policyhubv1.PolicySet) string {
 // list reads the exceptions for the event maps: the cache's own objects (see readOnlyList).
 func (r *FleetPolicyExceptionReconciler) list(ctx context.Context) []policyhubv1.FleetPolicyException {
 	list := &policyhubv1.FleetPolicyExceptionList{}
-	if err := r.Client.List(ctx, list, readOnlyList); err != nil {
+	if err := r.Client.List(ctx, list, ReadOnlyList); err != nil {
 		log.FromContext(ctx).Error(err, "list FleetPolicyExceptions")
 		return nil
 	}
@@ -154,12 +154,12 @@ func (r *FleetPolicyExceptionReconciler) list(ctx context.Context) []policyhubv1
 }
 
 func (r *FleetPolicyExceptionReconciler) every(ctx context.Context, _ client.Object) []reconcile.Request {
-	return requestsFor[policyhubv1.FleetPolicyException](r.list(ctx), nil)
+	return RequestsFor[policyhubv1.FleetPolicyException](r.list(ctx), nil)
 }
 
 // targeting are the exceptions whose target is the declaration kind/name.
 func (r *FleetPolicyExceptionReconciler) targeting(ctx context.Context, kind, name string) []reconcile.Request {
-	return requestsFor(r.list(ctx), func(ex *policyhubv1.FleetPolicyException) bool {
+	return RequestsFor(r.list(ctx), func(ex *policyhubv1.FleetPolicyException) bool {
 		return ex.Spec.Target.Kind == kind && ex.Spec.Target.Name == name
 	})
 }
@@ -183,7 +183,7 @@ func (r *FleetPolicyExceptionReconciler) ofTarget(ctx context.Context, obj clien
 }
 
 func (r *FleetPolicyExceptionReconciler) inCluster(ctx context.Context, summary client.Object) []reconcile.Request {
-	return declarationsInCluster(ctx, r.Reader, policyhubv1.KindFleetPolicyException, "", summary.GetNamespace())
+	return DeclarationsInCluster(ctx, r.Reader, policyhubv1.KindFleetPolicyException, "", summary.GetNamespace())
 }
 
 // Reconcile judges the exception on the hub's clock, then runs target → clusters → render → sync
@@ -192,7 +192,7 @@ func (r *FleetPolicyExceptionReconciler) Reconcile(ctx context.Context, req ctrl
 	ex := &policyhubv1.FleetPolicyException{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ex); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.room.forget(req.NamespacedName)
+			r.room.Forget(req.NamespacedName)
 			if r.Metrics != nil {
 				r.Metrics.Delete(req.Namespace, req.Name)
 			}
@@ -211,7 +211,7 @@ func (r *FleetPolicyExceptionReconciler) Reconcile(ctx context.Context, req ctrl
 	verdict := declare.SandboxedException(ex, declare.ExceptionState(ex, now(), maxLifetime, rules))
 	d := &fleetPolicyException{FleetPolicyException: ex, r: r, verdict: verdict}
 	d.was = ex.Status.State
-	return r.engine(&r.room).reconcile(ctx, req.NamespacedName, d)
+	return r.Engine(&r.room).Reconcile(ctx, req.NamespacedName, d)
 }
 
 // fenceMissing says what of the approvals' admission fence is missing on the hub, from the
@@ -219,10 +219,10 @@ func (r *FleetPolicyExceptionReconciler) Reconcile(ctx context.Context, req ctrl
 func (r *FleetPolicyExceptionReconciler) fenceMissing(ctx context.Context) string {
 	policies := &admissionregistrationv1.ValidatingAdmissionPolicyList{}
 	bindings := &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}
-	if err := r.Reader.List(ctx, policies, readOnlyList); err != nil {
+	if err := r.Reader.List(ctx, policies, ReadOnlyList); err != nil {
 		return "the hub cannot read its ValidatingAdmissionPolicies (" + err.Error() + ")"
 	}
-	if err := r.Reader.List(ctx, bindings, readOnlyList); err != nil {
+	if err := r.Reader.List(ctx, bindings, ReadOnlyList); err != nil {
 		return "the hub cannot read its ValidatingAdmissionPolicyBindings (" + err.Error() + ")"
 	}
 	return r.fence.Missing(policies.Items, bindings.Items)
@@ -242,32 +242,32 @@ type fleetPolicyException struct {
 	refused string
 }
 
-func (d *fleetPolicyException) object() client.Object { return d.FleetPolicyException }
-func (d *fleetPolicyException) kind() string          { return policyhubv1.KindFleetPolicyException }
-func (d *fleetPolicyException) statusWithoutChurn() any {
+func (d *fleetPolicyException) Object() client.Object { return d.FleetPolicyException }
+func (d *fleetPolicyException) Kind() string          { return policyhubv1.KindFleetPolicyException }
+func (d *fleetPolicyException) StatusWithoutChurn() any {
 	st := *d.Status.DeepCopy()
 	st.Summary.Results = st.Summary.Results.WithoutChurn()
 	return st
 }
-func (d *fleetPolicyException) suspended() bool { return false }
-func (d *fleetPolicyException) prune() bool     { return true }
-func (d *fleetPolicyException) deepCopy() declaration {
+func (d *fleetPolicyException) Suspended() bool { return false }
+func (d *fleetPolicyException) Prune() bool     { return true }
+func (d *fleetPolicyException) Copy() Declaration {
 	c := *d
 	c.FleetPolicyException = d.FleetPolicyException.DeepCopy()
 	return &c
 }
 
-func (d *fleetPolicyException) status() declarationStatus {
-	return declarationStatus{observedGeneration: &d.Status.ObservedGeneration, conditions: &d.Status.Conditions, summary: &d.Status.Summary}
+func (d *fleetPolicyException) CommonStatus() StatusFields {
+	return StatusFields{ObservedGeneration: &d.Status.ObservedGeneration, Conditions: &d.Status.Conditions, Summary: &d.Status.Summary}
 }
 
-func (d *fleetPolicyException) source(hubID string) string {
+func (d *fleetPolicyException) Source(hubID string) string {
 	return render.FleetPolicyExceptionOwner(hubID, d.Namespace, d.Name).Source()
 }
 
-// renderInput is the exception's state: the render changes with it (only Active renders
+// RenderInput is the exception's state: the render changes with it (only Active renders
 // anything), and the approver (named on the rendered object).
-func (d *fleetPolicyException) renderInput() string {
+func (d *fleetPolicyException) RenderInput() string {
 	input := d.verdict.State
 	if a := d.Status.Approval; a != nil {
 		input += "/" + a.By
@@ -275,24 +275,24 @@ func (d *fleetPolicyException) renderInput() string {
 	return input
 }
 
-// render resolves the target's policy and the clusters it runs in, within spec.clusters and, for
+// Render resolves the target's policy and the clusters it runs in, within spec.clusters and, for
 // a tenant's exception, its grants; then renders the Kyverno exception for them. Nothing is
 // rendered unless the exception is Active, and nothing for one that cannot be rendered: unlike a
 // policy, an exception left in the clusters as it was would keep exempting what its spec no
 // longer says (it is Stalled, and pruned everywhere).
-func (d *fleetPolicyException) render(ctx context.Context) (*rendering, error) {
+func (d *fleetPolicyException) Render(ctx context.Context) (*Rendering, error) {
 	r, err := d.renderActive(ctx)
 	if invalid, ok := render.AsInvalid(err); ok {
 		owner := render.FleetPolicyExceptionOwner(d.r.HubID, d.Namespace, d.Name)
-		return &rendering{targets: &render.Targets{Source: owner.Source(), Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}},
-			refused: invalid}, nil
+		return &Rendering{Targets: &render.Targets{Source: owner.Source(), Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}},
+			Refused: invalid}, nil
 	}
 	return r, err
 }
 
-func (d *fleetPolicyException) renderActive(ctx context.Context) (*rendering, error) {
+func (d *fleetPolicyException) renderActive(ctx context.Context) (*Rendering, error) {
 	owner := render.FleetPolicyExceptionOwner(d.r.HubID, d.Namespace, d.Name)
-	empty := &rendering{targets: &render.Targets{Source: owner.Source(), Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}}}
+	empty := &Rendering{Targets: &render.Targets{Source: owner.Source(), Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}}}
 	if d.verdict.State != policyhubv1.ExceptionActive {
 		return empty, nil
 	}
@@ -301,7 +301,7 @@ func (d *fleetPolicyException) renderActive(ctx context.Context) (*rendering, er
 		return nil, err
 	}
 	if missing != "" {
-		empty.missing = missing
+		empty.Missing = missing
 		return empty, nil
 	}
 	running, _, err := statusslice.Read(ctx, d.r.Reader, statusslice.Owner{Kind: d.Spec.Target.Kind, Name: d.Spec.Target.Name, UID: targetUID, Namespace: d.r.Namespace})
@@ -329,7 +329,7 @@ func (d *fleetPolicyException) renderActive(ctx context.Context) (*rendering, er
 		return nil, err
 	}
 	t.NotGranted = notGranted
-	return &rendering{targets: t, excepted: policy.Ref()}, nil
+	return &Rendering{Targets: t, Excepted: policy.Ref()}, nil
 }
 
 // resolveTarget finds the Kyverno policy the target renders: a FleetPolicy's template (named
@@ -465,22 +465,22 @@ func (d *fleetPolicyException) withinGrants(ctx context.Context, clusters []stri
 	return ex, allowed, refused, nil
 }
 
-// setResults sets, in each cluster's state, the results the exception turned into skip there
+// SetResults sets, in each cluster's state, the results the exception turned into skip there
 // (the agents count the results Kyverno marks with the exception's name), and their sum in the
 // status. A cluster whose summary could not be read keeps what it had.
-func (d *fleetPolicyException) setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, _ map[string][]aggregate.Policy, _ time.Time) []policyhubv1.ClusterStatus {
+func (d *fleetPolicyException) SetResults(clusters []policyhubv1.ClusterStatus, read SummaryRead, _ map[string][]aggregate.Policy, _ time.Time) []policyhubv1.ClusterStatus {
 	name := policyhubv1.ExceptionObjectName(d.Namespace, d.Name)
 	var total int64
 	for i := range clusters {
 		c := &clusters[i]
-		if read.unread[c.Name] {
+		if read.Unread[c.Name] {
 			if c.Results != nil {
 				total = aggregate.AddCount(total, c.Results.Skip)
 			}
 			continue
 		}
 		c.Results = nil
-		s := read.summaries[c.Name]
+		s := read.Summaries[c.Name]
 		if s == nil {
 			continue
 		}
@@ -496,31 +496,31 @@ func (d *fleetPolicyException) setResults(clusters []policyhubv1.ClusterStatus, 
 	return clusters
 }
 
-// progress sets the exception's own status (state, clusters in force, Approved) and holds Ready
+// Progress sets the exception's own status (state, clusters in force, Approved) and holds Ready
 // while it is not Active, or its target is missing; it wakes at the end date.
-func (d *fleetPolicyException) progress(r *rendering, outcomes []clusterOutcome, _ []policyhubv1.ClusterStatus, _ time.Time) progress {
+func (d *fleetPolicyException) Progress(r *Rendering, outcomes []Outcome, _ []policyhubv1.ClusterStatus, _ time.Time) Progress {
 	d.judged()
-	d.Status.Policy = r.excepted
+	d.Status.Policy = r.Excepted
 	var inForce int32
 	for _, o := range outcomes {
-		if r.targets.Objects[o.cluster] != nil && !o.pending && o.result.Phase == policyhubv1.ClusterPhaseSynced {
+		if r.Targets.Objects[o.Cluster] != nil && !o.Pending && o.Result.Phase == policyhubv1.ClusterPhaseSynced {
 			inForce++
 		}
 	}
 	d.Status.InForce = inForce
-	p := progress{wake: d.verdict.Wake}
+	p := Progress{Wake: d.verdict.Wake}
 	switch {
 	case d.verdict.State != policyhubv1.ExceptionActive:
-		p.holding, p.reason = d.verdict.Message, d.verdict.State
+		p.Holding, p.Reason = d.verdict.Message, d.verdict.State
 		if d.verdict.Reason != "" {
-			p.reason = d.verdict.Reason
+			p.Reason = d.verdict.Reason
 		}
-	case r.refused != nil:
-		p.holding, p.reason, p.stalled = r.refused.Error()+": in force nowhere", r.refused.Reason, true
-		d.refuse(r.refused.Reason + ": " + r.refused.Error())
-	case r.missing != "":
-		p.holding, p.reason = r.missing+": in force nowhere", "TargetMissing"
-	case len(r.targets.NotGranted) > 0 && len(r.targets.Objects) == 0:
+	case r.Refused != nil:
+		p.Holding, p.Reason, p.Stalled = r.Refused.Error()+": in force nowhere", r.Refused.Reason, true
+		d.refuse(r.Refused.Reason + ": " + r.Refused.Error())
+	case r.Missing != "":
+		p.Holding, p.Reason = r.Missing+": in force nowhere", "TargetMissing"
+	case len(r.Targets.NotGranted) > 0 && len(r.Targets.Objects) == 0:
 		// Not one place it asks for is granted to its namespace (statusHalf's NotGranted says
 		// which, and how a hub admin grants them): approved, but in force nowhere.
 		d.refuse(ReasonNotGranted + ": not one of its places is granted to namespace " + d.Namespace + ", so it is in force nowhere")
@@ -565,9 +565,9 @@ func (d *fleetPolicyException) judged() {
 	meta.SetStatusCondition(&d.Status.Conditions, approved)
 }
 
-// afterStatus exports the exception's metrics and announces a change of state (approved,
+// AfterStatus exports the exception's metrics and announces a change of state (approved,
 // denied, revoked, expired) once.
-func (d *fleetPolicyException) afterStatus(context.Context) time.Duration {
+func (d *fleetPolicyException) AfterStatus(context.Context) time.Duration {
 	if d.r.Metrics != nil {
 		d.r.Metrics.Set(d.FleetPolicyException)
 	}

@@ -41,7 +41,7 @@ func TestSliceWatchesPassOnlyWhereSyncedChanges(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}
-			got := slicesOfKinds(policyhubv1.KindFleetPolicyException).Update(e) && syncedClustersChanged().Update(e)
+			got := SlicesOfKinds(policyhubv1.KindFleetPolicyException).Update(e) && SyncedClustersChanged().Update(e)
 			if got != tc.want {
 				t.Errorf("passes %v, want %v", got, tc.want)
 			}
@@ -90,22 +90,22 @@ func TestExceptionInForceNowhereIsNotActive(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name      string
-		r         *rendering
+		r         *Rendering
 		state     string
 		refusedIn string
 	}{
-		{"a wildcard namespace", &rendering{targets: targets(nil), refused: &render.InvalidError{Reason: "InvalidException", Err: errors.New(`spec.resources.namespaces: "*" has a wildcard`)}},
+		{"a wildcard namespace", &Rendering{Targets: targets(nil), Refused: &render.InvalidError{Reason: "InvalidException", Err: errors.New(`spec.resources.namespaces: "*" has a wildcard`)}},
 			policyhubv1.ExceptionInvalid, `InvalidException: spec.resources.namespaces: "*" has a wildcard`},
-		{"no place granted", &rendering{targets: targets(nil, "cluster-1/default", "cluster-2/default")},
+		{"no place granted", &Rendering{Targets: targets(nil, "cluster-1/default", "cluster-2/default")},
 			policyhubv1.ExceptionInvalid, "NotGranted: not one of its places is granted to namespace team-a"},
-		{"granted in one cluster", &rendering{targets: targets([]string{"cluster-1"}, "cluster-2/default")}, policyhubv1.ExceptionActive, ""},
-		{"in force", &rendering{targets: targets([]string{"cluster-1"})}, policyhubv1.ExceptionActive, ""},
+		{"granted in one cluster", &Rendering{Targets: targets([]string{"cluster-1"}, "cluster-2/default")}, policyhubv1.ExceptionActive, ""},
+		{"in force", &Rendering{Targets: targets([]string{"cluster-1"})}, policyhubv1.ExceptionActive, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ex := &policyhubv1.FleetPolicyException{}
 			ex.Namespace, ex.Generation = "team-a", 1
 			d := &fleetPolicyException{FleetPolicyException: ex, verdict: approved}
-			d.progress(tc.r, nil, nil, time.Now())
+			d.Progress(tc.r, nil, nil, time.Now())
 			if d.Status.State != tc.state || !strings.HasPrefix(d.refused, tc.refusedIn) || (tc.refusedIn == "") != (d.refused == "") {
 				t.Errorf("state %s, refused %q; want %s, %q", d.Status.State, d.refused, tc.state, tc.refusedIn)
 			}

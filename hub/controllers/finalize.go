@@ -23,13 +23,13 @@ import (
 // finalize prunes the declaration's policies from every cluster it was synced to, then lets it
 // go. A cluster that cannot be pruned keeps the finalizer, and the status says which and why;
 // its worker retries, and its results wake this reconcile.
-func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declaration, source string) (ctrl.Result, error) {
-	obj := d.object()
+func (e Engine) finalize(ctx context.Context, key types.NamespacedName, d Declaration, source string) (ctrl.Result, error) {
+	obj := d.Object()
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	orig := d.deepCopy()
-	st := d.status()
+	orig := d.Copy()
+	st := d.CommonStatus()
 	owner := e.sliceOwner(d)
 	before, have, err := statusslice.Read(ctx, e.reader, owner)
 	if err != nil {
@@ -40,7 +40,7 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 	for _, c := range before {
 		clusters = append(clusters, c.Name)
 	}
-	if len(have) == 0 && st.summary.Clusters > 0 && d.prune() {
+	if len(have) == 0 && st.Summary.Clusters > 0 && d.Prune() {
 		// Its status counts clusters but no slice names them: written by a hub before the slices
 		// (or the cache has not seen them yet). Where it was synced is unknown, so every cluster
 		// of the fleet is asked to prune it: a cluster without its objects has nothing to do.
@@ -52,7 +52,7 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 	// prune them and remove them.
 	clusters = sh.ownedNames(clusters)
 	others := sh.others(before)
-	if d.prune() {
+	if d.Prune() {
 		// A cluster that left the fleet (its credential Secret is gone) cannot be reached to prune:
 		// waiting for it would hold the finalizer (and the namespace of an ApplicationPolicy) forever.
 		left, err := e.leftFleet(ctx, clusters)
@@ -68,14 +68,14 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 				e.dispatch.workers.Drop(c, source)
 			}
 		}
-		var stuck []clusterOutcome
+		var stuck []Outcome
 		pending := 0
 		for _, o := range e.dispatch.want(pruneWants(source, clusters)) {
 			switch {
-			case o.pending:
+			case o.Pending:
 				pending++
-			case o.result.Phase != policyhubv1.ClusterPhaseSynced:
-				o.result.Message = "deleting: could not prune this cluster yet: " + o.result.Message
+			case o.Result.Phase != policyhubv1.ClusterPhaseSynced:
+				o.Result.Message = "deleting: could not prune this cluster yet: " + o.Result.Message
 				stuck = append(stuck, o)
 			}
 		}
@@ -86,15 +86,15 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 			if !sh.writes {
 				return ctrl.Result{}, nil
 			}
-			setConditions(st.conditions, metav1.Condition{
+			setConditions(st.Conditions, metav1.Condition{
 				Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "PruneFailed", ObservedGeneration: obj.GetGeneration(),
 				Message: fmt.Sprintf("deleting: %d clusters still hold its policies and could not be pruned; the finalizer stays until they are", len(stuck)),
 			}, &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Pruning", Message: "the clusters' workers retry the prune with backoff"}, nil)
 			if err := e.patchStatus(ctx, orig, d); err != nil {
 				return ctrl.Result{}, err
 			}
-			if c := meta.FindStatusCondition(*orig.status().conditions, policyhubv1.ConditionReady); c == nil || c.Reason != "PruneFailed" {
-				e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "PruneFailed", "Delete", "could not prune %s: %s", stuck[0].cluster, stuck[0].result.Message)
+			if c := meta.FindStatusCondition(*orig.CommonStatus().Conditions, policyhubv1.ConditionReady); c == nil || c.Reason != "PruneFailed" {
+				e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "PruneFailed", "Delete", "could not prune %s: %s", stuck[0].Cluster, stuck[0].Result.Message)
 			}
 			return ctrl.Result{}, nil
 		}
@@ -117,7 +117,7 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 	if err := statusslice.Apply(ctx, e.client, obj, schema.GroupVersionKind{}, statusslice.Changes{Delete: have}); err != nil {
 		return ctrl.Result{}, err
 	}
-	patch := client.MergeFrom(d.deepCopy().object())
+	patch := client.MergeFrom(d.Copy().Object())
 	controllerutil.RemoveFinalizer(obj, Finalizer)
 	if err := e.client.Patch(ctx, obj, patch); err != nil {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
@@ -125,12 +125,12 @@ func (e engine) finalize(ctx context.Context, key types.NamespacedName, d declar
 	for _, c := range clusters {
 		e.dispatch.workers.Drop(c, source)
 	}
-	e.room.forget(key)
+	e.room.Forget(key)
 	return ctrl.Result{}, nil
 }
 
 // fleetClusters are the clusters that have a cluster-gateway credential Secret.
-func (e engine) fleetClusters(ctx context.Context) ([]string, error) {
+func (e Engine) fleetClusters(ctx context.Context) ([]string, error) {
 	secrets, err := placement.CredentialSecrets(ctx, e.reader, e.secretNamespace)
 	if err != nil {
 		return nil, err
@@ -143,7 +143,7 @@ func (e engine) fleetClusters(ctx context.Context) ([]string, error) {
 }
 
 // leftFleet are the clusters that no longer have a cluster-gateway credential Secret.
-func (e engine) leftFleet(ctx context.Context, clusters []string) ([]string, error) {
+func (e Engine) leftFleet(ctx context.Context, clusters []string) ([]string, error) {
 	if len(clusters) == 0 {
 		return nil, nil
 	}

@@ -31,7 +31,7 @@ type FleetPolicyReconciler struct {
 
 	// room remembers, per FleetPolicy, its last rendering and the results announced, so that a
 	// reconcile woken by an agent's summary or a worker's result renders nothing.
-	room resultsRoom
+	room Room
 
 	// Rollouts exports the rollouts' state as metrics.
 	Rollouts *metrics.Rollout
@@ -40,38 +40,38 @@ type FleetPolicyReconciler struct {
 // SetupWithManager registers the reconciler: FleetPolicy spec changes, and changes of the
 // inventory (gateway credential Secrets, metadata only), trigger it.
 func (r *FleetPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return declarationController(mgr, "fleetpolicy", policyhubv1.KindFleetPolicy, &policyhubv1.FleetPolicy{}, &r.DeclarationOptions, &r.room, r.everyFleetPolicy, r.fleetPoliciesInCluster, r.fleetPoliciesOfPlacement).
+	return ControllerFor(mgr, "fleetpolicy", policyhubv1.KindFleetPolicy, &policyhubv1.FleetPolicy{}, &r.DeclarationOptions, &r.room, r.everyFleetPolicy, r.fleetPoliciesInCluster, r.fleetPoliciesOfPlacement).
 		// Where its exceptions are in force marks its namespaced CEL policies (markExceptionsInForce).
-		Watches(&policyhubv1.ClusterStatusSlice{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(ofExceptionSlice(r.Reader, policyhubv1.KindFleetPolicy, r.everyFleetPolicy))),
-			builder.WithPredicates(slicesOfKinds(policyhubv1.KindFleetPolicyException), syncedClustersChanged())).
+		Watches(&policyhubv1.ClusterStatusSlice{}, handler.EnqueueRequestsFromMapFunc(r.room.Rerendering(ofExceptionSlice(r.Reader, policyhubv1.KindFleetPolicy, r.everyFleetPolicy))),
+			builder.WithPredicates(SlicesOfKinds(policyhubv1.KindFleetPolicyException), SyncedClustersChanged())).
 		Complete(r)
 }
 
 func (r *FleetPolicyReconciler) everyFleetPolicy(ctx context.Context, _ client.Object) []reconcile.Request {
 	list := &policyhubv1.FleetPolicyList{}
-	if err := r.Client.List(ctx, list, readOnlyList); err != nil {
+	if err := r.Client.List(ctx, list, ReadOnlyList); err != nil {
 		log.FromContext(ctx).Error(err, "list FleetPolicies after an inventory change")
 		return nil
 	}
-	return requestsFor[policyhubv1.FleetPolicy](list.Items, nil)
+	return RequestsFor[policyhubv1.FleetPolicy](list.Items, nil)
 }
 
 // fleetPoliciesOfPlacement maps an OCM Placement or PlacementDecision to the FleetPolicies whose
 // placementRef names the Placement.
 func (r *FleetPolicyReconciler) fleetPoliciesOfPlacement(ctx context.Context, obj client.Object) []reconcile.Request {
 	list := &policyhubv1.FleetPolicyList{}
-	if err := r.Client.List(ctx, list, readOnlyList); err != nil {
+	if err := r.Client.List(ctx, list, ReadOnlyList); err != nil {
 		log.FromContext(ctx).Error(err, "list FleetPolicies after an OCM placement change")
 		return nil
 	}
 	key := placement.PlacementOf(obj)
-	return requestsFor(list.Items, func(fp *policyhubv1.FleetPolicy) bool { return placement.Names(&fp.Spec.Placement, "", key) })
+	return RequestsFor(list.Items, func(fp *policyhubv1.FleetPolicy) bool { return placement.Names(&fp.Spec.Placement, "", key) })
 }
 
 // fleetPoliciesInCluster maps a cluster's summary to the FleetPolicies whose slices (in the hub's
 // namespace) hold the cluster: their results come from it.
 func (r *FleetPolicyReconciler) fleetPoliciesInCluster(ctx context.Context, summary client.Object) []reconcile.Request {
-	return declarationsInCluster(ctx, r.Reader, policyhubv1.KindFleetPolicy, r.Namespace, summary.GetNamespace())
+	return DeclarationsInCluster(ctx, r.Reader, policyhubv1.KindFleetPolicy, r.Namespace, summary.GetNamespace())
 }
 
 // Reconcile runs placement → render → sync for one FleetPolicy and records the outcome.
@@ -79,14 +79,14 @@ func (r *FleetPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	fp := &policyhubv1.FleetPolicy{}
 	if err := r.Client.Get(ctx, req.NamespacedName, fp); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.room.forget(req.NamespacedName)
+			r.room.Forget(req.NamespacedName)
 			if r.Rollouts != nil {
 				r.Rollouts.Delete(req.Name)
 			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	return r.engine(&r.room).reconcile(ctx, req.NamespacedName, &fleetPolicy{FleetPolicy: fp, r: r})
+	return r.Engine(&r.room).Reconcile(ctx, req.NamespacedName, &fleetPolicy{FleetPolicy: fp, r: r})
 }
 
 // fleetPolicy is a FleetPolicy as the engine's declaration.
@@ -101,28 +101,28 @@ type fleetPolicy struct {
 	legacy map[string]*int64
 }
 
-func (d *fleetPolicy) object() client.Object { return d.FleetPolicy }
-func (d *fleetPolicy) kind() string          { return policyhubv1.KindFleetPolicy }
-func (d *fleetPolicy) statusWithoutChurn() any {
+func (d *fleetPolicy) Object() client.Object { return d.FleetPolicy }
+func (d *fleetPolicy) Kind() string          { return policyhubv1.KindFleetPolicy }
+func (d *fleetPolicy) StatusWithoutChurn() any {
 	st := *d.Status.DeepCopy()
 	st.Summary.Results = st.Summary.Results.WithoutChurn()
 	return st
 }
-func (d *fleetPolicy) suspended() bool { return d.Spec.Suspend }
-func (d *fleetPolicy) prune() bool     { return declare.Prune(d.Spec.Prune) }
-func (d *fleetPolicy) deepCopy() declaration {
+func (d *fleetPolicy) Suspended() bool { return d.Spec.Suspend }
+func (d *fleetPolicy) Prune() bool     { return declare.Prune(d.Spec.Prune) }
+func (d *fleetPolicy) Copy() Declaration {
 	return &fleetPolicy{FleetPolicy: d.FleetPolicy.DeepCopy(), r: d.r, transitions: d.transitions}
 }
 
-func (d *fleetPolicy) status() declarationStatus {
-	return declarationStatus{observedGeneration: &d.Status.ObservedGeneration, conditions: &d.Status.Conditions, summary: &d.Status.Summary}
+func (d *fleetPolicy) CommonStatus() StatusFields {
+	return StatusFields{ObservedGeneration: &d.Status.ObservedGeneration, Conditions: &d.Status.Conditions, Summary: &d.Status.Summary}
 }
 
-func (d *fleetPolicy) source(hubID string) string {
+func (d *fleetPolicy) Source(hubID string) string {
 	return render.FleetPolicyOwner(hubID, d.Name).Source()
 }
 
-func (d *fleetPolicy) render(ctx context.Context) (*rendering, error) {
+func (d *fleetPolicy) Render(ctx context.Context) (*Rendering, error) {
 	inv, err := placement.ReadInventory(ctx, d.r.Reader, d.r.SecretNamespace)
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster inventory: %w", err)
@@ -134,12 +134,12 @@ func (d *fleetPolicy) render(ctx context.Context) (*rendering, error) {
 	if err := declare.MarkExceptionsInForce(ctx, d.r.Reader, policyhubv1.KindFleetPolicy, d.Name, declare.FleetPolicyExceptedRef(d.FleetPolicy), t); err != nil {
 		return nil, err
 	}
-	return &rendering{targets: t, rollout: plan}, nil
+	return &Rendering{Targets: t, Rollout: plan}, nil
 }
 
-// renderInput is the rollout's state, when it rolls out: the plan, and so what each wave's
+// RenderInput is the rollout's state, when it rolls out: the plan, and so what each wave's
 // clusters get, follows the waves' phases.
-func (d *fleetPolicy) renderInput() string {
+func (d *fleetPolicy) RenderInput() string {
 	if d.Spec.Rollout == nil || d.Status.Rollout == nil {
 		return ""
 	}
@@ -150,18 +150,18 @@ func (d *fleetPolicy) renderInput() string {
 	return string(state)
 }
 
-func (d *fleetPolicy) progress(r *rendering, outcomes []clusterOutcome, clusters []policyhubv1.ClusterStatus, now time.Time) progress {
-	return d.progressRollout(r.rollout, outcomes, clusters, now)
+func (d *fleetPolicy) Progress(r *Rendering, outcomes []Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) Progress {
+	return d.progressRollout(r.Rollout, outcomes, clusters, now)
 }
 
-func (d *fleetPolicy) setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
+func (d *fleetPolicy) SetResults(clusters []policyhubv1.ClusterStatus, read SummaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
 	d.legacy = legacyCounts(read)
-	clusters = setResults(clusters, read, owned, now)
+	clusters = SetResults(clusters, read, owned, now)
 	recordLegacy(clusters, read, d.legacy, d.Spec.Rollout.GatesOnLegacyObjects())
 	return clusters
 }
 
-func (d *fleetPolicy) afterStatus(context.Context) time.Duration {
+func (d *fleetPolicy) AfterStatus(context.Context) time.Duration {
 	announceRollout(d.r.Recorder, d.FleetPolicy, d.transitions)
 	if d.r.Rollouts != nil {
 		d.r.Rollouts.Set(d.Name, d.Status.Rollout)

@@ -21,10 +21,10 @@ type rolloutEvent struct {
 
 // progressRollout makes one step of the rollout plan (nil: none) from the clusters' outcomes and
 // state (see gateReports), and records the new state in the status.
-func (d *fleetPolicy) progressRollout(plan *rollout.Plan, outcomes []clusterOutcome, clusters []policyhubv1.ClusterStatus, now time.Time) progress {
+func (d *fleetPolicy) progressRollout(plan *rollout.Plan, outcomes []Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) Progress {
 	if plan == nil {
 		d.Status.Rollout = nil
-		return progress{}
+		return Progress{}
 	}
 	step := stepRollout(plan, outcomes, clusters, d.legacy, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
 		func() *policyhubv1.StableVersion {
@@ -38,7 +38,7 @@ func (d *fleetPolicy) progressRollout(plan *rollout.Plan, outcomes []clusterOutc
 // declaration, and the Events of its transitions.
 type rolloutStep struct {
 	status      *policyhubv1.RolloutStatus
-	progress    progress
+	progress    Progress
 	transitions []rolloutEvent
 }
 
@@ -46,7 +46,7 @@ type rolloutStep struct {
 // state (their results, and whether gateReports judged their reports fresh) and their legacy
 // objects (legacyCounts): annotations hold the approvals, paused holds every wave, prev is the
 // state before, and done names the current version once it completes every wave.
-func stepRollout(plan *rollout.Plan, outcomes []clusterOutcome, clusters []policyhubv1.ClusterStatus, legacy map[string]*int64, now time.Time,
+func stepRollout(plan *rollout.Plan, outcomes []Outcome, clusters []policyhubv1.ClusterStatus, legacy map[string]*int64, now time.Time,
 	annotations map[string]string, paused bool, prev *policyhubv1.RolloutStatus, done func() *policyhubv1.StableVersion) rolloutStep {
 	measures := map[string]rollout.Measure{}
 	entries := make(map[string]*policyhubv1.ClusterStatus, len(clusters))
@@ -54,21 +54,21 @@ func stepRollout(plan *rollout.Plan, outcomes []clusterOutcome, clusters []polic
 		entries[clusters[i].Name] = &clusters[i]
 	}
 	for _, o := range outcomes {
-		if _, rolling := plan.Modes[o.cluster]; !rolling {
+		if _, rolling := plan.Modes[o.Cluster]; !rolling {
 			continue // held at the stable version: not judged
 		}
-		m := rollout.Measure{Synced: !o.pending && o.result.Phase == policyhubv1.ClusterPhaseSynced && o.result.InForce != nil && *o.result.InForce}
-		if c := entries[o.cluster]; c != nil {
+		m := rollout.Measure{Synced: !o.Pending && o.Result.Phase == policyhubv1.ClusterPhaseSynced && o.Result.InForce != nil && *o.Result.InForce}
+		if c := entries[o.Cluster]; c != nil {
 			if c.Results != nil {
 				m.Fail = c.Results.Fail
 			}
 			m.Blocked, m.DryRunsIncluded, m.Fresh = c.Blocked, c.BlockedIncludesDryRuns, c.ReportsFresh != nil && *c.ReportsFresh
 		}
-		m.LegacyObjects = legacy[o.cluster]
-		if c := entries[o.cluster]; m.LegacyObjects == nil && c != nil {
+		m.LegacyObjects = legacy[o.Cluster]
+		if c := entries[o.Cluster]; m.LegacyObjects == nil && c != nil {
 			m.LegacyObjects = c.LegacyObjects // another replica works the cluster: its word
 		}
-		measures[o.cluster] = m
+		measures[o.Cluster] = m
 	}
 	approved := map[string]bool{}
 	for _, w := range plan.Waves {
@@ -94,17 +94,17 @@ func stepRollout(plan *rollout.Plan, outcomes []clusterOutcome, clusters []polic
 			break
 		}
 	}
-	p := progress{}
+	p := Progress{}
 	if holding != "" {
-		p.reason, p.holding = "RolloutProgressing", holding
+		p.Reason, p.Holding = "RolloutProgressing", holding
 		if paused {
-			p.reason, p.holding = "RolloutPaused", "paused: "+holding
+			p.Reason, p.Holding = "RolloutPaused", "paused: "+holding
 		}
 	}
 	if !maps.Equal(plan.Modes, out.Modes) {
-		p.wake = rolloutRestep // render the new modes at once
+		p.Wake = rolloutRestep // render the new modes at once
 	} else if due := rollout.NextWake(plan.Waves, out.Waves); !due.IsZero() {
-		p.wake = max(due.Sub(now)+time.Second, time.Millisecond)
+		p.Wake = max(due.Sub(now)+time.Second, time.Millisecond)
 	}
 	return rolloutStep{status: next, progress: p, transitions: rolloutTransitions(prev, next, plan.Waves)}
 }
@@ -112,9 +112,9 @@ func stepRollout(plan *rollout.Plan, outcomes []clusterOutcome, clusters []polic
 // legacyCounts are the Kyverno legacy objects of each cluster whose summary was read and holds
 // an inventory (whatever the objects' owner): a cluster absent has not reported one, or its
 // summary was not read here (another replica works it), and holds a wave gated on them.
-func legacyCounts(read summaryRead) map[string]*int64 {
+func legacyCounts(read SummaryRead) map[string]*int64 {
 	out := map[string]*int64{}
-	for cluster, s := range read.summaries {
+	for cluster, s := range read.Summaries {
 		if inv := s.Spec.Engine.Legacy; inv != nil {
 			n := inv.Total()
 			out[cluster] = &n
@@ -127,13 +127,13 @@ func legacyCounts(read summaryRead) map[string]*int64 {
 // (legacy), when gated (the rollout gates a wave on them), and clears them otherwise: the replica
 // that writes the declaration's status reads them for the clusters other replicas work. Only a
 // gated declaration carries them, so an inventory's change rewrites no other declaration's slices.
-func recordLegacy(clusters []policyhubv1.ClusterStatus, read summaryRead, legacy map[string]*int64, gated bool) {
+func recordLegacy(clusters []policyhubv1.ClusterStatus, read SummaryRead, legacy map[string]*int64, gated bool) {
 	for i := range clusters {
 		c := &clusters[i]
 		switch {
 		case !gated:
 			c.LegacyObjects = nil
-		case !read.unread[c.Name] && read.summaries[c.Name] != nil:
+		case !read.Unread[c.Name] && read.Summaries[c.Name] != nil:
 			c.LegacyObjects = legacy[c.Name]
 		}
 	}
@@ -144,10 +144,10 @@ func recordLegacy(clusters []policyhubv1.ClusterStatus, read summaryRead, legacy
 // freshReport): the gates count only those. Another replica's clusters keep their owner's
 // judgement (read.unread). recheck is how soon a cluster not fresh yet, in a wave not done, may
 // be proven fresh by its agent heard again (zero: none): a renewal wakes no declaration.
-func gateReports(plan *rollout.Plan, own []clusterOutcome, clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) ([]policyhubv1.ClusterStatus, time.Duration) {
+func gateReports(plan *rollout.Plan, own []Outcome, clusters []policyhubv1.ClusterStatus, read SummaryRead, owned map[string][]aggregate.Policy, now time.Time) ([]policyhubv1.ClusterStatus, time.Duration) {
 	if plan == nil {
 		for i := range clusters {
-			if !read.unread[clusters[i].Name] {
+			if !read.Unread[clusters[i].Name] {
 				clusters[i].ReportsFresh = nil
 			}
 		}
@@ -174,15 +174,15 @@ func gateReports(plan *rollout.Plan, own []clusterOutcome, clusters []policyhubv
 			waveOf[c] = w.Name
 		}
 	}
-	outcomes := make(map[string]clusterOutcome, len(own))
+	outcomes := make(map[string]Outcome, len(own))
 	for _, o := range own {
-		outcomes[o.cluster] = o
+		outcomes[o.Cluster] = o
 	}
 	var recheck time.Time
 	for i := range clusters {
 		c := &clusters[i]
 		o, mine := outcomes[c.Name]
-		if read.unread[c.Name] || !mine {
+		if read.Unread[c.Name] || !mine {
 			continue
 		}
 		c.ReportsFresh = nil
@@ -193,14 +193,14 @@ func gateReports(plan *rollout.Plan, own []clusterOutcome, clusters []policyhubv
 		// when the hub started, or another replica wrote it) cannot say when it arrived: its
 		// summary counts from the moment the wave was seen synced, on whatever results it holds
 		// (Kyverno evaluated them when the version arrived).
-		arrived, known := o.wroteAt, !o.wroteAt.IsZero()
+		arrived, known := o.WroteAt, !o.WroteAt.IsZero()
 		if !known {
 			arrived = syncedAt[c.Name]
 		}
 		fresh := false
-		if s, ok := read.summaries[c.Name]; ok && !arrived.IsZero() {
+		if s, ok := read.Summaries[c.Name]; ok && !arrived.IsZero() {
 			res := aggregate.ForPolicies(s, owned[c.Name], now)
-			heard := read.lastHeard(s, now)
+			heard := read.LastHeard(s, now)
 			if fresh = freshReport(res, heard, arrived, known); !fresh && !done[waveOf[c.Name]] {
 				// Look again when the agent's next renewal is due, or when one would be late
 				// enough to count.

@@ -132,16 +132,16 @@ func TestGateReports(t *testing.T) {
 	spec := func(cluster string) policyhubv1.PolicyReportSummarySpec {
 		return policyhubv1.PolicyReportSummarySpec{Cluster: cluster, Policies: []policyhubv1.PolicySummary{{Name: "p", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: 2}}}}
 	}
-	read := summaryRead{summaries: map[string]*policyhubv1.PolicyReportSummary{
+	read := SummaryRead{Summaries: map[string]*policyhubv1.PolicyReportSummary{
 		"after":  seenSummary(now.Add(-10*time.Second), spec("after")),
 		"before": seenSummary(wrote.Add(-time.Minute), spec("before")),
 		"held":   seenSummary(now, spec("held")),
-	}, unread: map[string]bool{"theirs": true}}
+	}, Unread: map[string]bool{"theirs": true}}
 	owned := map[string][]aggregate.Policy{"after": policy, "before": policy, "held": policy, "theirs": policy}
 	plan := &rollout.Plan{Revision: "r2", Waves: []rollout.Wave{{Name: "canary", Clusters: []string{"after", "before", "theirs"}}},
 		Modes: map[string]policyhubv1.Mode{"after": policyhubv1.ModeAudit, "before": policyhubv1.ModeAudit, "theirs": policyhubv1.ModeAudit}}
-	own := []clusterOutcome{
-		{cluster: "after", wroteAt: wrote}, {cluster: "before", wroteAt: wrote}, {cluster: "held", wroteAt: wrote},
+	own := []Outcome{
+		{Cluster: "after", WroteAt: wrote}, {Cluster: "before", WroteAt: wrote}, {Cluster: "held", WroteAt: wrote},
 	}
 	theirs := true
 	clusters := []policyhubv1.ClusterStatus{{Name: "after"}, {Name: "before"}, {Name: "held", ReportsFresh: &theirs}, {Name: "theirs", ReportsFresh: &theirs}}
@@ -174,8 +174,8 @@ func TestGateReportsOfALateAgent(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	s := seenSummary(now.Add(-time.Hour), policyhubv1.PolicyReportSummarySpec{Cluster: "late"})
 	plan := &rollout.Plan{Waves: []rollout.Wave{{Name: "canary", Clusters: []string{"late"}}}, Modes: map[string]policyhubv1.Mode{"late": policyhubv1.ModeAudit}}
-	_, recheck := gateReports(plan, []clusterOutcome{{cluster: "late", wroteAt: now.Add(-10 * time.Minute)}}, []policyhubv1.ClusterStatus{{Name: "late"}},
-		summaryRead{summaries: map[string]*policyhubv1.PolicyReportSummary{"late": s}}, nil, now)
+	_, recheck := gateReports(plan, []Outcome{{Cluster: "late", WroteAt: now.Add(-10 * time.Minute)}}, []policyhubv1.ClusterStatus{{Name: "late"}},
+		SummaryRead{Summaries: map[string]*policyhubv1.PolicyReportSummary{"late": s}}, nil, now)
 	if want := aggregate.Heartbeat(s) + time.Second; recheck != want {
 		t.Errorf("recheck in %v, want %v", recheck, want)
 	}
@@ -190,9 +190,9 @@ func TestRolloutWaitsForNotEnforcedCluster(t *testing.T) {
 		States: []rollout.WaveState{{Name: "prod", Phase: rollout.Enforcing, Since: now.Add(-time.Minute)}},
 		Modes:  map[string]policyhubv1.Mode{"a": policyhubv1.ModeEnforce, "b": policyhubv1.ModeEnforce}}
 	inForce := true
-	outcomes := []clusterOutcome{
-		{cluster: "a", result: &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, InForce: &inForce}},
-		{cluster: "b", result: &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseNotEnforced, InForce: new(bool)}},
+	outcomes := []Outcome{
+		{Cluster: "a", Result: &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, InForce: &inForce}},
+		{Cluster: "b", Result: &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseNotEnforced, InForce: new(bool)}},
 	}
 	done := func() *policyhubv1.StableVersion { return &policyhubv1.StableVersion{Revision: "r1"} }
 	step := stepRollout(plan, outcomes, nil, nil, now, nil, false, nil, done)
@@ -200,7 +200,7 @@ func TestRolloutWaitsForNotEnforcedCluster(t *testing.T) {
 	if w.Phase != policyhubv1.WaveEnforcing || !strings.Contains(w.Reason, "b") || strings.Contains(w.Reason, "a,") {
 		t.Errorf("wave %s (%q), want Enforcing waiting for b", w.Phase, w.Reason)
 	}
-	outcomes[1].result = &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, InForce: &inForce}
+	outcomes[1].Result = &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, InForce: &inForce}
 	if w := stepRollout(plan, outcomes, nil, nil, now, nil, false, nil, done).status.Waves[0]; w.Phase != policyhubv1.WaveDone {
 		t.Errorf("every cluster in force: wave %s (%q), want Done", w.Phase, w.Reason)
 	}
@@ -217,12 +217,12 @@ func TestLegacyGateReadsOtherReplicasClusters(t *testing.T) {
 		States: []rollout.WaveState{{Name: "canary", Phase: rollout.Auditing, Since: now.Add(-time.Minute), SyncedAt: ptr.To(now.Add(-time.Minute))}},
 		Modes:  map[string]policyhubv1.Mode{"mine": policyhubv1.ModeAudit, "theirs": policyhubv1.ModeAudit}}
 	inForce, fresh := true, true
-	outcomes := []clusterOutcome{
-		{cluster: "mine", result: &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, InForce: &inForce}},
-		{cluster: "theirs", result: &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, InForce: &inForce}},
+	outcomes := []Outcome{
+		{Cluster: "mine", Result: &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, InForce: &inForce}},
+		{Cluster: "theirs", Result: &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, InForce: &inForce}},
 	}
 	// The owner of "theirs" wrote its count; "mine" is read here from its summary.
-	read := summaryRead{summaries: map[string]*policyhubv1.PolicyReportSummary{"mine": {}}, unread: map[string]bool{"theirs": true}}
+	read := SummaryRead{Summaries: map[string]*policyhubv1.PolicyReportSummary{"mine": {}}, Unread: map[string]bool{"theirs": true}}
 	two := int64(2)
 	clusters := []policyhubv1.ClusterStatus{{Name: "mine", ReportsFresh: &fresh}, {Name: "theirs", ReportsFresh: &fresh, LegacyObjects: &two}}
 	legacy := map[string]*int64{"mine": &zero}

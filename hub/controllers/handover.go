@@ -85,7 +85,7 @@ func (h *handover) wakeAll(ctx context.Context) {
 		if kind == kindSummaryLabel {
 			reader = h.summaryMetas
 		}
-		if err := reader.List(ctx, list, readOnlyList); err != nil {
+		if err := reader.List(ctx, list, ReadOnlyList); err != nil {
 			log.FromContext(ctx).Error(err, "list after the replicas' shares changed", "kind", kind)
 			return
 		}

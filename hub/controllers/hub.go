@@ -83,7 +83,7 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 	if o.Namespace == "" {
 		return nil, errors.New("the hub's namespace is required: FleetPolicies' ClusterStatusSlices live there")
 	}
-	if err := indexSlices(ctx, mgr); err != nil {
+	if err := IndexSlices(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("index ClusterStatusSlices by cluster: %w", err)
 	}
 	syncMetrics := metrics.NewSync(o.Registry)

@@ -52,7 +52,7 @@ type PolicySetReconciler struct {
 	// Rollouts exports the sets' rollouts as metrics, their policy label pset/NAME (nil: not).
 	Rollouts *metrics.Rollout
 
-	room    resultsRoom
+	room    Room
 	sources sourceRoom
 }
 
@@ -63,12 +63,12 @@ func (r *PolicySetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Limits == (source.Limits{}) {
 		r.Limits = source.DefaultLimits
 	}
-	b := declarationController(mgr, "policyset", policyhubv1.KindPolicySet, &policyhubv1.PolicySet{}, &r.DeclarationOptions, &r.room, r.every, r.inCluster, r.ofPlacement)
+	b := ControllerFor(mgr, "policyset", policyhubv1.KindPolicySet, &policyhubv1.PolicySet{}, &r.DeclarationOptions, &r.room, r.every, r.inCluster, r.ofPlacement)
 	inHub := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Namespace })
 	b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.ofLibrary), builder.WithPredicates(inHub))
 	// Where its exceptions are in force marks its namespaced CEL members (markExceptionsInForce).
-	b = b.Watches(&policyhubv1.ClusterStatusSlice{}, handler.EnqueueRequestsFromMapFunc(r.room.rerendering(ofExceptionSlice(r.Reader, policyhubv1.KindPolicySet, r.every))),
-		builder.WithPredicates(slicesOfKinds(policyhubv1.KindFleetPolicyException), syncedClustersChanged()))
+	b = b.Watches(&policyhubv1.ClusterStatusSlice{}, handler.EnqueueRequestsFromMapFunc(r.room.Rerendering(ofExceptionSlice(r.Reader, policyhubv1.KindPolicySet, r.every))),
+		builder.WithPredicates(SlicesOfKinds(policyhubv1.KindFleetPolicyException), SyncedClustersChanged()))
 	for _, gvk := range r.FluxSources {
 		src := &unstructured.Unstructured{}
 		src.SetGroupVersionKind(gvk)
@@ -114,7 +114,7 @@ func (r *PolicySetReconciler) ofFluxSource(ctx context.Context, obj client.Objec
 
 func (r *PolicySetReconciler) list(ctx context.Context) []policyhubv1.PolicySet {
 	list := &policyhubv1.PolicySetList{}
-	if err := r.Client.List(ctx, list, readOnlyList); err != nil {
+	if err := r.Client.List(ctx, list, ReadOnlyList); err != nil {
 		log.FromContext(ctx).Error(err, "list PolicySets")
 		return nil
 	}
@@ -122,16 +122,16 @@ func (r *PolicySetReconciler) list(ctx context.Context) []policyhubv1.PolicySet 
 }
 
 func (r *PolicySetReconciler) every(ctx context.Context, _ client.Object) []reconcile.Request {
-	return requestsFor[policyhubv1.PolicySet](r.list(ctx), nil)
+	return RequestsFor[policyhubv1.PolicySet](r.list(ctx), nil)
 }
 
 func (r *PolicySetReconciler) ofPlacement(ctx context.Context, obj client.Object) []reconcile.Request {
 	key := placement.PlacementOf(obj)
-	return requestsFor(r.list(ctx), func(ps *policyhubv1.PolicySet) bool { return placement.Names(&ps.Spec.Placement, "", key) })
+	return RequestsFor(r.list(ctx), func(ps *policyhubv1.PolicySet) bool { return placement.Names(&ps.Spec.Placement, "", key) })
 }
 
 func (r *PolicySetReconciler) inCluster(ctx context.Context, summary client.Object) []reconcile.Request {
-	return declarationsInCluster(ctx, r.Reader, policyhubv1.KindPolicySet, r.Namespace, summary.GetNamespace())
+	return DeclarationsInCluster(ctx, r.Reader, policyhubv1.KindPolicySet, r.Namespace, summary.GetNamespace())
 }
 
 // ofLibrary maps a policy library ConfigMap (created, changed or deleted) to the sets reading
@@ -154,7 +154,7 @@ func (r *PolicySetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	ps := &policyhubv1.PolicySet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ps); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.room.forget(req.NamespacedName)
+			r.room.Forget(req.NamespacedName)
 			r.sources.forget(req.NamespacedName)
 			if r.Rollouts != nil {
 				r.Rollouts.Delete(rolloutMetricName(req.Name))
@@ -163,19 +163,19 @@ func (r *PolicySetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	d := &policySet{PolicySet: ps, r: r}
-	engine := r.engine(&r.room)
+	engine := r.Engine(&r.room)
 	if !ps.DeletionTimestamp.IsZero() {
 		// The snapshots go with the set; the hub does not wait for the garbage collector.
 		if err := r.deleteSnapshots(ctx, ps); err != nil {
 			return ctrl.Result{}, err
 		}
-		return engine.reconcile(ctx, req.NamespacedName, d)
+		return engine.Reconcile(ctx, req.NamespacedName, d)
 	}
 	if ps.Spec.Suspend {
-		return engine.reconcile(ctx, req.NamespacedName, d)
+		return engine.Reconcile(ctx, req.NamespacedName, d)
 	}
 	readSource := r.readSource
-	if !r.writes(policyhubv1.KindPolicySet, ps) {
+	if !r.Writes(policyhubv1.KindPolicySet, ps) {
 		readSource = r.followSource
 	}
 	read, err := readSource(ctx, req.NamespacedName, ps)
@@ -187,8 +187,8 @@ func (r *PolicySetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{RequeueAfter: read.wake}, nil
 	}
 	d.members = read.members
-	res, err := engine.reconcile(ctx, req.NamespacedName, d)
-	res.RequeueAfter = minPositive(res.RequeueAfter, read.wake)
+	res, err := engine.Reconcile(ctx, req.NamespacedName, d)
+	res.RequeueAfter = MinPositive(res.RequeueAfter, read.wake)
 	return res, err
 }
 
@@ -206,28 +206,28 @@ type policySet struct {
 	legacy map[string]*int64
 }
 
-func (d *policySet) object() client.Object { return d.PolicySet }
-func (d *policySet) kind() string          { return policyhubv1.KindPolicySet }
-func (d *policySet) statusWithoutChurn() any {
+func (d *policySet) Object() client.Object { return d.PolicySet }
+func (d *policySet) Kind() string          { return policyhubv1.KindPolicySet }
+func (d *policySet) StatusWithoutChurn() any {
 	st := *d.Status.DeepCopy()
 	st.Summary.Results = st.Summary.Results.WithoutChurn()
 	return st
 }
-func (d *policySet) suspended() bool { return d.Spec.Suspend }
-func (d *policySet) prune() bool     { return declare.Prune(d.Spec.Prune) }
-func (d *policySet) deepCopy() declaration {
+func (d *policySet) Suspended() bool { return d.Spec.Suspend }
+func (d *policySet) Prune() bool     { return declare.Prune(d.Spec.Prune) }
+func (d *policySet) Copy() Declaration {
 	return &policySet{PolicySet: d.PolicySet.DeepCopy(), r: d.r, members: d.members, transitions: d.transitions}
 }
 
-func (d *policySet) status() declarationStatus {
-	return declarationStatus{observedGeneration: &d.Status.ObservedGeneration, conditions: &d.Status.Conditions, summary: &d.Status.Summary}
+func (d *policySet) CommonStatus() StatusFields {
+	return StatusFields{ObservedGeneration: &d.Status.ObservedGeneration, Conditions: &d.Status.Conditions, Summary: &d.Status.Summary}
 }
 
-func (d *policySet) source(hubID string) string {
+func (d *policySet) Source(hubID string) string {
 	return render.PolicySetOwner(hubID, d.Name).Source()
 }
 
-func (d *policySet) render(ctx context.Context) (*rendering, error) {
+func (d *policySet) Render(ctx context.Context) (*Rendering, error) {
 	inv, err := placement.ReadInventory(ctx, d.r.Reader, d.r.SecretNamespace)
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster inventory: %w", err)
@@ -243,12 +243,12 @@ func (d *policySet) render(ctx context.Context) (*rendering, error) {
 	if err := declare.MarkExceptionsInForce(ctx, d.r.Reader, policyhubv1.KindPolicySet, d.Name, declare.MemberExceptedRef, t); err != nil {
 		return nil, err
 	}
-	return &rendering{targets: t, rollout: plan, members: members}, nil
+	return &Rendering{Targets: t, Rollout: plan, Members: members}, nil
 }
 
-// renderInput is the version the set runs and, when it rolls out, the rollout's state: a new
+// RenderInput is the version the set runs and, when it rolls out, the rollout's state: a new
 // version, or a wave's new phase, renders anew.
-func (d *policySet) renderInput() string {
+func (d *policySet) RenderInput() string {
 	input := ""
 	if d.members != nil {
 		input = d.members.Digest
@@ -263,24 +263,24 @@ func (d *policySet) renderInput() string {
 	return input
 }
 
-// setResults sets the clusters' results, and in each this replica works its members Kyverno
+// SetResults sets the clusters' results, and in each this replica works its members Kyverno
 // reports fail or error results of (see memberViolations).
-func (d *policySet) setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
+func (d *policySet) SetResults(clusters []policyhubv1.ClusterStatus, read SummaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
 	d.legacy = legacyCounts(read)
-	clusters = setResults(clusters, read, owned, now)
+	clusters = SetResults(clusters, read, owned, now)
 	recordLegacy(clusters, read, d.legacy, d.Spec.Rollout.GatesOnLegacyObjects())
 	for i := range clusters {
-		if c := &clusters[i]; !read.unread[c.Name] {
-			c.Violating = violatingMembers(read.summaries[c.Name], owned[c.Name])
+		if c := &clusters[i]; !read.Unread[c.Name] {
+			c.Violating = violatingMembers(read.Summaries[c.Name], owned[c.Name])
 		}
 	}
 	return clusters
 }
 
-// progress counts the members and names those failing or in conflict somewhere, from the
+// Progress counts the members and names those failing or in conflict somewhere, from the
 // workers' outcomes: a member Kyverno refuses fails alone, and says so here with Kyverno's words.
-func (d *policySet) progress(r *rendering, outcomes []clusterOutcome, clusters []policyhubv1.ClusterStatus, now time.Time) progress {
-	d.Status.Members = policyhubv1.MemberCounts{Total: int32(len(r.members))}
+func (d *policySet) Progress(r *Rendering, outcomes []Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) Progress {
+	d.Status.Members = policyhubv1.MemberCounts{Total: int32(len(r.Members))}
 	d.Status.AttentionMembers, d.Status.Members.Failed, d.Status.Members.Conflict = memberAttention(outcomes)
 	violating := memberViolations(clusters)
 	d.Status.Members.Violating = int32(len(violating))
@@ -291,34 +291,34 @@ func (d *policySet) progress(r *rendering, outcomes []clusterOutcome, clusters [
 	if held := sourceHolding(d.PolicySet); held != "" {
 		// The clusters hold the version kept, but what the source holds now is unknown: not Ready
 		// (a stalled rollout keeps its own reason: a user must act on it first).
-		if p.holding != "" {
-			held += "; " + p.holding
+		if p.Holding != "" {
+			held += "; " + p.Holding
 		}
-		p.holding = held
-		if !p.stalled {
-			p.reason = ReasonSourceNotReady
+		p.Holding = held
+		if !p.Stalled {
+			p.Reason = ReasonSourceNotReady
 		}
 	}
 	return p
 }
 
 // rolloutProgress steps the set's rollout, when it has one.
-func (d *policySet) rolloutProgress(r *rendering, outcomes []clusterOutcome, clusters []policyhubv1.ClusterStatus, now time.Time) progress {
-	if r.rollout == nil {
+func (d *policySet) rolloutProgress(r *Rendering, outcomes []Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) Progress {
+	if r.Rollout == nil {
 		d.Status.Rollout = nil
-		return progress{}
+		return Progress{}
 	}
 	// The gates sum what the set's members measured in each cluster of the wave (owned): the set
 	// is promoted as a unit.
-	step := stepRollout(r.rollout, outcomes, clusters, d.legacy, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
+	step := stepRollout(r.Rollout, outcomes, clusters, d.legacy, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
 		func() *policyhubv1.StableVersion {
-			return &policyhubv1.StableVersion{Revision: r.rollout.Revision, Snapshot: d.Status.Source.Snapshot, MembersDigest: d.Status.Source.MembersDigest}
+			return &policyhubv1.StableVersion{Revision: r.Rollout.Revision, Snapshot: d.Status.Source.Snapshot, MembersDigest: d.Status.Source.MembersDigest}
 		})
 	d.transitions, d.Status.Rollout = step.transitions, step.status
 	return step.progress
 }
 
-func (d *policySet) afterStatus(context.Context) time.Duration {
+func (d *policySet) AfterStatus(context.Context) time.Duration {
 	announceRollout(d.r.Recorder, d.PolicySet, d.transitions)
 	if d.r.Rollouts != nil {
 		d.r.Rollouts.Set(rolloutMetricName(d.Name), d.Status.Rollout)
@@ -333,23 +333,23 @@ func rolloutMetricName(name string) string { return "pset/" + name }
 // memberAttention folds the clusters' failed and conflicting objects into the members that need
 // attention (at most policyhubv1.MaxAttentionMembers: failed first, then the most clusters), and
 // counts the members failed and in conflict.
-func memberAttention(outcomes []clusterOutcome) (attention []policyhubv1.MemberAttention, failed, conflict int32) {
+func memberAttention(outcomes []Outcome) (attention []policyhubv1.MemberAttention, failed, conflict int32) {
 	type key struct {
 		ref    policyhubv1.MemberRef
 		action string
 	}
 	byMember := map[key]*policyhubv1.MemberAttention{}
 	for _, o := range outcomes {
-		if o.pending {
+		if o.Pending {
 			continue
 		}
-		for _, p := range o.result.Problems {
+		for _, p := range o.Result.Problems {
 			k := key{policyhubv1.MemberRef{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name}, p.Action}
 			if a, ok := byMember[k]; ok {
 				a.Clusters++
 				continue
 			}
-			byMember[k] = &policyhubv1.MemberAttention{MemberRef: k.ref, Action: p.Action, Clusters: 1, Cluster: o.cluster, Message: policyhubv1.TruncateMessage(p.Message, 512)}
+			byMember[k] = &policyhubv1.MemberAttention{MemberRef: k.ref, Action: p.Action, Clusters: 1, Cluster: o.Cluster, Message: policyhubv1.TruncateMessage(p.Message, 512)}
 			if p.Action == string(policyhubv1.ClusterPhaseFailed) {
 				failed++
 			} else {

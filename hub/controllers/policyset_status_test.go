@@ -19,10 +19,10 @@ func TestMemberAttention(t *testing.T) {
 	problem := func(action, name, msg string) policyhubv1.PlannedChange {
 		return policyhubv1.PlannedChange{Action: action, APIVersion: "kyverno.io/v1", Kind: "ClusterPolicy", Name: name, Message: msg}
 	}
-	outcome := func(cluster string, pending bool, problems ...policyhubv1.PlannedChange) clusterOutcome {
-		return clusterOutcome{cluster: cluster, pending: pending, result: &work.DeclarationResult{Problems: problems}}
+	outcome := func(cluster string, pending bool, problems ...policyhubv1.PlannedChange) Outcome {
+		return Outcome{Cluster: cluster, Pending: pending, Result: &work.DeclarationResult{Problems: problems}}
 	}
-	got, failed, conflict := memberAttention([]clusterOutcome{
+	got, failed, conflict := memberAttention([]Outcome{
 		outcome("a", false, problem("Failed", "bad", "admission webhook denied: rule r: invalid pattern"), problem("Conflict", "taken", "owned by another")),
 		outcome("b", false, problem("Failed", "bad", "admission webhook denied"), problem("Failed", "other", "refused")),
 		outcome("c", true, problem("Failed", "pending-only", "not counted")),
@@ -35,7 +35,7 @@ func TestMemberAttention(t *testing.T) {
 		t.Fatalf("attention %+v", got)
 	}
 
-	var many []clusterOutcome
+	var many []Outcome
 	for i := range policyhubv1.MaxAttentionMembers + 7 {
 		many = append(many, outcome(fmt.Sprint("c", i), false, problem("Failed", fmt.Sprint("m", i), "x")))
 	}
@@ -43,7 +43,7 @@ func TestMemberAttention(t *testing.T) {
 	if len(got) != policyhubv1.MaxAttentionMembers || failed != int32(policyhubv1.MaxAttentionMembers+7) {
 		t.Fatalf("%d named, %d counted", len(got), failed)
 	}
-	if got, failed, conflict := memberAttention([]clusterOutcome{outcome("a", false)}); got != nil || failed != 0 || conflict != 0 {
+	if got, failed, conflict := memberAttention([]Outcome{outcome("a", false)}); got != nil || failed != 0 || conflict != 0 {
 		t.Fatalf("no problem: %v %d %d", got, failed, conflict)
 	}
 }
@@ -62,11 +62,11 @@ func TestMemberViolations(t *testing.T) {
 		return policyhubv1.PolicySummary{Name: name, Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: fail, Error: errs}}
 	}
 	member := func(name string) aggregate.Policy { return aggregate.Policy{Kind: "ClusterPolicy", Name: name} }
-	read := summaryRead{summaries: map[string]*policyhubv1.PolicyReportSummary{
+	read := SummaryRead{Summaries: map[string]*policyhubv1.PolicyReportSummary{
 		"a": summary("a", entry("team", 3, 1), entry("tier", 0, 0), entry("not-ours", 50, 0)),
 		"b": summary("b", entry("team", 1, 0), entry("tier", 7, 0), entry("labels", -5, 0)),
 		"d": summary("d", entry("team", 1000, 0)), // another replica's cluster: not read here
-	}, unread: map[string]bool{"d": true}}
+	}, Unread: map[string]bool{"d": true}}
 	owned := map[string][]aggregate.Policy{
 		"a": {member("team"), member("tier")},
 		"b": {member("team"), member("tier"), member("labels")},
@@ -75,7 +75,7 @@ func TestMemberViolations(t *testing.T) {
 	}
 	theirs := policyhubv1.MemberViolations{MemberRef: policyhubv1.MemberRef{Kind: "ClusterPolicy", Name: "team"}, Violations: 3}
 	clusters := []policyhubv1.ClusterStatus{{Name: "a"}, {Name: "b"}, {Name: "c", Violating: []policyhubv1.MemberViolations{theirs}}, {Name: "d", Violating: []policyhubv1.MemberViolations{theirs}}}
-	clusters = (&policySet{PolicySet: &policyhubv1.PolicySet{}}).setResults(clusters, read, owned, time.Now())
+	clusters = (&policySet{PolicySet: &policyhubv1.PolicySet{}}).SetResults(clusters, read, owned, time.Now())
 	if clusters[2].Violating != nil {
 		t.Errorf("a cluster without a summary keeps %+v", clusters[2].Violating)
 	}
@@ -120,9 +120,9 @@ func TestPolicySetSourceHolding(t *testing.T) {
 		t.Errorf("no version ever read (recordRead's Ready says so): holding %q", got)
 	}
 	d := &policySet{PolicySet: set(metav1.ConditionFalse, "sha256:aaa")}
-	p := d.progress(&rendering{}, nil, nil, time.Now())
-	if p.reason != ReasonSourceNotReady || p.stalled || !strings.Contains(p.holding, "the source cannot be read: registry unreachable") ||
-		!strings.Contains(p.holding, "the clusters keep version sha256:aaa (reg/p:stable)") {
+	p := d.Progress(&Rendering{}, nil, nil, time.Now())
+	if p.Reason != ReasonSourceNotReady || p.Stalled || !strings.Contains(p.Holding, "the source cannot be read: registry unreachable") ||
+		!strings.Contains(p.Holding, "the clusters keep version sha256:aaa (reg/p:stable)") {
 		t.Errorf("progress %+v: want SourceNotReady naming the failure and the version kept", p)
 	}
 }

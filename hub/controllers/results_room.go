@@ -15,14 +15,14 @@ import (
 	"github.com/policyhub/policyhub/hub/rollout"
 )
 
-// resultsRoom is a reconciler's memory of its declarations between the two halves of the flow.
+// Room is a reconciler's memory of its declarations between the two halves of the flow.
 // The dispatch half leaves there what it rendered, so that the status half, woken by the
 // workers' results and the agents' summaries many times more often than anything a rendering
 // depends on changes, reads it instead of placing and rendering again. The results are recorded
 // there per cluster: the newest one already announced (a result is announced once however often
 // the declaration is reconciled), and when the current wanted state was first asked for and
 // first answered (to coalesce status writes). The zero value is ready to use.
-type resultsRoom struct {
+type Room struct {
 	mu   sync.Mutex
 	last map[types.NamespacedName]*roomEntry
 }
@@ -31,7 +31,7 @@ type roomEntry struct {
 	// epoch counts the events that may change a rendering (inventory, placements, grants, the
 	// application); a rendering is good only for the epoch it was made in.
 	epoch    uint64
-	rendered *rendering
+	rendered *Rendering
 
 	token      string
 	wantedAt   time.Time
@@ -39,28 +39,28 @@ type roomEntry struct {
 	seq        map[string]uint64
 }
 
-// rendering is what the dispatch half made of a declaration: where it goes and what each
+// Rendering is what the dispatch half made of a declaration: where it goes and what each
 // cluster gets (targets), the rollout plan that chose the versions, and the token naming that
 // wanted state for the workers.
-type rendering struct {
+type Rendering struct {
 	// input names what the rendering was made from that is read from the declaration itself
 	// (see engine.renderInput); what is read from elsewhere moves epoch.
 	input   string
 	epoch   uint64
-	targets *render.Targets
-	rollout *rollout.Plan
+	Targets *render.Targets
+	Rollout *rollout.Plan
 	token   string
-	// members are a set's members rendered (of the current version).
-	members []*unstructured.Unstructured
-	// excepted is the policy an exception exempts from (kind/namespace/name), and missing why it
+	// Members are a set's Members rendered (of the current version).
+	Members []*unstructured.Unstructured
+	// Excepted is the policy an exception exempts from (kind/namespace/name), and Missing why it
 	// is not found ("" when it is); refused says why the exception cannot be rendered (nil when it
 	// can): it is then in no cluster.
-	excepted, missing string
-	refused           *render.InvalidError
+	Excepted, Missing string
+	Refused           *render.InvalidError
 }
 
 // entry returns key's entry, made on first use; r.mu must be held.
-func (r *resultsRoom) entry(key types.NamespacedName) *roomEntry {
+func (r *Room) entry(key types.NamespacedName) *roomEntry {
 	if r.last == nil {
 		r.last = map[types.NamespacedName]*roomEntry{}
 	}
@@ -75,7 +75,7 @@ func (r *resultsRoom) entry(key types.NamespacedName) *roomEntry {
 // rendered returns key's last rendering when it was made from input and no event since may have
 // changed it; otherwise nil, and the epoch a new rendering, made from what is read after this
 // call, is to be kept under.
-func (r *resultsRoom) rendered(key types.NamespacedName, input string) (*rendering, uint64) {
+func (r *Room) rendered(key types.NamespacedName, input string) (*Rendering, uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.entry(key)
@@ -86,24 +86,24 @@ func (r *resultsRoom) rendered(key types.NamespacedName, input string) (*renderi
 }
 
 // keep records a rendering made in its epoch; one made before a later event is never used.
-func (r *resultsRoom) keep(key types.NamespacedName, made *rendering) {
+func (r *Room) keep(key types.NamespacedName, made *Rendering) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.entry(key).rendered = made
 }
 
 // rerender says that what key's rendering was made from may have changed.
-func (r *resultsRoom) rerender(key types.NamespacedName) {
+func (r *Room) rerender(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.entry(key).epoch++
 }
 
-// rerendering wraps an event map of something a rendering is made from (the inventory, an OCM
+// Rerendering wraps an event map of something a rendering is made from (the inventory, an OCM
 // placement, a grant, an application): the declarations it maps to render again before they
 // dispatch. It marks them before they are queued, so a reconcile that starts after the event
 // never uses a rendering made before it.
-func (r *resultsRoom) rerendering(mapFn handler.MapFunc) handler.MapFunc {
+func (r *Room) Rerendering(mapFn handler.MapFunc) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		reqs := mapFn(ctx, obj)
 		for _, req := range reqs {
@@ -115,7 +115,7 @@ func (r *resultsRoom) rerendering(mapFn handler.MapFunc) handler.MapFunc {
 
 // since returns when the declaration first wanted token (now, if it is new) and when a cluster
 // first answered for it (zero until answered is true in a call).
-func (r *resultsRoom) since(key types.NamespacedName, token string, answered bool, now time.Time) (wantedAt, answeredAt time.Time) {
+func (r *Room) since(key types.NamespacedName, token string, answered bool, now time.Time) (wantedAt, answeredAt time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.entry(key)
@@ -130,7 +130,7 @@ func (r *resultsRoom) since(key types.NamespacedName, token string, answered boo
 
 // fresh marks the outcomes already announced as not written (their write was announced), and
 // records the rest as announced.
-func (r *resultsRoom) fresh(key types.NamespacedName, outcomes []clusterOutcome) {
+func (r *Room) fresh(key types.NamespacedName, outcomes []Outcome) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.last[key]
@@ -139,18 +139,18 @@ func (r *resultsRoom) fresh(key types.NamespacedName, outcomes []clusterOutcome)
 	}
 	for i := range outcomes {
 		o := &outcomes[i]
-		if o.pending {
+		if o.Pending {
 			continue
 		}
-		if o.seq <= e.seq[o.cluster] {
-			o.wrote = false
+		if o.Seq <= e.seq[o.Cluster] {
+			o.Wrote = false
 		}
-		e.seq[o.cluster] = max(e.seq[o.cluster], o.seq)
+		e.seq[o.Cluster] = max(e.seq[o.Cluster], o.Seq)
 	}
 }
 
-// forget drops everything about key (the declaration is gone).
-func (r *resultsRoom) forget(key types.NamespacedName) {
+// Forget drops everything about key (the declaration is gone).
+func (r *Room) Forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.last, key)

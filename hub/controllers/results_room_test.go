@@ -14,8 +14,8 @@ import (
 func TestResultsRoomReusesARenderingUntilItsInputsMove(t *testing.T) {
 	key := types.NamespacedName{Name: "fp"}
 	other := types.NamespacedName{Name: "other"}
-	var room resultsRoom
-	inventoryEvent := room.rerendering(func(context.Context, client.Object) []reconcile.Request {
+	var room Room
+	inventoryEvent := room.Rerendering(func(context.Context, client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: key}}
 	})
 
@@ -23,7 +23,7 @@ func TestResultsRoomReusesARenderingUntilItsInputsMove(t *testing.T) {
 		t.Fatal("a rendering before any was made")
 	}
 	_, epoch := room.rendered(key, "gen 1")
-	room.keep(key, &rendering{input: "gen 1", epoch: epoch, token: "t1"})
+	room.keep(key, &Rendering{input: "gen 1", epoch: epoch, token: "t1"})
 	if r, _ := room.rendered(key, "gen 1"); r == nil || r.token != "t1" {
 		t.Fatalf("the same input: got %+v, want the kept rendering", r)
 	}
@@ -41,19 +41,19 @@ func TestResultsRoomReusesARenderingUntilItsInputsMove(t *testing.T) {
 	// Made from a read before an event that came while it was rendered: never used.
 	_, epoch = room.rendered(key, "gen 1")
 	inventoryEvent(context.Background(), nil)
-	room.keep(key, &rendering{input: "gen 1", epoch: epoch, token: "t2"})
+	room.keep(key, &Rendering{input: "gen 1", epoch: epoch, token: "t2"})
 	if r, _ := room.rendered(key, "gen 1"); r != nil {
 		t.Fatal("a rendering made before the last event was reused")
 	}
 
 	// Another declaration's rendering is its own.
 	_, epoch = room.rendered(other, "gen 1")
-	room.keep(other, &rendering{input: "gen 1", epoch: epoch})
+	room.keep(other, &Rendering{input: "gen 1", epoch: epoch})
 	inventoryEvent(context.Background(), nil)
 	if r, _ := room.rendered(other, "gen 1"); r == nil {
 		t.Fatal("an event of another declaration renewed this one's rendering")
 	}
-	room.forget(other)
+	room.Forget(other)
 	if r, _ := room.rendered(other, "gen 1"); r != nil {
 		t.Fatal("a forgotten declaration's rendering was kept")
 	}

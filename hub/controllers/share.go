@@ -34,12 +34,12 @@ type share struct {
 }
 
 // shareOf is this replica's share of the declaration.
-func (e engine) shareOf(d declaration) share {
+func (e Engine) shareOf(d Declaration) share {
 	if e.shard == nil {
 		return share{single: true, writes: true}
 	}
 	a := e.shard.Assignment()
-	return share{me: e.shard.Name(), assignment: a, writes: writerOf(a, d.kind(), d.object()) == e.shard.Name(),
+	return share{me: e.shard.Name(), assignment: a, writes: writerOf(a, d.Kind(), d.Object()) == e.shard.Name(),
 		idle: len(a.Replicas()) == 0}
 }
 
@@ -48,8 +48,8 @@ func writerOf(a shard.Assignment, kind string, obj client.Object) string {
 	return a.Writer(kind + "/" + obj.GetNamespace() + "/" + obj.GetName())
 }
 
-// writes says whether this replica writes the status of the declaration obj of kind.
-func (o *DeclarationOptions) writes(kind string, obj client.Object) bool {
+// Writes says whether this replica Writes the status of the declaration obj of kind.
+func (o *DeclarationOptions) Writes(kind string, obj client.Object) bool {
 	return o.Shard == nil || writerOf(o.Shard.Assignment(), kind, obj) == o.Shard.Name()
 }
 
@@ -106,11 +106,11 @@ func (s share) others(before []policyhubv1.ClusterStatus) []policyhubv1.ClusterS
 // and the objects their sync could not apply. When the replicas share the fleet the
 // declaration's writer reads them; one replica writes them too, so an entry reads the same
 // whatever the number of replicas.
-func (s share) answered(own []policyhubv1.ClusterStatus, outcomes []clusterOutcome, generation int64) []policyhubv1.ClusterStatus {
+func (s share) answered(own []policyhubv1.ClusterStatus, outcomes []Outcome, generation int64) []policyhubv1.ClusterStatus {
 	answered := map[string]*work.DeclarationResult{}
 	for _, o := range outcomes {
-		if !o.pending {
-			answered[o.cluster] = o.result
+		if !o.Pending {
+			answered[o.Cluster] = o.Result
 		}
 	}
 	for i := range own {
@@ -143,7 +143,7 @@ const maxEntryProblems = 10
 // view is every cluster's state as the declaration's writer counts it, and the other replicas'
 // clusters as outcomes (see othersOutcomes): another replica's state of an older generation than
 // the declaration's is Pending, whatever it said of the older one.
-func (s share) view(clusters []policyhubv1.ClusterStatus, targets *render.Targets, generation int64) ([]policyhubv1.ClusterStatus, []clusterOutcome) {
+func (s share) view(clusters []policyhubv1.ClusterStatus, targets *render.Targets, generation int64) ([]policyhubv1.ClusterStatus, []Outcome) {
 	if s.single {
 		return clusters, nil
 	}
@@ -190,11 +190,11 @@ func withOthers(own, others []policyhubv1.ClusterStatus) []policyhubv1.ClusterSt
 // counts: a cluster's phase, message and problems as its owner wrote them; when its owner wrote the
 // policies there is not known here, so a rollout judges its reports from when its wave was seen
 // synced, as after a restart.
-func othersOutcomes(source string, others []policyhubv1.ClusterStatus) []clusterOutcome {
-	out := make([]clusterOutcome, 0, len(others))
+func othersOutcomes(source string, others []policyhubv1.ClusterStatus) []Outcome {
+	out := make([]Outcome, 0, len(others))
 	for _, c := range others {
-		out = append(out, clusterOutcome{cluster: c.Name, pending: c.Phase == policyhubv1.ClusterPhasePending,
-			result: &work.DeclarationResult{Source: source, Phase: c.Phase, Message: c.Message, Actions: c.Actions, InForce: c.InForce, Problems: c.Problems}})
+		out = append(out, Outcome{Cluster: c.Name, Pending: c.Phase == policyhubv1.ClusterPhasePending,
+			Result: &work.DeclarationResult{Source: source, Phase: c.Phase, Message: c.Message, Actions: c.Actions, InForce: c.InForce, Problems: c.Problems}})
 	}
 	return out
 }

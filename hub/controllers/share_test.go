@@ -36,7 +36,7 @@ func TestShareSplitsEntriesBetweenReplicas(t *testing.T) {
 	if len(others) != 2 || others[0].Name != theirs[0] || others[1].Name != theirs[1] {
 		t.Fatalf("others = %+v, want r-b's two entries as read", others)
 	}
-	own := sh.answered([]policyhubv1.ClusterStatus{{Name: mine[0], Phase: policyhubv1.ClusterPhaseSynced}}, []clusterOutcome{{cluster: mine[0]}}, 2)
+	own := sh.answered([]policyhubv1.ClusterStatus{{Name: mine[0], Phase: policyhubv1.ClusterPhaseSynced}}, []Outcome{{Cluster: mine[0]}}, 2)
 	if own[0].ObservedGeneration != 2 {
 		t.Errorf("this replica's answered entry is at generation %d, want 2", own[0].ObservedGeneration)
 	}
@@ -63,8 +63,8 @@ func TestShareSplitsEntriesBetweenReplicas(t *testing.T) {
 		t.Errorf("%d outcomes of r-b's clusters, want %d", len(outcomes), len(theirs))
 	}
 	for _, o := range outcomes {
-		if o.pending != (o.result.Phase == policyhubv1.ClusterPhasePending) || o.result.Source != "FleetPolicy/p" {
-			t.Errorf("outcome %s: pending %v, phase %s, source %s", o.cluster, o.pending, o.result.Phase, o.result.Source)
+		if o.Pending != (o.Result.Phase == policyhubv1.ClusterPhasePending) || o.Result.Source != "FleetPolicy/p" {
+			t.Errorf("outcome %s: pending %v, phase %s, source %s", o.Cluster, o.Pending, o.Result.Phase, o.Result.Source)
 		}
 	}
 	single := share{single: true, writes: true}
@@ -81,15 +81,15 @@ func TestMemberAttentionCountsOtherReplicasClusters(t *testing.T) {
 	mine, theirs := a.Owned("r-a"), a.Owned("r-b")
 	refused := policyhubv1.PlannedChange{Action: string(policyhubv1.ClusterPhaseFailed), APIVersion: "kyverno.io/v1", Kind: "ClusterPolicy",
 		Name: "every-kind", Diff: "--- a long diff", Message: "admission webhook denied the request"}
-	failedIn := func(cluster string) clusterOutcome {
-		return clusterOutcome{cluster: cluster, result: &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseFailed,
+	failedIn := func(cluster string) Outcome {
+		return Outcome{Cluster: cluster, Result: &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseFailed,
 			Problems: []policyhubv1.PlannedChange{refused}}}
 	}
 
 	// r-b, not the writer, keeps its clusters' problems in its entries.
 	rb := share{me: "r-b", assignment: a}
 	var rbOwn []policyhubv1.ClusterStatus
-	var rbOutcomes []clusterOutcome
+	var rbOutcomes []Outcome
 	for _, n := range theirs {
 		rbOwn = append(rbOwn, policyhubv1.ClusterStatus{Name: n, Phase: policyhubv1.ClusterPhaseFailed})
 		rbOutcomes = append(rbOutcomes, failedIn(n))
@@ -103,7 +103,7 @@ func TestMemberAttentionCountsOtherReplicasClusters(t *testing.T) {
 
 	// r-a writes the set's status: its own outcomes and r-b's entries, as read.
 	ra := share{me: "r-a", assignment: a, writes: true}
-	var kept []clusterOutcome
+	var kept []Outcome
 	var raOwn []policyhubv1.ClusterStatus
 	for _, n := range mine {
 		kept = append(kept, failedIn(n))
@@ -122,7 +122,7 @@ func TestMemberAttentionCountsOtherReplicasClusters(t *testing.T) {
 
 	// One replica writes the same entry as many: the generation it answers and its problems.
 	single := share{single: true, writes: true}
-	if got := single.answered([]policyhubv1.ClusterStatus{{Name: "c-0"}}, []clusterOutcome{failedIn("c-0")}, 3); got[0].ObservedGeneration != 3 || len(got[0].Problems) != 1 {
+	if got := single.answered([]policyhubv1.ClusterStatus{{Name: "c-0"}}, []Outcome{failedIn("c-0")}, 3); got[0].ObservedGeneration != 3 || len(got[0].Problems) != 1 {
 		t.Errorf("a single replica's entry: generation %d, problems %+v; want 3 and the refused object", got[0].ObservedGeneration, got[0].Problems)
 	}
 }

@@ -24,9 +24,9 @@ import (
 // step, the bounded status, Events. It renders nothing: what each cluster was asked for is the
 // dispatch half's. Right after a change it waits a little for the clusters' results, so the
 // status is written once for all; the workers' results wake it as they come.
-func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, orig declaration, sent dispatched, before []policyhubv1.ClusterStatus, have []policyhubv1.ClusterStatusSlice) (ctrl.Result, error) {
-	obj := d.object()
-	st := d.status()
+func (e Engine) statusHalf(ctx context.Context, key types.NamespacedName, d, orig Declaration, sent dispatched, before []policyhubv1.ClusterStatus, have []policyhubv1.ClusterStatusSlice) (ctrl.Result, error) {
+	obj := d.Object()
+	st := d.CommonStatus()
 	now := time.Now()
 	wantedAt, answeredAt := e.room.since(key, sent.token, sent.pending < len(sent.kept), now)
 	if wait := statusWait(now, wantedAt, answeredAt, sent.pending, e.coalesce, e.quiet); wait > 0 {
@@ -35,12 +35,12 @@ func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 	e.room.fresh(key, sent.kept)
 	sh := e.shareOf(d)
 	others := sh.others(before)
-	clusters := withOthers(sh.answered(clusterStatuses(before, sent.kept, sent.targets.Revisions, metav1.NewTime(now)), sent.kept, obj.GetGeneration()), others)
-	owned := ownedPolicies(sent.targets.Objects)
+	clusters := withOthers(sh.answered(clusterStatuses(before, sent.kept, sent.Targets.Revisions, metav1.NewTime(now)), sent.kept, obj.GetGeneration()), others)
+	owned := ownedPolicies(sent.Targets.Objects)
 	read := readSummaries(ctx, e.reader, e.summaryMetas, clusters, sh)
-	read.heard = e.heard
-	clusters = d.setResults(clusters, read, owned, now)
-	clusters, recheck := gateReports(sent.rollout, sent.kept, clusters, read, owned, now)
+	read.Heard = e.heard
+	clusters = d.SetResults(clusters, read, owned, now)
+	clusters, recheck := gateReports(sent.Rollout, sent.kept, clusters, read, owned, now)
 	if !sh.writes {
 		// Another replica writes the declaration's status: this one keeps its clusters' entries.
 		if err := e.writeSlices(ctx, d, clusters, have); err != nil {
@@ -50,20 +50,20 @@ func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 		return ctrl.Result{RequeueAfter: recheck}, nil
 	}
 	// The writer's view: another replica's state of an older generation is not an answer yet.
-	view, theirs := sh.view(clusters, sent.targets, obj.GetGeneration())
-	outcomes := append(append([]clusterOutcome(nil), sent.kept...), theirs...)
+	view, theirs := sh.view(clusters, sent.Targets, obj.GetGeneration())
+	outcomes := append(append([]Outcome(nil), sent.kept...), theirs...)
 	failing, pending := sent.failing, sent.pending
 	for _, o := range theirs {
 		switch {
-		case o.pending:
+		case o.Pending:
 			pending++
-		case retrying(o.result.Phase, o.result.Message):
+		case retrying(o.Result.Phase, o.Result.Message):
 			failing = true
 		}
 	}
-	*st.summary = summarize(view)
-	prog := d.progress(sent.rendering, outcomes, clusters, now)
-	*st.observedGeneration = obj.GetGeneration()
+	*st.Summary = summarize(view)
+	prog := d.Progress(sent.Rendering, outcomes, clusters, now)
+	*st.ObservedGeneration = obj.GetGeneration()
 	var reconciling *metav1.Condition
 	switch {
 	case failing:
@@ -71,56 +71,56 @@ func (e engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 	case pending > 0:
 		reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Progressing", Message: fmt.Sprintf("waiting for %d clusters", pending)}
 	}
-	ready := readyCondition(view, sent.targets.Unknown, sent.targets.MissingPlacement, obj.GetGeneration())
+	ready := readyCondition(view, sent.Targets.Unknown, sent.Targets.MissingPlacement, obj.GetGeneration())
 	var refused *metav1.Condition
-	if prog.holding != "" && ready.Status == metav1.ConditionTrue {
-		msg := policyhubv1.TruncateMessage(prog.holding, 1024)
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, prog.reason, msg
+	if prog.Holding != "" && ready.Status == metav1.ConditionTrue {
+		msg := policyhubv1.TruncateMessage(prog.Holding, 1024)
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, prog.Reason, msg
 		switch {
-		case prog.stalled:
-			refused = &metav1.Condition{Status: metav1.ConditionTrue, Reason: prog.reason, Message: msg}
+		case prog.Stalled:
+			refused = &metav1.Condition{Status: metav1.ConditionTrue, Reason: prog.Reason, Message: msg}
 		case reconciling == nil:
-			reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: prog.reason, Message: msg}
+			reconciling = &metav1.Condition{Status: metav1.ConditionTrue, Reason: prog.Reason, Message: msg}
 		}
 	}
-	stalled := notGranted(&ready, obj.GetNamespace(), sent.targets.NotGranted)
+	stalled := notGranted(&ready, obj.GetNamespace(), sent.Targets.NotGranted)
 	if stalled == nil {
 		stalled = refused
 	}
 	if stalled == nil {
 		stalled = overBudget(view)
 	}
-	setConditions(st.conditions, ready, reconciling, stalled)
+	setConditions(st.Conditions, ready, reconciling, stalled)
 	if err := e.writeSlices(ctx, d, clusters, have); err != nil {
 		return sliceWriteFailed(err)
 	}
 	if err := e.patchStatus(ctx, orig, d); err != nil {
 		return ctrl.Result{}, err
 	}
-	if was := apimeta.FindStatusCondition(*orig.status().conditions, policyhubv1.ConditionReady); (ready.Reason == ReasonPlacementNotFound || ready.Reason == ReasonNotGranted) &&
+	if was := apimeta.FindStatusCondition(*orig.CommonStatus().Conditions, policyhubv1.ConditionReady); (ready.Reason == ReasonPlacementNotFound || ready.Reason == ReasonNotGranted) &&
 		(was == nil || was.Reason != ready.Reason || was.Message != ready.Message) {
 		e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ready.Reason, "Place", "%s", ready.Message)
 	}
 	emitSyncEvents(e.recorder, obj, before, sent.kept)
-	wake := d.afterStatus(ctx)
-	if prog.holding != "" {
-		wake = minPositive(wake, recheck) // a wave waits on reports not fresh yet
+	wake := d.AfterStatus(ctx)
+	if prog.Holding != "" {
+		wake = MinPositive(wake, recheck) // a wave waits on reports not fresh yet
 	}
-	return ctrl.Result{RequeueAfter: minPositive(wake, prog.wake)}, nil
+	return ctrl.Result{RequeueAfter: MinPositive(wake, prog.Wake)}, nil
 }
 
-// clusterOutcome is what one reconcile learnt about one cluster.
-type clusterOutcome struct {
-	cluster string
-	result  *work.DeclarationResult
-	// wrote is true when the sync changed something in the cluster (and was not announced yet).
-	wrote bool
-	// wroteAt is when the worker last wrote the wanted state (zero: not since it started).
-	wroteAt time.Time
-	// pending is true while the cluster's worker has no result for the wanted state.
-	pending bool
-	// seq orders the worker's results (see work.Result).
-	seq uint64
+// Outcome is what one reconcile learnt about one cluster.
+type Outcome struct {
+	Cluster string
+	Result  *work.DeclarationResult
+	// Wrote is true when the sync changed something in the cluster (and was not announced yet).
+	Wrote bool
+	// WroteAt is when the worker last wrote the wanted state (zero: not since it started).
+	WroteAt time.Time
+	// Pending is true while the cluster's worker has no result for the wanted state.
+	Pending bool
+	// Seq orders the worker's results (see work.Result).
+	Seq uint64
 }
 
 // clusterStatuses merges this reconcile's outcomes into the previous per-cluster statuses.
@@ -128,31 +128,31 @@ type clusterOutcome struct {
 // so a resync that changed nothing leaves the status as it was (and nothing is persisted). A
 // cluster synced in full holds the revision it was given (revisions, for kinds with versions);
 // one that is not keeps the revision it held.
-func clusterStatuses(old []policyhubv1.ClusterStatus, outcomes []clusterOutcome, revisions map[string]string, now metav1.Time) []policyhubv1.ClusterStatus {
+func clusterStatuses(old []policyhubv1.ClusterStatus, outcomes []Outcome, revisions map[string]string, now metav1.Time) []policyhubv1.ClusterStatus {
 	previous := map[string]policyhubv1.ClusterStatus{}
 	for _, s := range old {
 		previous[s.Name] = s
 	}
 	out := make([]policyhubv1.ClusterStatus, 0, len(outcomes))
 	for _, o := range outcomes {
-		prev, had := previous[o.cluster]
+		prev, had := previous[o.Cluster]
 		s := prev
-		s.Name = o.cluster
-		s.Phase = o.result.Phase
-		s.Message = o.result.Message
+		s.Name = o.Cluster
+		s.Phase = o.Result.Phase
+		s.Message = o.Result.Message
 		if s.Phase == policyhubv1.ClusterPhaseSynced {
 			// The counts are in actions: a message per synced cluster would only repeat them,
 			// and at a thousand clusters it is a fifth of the status.
 			s.Message = ""
 		}
-		s.Actions = o.result.Actions
-		s.InForce = o.result.InForce
-		s.Plan = o.result.Plan
-		s.PlanTruncated = o.result.PlanTruncated
-		if revision := revisions[o.cluster]; revision != "" && !o.pending && s.Phase == policyhubv1.ClusterPhaseSynced {
+		s.Actions = o.Result.Actions
+		s.InForce = o.Result.InForce
+		s.Plan = o.Result.Plan
+		s.PlanTruncated = o.Result.PlanTruncated
+		if revision := revisions[o.Cluster]; revision != "" && !o.Pending && s.Phase == policyhubv1.ClusterPhaseSynced {
 			s.Revision = revision
 		}
-		if !had || o.wrote || prev.Phase != s.Phase || prev.Message != s.Message || prev.Actions != s.Actions || s.LastSyncTime == nil {
+		if !had || o.Wrote || prev.Phase != s.Phase || prev.Message != s.Message || prev.Actions != s.Actions || s.LastSyncTime == nil {
 			t := now
 			s.LastSyncTime = &t
 		}
@@ -162,16 +162,16 @@ func clusterStatuses(old []policyhubv1.ClusterStatus, outcomes []clusterOutcome,
 	return out
 }
 
-// setResults sets each cluster's report results from its summary (when there is one): the
+// SetResults sets each cluster's report results from its summary (when there is one): the
 // results of the policies owned there, when the hub received them, and whether the hub judged its
 // agent silent (stale).
-func setResults(clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
+func SetResults(clusters []policyhubv1.ClusterStatus, read SummaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
 	for i := range clusters {
 		c := &clusters[i]
-		if read.unread[c.Name] {
+		if read.Unread[c.Name] {
 			continue // the summary could not be read just now: keep what is known
 		}
-		summary, ok := read.summaries[c.Name]
+		summary, ok := read.Summaries[c.Name]
 		if !ok {
 			c.Results, c.Blocked, c.BlockedIncludesDryRuns, c.ReportTime, c.Stale = nil, 0, false, nil, false
 			continue
@@ -391,14 +391,14 @@ const (
 // its state, with its results set to the application's totals; the status's are merged from
 // every cluster's state (another replica's as it wrote them). An entry a summary lists twice
 // counts once (its first), and no count is negative.
-func applicationResults(app string, clusters []policyhubv1.ClusterStatus, read summaryRead, owned map[string][]aggregate.Policy, now time.Time) ([]policyhubv1.ApplicationPolicyResult, []policyhubv1.Violation) {
+func applicationResults(app string, clusters []policyhubv1.ClusterStatus, read SummaryRead, owned map[string][]aggregate.Policy, now time.Time) ([]policyhubv1.ApplicationPolicyResult, []policyhubv1.Violation) {
 	var results []policyhubv1.ApplicationPolicyResult
 	var violations [][]policyhubv1.Violation // by cluster, in the clusters' order
 	for i := range clusters {
 		c := &clusters[i]
-		if !read.unread[c.Name] {
+		if !read.Unread[c.Name] {
 			c.ApplicationResults, c.Violations = nil, nil
-			if s, ok := read.summaries[c.Name]; ok {
+			if s, ok := read.Summaries[c.Name]; ok {
 				c.ApplicationResults, c.Violations = clusterApplicationResults(app, c, s, owned[c.Name], now)
 			}
 		}

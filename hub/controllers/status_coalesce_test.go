@@ -34,7 +34,7 @@ func TestStatusWait(t *testing.T) {
 }
 
 func TestResultsRoomAnsweredOncePerToken(t *testing.T) {
-	var s resultsRoom
+	var s Room
 	key := types.NamespacedName{Name: "a"}
 	t0 := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC)
 	wanted, answered := s.since(key, "v1", false, t0)

@@ -15,8 +15,8 @@ import (
 // summary wakes the declarations in that cluster, found without walking every declaration.
 const sliceClusterIndex = "policyhub.clusters"
 
-// indexSlices registers sliceClusterIndex with the manager's cache.
-func indexSlices(ctx context.Context, mgr ctrl.Manager) error {
+// IndexSlices registers sliceClusterIndex with the manager's cache.
+func IndexSlices(ctx context.Context, mgr ctrl.Manager) error {
 	return mgr.GetFieldIndexer().IndexField(ctx, &policyhubv1.ClusterStatusSlice{}, sliceClusterIndex, slicedClusters)
 }
 
@@ -37,15 +37,15 @@ func slicedClusters(obj client.Object) []string {
 // not be changed).
 func slicesOf(ctx context.Context, r client.Reader, cluster string) ([]policyhubv1.ClusterStatusSlice, error) {
 	list := &policyhubv1.ClusterStatusSliceList{}
-	if err := r.List(ctx, list, client.MatchingFields{sliceClusterIndex: cluster}, readOnlyList); err != nil {
+	if err := r.List(ctx, list, client.MatchingFields{sliceClusterIndex: cluster}, ReadOnlyList); err != nil {
 		return nil, err
 	}
 	return list.Items, nil
 }
 
-// declarationsInCluster are the declarations of kind whose state in the cluster is kept, in
+// DeclarationsInCluster are the declarations of kind whose state in the cluster is kept, in
 // slices of namespace when one is given (FleetPolicies' are in the hub's).
-func declarationsInCluster(ctx context.Context, r client.Reader, kind, namespace, cluster string) []reconcile.Request {
+func DeclarationsInCluster(ctx context.Context, r client.Reader, kind, namespace, cluster string) []reconcile.Request {
 	slices, err := slicesOf(ctx, r, cluster)
 	if err != nil {
 		log.FromContext(ctx).Error(err, "list the declarations in a cluster", "cluster", cluster)

@@ -24,18 +24,18 @@ func TestClusterStatusesMoveLastSyncTimeOnlyOnChange(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC))
 	t1 := metav1.NewTime(t0.Add(10 * time.Minute))
 	synced := &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, Message: "ok", Actions: policyhubv1.ActionCounts{Unchanged: 1}}
-	first := clusterStatuses(nil, []clusterOutcome{{cluster: "b", result: synced, wrote: true}, {cluster: "a", result: synced}}, nil, t0)
+	first := clusterStatuses(nil, []Outcome{{Cluster: "b", Result: synced, Wrote: true}, {Cluster: "a", Result: synced}}, nil, t0)
 	if len(first) != 2 || first[0].Name != "a" || !first[0].LastSyncTime.Equal(&t0) {
 		t.Fatalf("first statuses %+v", first)
 	}
-	same := clusterStatuses(first, []clusterOutcome{{cluster: "a", result: synced}, {cluster: "b", result: synced}}, nil, t1)
+	same := clusterStatuses(first, []Outcome{{Cluster: "a", Result: synced}, {Cluster: "b", Result: synced}}, nil, t1)
 	for _, s := range same {
 		if !s.LastSyncTime.Equal(&t0) {
 			t.Errorf("%s: lastSyncTime moved on a resync that changed nothing", s.Name)
 		}
 	}
 	failed := &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseFailed, Message: "boom"}
-	changed := clusterStatuses(first, []clusterOutcome{{cluster: "a", result: failed}, {cluster: "b", result: synced, wrote: true}}, nil, t1)
+	changed := clusterStatuses(first, []Outcome{{Cluster: "a", Result: failed}, {Cluster: "b", Result: synced, Wrote: true}}, nil, t1)
 	for _, s := range changed {
 		if !s.LastSyncTime.Equal(&t1) {
 			t.Errorf("%s: lastSyncTime did not move after a change", s.Name)
@@ -143,8 +143,8 @@ func TestSetResults(t *testing.T) {
 		// c4's summary could not be read just now: what is known stays.
 		{Name: "c4", Results: &policyhubv1.ResultCounts{Fail: 4}, Blocked: 2, ReportTime: &metav1.Time{Time: now}},
 	}
-	read := summaryRead{summaries: map[string]*policyhubv1.PolicyReportSummary{"c1": fresh, "c2": stale}, unread: map[string]bool{"c4": true}}
-	got := setResults(clusters, read, owned, now)
+	read := SummaryRead{Summaries: map[string]*policyhubv1.PolicyReportSummary{"c1": fresh, "c2": stale}, Unread: map[string]bool{"c4": true}}
+	got := SetResults(clusters, read, owned, now)
 	if r := got[0].Results; r == nil || *r != (policyhubv1.ResultCounts{Pass: 2, Fail: 1}) || got[0].Blocked != 3 || got[0].Stale ||
 		got[0].ReportTime == nil || !got[0].ReportTime.Equal(&metav1.Time{Time: now.Add(-time.Minute)}) {
 		t.Errorf("c1 (report time: when the hub saw it): %+v", got[0])
@@ -195,7 +195,7 @@ func TestApplicationResults(t *testing.T) {
 	clusters := []policyhubv1.ClusterStatus{{Name: "c1"}, {Name: "c2", Violations: []policyhubv1.Violation{theirs}}, {Name: "c3",
 		ApplicationResults: []policyhubv1.ApplicationPolicyResult{{Cluster: "c3", Policy: "shop-limits", Results: policyhubv1.ResultCounts{Error: 1}}},
 		Violations:         []policyhubv1.Violation{theirs}}}
-	results, top := applicationResults("shop", clusters, summaryRead{summaries: summaries, unread: map[string]bool{"c3": true}}, owned, now)
+	results, top := applicationResults("shop", clusters, SummaryRead{Summaries: summaries, Unread: map[string]bool{"c3": true}}, owned, now)
 	if len(results) != 2 || results[0].Cluster != "c1" || results[0].Results != (policyhubv1.ResultCounts{Pass: 1, Fail: 2}) || results[0].Blocked != 2 ||
 		results[0].LastBlocked == nil || results[0].LastBlocked.Message == "" || results[1].Cluster != "c3" || results[1].Results.Error != 1 {
 		t.Errorf("results %+v", results)
@@ -220,7 +220,7 @@ func TestApplicationResults(t *testing.T) {
 // 1.5 MiB request limit.
 func TestStatusOfTenThousandClustersIsBounded(t *testing.T) {
 	now := metav1.NewTime(time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC))
-	var outcomes []clusterOutcome
+	var outcomes []Outcome
 	summaries := map[string]*policyhubv1.PolicyReportSummary{}
 	owned := map[string][]aggregate.Policy{}
 	const n = 10000
@@ -234,14 +234,14 @@ func TestStatusOfTenThousandClustersIsBounded(t *testing.T) {
 		if phase == policyhubv1.ClusterPhaseSynced {
 			result.InForce = ptr.To(i%7 != 0) // some not confirmed by Kyverno yet
 		}
-		outcomes = append(outcomes, clusterOutcome{cluster: name, wrote: true, result: result})
+		outcomes = append(outcomes, Outcome{Cluster: name, Wrote: true, Result: result})
 		summaries[name] = seenSummary(now.Time, policyhubv1.PolicyReportSummarySpec{Cluster: name, GeneratedAt: &now,
 			Policies: []policyhubv1.PolicySummary{{Name: "require-labels", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Pass: 120, Fail: 3}}}})
 		owned[name] = []aggregate.Policy{{Kind: "ClusterPolicy", Name: "require-labels"}}
 	}
 	fp := &policyhubv1.FleetPolicy{}
 	clusters := clusterStatuses(nil, outcomes, nil, now)
-	clusters = setResults(clusters, summaryRead{summaries: summaries}, owned, now.Time)
+	clusters = SetResults(clusters, SummaryRead{Summaries: summaries}, owned, now.Time)
 	fp.Status.Summary = summarize(clusters)
 	setConditions(&fp.Status.Conditions, readyCondition(clusters, nil, "", 1), nil, nil)
 	raw, err := json.Marshal(fp.Status)
@@ -309,7 +309,7 @@ func TestTopViolationsAreFairAcrossClusters(t *testing.T) {
 		summaries[name] = seenSummary(now, policyhubv1.PolicyReportSummarySpec{Cluster: name, Violations: violations})
 	}
 	clusters := []policyhubv1.ClusterStatus{{Name: "a-hostile"}, {Name: "b-normal"}}
-	_, top := applicationResults("shop", clusters, summaryRead{summaries: summaries}, owned, now)
+	_, top := applicationResults("shop", clusters, SummaryRead{Summaries: summaries}, owned, now)
 	if len(top) != maxTopViolations {
 		t.Fatalf("%d top violations, want %d", len(top), maxTopViolations)
 	}
@@ -365,22 +365,22 @@ func TestTopViolations(t *testing.T) {
 // A status whose pass, warn or skip counts alone moved is not written (they move with every
 // agent's summary); a moved fail count, or anything else, is.
 func TestStatusChurnIsNotAChange(t *testing.T) {
-	fp := func(pass, fail int64) declaration {
+	fp := func(pass, fail int64) Declaration {
 		d := &fleetPolicy{FleetPolicy: &policyhubv1.FleetPolicy{}}
 		d.Status.Summary = policyhubv1.StatusSummary{Clusters: 2, Results: policyhubv1.ResultCounts{Pass: pass, Skip: pass, Warn: pass, Fail: fail}}
 		return d
 	}
-	ap := func(pass, fail int64) declaration {
+	ap := func(pass, fail int64) Declaration {
 		d := &applicationPolicy{ApplicationPolicy: &policyhubv1.ApplicationPolicy{}}
 		d.Status.Policies = []policyhubv1.ApplicationPolicyResult{{Cluster: "c1", Policy: "p", Results: policyhubv1.ResultCounts{Pass: pass, Fail: fail}}}
 		return d
 	}
 	for _, kind := range []struct {
 		name string
-		make func(pass, fail int64) declaration
+		make func(pass, fail int64) Declaration
 	}{{"FleetPolicy", fp}, {"ApplicationPolicy", ap}} {
-		same := equality.Semantic.DeepEqual(kind.make(1, 3).statusWithoutChurn(), kind.make(9, 3).statusWithoutChurn())
-		moved := equality.Semantic.DeepEqual(kind.make(1, 3).statusWithoutChurn(), kind.make(1, 4).statusWithoutChurn())
+		same := equality.Semantic.DeepEqual(kind.make(1, 3).StatusWithoutChurn(), kind.make(9, 3).StatusWithoutChurn())
+		moved := equality.Semantic.DeepEqual(kind.make(1, 3).StatusWithoutChurn(), kind.make(1, 4).StatusWithoutChurn())
 		if !same || moved {
 			t.Errorf("%s: pass moved counts as a change: %v; fail moved counts as none: %v", kind.name, !same, moved)
 		}
@@ -409,14 +409,14 @@ func TestOverBudgetStalls(t *testing.T) {
 	if overBudget(clusters[2:]) != nil {
 		t.Error("Stalled without a refusal")
 	}
-	outcome := func(cluster, message string) clusterOutcome {
-		return clusterOutcome{cluster: cluster, result: &work.DeclarationResult{Phase: failed, Message: message}}
+	outcome := func(cluster, message string) Outcome {
+		return Outcome{Cluster: cluster, Result: &work.DeclarationResult{Phase: failed, Message: message}}
 	}
 	targets := &render.Targets{Objects: map[string][]*unstructured.Unstructured{"c1": {{}}, "c3": {{}}}}
-	if _, failing, _ := keepOutcomes([]clusterOutcome{outcome("c1", refusal)}, targets); failing {
+	if _, failing, _ := keepOutcomes([]Outcome{outcome("c1", refusal)}, targets); failing {
 		t.Error("a refusal counted as failing (retried)")
 	}
-	if _, failing, _ := keepOutcomes([]clusterOutcome{outcome("c1", refusal), outcome("c3", unreachable)}, targets); !failing {
+	if _, failing, _ := keepOutcomes([]Outcome{outcome("c1", refusal), outcome("c3", unreachable)}, targets); !failing {
 		t.Error("an unreachable cluster not counted as failing")
 	}
 }

@@ -220,10 +220,10 @@ func clockSkewCondition(skew, limit time.Duration, generation int64) metav1.Cond
 	return c
 }
 
-// refusedInvalid says whether the summary controller refused the summary's current generation
+// RefusedInvalid says whether the summary controller refused the summary's current generation
 // as Invalid (see judgeSummary). Until it has looked, the summary is read: aggregate clamps and
 // dedupes whatever it holds, so it can change nothing beyond its own cluster's results.
-func refusedInvalid(s *policyhubv1.PolicyReportSummary) bool {
+func RefusedInvalid(s *policyhubv1.PolicyReportSummary) bool {
 	c := apimeta.FindStatusCondition(s.Status.Conditions, policyhubv1.ConditionReady)
 	return c != nil && c.Reason == ReasonInvalid && c.ObservedGeneration == s.Generation
 }

@@ -116,11 +116,11 @@ func TestJudgeSummaryRefuses(t *testing.T) {
 			if stalled == nil || stalled.Reason != tc.wantStalled {
 				t.Errorf("Stalled %+v, want reason %s", stalled, tc.wantStalled)
 			}
-			if got := refusedInvalid(s); got != (tc.wantReady == ReasonInvalid) {
+			if got := RefusedInvalid(s); got != (tc.wantReady == ReasonInvalid) {
 				t.Errorf("refusedInvalid %v", got)
 			}
 			s.Generation++ // a new generation: the verdict is of the old one
-			if refusedInvalid(s) {
+			if RefusedInvalid(s) {
 				t.Error("a new generation is refused before the hub looked at it")
 			}
 		})

@@ -60,7 +60,7 @@ func NewSummaryMetas(mgr ctrl.Manager) (cache.Cache, error) {
 // metadata the labeller reads.
 func summaryMetasOptions() cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		summaryMeta(): {Field: fields.OneTermEqualSelector("metadata.name", policyhubv1.SummaryName), Transform: keepSummaryMeta},
+		SummaryMeta(): {Field: fields.OneTermEqualSelector("metadata.name", policyhubv1.SummaryName), Transform: keepSummaryMeta},
 	}}
 }
 
@@ -69,8 +69,8 @@ type everyReplica struct{ cache.Cache }
 
 func (everyReplica) NeedLeaderElection() bool { return false }
 
-// summaryMeta is a PolicyReportSummary's metadata.
-func summaryMeta() *metav1.PartialObjectMetadata {
+// SummaryMeta is a PolicyReportSummary's metadata.
+func SummaryMeta() *metav1.PartialObjectMetadata {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(policyhubv1.GroupVersion.WithKind(kindSummary))
 	return m
@@ -86,7 +86,7 @@ func (r *SummaryLabeler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("policyreportsummary-label").
 		WatchesRawSource(r.Wake).
-		WatchesRawSource(source.Kind(r.Metas, summaryMeta(), &handler.TypedEnqueueRequestForObject[*metav1.PartialObjectMetadata]{}, labelChanged)).
+		WatchesRawSource(source.Kind(r.Metas, SummaryMeta(), &handler.TypedEnqueueRequestForObject[*metav1.PartialObjectMetadata]{}, labelChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
 }
@@ -97,7 +97,7 @@ func (r *SummaryLabeler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if req.Name != policyhubv1.SummaryName || !r.Works(req.Namespace) {
 		return ctrl.Result{}, nil
 	}
-	m := summaryMeta()
+	m := SummaryMeta()
 	if err := r.Metas.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
