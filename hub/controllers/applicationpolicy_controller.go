@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/policyhub/policyhub/hub/engine"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,7 +32,7 @@ import (
 type ApplicationPolicyReconciler struct {
 	// DeclarationOptions are best the FleetPolicy reconciler's (its Batcher in particular): both
 	// kinds then share each cluster's passes.
-	DeclarationOptions
+	engine.DeclarationOptions
 	// KubeVela is true when the hub serves KubeVela's Application: placement then defaults to the
 	// application's topology, and results are mirrored into its status.policy.
 	KubeVela bool
@@ -41,20 +43,20 @@ type ApplicationPolicyReconciler struct {
 	// status (each write makes KubeVela reconcile the Application); zero means 10s.
 	ApplicationStatusInterval time.Duration
 
-	room      Room
+	room      engine.Room
 	appWrites appWriteClock
 }
 
 // SetupWithManager registers the reconciler: ApplicationPolicy changes, inventory changes,
 // summaries of the clusters it is in, and (with KubeVela) its Application's changes trigger it.
 func (r *ApplicationPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := ControllerFor(mgr, "applicationpolicy", policyhubv1.KindApplicationPolicy, &policyhubv1.ApplicationPolicy{}, &r.DeclarationOptions, &r.room, r.every, r.inCluster, r.ofPlacement)
+	b := engine.ControllerFor(mgr, "applicationpolicy", policyhubv1.KindApplicationPolicy, &policyhubv1.ApplicationPolicy{}, &r.DeclarationOptions, &r.room, r.every, r.inCluster, r.ofPlacement)
 	// A grant given, changed or taken back changes where its tenants' policies may go.
 	b = b.Watches(&policyhubv1.TenantGrant{}, handler.EnqueueRequestsFromMapFunc(r.room.Rerendering(r.ofGrant)), builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 	if r.ClusterSetBindings {
 		binding := &metav1.PartialObjectMetadata{}
 		binding.SetGroupVersionKind(clusterv1beta2.GroupVersion.WithKind("ManagedClusterSetBinding"))
-		b = b.Watches(binding, handler.EnqueueRequestsFromMapFunc(r.room.Rerendering(r.inNamespace)), builder.OnlyMetadata, builder.WithPredicates(CreateOrDelete()))
+		b = b.Watches(binding, handler.EnqueueRequestsFromMapFunc(r.room.Rerendering(r.inNamespace)), builder.OnlyMetadata, builder.WithPredicates(engine.CreateOrDelete()))
 	}
 	if r.KubeVela {
 		app := &unstructured.Unstructured{}
@@ -68,7 +70,7 @@ func (r *ApplicationPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // (see readOnlyList), so they must not be changed.
 func (r *ApplicationPolicyReconciler) list(ctx context.Context, opts ...client.ListOption) []policyhubv1.ApplicationPolicy {
 	list := &policyhubv1.ApplicationPolicyList{}
-	if err := r.Client.List(ctx, list, append(opts, ReadOnlyList)...); err != nil {
+	if err := r.Client.List(ctx, list, append(opts, engine.ReadOnlyList)...); err != nil {
 		log.FromContext(ctx).Error(err, "list ApplicationPolicies")
 		return nil
 	}
@@ -76,14 +78,14 @@ func (r *ApplicationPolicyReconciler) list(ctx context.Context, opts ...client.L
 }
 
 func (r *ApplicationPolicyReconciler) every(ctx context.Context, _ client.Object) []reconcile.Request {
-	return RequestsFor[policyhubv1.ApplicationPolicy](r.list(ctx), nil)
+	return engine.RequestsFor[policyhubv1.ApplicationPolicy](r.list(ctx), nil)
 }
 
 // ofPlacement maps an OCM Placement or PlacementDecision to the ApplicationPolicies whose
 // placementRef names the Placement (a ref without a namespace names one in the policy's own).
 func (r *ApplicationPolicyReconciler) ofPlacement(ctx context.Context, obj client.Object) []reconcile.Request {
 	key := placement.PlacementOf(obj)
-	return RequestsFor(r.list(ctx), func(ap *policyhubv1.ApplicationPolicy) bool {
+	return engine.RequestsFor(r.list(ctx), func(ap *policyhubv1.ApplicationPolicy) bool {
 		return placement.Names(ap.Spec.Placement, ap.Namespace, key)
 	})
 }
@@ -96,16 +98,16 @@ func (r *ApplicationPolicyReconciler) ofGrant(ctx context.Context, _ client.Obje
 
 // inNamespace maps an OCM ManagedClusterSetBinding to the ApplicationPolicies of its namespace.
 func (r *ApplicationPolicyReconciler) inNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
-	return RequestsFor[policyhubv1.ApplicationPolicy](r.list(ctx, client.InNamespace(obj.GetNamespace())), nil)
+	return engine.RequestsFor[policyhubv1.ApplicationPolicy](r.list(ctx, client.InNamespace(obj.GetNamespace())), nil)
 }
 
 // inCluster maps a cluster's summary to the ApplicationPolicies whose slices hold the cluster.
 func (r *ApplicationPolicyReconciler) inCluster(ctx context.Context, summary client.Object) []reconcile.Request {
-	return DeclarationsInCluster(ctx, r.Reader, policyhubv1.KindApplicationPolicy, "", summary.GetNamespace())
+	return engine.DeclarationsInCluster(ctx, r.Reader, policyhubv1.KindApplicationPolicy, "", summary.GetNamespace())
 }
 
 func (r *ApplicationPolicyReconciler) ofApplication(ctx context.Context, app client.Object) []reconcile.Request {
-	return RequestsFor(r.list(ctx, client.InNamespace(app.GetNamespace())), func(ap *policyhubv1.ApplicationPolicy) bool {
+	return engine.RequestsFor(r.list(ctx, client.InNamespace(app.GetNamespace())), func(ap *policyhubv1.ApplicationPolicy) bool {
 		return ap.Spec.Application == app.GetName()
 	})
 }
@@ -142,19 +144,19 @@ func (d *applicationPolicy) StatusWithoutChurn() any {
 }
 func (d *applicationPolicy) Suspended() bool { return d.Spec.Suspend }
 func (d *applicationPolicy) Prune() bool     { return declare.Prune(d.Spec.Prune) }
-func (d *applicationPolicy) Copy() Declaration {
+func (d *applicationPolicy) Copy() engine.Declaration {
 	return &applicationPolicy{ApplicationPolicy: d.ApplicationPolicy.DeepCopy(), r: d.r, clusters: d.clusters}
 }
 
-func (d *applicationPolicy) CommonStatus() StatusFields {
-	return StatusFields{ObservedGeneration: &d.Status.ObservedGeneration, Conditions: &d.Status.Conditions, Summary: &d.Status.Summary}
+func (d *applicationPolicy) CommonStatus() engine.StatusFields {
+	return engine.StatusFields{ObservedGeneration: &d.Status.ObservedGeneration, Conditions: &d.Status.Conditions, Summary: &d.Status.Summary}
 }
 
 func (d *applicationPolicy) Source(hubID string) string {
 	return render.ApplicationPolicyOwner(hubID, d.Namespace, d.Name).Source()
 }
 
-func (d *applicationPolicy) Render(ctx context.Context) (*Rendering, error) {
+func (d *applicationPolicy) Render(ctx context.Context) (*engine.Rendering, error) {
 	inv, err := placement.ReadInventory(ctx, d.r.Reader, d.r.SecretNamespace)
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster inventory: %w", err)
@@ -171,7 +173,7 @@ func (d *applicationPolicy) Render(ctx context.Context) (*Rendering, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Rendering{Targets: t}, nil
+	return &engine.Rendering{Targets: t}, nil
 }
 
 // RenderInput: what an ApplicationPolicy renders from besides its spec (the inventory, grants,
@@ -188,16 +190,16 @@ func (d *applicationPolicy) application(ctx context.Context) (*unstructured.Unst
 
 // SetResults sets this application's results from the clusters' summaries: in each cluster's
 // state, and per policy with the top violations in the status.
-func (d *applicationPolicy) SetResults(clusters []policyhubv1.ClusterStatus, read SummaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
-	clusters = SetResults(clusters, read, owned, now)
+func (d *applicationPolicy) SetResults(clusters []policyhubv1.ClusterStatus, read engine.SummaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
+	clusters = engine.SetClusterResults(clusters, read, owned, now)
 	d.Status.Policies, d.Status.TopViolations = applicationResults(d.Spec.Application, clusters, read, owned, now)
 	d.clusters = clusters
 	return clusters
 }
 
 // Progress: an ApplicationPolicy has no rollout; it is in force where its application runs.
-func (d *applicationPolicy) Progress(*Rendering, []Outcome, []policyhubv1.ClusterStatus, time.Time) Progress {
-	return Progress{}
+func (d *applicationPolicy) Progress(*engine.Rendering, []engine.Outcome, []policyhubv1.ClusterStatus, time.Time) engine.Progress {
+	return engine.Progress{}
 }
 
 // AfterStatus mirrors the status into the KubeVela Application's status.policy entry, read now

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/policyhub/policyhub/hub/engine"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/work"
@@ -108,7 +109,7 @@ func (r *DepartureReconciler) recheck() time.Duration {
 
 // stillNeeded reports whether a declaration's ClusterStatusSlices still hold the cluster.
 func (r *DepartureReconciler) stillNeeded(ctx context.Context, cluster string) (bool, error) {
-	slices, err := slicesOf(ctx, r.Reader, cluster)
+	slices, err := engine.SlicesOf(ctx, r.Reader, cluster)
 	if err != nil {
 		return false, fmt.Errorf("list the declarations in cluster %s: %w", cluster, err)
 	}

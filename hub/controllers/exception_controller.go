@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/policyhub/policyhub/hub/engine"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -38,7 +40,7 @@ import (
 // PolicyExceptions, into the clusters their target's policy runs in, and removes them from every
 // cluster when they end (expiry, revocation, denial, a new unapproved generation).
 type FleetPolicyExceptionReconciler struct {
-	DeclarationOptions
+	engine.DeclarationOptions
 
 	// APIReader reads what the cache does not hold: a PolicySet's snapshots.
 	APIReader client.Reader
@@ -52,7 +54,7 @@ type FleetPolicyExceptionReconciler struct {
 	// ApprovableServiceAccounts: see declare.ApprovalRules.
 	ApprovableServiceAccounts []string
 
-	room Room
+	room engine.Room
 	// fence is the admission fence as policyhub ships it, read once at setup.
 	fence declare.ExceptionFence
 }
@@ -66,10 +68,10 @@ func (r *FleetPolicyExceptionReconciler) SetupWithManager(mgr ctrl.Manager) erro
 		return err
 	}
 	r.fence = fence
-	b := ControllerFor(mgr, "fleetpolicyexception", policyhubv1.KindFleetPolicyException, &policyhubv1.FleetPolicyException{},
+	b := engine.ControllerFor(mgr, "fleetpolicyexception", policyhubv1.KindFleetPolicyException, &policyhubv1.FleetPolicyException{},
 		&r.DeclarationOptions, &r.room, r.every, r.inCluster, nil, approvalChanged())
 	b = b.Watches(&policyhubv1.ClusterStatusSlice{}, handler.EnqueueRequestsFromMapFunc(r.room.Rerendering(r.ofTargetSlice)),
-		builder.WithPredicates(SlicesOfKinds(policyhubv1.KindFleetPolicy, policyhubv1.KindPolicySet), SyncedClustersChanged())).
+		builder.WithPredicates(engine.SlicesOfKinds(policyhubv1.KindFleetPolicy, policyhubv1.KindPolicySet), engine.SyncedClustersChanged())).
 		Watches(&policyhubv1.FleetPolicy{}, handler.EnqueueRequestsFromMapFunc(r.room.Rerendering(r.ofTarget)),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&policyhubv1.PolicySet{}, handler.EnqueueRequestsFromMapFunc(r.room.Rerendering(r.ofTarget)),
@@ -102,28 +104,6 @@ func equalApproval(a, b *policyhubv1.ExceptionApproval) bool {
 	return equality.Semantic.DeepEqual(a, b)
 }
 
-// SyncedClustersChanged passes a target's slice events that change where its policy is: a
-// cluster synced or no longer synced, not the results that move with every summary.
-func SyncedClustersChanged() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		old, okOld := e.ObjectOld.(*policyhubv1.ClusterStatusSlice)
-		updated, okNew := e.ObjectNew.(*policyhubv1.ClusterStatusSlice)
-		if !okOld || !okNew {
-			return true
-		}
-		return !slices.Equal(declare.SyncedIn(old.Clusters), declare.SyncedIn(updated.Clusters))
-	}}
-}
-
-// SlicesOfKinds passes the ClusterStatusSlices of declarations of the kinds: a watch of slices
-// sees every declaration's, most of them moving with every summary.
-func SlicesOfKinds(kinds ...string) predicate.Predicate {
-	return predicate.NewPredicateFuncs(func(o client.Object) bool {
-		s, ok := o.(*policyhubv1.ClusterStatusSlice)
-		return ok && slices.Contains(kinds, s.Declaration.Kind)
-	})
-}
-
 // setVersionChanged passes a PolicySet's spec changes and new versions (its members change).
 func setVersionChanged() predicate.Predicate {
 	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
@@ -146,7 +126,7 @@ func snapshotOf(ps *policyhubv1.PolicySet) string {
 // list reads the exceptions for the event maps: the cache's own objects (see readOnlyList).
 func (r *FleetPolicyExceptionReconciler) list(ctx context.Context) []policyhubv1.FleetPolicyException {
 	list := &policyhubv1.FleetPolicyExceptionList{}
-	if err := r.Client.List(ctx, list, ReadOnlyList); err != nil {
+	if err := r.Client.List(ctx, list, engine.ReadOnlyList); err != nil {
 		log.FromContext(ctx).Error(err, "list FleetPolicyExceptions")
 		return nil
 	}
@@ -154,12 +134,12 @@ func (r *FleetPolicyExceptionReconciler) list(ctx context.Context) []policyhubv1
 }
 
 func (r *FleetPolicyExceptionReconciler) every(ctx context.Context, _ client.Object) []reconcile.Request {
-	return RequestsFor[policyhubv1.FleetPolicyException](r.list(ctx), nil)
+	return engine.RequestsFor[policyhubv1.FleetPolicyException](r.list(ctx), nil)
 }
 
 // targeting are the exceptions whose target is the declaration kind/name.
 func (r *FleetPolicyExceptionReconciler) targeting(ctx context.Context, kind, name string) []reconcile.Request {
-	return RequestsFor(r.list(ctx), func(ex *policyhubv1.FleetPolicyException) bool {
+	return engine.RequestsFor(r.list(ctx), func(ex *policyhubv1.FleetPolicyException) bool {
 		return ex.Spec.Target.Kind == kind && ex.Spec.Target.Name == name
 	})
 }
@@ -183,7 +163,7 @@ func (r *FleetPolicyExceptionReconciler) ofTarget(ctx context.Context, obj clien
 }
 
 func (r *FleetPolicyExceptionReconciler) inCluster(ctx context.Context, summary client.Object) []reconcile.Request {
-	return DeclarationsInCluster(ctx, r.Reader, policyhubv1.KindFleetPolicyException, "", summary.GetNamespace())
+	return engine.DeclarationsInCluster(ctx, r.Reader, policyhubv1.KindFleetPolicyException, "", summary.GetNamespace())
 }
 
 // Reconcile judges the exception on the hub's clock, then runs target → clusters → render → sync
@@ -219,10 +199,10 @@ func (r *FleetPolicyExceptionReconciler) Reconcile(ctx context.Context, req ctrl
 func (r *FleetPolicyExceptionReconciler) fenceMissing(ctx context.Context) string {
 	policies := &admissionregistrationv1.ValidatingAdmissionPolicyList{}
 	bindings := &admissionregistrationv1.ValidatingAdmissionPolicyBindingList{}
-	if err := r.Reader.List(ctx, policies, ReadOnlyList); err != nil {
+	if err := r.Reader.List(ctx, policies, engine.ReadOnlyList); err != nil {
 		return "the hub cannot read its ValidatingAdmissionPolicies (" + err.Error() + ")"
 	}
-	if err := r.Reader.List(ctx, bindings, ReadOnlyList); err != nil {
+	if err := r.Reader.List(ctx, bindings, engine.ReadOnlyList); err != nil {
 		return "the hub cannot read its ValidatingAdmissionPolicyBindings (" + err.Error() + ")"
 	}
 	return r.fence.Missing(policies.Items, bindings.Items)
@@ -251,14 +231,14 @@ func (d *fleetPolicyException) StatusWithoutChurn() any {
 }
 func (d *fleetPolicyException) Suspended() bool { return false }
 func (d *fleetPolicyException) Prune() bool     { return true }
-func (d *fleetPolicyException) Copy() Declaration {
+func (d *fleetPolicyException) Copy() engine.Declaration {
 	c := *d
 	c.FleetPolicyException = d.FleetPolicyException.DeepCopy()
 	return &c
 }
 
-func (d *fleetPolicyException) CommonStatus() StatusFields {
-	return StatusFields{ObservedGeneration: &d.Status.ObservedGeneration, Conditions: &d.Status.Conditions, Summary: &d.Status.Summary}
+func (d *fleetPolicyException) CommonStatus() engine.StatusFields {
+	return engine.StatusFields{ObservedGeneration: &d.Status.ObservedGeneration, Conditions: &d.Status.Conditions, Summary: &d.Status.Summary}
 }
 
 func (d *fleetPolicyException) Source(hubID string) string {
@@ -280,19 +260,19 @@ func (d *fleetPolicyException) RenderInput() string {
 // rendered unless the exception is Active, and nothing for one that cannot be rendered: unlike a
 // policy, an exception left in the clusters as it was would keep exempting what its spec no
 // longer says (it is Stalled, and pruned everywhere).
-func (d *fleetPolicyException) Render(ctx context.Context) (*Rendering, error) {
+func (d *fleetPolicyException) Render(ctx context.Context) (*engine.Rendering, error) {
 	r, err := d.renderActive(ctx)
 	if invalid, ok := render.AsInvalid(err); ok {
 		owner := render.FleetPolicyExceptionOwner(d.r.HubID, d.Namespace, d.Name)
-		return &Rendering{Targets: &render.Targets{Source: owner.Source(), Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}},
+		return &engine.Rendering{Targets: &render.Targets{Source: owner.Source(), Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}},
 			Refused: invalid}, nil
 	}
 	return r, err
 }
 
-func (d *fleetPolicyException) renderActive(ctx context.Context) (*Rendering, error) {
+func (d *fleetPolicyException) renderActive(ctx context.Context) (*engine.Rendering, error) {
 	owner := render.FleetPolicyExceptionOwner(d.r.HubID, d.Namespace, d.Name)
-	empty := &Rendering{Targets: &render.Targets{Source: owner.Source(), Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}}}
+	empty := &engine.Rendering{Targets: &render.Targets{Source: owner.Source(), Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}}}
 	if d.verdict.State != policyhubv1.ExceptionActive {
 		return empty, nil
 	}
@@ -329,7 +309,7 @@ func (d *fleetPolicyException) renderActive(ctx context.Context) (*Rendering, er
 		return nil, err
 	}
 	t.NotGranted = notGranted
-	return &Rendering{Targets: t, Excepted: policy.Ref()}, nil
+	return &engine.Rendering{Targets: t, Excepted: policy.Ref()}, nil
 }
 
 // resolveTarget finds the Kyverno policy the target renders: a FleetPolicy's template (named
@@ -468,7 +448,7 @@ func (d *fleetPolicyException) withinGrants(ctx context.Context, clusters []stri
 // SetResults sets, in each cluster's state, the results the exception turned into skip there
 // (the agents count the results Kyverno marks with the exception's name), and their sum in the
 // status. A cluster whose summary could not be read keeps what it had.
-func (d *fleetPolicyException) SetResults(clusters []policyhubv1.ClusterStatus, read SummaryRead, _ map[string][]aggregate.Policy, _ time.Time) []policyhubv1.ClusterStatus {
+func (d *fleetPolicyException) SetResults(clusters []policyhubv1.ClusterStatus, read engine.SummaryRead, _ map[string][]aggregate.Policy, _ time.Time) []policyhubv1.ClusterStatus {
 	name := policyhubv1.ExceptionObjectName(d.Namespace, d.Name)
 	var total int64
 	for i := range clusters {
@@ -498,7 +478,7 @@ func (d *fleetPolicyException) SetResults(clusters []policyhubv1.ClusterStatus, 
 
 // Progress sets the exception's own status (state, clusters in force, Approved) and holds Ready
 // while it is not Active, or its target is missing; it wakes at the end date.
-func (d *fleetPolicyException) Progress(r *Rendering, outcomes []Outcome, _ []policyhubv1.ClusterStatus, _ time.Time) Progress {
+func (d *fleetPolicyException) Progress(r *engine.Rendering, outcomes []engine.Outcome, _ []policyhubv1.ClusterStatus, _ time.Time) engine.Progress {
 	d.judged()
 	d.Status.Policy = r.Excepted
 	var inForce int32
@@ -508,7 +488,7 @@ func (d *fleetPolicyException) Progress(r *Rendering, outcomes []Outcome, _ []po
 		}
 	}
 	d.Status.InForce = inForce
-	p := Progress{Wake: d.verdict.Wake}
+	p := engine.Progress{Wake: d.verdict.Wake}
 	switch {
 	case d.verdict.State != policyhubv1.ExceptionActive:
 		p.Holding, p.Reason = d.verdict.Message, d.verdict.State
@@ -521,9 +501,9 @@ func (d *fleetPolicyException) Progress(r *Rendering, outcomes []Outcome, _ []po
 	case r.Missing != "":
 		p.Holding, p.Reason = r.Missing+": in force nowhere", "TargetMissing"
 	case len(r.Targets.NotGranted) > 0 && len(r.Targets.Objects) == 0:
-		// Not one place it asks for is granted to its namespace (statusHalf's NotGranted says
+		// Not one place it asks for is granted to its namespace (the engine's NotGranted condition says
 		// which, and how a hub admin grants them): approved, but in force nowhere.
-		d.refuse(ReasonNotGranted + ": not one of its places is granted to namespace " + d.Namespace + ", so it is in force nowhere")
+		d.refuse(engine.ReasonNotGranted + ": not one of its places is granted to namespace " + d.Namespace + ", so it is in force nowhere")
 	}
 	return p
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/policyhub/policyhub/hub/engine"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -41,7 +43,7 @@ func TestSliceWatchesPassOnlyWhereSyncedChanges(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}
-			got := SlicesOfKinds(policyhubv1.KindFleetPolicyException).Update(e) && SyncedClustersChanged().Update(e)
+			got := engine.SlicesOfKinds(policyhubv1.KindFleetPolicyException).Update(e) && engine.SyncedClustersChanged().Update(e)
 			if got != tc.want {
 				t.Errorf("passes %v, want %v", got, tc.want)
 			}
@@ -90,16 +92,16 @@ func TestExceptionInForceNowhereIsNotActive(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name      string
-		r         *Rendering
+		r         *engine.Rendering
 		state     string
 		refusedIn string
 	}{
-		{"a wildcard namespace", &Rendering{Targets: targets(nil), Refused: &render.InvalidError{Reason: "InvalidException", Err: errors.New(`spec.resources.namespaces: "*" has a wildcard`)}},
+		{"a wildcard namespace", &engine.Rendering{Targets: targets(nil), Refused: &render.InvalidError{Reason: "InvalidException", Err: errors.New(`spec.resources.namespaces: "*" has a wildcard`)}},
 			policyhubv1.ExceptionInvalid, `InvalidException: spec.resources.namespaces: "*" has a wildcard`},
-		{"no place granted", &Rendering{Targets: targets(nil, "cluster-1/default", "cluster-2/default")},
+		{"no place granted", &engine.Rendering{Targets: targets(nil, "cluster-1/default", "cluster-2/default")},
 			policyhubv1.ExceptionInvalid, "NotGranted: not one of its places is granted to namespace team-a"},
-		{"granted in one cluster", &Rendering{Targets: targets([]string{"cluster-1"}, "cluster-2/default")}, policyhubv1.ExceptionActive, ""},
-		{"in force", &Rendering{Targets: targets([]string{"cluster-1"})}, policyhubv1.ExceptionActive, ""},
+		{"granted in one cluster", &engine.Rendering{Targets: targets([]string{"cluster-1"}, "cluster-2/default")}, policyhubv1.ExceptionActive, ""},
+		{"in force", &engine.Rendering{Targets: targets([]string{"cluster-1"})}, policyhubv1.ExceptionActive, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ex := &policyhubv1.FleetPolicyException{}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/policyhub/policyhub/hub/engine"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -22,16 +24,13 @@ import (
 	"github.com/policyhub/policyhub/hub/render"
 )
 
-// Finalizer keeps a FleetPolicy until its policies are pruned from every cluster.
-const Finalizer = "policyhub.io/prune"
-
 // FleetPolicyReconciler syncs FleetPolicies into the clusters their placement selects.
 type FleetPolicyReconciler struct {
-	DeclarationOptions
+	engine.DeclarationOptions
 
 	// room remembers, per FleetPolicy, its last rendering and the results announced, so that a
 	// reconcile woken by an agent's summary or a worker's result renders nothing.
-	room Room
+	room engine.Room
 
 	// Rollouts exports the rollouts' state as metrics.
 	Rollouts *metrics.Rollout
@@ -40,38 +39,38 @@ type FleetPolicyReconciler struct {
 // SetupWithManager registers the reconciler: FleetPolicy spec changes, and changes of the
 // inventory (gateway credential Secrets, metadata only), trigger it.
 func (r *FleetPolicyReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ControllerFor(mgr, "fleetpolicy", policyhubv1.KindFleetPolicy, &policyhubv1.FleetPolicy{}, &r.DeclarationOptions, &r.room, r.everyFleetPolicy, r.fleetPoliciesInCluster, r.fleetPoliciesOfPlacement).
+	return engine.ControllerFor(mgr, "fleetpolicy", policyhubv1.KindFleetPolicy, &policyhubv1.FleetPolicy{}, &r.DeclarationOptions, &r.room, r.everyFleetPolicy, r.fleetPoliciesInCluster, r.fleetPoliciesOfPlacement).
 		// Where its exceptions are in force marks its namespaced CEL policies (markExceptionsInForce).
 		Watches(&policyhubv1.ClusterStatusSlice{}, handler.EnqueueRequestsFromMapFunc(r.room.Rerendering(ofExceptionSlice(r.Reader, policyhubv1.KindFleetPolicy, r.everyFleetPolicy))),
-			builder.WithPredicates(SlicesOfKinds(policyhubv1.KindFleetPolicyException), SyncedClustersChanged())).
+			builder.WithPredicates(engine.SlicesOfKinds(policyhubv1.KindFleetPolicyException), engine.SyncedClustersChanged())).
 		Complete(r)
 }
 
 func (r *FleetPolicyReconciler) everyFleetPolicy(ctx context.Context, _ client.Object) []reconcile.Request {
 	list := &policyhubv1.FleetPolicyList{}
-	if err := r.Client.List(ctx, list, ReadOnlyList); err != nil {
+	if err := r.Client.List(ctx, list, engine.ReadOnlyList); err != nil {
 		log.FromContext(ctx).Error(err, "list FleetPolicies after an inventory change")
 		return nil
 	}
-	return RequestsFor[policyhubv1.FleetPolicy](list.Items, nil)
+	return engine.RequestsFor[policyhubv1.FleetPolicy](list.Items, nil)
 }
 
 // fleetPoliciesOfPlacement maps an OCM Placement or PlacementDecision to the FleetPolicies whose
 // placementRef names the Placement.
 func (r *FleetPolicyReconciler) fleetPoliciesOfPlacement(ctx context.Context, obj client.Object) []reconcile.Request {
 	list := &policyhubv1.FleetPolicyList{}
-	if err := r.Client.List(ctx, list, ReadOnlyList); err != nil {
+	if err := r.Client.List(ctx, list, engine.ReadOnlyList); err != nil {
 		log.FromContext(ctx).Error(err, "list FleetPolicies after an OCM placement change")
 		return nil
 	}
 	key := placement.PlacementOf(obj)
-	return RequestsFor(list.Items, func(fp *policyhubv1.FleetPolicy) bool { return placement.Names(&fp.Spec.Placement, "", key) })
+	return engine.RequestsFor(list.Items, func(fp *policyhubv1.FleetPolicy) bool { return placement.Names(&fp.Spec.Placement, "", key) })
 }
 
 // fleetPoliciesInCluster maps a cluster's summary to the FleetPolicies whose slices (in the hub's
 // namespace) hold the cluster: their results come from it.
 func (r *FleetPolicyReconciler) fleetPoliciesInCluster(ctx context.Context, summary client.Object) []reconcile.Request {
-	return DeclarationsInCluster(ctx, r.Reader, policyhubv1.KindFleetPolicy, r.Namespace, summary.GetNamespace())
+	return engine.DeclarationsInCluster(ctx, r.Reader, policyhubv1.KindFleetPolicy, r.Namespace, summary.GetNamespace())
 }
 
 // Reconcile runs placement → render → sync for one FleetPolicy and records the outcome.
@@ -110,19 +109,19 @@ func (d *fleetPolicy) StatusWithoutChurn() any {
 }
 func (d *fleetPolicy) Suspended() bool { return d.Spec.Suspend }
 func (d *fleetPolicy) Prune() bool     { return declare.Prune(d.Spec.Prune) }
-func (d *fleetPolicy) Copy() Declaration {
+func (d *fleetPolicy) Copy() engine.Declaration {
 	return &fleetPolicy{FleetPolicy: d.FleetPolicy.DeepCopy(), r: d.r, transitions: d.transitions}
 }
 
-func (d *fleetPolicy) CommonStatus() StatusFields {
-	return StatusFields{ObservedGeneration: &d.Status.ObservedGeneration, Conditions: &d.Status.Conditions, Summary: &d.Status.Summary}
+func (d *fleetPolicy) CommonStatus() engine.StatusFields {
+	return engine.StatusFields{ObservedGeneration: &d.Status.ObservedGeneration, Conditions: &d.Status.Conditions, Summary: &d.Status.Summary}
 }
 
 func (d *fleetPolicy) Source(hubID string) string {
 	return render.FleetPolicyOwner(hubID, d.Name).Source()
 }
 
-func (d *fleetPolicy) Render(ctx context.Context) (*Rendering, error) {
+func (d *fleetPolicy) Render(ctx context.Context) (*engine.Rendering, error) {
 	inv, err := placement.ReadInventory(ctx, d.r.Reader, d.r.SecretNamespace)
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster inventory: %w", err)
@@ -134,7 +133,7 @@ func (d *fleetPolicy) Render(ctx context.Context) (*Rendering, error) {
 	if err := declare.MarkExceptionsInForce(ctx, d.r.Reader, policyhubv1.KindFleetPolicy, d.Name, declare.FleetPolicyExceptedRef(d.FleetPolicy), t); err != nil {
 		return nil, err
 	}
-	return &Rendering{Targets: t, Rollout: plan}, nil
+	return &engine.Rendering{Targets: t, Rollout: plan}, nil
 }
 
 // RenderInput is the rollout's state, when it rolls out: the plan, and so what each wave's
@@ -150,13 +149,13 @@ func (d *fleetPolicy) RenderInput() string {
 	return string(state)
 }
 
-func (d *fleetPolicy) Progress(r *Rendering, outcomes []Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) Progress {
+func (d *fleetPolicy) Progress(r *engine.Rendering, outcomes []engine.Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) engine.Progress {
 	return d.progressRollout(r.Rollout, outcomes, clusters, now)
 }
 
-func (d *fleetPolicy) SetResults(clusters []policyhubv1.ClusterStatus, read SummaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
+func (d *fleetPolicy) SetResults(clusters []policyhubv1.ClusterStatus, read engine.SummaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
 	d.legacy = legacyCounts(read)
-	clusters = SetResults(clusters, read, owned, now)
+	clusters = engine.SetClusterResults(clusters, read, owned, now)
 	recordLegacy(clusters, read, d.legacy, d.Spec.Rollout.GatesOnLegacyObjects())
 	return clusters
 }

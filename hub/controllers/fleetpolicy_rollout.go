@@ -5,12 +5,13 @@ import (
 	"maps"
 	"time"
 
+	"github.com/policyhub/policyhub/hub/engine"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/rollout"
 )
 
@@ -20,11 +21,11 @@ type rolloutEvent struct {
 }
 
 // progressRollout makes one step of the rollout plan (nil: none) from the clusters' outcomes and
-// state (see gateReports), and records the new state in the status.
-func (d *fleetPolicy) progressRollout(plan *rollout.Plan, outcomes []Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) Progress {
+// state (the engine judges their reports fresh or not), and records the new state in the status.
+func (d *fleetPolicy) progressRollout(plan *rollout.Plan, outcomes []engine.Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) engine.Progress {
 	if plan == nil {
 		d.Status.Rollout = nil
-		return Progress{}
+		return engine.Progress{}
 	}
 	step := stepRollout(plan, outcomes, clusters, d.legacy, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
 		func() *policyhubv1.StableVersion {
@@ -38,15 +39,15 @@ func (d *fleetPolicy) progressRollout(plan *rollout.Plan, outcomes []Outcome, cl
 // declaration, and the Events of its transitions.
 type rolloutStep struct {
 	status      *policyhubv1.RolloutStatus
-	progress    Progress
+	progress    engine.Progress
 	transitions []rolloutEvent
 }
 
 // stepRollout makes one step of a declaration's rollout plan from its clusters' outcomes and
-// state (their results, and whether gateReports judged their reports fresh) and their legacy
+// state (their results, and whether the engine judged their reports fresh) and their legacy
 // objects (legacyCounts): annotations hold the approvals, paused holds every wave, prev is the
 // state before, and done names the current version once it completes every wave.
-func stepRollout(plan *rollout.Plan, outcomes []Outcome, clusters []policyhubv1.ClusterStatus, legacy map[string]*int64, now time.Time,
+func stepRollout(plan *rollout.Plan, outcomes []engine.Outcome, clusters []policyhubv1.ClusterStatus, legacy map[string]*int64, now time.Time,
 	annotations map[string]string, paused bool, prev *policyhubv1.RolloutStatus, done func() *policyhubv1.StableVersion) rolloutStep {
 	measures := map[string]rollout.Measure{}
 	entries := make(map[string]*policyhubv1.ClusterStatus, len(clusters))
@@ -94,7 +95,7 @@ func stepRollout(plan *rollout.Plan, outcomes []Outcome, clusters []policyhubv1.
 			break
 		}
 	}
-	p := Progress{}
+	p := engine.Progress{}
 	if holding != "" {
 		p.Reason, p.Holding = "RolloutProgressing", holding
 		if paused {
@@ -112,7 +113,7 @@ func stepRollout(plan *rollout.Plan, outcomes []Outcome, clusters []policyhubv1.
 // legacyCounts are the Kyverno legacy objects of each cluster whose summary was read and holds
 // an inventory (whatever the objects' owner): a cluster absent has not reported one, or its
 // summary was not read here (another replica works it), and holds a wave gated on them.
-func legacyCounts(read SummaryRead) map[string]*int64 {
+func legacyCounts(read engine.SummaryRead) map[string]*int64 {
 	out := map[string]*int64{}
 	for cluster, s := range read.Summaries {
 		if inv := s.Spec.Engine.Legacy; inv != nil {
@@ -127,7 +128,7 @@ func legacyCounts(read SummaryRead) map[string]*int64 {
 // (legacy), when gated (the rollout gates a wave on them), and clears them otherwise: the replica
 // that writes the declaration's status reads them for the clusters other replicas work. Only a
 // gated declaration carries them, so an inventory's change rewrites no other declaration's slices.
-func recordLegacy(clusters []policyhubv1.ClusterStatus, read SummaryRead, legacy map[string]*int64, gated bool) {
+func recordLegacy(clusters []policyhubv1.ClusterStatus, read engine.SummaryRead, legacy map[string]*int64, gated bool) {
 	for i := range clusters {
 		c := &clusters[i]
 		switch {
@@ -137,136 +138,6 @@ func recordLegacy(clusters []policyhubv1.ClusterStatus, read SummaryRead, legacy
 			c.LegacyObjects = legacy[c.Name]
 		}
 	}
-}
-
-// gateReports judges, in the state of each cluster this replica works that is rolling out plan's
-// version (nil: no rollout), whether its reports are of that version (ReportsFresh, see
-// freshReport): the gates count only those. Another replica's clusters keep their owner's
-// judgement (read.unread). recheck is how soon a cluster not fresh yet, in a wave not done, may
-// be proven fresh by its agent heard again (zero: none): a renewal wakes no declaration.
-func gateReports(plan *rollout.Plan, own []Outcome, clusters []policyhubv1.ClusterStatus, read SummaryRead, owned map[string][]aggregate.Policy, now time.Time) ([]policyhubv1.ClusterStatus, time.Duration) {
-	if plan == nil {
-		for i := range clusters {
-			if !read.Unread[clusters[i].Name] {
-				clusters[i].ReportsFresh = nil
-			}
-		}
-		return clusters, 0
-	}
-	done := map[string]bool{}
-	syncedAt := map[string]time.Time{} // by cluster: when its wave was seen synced
-	for _, s := range plan.States {
-		done[s.Name] = s.Phase == rollout.Done
-		if s.SyncedAt == nil {
-			continue
-		}
-		for _, w := range plan.Waves {
-			if w.Name == s.Name {
-				for _, c := range w.Clusters {
-					syncedAt[c] = *s.SyncedAt
-				}
-			}
-		}
-	}
-	waveOf := map[string]string{}
-	for _, w := range plan.Waves {
-		for _, c := range w.Clusters {
-			waveOf[c] = w.Name
-		}
-	}
-	outcomes := make(map[string]Outcome, len(own))
-	for _, o := range own {
-		outcomes[o.Cluster] = o
-	}
-	var recheck time.Time
-	for i := range clusters {
-		c := &clusters[i]
-		o, mine := outcomes[c.Name]
-		if read.Unread[c.Name] || !mine {
-			continue
-		}
-		c.ReportsFresh = nil
-		if _, rolling := plan.Modes[c.Name]; !rolling {
-			continue // held at the stable version: not judged
-		}
-		// The version arrived when the worker wrote it. A worker that did not (it found it there
-		// when the hub started, or another replica wrote it) cannot say when it arrived: its
-		// summary counts from the moment the wave was seen synced, on whatever results it holds
-		// (Kyverno evaluated them when the version arrived).
-		arrived, known := o.WroteAt, !o.WroteAt.IsZero()
-		if !known {
-			arrived = syncedAt[c.Name]
-		}
-		fresh := false
-		if s, ok := read.Summaries[c.Name]; ok && !arrived.IsZero() {
-			res := aggregate.ForPolicies(s, owned[c.Name], now)
-			heard := read.LastHeard(s, now)
-			if fresh = freshReport(res, heard, arrived, known); !fresh && !done[waveOf[c.Name]] {
-				// Look again when the agent's next renewal is due, or when one would be late
-				// enough to count.
-				at := arrived.Add(quietProof)
-				if next := heard.Add(aggregate.Heartbeat(s)); next.After(at) {
-					at = next
-				}
-				if !at.After(now) {
-					at = now.Add(aggregate.Heartbeat(s)) // the agent is late: no sooner than its next renewal
-				}
-				if recheck.IsZero() || at.Before(recheck) {
-					recheck = at
-				}
-			}
-		}
-		c.ReportsFresh = &fresh
-	}
-	if recheck.IsZero() {
-		return clusters, 0
-	}
-	return clusters, max(recheck.Sub(now)+time.Second, time.Millisecond)
-}
-
-// reportGrace is how long after a policy arrived in a cluster its agent's summary may still
-// list no result of it for the rollout to take that as "nothing to report": Kyverno evaluates
-// every resource again when a policy changes and merges the results into reports within
-// seconds; a policy that matches no resource never has any.
-const reportGrace = 30 * time.Second
-
-// quietProof is how long after a version arrived the hub must have heard its cluster's agent
-// (its Lease renewed) for an unchanged summary to count as the agent's report of that version:
-// Kyverno's grace, plus the time an agent may hold a change before pushing it (its push
-// interval, 10s by default), so a renewal cannot overtake a push of new results.
-const quietProof = reportGrace + 15*time.Second
-
-// freshReport tells whether a summary's results of a declaration's policies are of the version
-// that arrived at arrived (by the hub's clock: when the worker wrote it, or when the wave was
-// seen synced). Everything is compared by the hub's clock, never the cluster's, which may run
-// hours ahead or behind:
-//   - the hub saw the summary after the arrival (status.observedTime), or heard its agent
-//     (lastHeard: its Lease renewed) quietProof after it: an agent alive that long after the
-//     arrival with nothing new to push has nothing new to say of that version;
-//   - when the arrival is known (written), every result was made after it: Kyverno evaluates
-//     every resource again when a policy changes. Kyverno's times are the cluster's clock; they
-//     are translated by the offset the hub measured when it saw the summary (generatedAt less
-//     observedTime), and, being whole seconds, count from a second before the arrival;
-//   - a policy without results counts only once Kyverno has had reportGrace to report it (the
-//     summary seen that long after the arrival, or the agent heard quietProof after it).
-//
-// What remains is the summary's way to the hub: the offset is measured when the hub saw the
-// summary, moments after the agent stamped generatedAt (the push's latency, and the hub's queue
-// of summaries), so translated result times read that much later than they were, and a summary
-// the agent built just before the arrival but the hub saw just after counts as after it. Both
-// are the push's latency: sub-second normally, seconds when the hub is busy.
-func freshReport(res aggregate.Results, lastHeard, arrived time.Time, written bool) bool {
-	if res.Observed.IsZero() {
-		return false
-	}
-	quiet := !lastHeard.Before(arrived.Add(quietProof))
-	if !res.Observed.After(arrived) && !quiet {
-		return false
-	}
-	if written && !res.OldestResult.IsZero() && !res.OldestResult.After(arrived.Add(-time.Second)) {
-		return false
-	}
-	return res.Unlisted == 0 || !res.Observed.Before(arrived.Add(reportGrace)) || quiet
 }
 
 // rolloutRestep is how soon a FleetPolicy is reconciled again when a step changed its

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/policyhub/policyhub/hub/engine"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,7 +36,7 @@ type handover struct {
 	// summaryMetas reads every summary's metadata (SummaryLabeler's cache).
 	summaryMetas client.Reader
 	workers      *work.Workers
-	results      *ResultEvents
+	results      *engine.ResultEvents
 	shard        *shard.Sharder
 	metrics      *metrics.Replica
 	// sync holds the per-cluster sync series: a cluster handed over takes its series with it.
@@ -85,7 +87,7 @@ func (h *handover) wakeAll(ctx context.Context) {
 		if kind == kindSummaryLabel {
 			reader = h.summaryMetas
 		}
-		if err := reader.List(ctx, list, ReadOnlyList); err != nil {
+		if err := reader.List(ctx, list, engine.ReadOnlyList); err != nil {
 			log.FromContext(ctx).Error(err, "list after the replicas' shares changed", "kind", kind)
 			return
 		}

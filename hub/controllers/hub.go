@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/policyhub/policyhub/hub/engine"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,6 +18,14 @@ import (
 	"github.com/policyhub/policyhub/hub/shard"
 	"github.com/policyhub/policyhub/hub/source"
 	"github.com/policyhub/policyhub/hub/work"
+)
+
+// The names e2e tests and commands know the hub's conditions and finalizer by, now the engine's.
+const (
+	// Finalizer keeps a declaration until its policies are pruned from every cluster.
+	Finalizer = engine.Finalizer
+	// ReasonOverBudget: see engine.ReasonOverBudget.
+	ReasonOverBudget = engine.ReasonOverBudget
 )
 
 // HubOptions are the settings of a whole hub: every controller policyhub-hub runs.
@@ -71,7 +81,7 @@ type HubOptions struct {
 	Flux *source.FluxFence
 	// Replica, when set, makes this process one of the hub's replicas that share the fleet,
 	// active-active: it holds a Lease of its own, works the clusters assigned to it and writes
-	// the status of its share of the declarations (see share). Nil: it works every cluster.
+	// the status of its share of the declarations (see hub/engine's share.go). Nil: it works every cluster.
 	Replica *shard.Replica
 }
 
@@ -83,11 +93,11 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 	if o.Namespace == "" {
 		return nil, errors.New("the hub's namespace is required: FleetPolicies' ClusterStatusSlices live there")
 	}
-	if err := IndexSlices(ctx, mgr); err != nil {
+	if err := engine.IndexSlices(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("index ClusterStatusSlices by cluster: %w", err)
 	}
 	syncMetrics := metrics.NewSync(o.Registry)
-	results := &ResultEvents{}
+	results := &engine.ResultEvents{}
 	sharder, err := newSharder(ctx, mgr, o)
 	if err != nil {
 		return nil, err
@@ -128,7 +138,7 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 	// One record of the agents' Lease renewals: the summary controller fills it from its watch;
 	// rollouts and metrics read it.
 	heard := heartbeat.New(time.Now)
-	declarations := DeclarationOptions{
+	declarations := engine.DeclarationOptions{
 		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: o.Gateway, SecretNamespace: o.SecretNamespace,
 		HubID: o.HubID, Workers: workers, Results: results, Recorder: mgr.GetEventRecorder("policyhub-hub"),
 		StatusCoalesce: o.StatusCoalesce, MaxConcurrentReconciles: o.MaxConcurrentReconciles, OCMPlacements: ocm, Heard: heard,

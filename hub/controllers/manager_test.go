@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/policyhub/policyhub/hub/engine"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -71,7 +73,7 @@ func TestSummaryCachesKeepOnlyWhatTheHubReads(t *testing.T) {
 			t.Errorf("manager's cache (replica %q): a summary kept at %d bytes, want under 1 KiB", replica, size)
 		}
 	}
-	m := SummaryMeta()
+	m := engine.SummaryMeta()
 	m.ObjectMeta = hostile()
 	kept, err := transformOf("summaries' metadata cache", summaryMetasOptions(), isMeta)(m)
 	if err != nil {
@@ -85,7 +87,7 @@ func TestSummaryCachesKeepOnlyWhatTheHubReads(t *testing.T) {
 		t.Errorf("summaries' metadata cache: %d bytes a summary, want under 512", size)
 	}
 	// Without the label, none is made up.
-	m = SummaryMeta()
+	m = engine.SummaryMeta()
 	m.Name, m.Annotations = policyhubv1.SummaryName, map[string]string{"a": "b"}
 	if kept, _ := keepSummaryMeta(m); kept.(*metav1.PartialObjectMetadata).Labels != nil || kept.(*metav1.PartialObjectMetadata).Annotations != nil {
 		t.Errorf("an unlabelled summary kept as %+v", kept)

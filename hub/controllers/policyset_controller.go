@@ -8,6 +8,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/policyhub/policyhub/hub/engine"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,7 +37,7 @@ import (
 // and renders the snapshot's members like a FleetPolicy's one policy, and brings back their
 // state.
 type PolicySetReconciler struct {
-	DeclarationOptions
+	engine.DeclarationOptions
 
 	// APIReader reads what the cache does not hold: snapshots, registry Secrets.
 	APIReader client.Reader
@@ -52,7 +54,7 @@ type PolicySetReconciler struct {
 	// Rollouts exports the sets' rollouts as metrics, their policy label pset/NAME (nil: not).
 	Rollouts *metrics.Rollout
 
-	room    Room
+	room    engine.Room
 	sources sourceRoom
 }
 
@@ -63,12 +65,12 @@ func (r *PolicySetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Limits == (source.Limits{}) {
 		r.Limits = source.DefaultLimits
 	}
-	b := ControllerFor(mgr, "policyset", policyhubv1.KindPolicySet, &policyhubv1.PolicySet{}, &r.DeclarationOptions, &r.room, r.every, r.inCluster, r.ofPlacement)
+	b := engine.ControllerFor(mgr, "policyset", policyhubv1.KindPolicySet, &policyhubv1.PolicySet{}, &r.DeclarationOptions, &r.room, r.every, r.inCluster, r.ofPlacement)
 	inHub := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == r.Namespace })
 	b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.ofLibrary), builder.WithPredicates(inHub))
 	// Where its exceptions are in force marks its namespaced CEL members (markExceptionsInForce).
 	b = b.Watches(&policyhubv1.ClusterStatusSlice{}, handler.EnqueueRequestsFromMapFunc(r.room.Rerendering(ofExceptionSlice(r.Reader, policyhubv1.KindPolicySet, r.every))),
-		builder.WithPredicates(SlicesOfKinds(policyhubv1.KindFleetPolicyException), SyncedClustersChanged()))
+		builder.WithPredicates(engine.SlicesOfKinds(policyhubv1.KindFleetPolicyException), engine.SyncedClustersChanged()))
 	for _, gvk := range r.FluxSources {
 		src := &unstructured.Unstructured{}
 		src.SetGroupVersionKind(gvk)
@@ -114,7 +116,7 @@ func (r *PolicySetReconciler) ofFluxSource(ctx context.Context, obj client.Objec
 
 func (r *PolicySetReconciler) list(ctx context.Context) []policyhubv1.PolicySet {
 	list := &policyhubv1.PolicySetList{}
-	if err := r.Client.List(ctx, list, ReadOnlyList); err != nil {
+	if err := r.Client.List(ctx, list, engine.ReadOnlyList); err != nil {
 		log.FromContext(ctx).Error(err, "list PolicySets")
 		return nil
 	}
@@ -122,16 +124,16 @@ func (r *PolicySetReconciler) list(ctx context.Context) []policyhubv1.PolicySet 
 }
 
 func (r *PolicySetReconciler) every(ctx context.Context, _ client.Object) []reconcile.Request {
-	return RequestsFor[policyhubv1.PolicySet](r.list(ctx), nil)
+	return engine.RequestsFor[policyhubv1.PolicySet](r.list(ctx), nil)
 }
 
 func (r *PolicySetReconciler) ofPlacement(ctx context.Context, obj client.Object) []reconcile.Request {
 	key := placement.PlacementOf(obj)
-	return RequestsFor(r.list(ctx), func(ps *policyhubv1.PolicySet) bool { return placement.Names(&ps.Spec.Placement, "", key) })
+	return engine.RequestsFor(r.list(ctx), func(ps *policyhubv1.PolicySet) bool { return placement.Names(&ps.Spec.Placement, "", key) })
 }
 
 func (r *PolicySetReconciler) inCluster(ctx context.Context, summary client.Object) []reconcile.Request {
-	return DeclarationsInCluster(ctx, r.Reader, policyhubv1.KindPolicySet, r.Namespace, summary.GetNamespace())
+	return engine.DeclarationsInCluster(ctx, r.Reader, policyhubv1.KindPolicySet, r.Namespace, summary.GetNamespace())
 }
 
 // ofLibrary maps a policy library ConfigMap (created, changed or deleted) to the sets reading
@@ -163,16 +165,16 @@ func (r *PolicySetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	d := &policySet{PolicySet: ps, r: r}
-	engine := r.Engine(&r.room)
+	reconciler := r.Engine(&r.room)
 	if !ps.DeletionTimestamp.IsZero() {
 		// The snapshots go with the set; the hub does not wait for the garbage collector.
 		if err := r.deleteSnapshots(ctx, ps); err != nil {
 			return ctrl.Result{}, err
 		}
-		return engine.Reconcile(ctx, req.NamespacedName, d)
+		return reconciler.Reconcile(ctx, req.NamespacedName, d)
 	}
 	if ps.Spec.Suspend {
-		return engine.Reconcile(ctx, req.NamespacedName, d)
+		return reconciler.Reconcile(ctx, req.NamespacedName, d)
 	}
 	readSource := r.readSource
 	if !r.Writes(policyhubv1.KindPolicySet, ps) {
@@ -187,8 +189,8 @@ func (r *PolicySetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 		return ctrl.Result{RequeueAfter: read.wake}, nil
 	}
 	d.members = read.members
-	res, err := engine.Reconcile(ctx, req.NamespacedName, d)
-	res.RequeueAfter = MinPositive(res.RequeueAfter, read.wake)
+	res, err := reconciler.Reconcile(ctx, req.NamespacedName, d)
+	res.RequeueAfter = engine.MinPositive(res.RequeueAfter, read.wake)
 	return res, err
 }
 
@@ -215,19 +217,19 @@ func (d *policySet) StatusWithoutChurn() any {
 }
 func (d *policySet) Suspended() bool { return d.Spec.Suspend }
 func (d *policySet) Prune() bool     { return declare.Prune(d.Spec.Prune) }
-func (d *policySet) Copy() Declaration {
+func (d *policySet) Copy() engine.Declaration {
 	return &policySet{PolicySet: d.PolicySet.DeepCopy(), r: d.r, members: d.members, transitions: d.transitions}
 }
 
-func (d *policySet) CommonStatus() StatusFields {
-	return StatusFields{ObservedGeneration: &d.Status.ObservedGeneration, Conditions: &d.Status.Conditions, Summary: &d.Status.Summary}
+func (d *policySet) CommonStatus() engine.StatusFields {
+	return engine.StatusFields{ObservedGeneration: &d.Status.ObservedGeneration, Conditions: &d.Status.Conditions, Summary: &d.Status.Summary}
 }
 
 func (d *policySet) Source(hubID string) string {
 	return render.PolicySetOwner(hubID, d.Name).Source()
 }
 
-func (d *policySet) Render(ctx context.Context) (*Rendering, error) {
+func (d *policySet) Render(ctx context.Context) (*engine.Rendering, error) {
 	inv, err := placement.ReadInventory(ctx, d.r.Reader, d.r.SecretNamespace)
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster inventory: %w", err)
@@ -243,7 +245,7 @@ func (d *policySet) Render(ctx context.Context) (*Rendering, error) {
 	if err := declare.MarkExceptionsInForce(ctx, d.r.Reader, policyhubv1.KindPolicySet, d.Name, declare.MemberExceptedRef, t); err != nil {
 		return nil, err
 	}
-	return &Rendering{Targets: t, Rollout: plan, Members: members}, nil
+	return &engine.Rendering{Targets: t, Rollout: plan, Members: members}, nil
 }
 
 // RenderInput is the version the set runs and, when it rolls out, the rollout's state: a new
@@ -265,9 +267,9 @@ func (d *policySet) RenderInput() string {
 
 // SetResults sets the clusters' results, and in each this replica works its members Kyverno
 // reports fail or error results of (see memberViolations).
-func (d *policySet) SetResults(clusters []policyhubv1.ClusterStatus, read SummaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
+func (d *policySet) SetResults(clusters []policyhubv1.ClusterStatus, read engine.SummaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
 	d.legacy = legacyCounts(read)
-	clusters = SetResults(clusters, read, owned, now)
+	clusters = engine.SetClusterResults(clusters, read, owned, now)
 	recordLegacy(clusters, read, d.legacy, d.Spec.Rollout.GatesOnLegacyObjects())
 	for i := range clusters {
 		if c := &clusters[i]; !read.Unread[c.Name] {
@@ -279,7 +281,7 @@ func (d *policySet) SetResults(clusters []policyhubv1.ClusterStatus, read Summar
 
 // Progress counts the members and names those failing or in conflict somewhere, from the
 // workers' outcomes: a member Kyverno refuses fails alone, and says so here with Kyverno's words.
-func (d *policySet) Progress(r *Rendering, outcomes []Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) Progress {
+func (d *policySet) Progress(r *engine.Rendering, outcomes []engine.Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) engine.Progress {
 	d.Status.Members = policyhubv1.MemberCounts{Total: int32(len(r.Members))}
 	d.Status.AttentionMembers, d.Status.Members.Failed, d.Status.Members.Conflict = memberAttention(outcomes)
 	violating := memberViolations(clusters)
@@ -303,10 +305,10 @@ func (d *policySet) Progress(r *Rendering, outcomes []Outcome, clusters []policy
 }
 
 // rolloutProgress steps the set's rollout, when it has one.
-func (d *policySet) rolloutProgress(r *Rendering, outcomes []Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) Progress {
+func (d *policySet) rolloutProgress(r *engine.Rendering, outcomes []engine.Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) engine.Progress {
 	if r.Rollout == nil {
 		d.Status.Rollout = nil
-		return Progress{}
+		return engine.Progress{}
 	}
 	// The gates sum what the set's members measured in each cluster of the wave (owned): the set
 	// is promoted as a unit.
@@ -333,7 +335,7 @@ func rolloutMetricName(name string) string { return "pset/" + name }
 // memberAttention folds the clusters' failed and conflicting objects into the members that need
 // attention (at most policyhubv1.MaxAttentionMembers: failed first, then the most clusters), and
 // counts the members failed and in conflict.
-func memberAttention(outcomes []Outcome) (attention []policyhubv1.MemberAttention, failed, conflict int32) {
+func memberAttention(outcomes []engine.Outcome) (attention []policyhubv1.MemberAttention, failed, conflict int32) {
 	type key struct {
 		ref    policyhubv1.MemberRef
 		action string

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/policyhub/policyhub/hub/engine"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -19,10 +21,10 @@ func TestMemberAttention(t *testing.T) {
 	problem := func(action, name, msg string) policyhubv1.PlannedChange {
 		return policyhubv1.PlannedChange{Action: action, APIVersion: "kyverno.io/v1", Kind: "ClusterPolicy", Name: name, Message: msg}
 	}
-	outcome := func(cluster string, pending bool, problems ...policyhubv1.PlannedChange) Outcome {
-		return Outcome{Cluster: cluster, Pending: pending, Result: &work.DeclarationResult{Problems: problems}}
+	outcome := func(cluster string, pending bool, problems ...policyhubv1.PlannedChange) engine.Outcome {
+		return engine.Outcome{Cluster: cluster, Pending: pending, Result: &work.DeclarationResult{Problems: problems}}
 	}
-	got, failed, conflict := memberAttention([]Outcome{
+	got, failed, conflict := memberAttention([]engine.Outcome{
 		outcome("a", false, problem("Failed", "bad", "admission webhook denied: rule r: invalid pattern"), problem("Conflict", "taken", "owned by another")),
 		outcome("b", false, problem("Failed", "bad", "admission webhook denied"), problem("Failed", "other", "refused")),
 		outcome("c", true, problem("Failed", "pending-only", "not counted")),
@@ -35,7 +37,7 @@ func TestMemberAttention(t *testing.T) {
 		t.Fatalf("attention %+v", got)
 	}
 
-	var many []Outcome
+	var many []engine.Outcome
 	for i := range policyhubv1.MaxAttentionMembers + 7 {
 		many = append(many, outcome(fmt.Sprint("c", i), false, problem("Failed", fmt.Sprint("m", i), "x")))
 	}
@@ -43,7 +45,7 @@ func TestMemberAttention(t *testing.T) {
 	if len(got) != policyhubv1.MaxAttentionMembers || failed != int32(policyhubv1.MaxAttentionMembers+7) {
 		t.Fatalf("%d named, %d counted", len(got), failed)
 	}
-	if got, failed, conflict := memberAttention([]Outcome{outcome("a", false)}); got != nil || failed != 0 || conflict != 0 {
+	if got, failed, conflict := memberAttention([]engine.Outcome{outcome("a", false)}); got != nil || failed != 0 || conflict != 0 {
 		t.Fatalf("no problem: %v %d %d", got, failed, conflict)
 	}
 }
@@ -62,7 +64,7 @@ func TestMemberViolations(t *testing.T) {
 		return policyhubv1.PolicySummary{Name: name, Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: fail, Error: errs}}
 	}
 	member := func(name string) aggregate.Policy { return aggregate.Policy{Kind: "ClusterPolicy", Name: name} }
-	read := SummaryRead{Summaries: map[string]*policyhubv1.PolicyReportSummary{
+	read := engine.SummaryRead{Summaries: map[string]*policyhubv1.PolicyReportSummary{
 		"a": summary("a", entry("team", 3, 1), entry("tier", 0, 0), entry("not-ours", 50, 0)),
 		"b": summary("b", entry("team", 1, 0), entry("tier", 7, 0), entry("labels", -5, 0)),
 		"d": summary("d", entry("team", 1000, 0)), // another replica's cluster: not read here
@@ -120,7 +122,7 @@ func TestPolicySetSourceHolding(t *testing.T) {
 		t.Errorf("no version ever read (recordRead's Ready says so): holding %q", got)
 	}
 	d := &policySet{PolicySet: set(metav1.ConditionFalse, "sha256:aaa")}
-	p := d.Progress(&Rendering{}, nil, nil, time.Now())
+	p := d.Progress(&engine.Rendering{}, nil, nil, time.Now())
 	if p.Reason != ReasonSourceNotReady || p.Stalled || !strings.Contains(p.Holding, "the source cannot be read: registry unreachable") ||
 		!strings.Contains(p.Holding, "the clusters keep version sha256:aaa (reg/p:stable)") {
 		t.Errorf("progress %+v: want SourceNotReady naming the failure and the version kept", p)

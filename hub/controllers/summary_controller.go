@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/policyhub/policyhub/hub/engine"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -117,10 +119,6 @@ func (r *SummaryReconciler) forget(cluster string) {
 	}
 }
 
-// ReasonInvalid is a summary's Ready reason when it holds what the CRD refuses: an older CRD
-// let it through. It is not aggregated.
-const ReasonInvalid = "Invalid"
-
 // verdict is what the hub makes of a summary.
 type verdict struct {
 	// accepted: the summary is aggregated.
@@ -148,8 +146,8 @@ func judgeSummary(s *policyhubv1.PolicyReportSummary, heard, now time.Time) verd
 			stalled.Reason = "UnexpectedName"
 		}
 	} else if err := s.Spec.Validate(); err != nil {
-		refuse(ReasonInvalid, fmt.Errorf("the summary holds what the PolicyReportSummary CRD refuses (is the hub's CRD older than the hub?), so it is not aggregated: %w", err))
-		ready.Reason = ReasonInvalid
+		refuse(engine.ReasonInvalid, fmt.Errorf("the summary holds what the PolicyReportSummary CRD refuses (is the hub's CRD older than the hub?), so it is not aggregated: %w", err))
+		ready.Reason = engine.ReasonInvalid
 	} else {
 		v.accepted = true
 		if aggregate.Stale(s, heard, now) {
@@ -169,7 +167,7 @@ func judgeSummary(s *policyhubv1.PolicyReportSummary, heard, now time.Time) verd
 			v.requeueAfter = aggregate.StaleAt(s, heard, now).Sub(now) + time.Second
 		}
 	}
-	setConditions(&s.Status.Conditions, ready, nil, stalled)
+	engine.SetConditions(&s.Status.Conditions, ready, nil, stalled)
 	return v
 }
 
@@ -218,12 +216,4 @@ func clockSkewCondition(skew, limit time.Duration, generation int64) metav1.Cond
 	}
 	c.Status, c.Reason, c.Message = metav1.ConditionFalse, "ClockInSync", fmt.Sprintf("%s (at most %s expected)", measured, limit)
 	return c
-}
-
-// RefusedInvalid says whether the summary controller refused the summary's current generation
-// as Invalid (see judgeSummary). Until it has looked, the summary is read: aggregate clamps and
-// dedupes whatever it holds, so it can change nothing beyond its own cluster's results.
-func RefusedInvalid(s *policyhubv1.PolicyReportSummary) bool {
-	c := apimeta.FindStatusCondition(s.Status.Conditions, policyhubv1.ConditionReady)
-	return c != nil && c.Reason == ReasonInvalid && c.ObservedGeneration == s.Generation
 }

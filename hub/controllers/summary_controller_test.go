@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/policyhub/policyhub/hub/engine"
+
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -96,10 +98,10 @@ func TestJudgeSummaryRefuses(t *testing.T) {
 	}{
 		{"another cluster", func(s *policyhubv1.PolicyReportSummary) { s.Spec.Cluster = "c2" }, "Refused", `spec.cluster "c2"`, "ClusterMismatch"},
 		{"another name", func(s *policyhubv1.PolicyReportSummary) { s.Name = "other" }, "Refused", `"other" is not aggregated`, "UnexpectedName"},
-		{"a negative count (an older CRD)", func(s *policyhubv1.PolicyReportSummary) { s.Spec.Totals.Fail = -1000 }, ReasonInvalid, "spec.totals.fail: -1000", ReasonInvalid},
+		{"a negative count (an older CRD)", func(s *policyhubv1.PolicyReportSummary) { s.Spec.Totals.Fail = -1000 }, engine.ReasonInvalid, "spec.totals.fail: -1000", engine.ReasonInvalid},
 		{"a policy listed twice (an older CRD)", func(s *policyhubv1.PolicyReportSummary) {
 			s.Spec.Policies = []policyhubv1.PolicySummary{{Name: "p"}, {Name: "p"}}
-		}, ReasonInvalid, "spec.policies[1]: a second entry", ReasonInvalid},
+		}, engine.ReasonInvalid, "spec.policies[1]: a second entry", engine.ReasonInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &policyhubv1.PolicyReportSummary{Spec: policyhubv1.PolicyReportSummarySpec{Cluster: "c1", GeneratedAt: &metav1.Time{Time: now}}}
@@ -116,11 +118,11 @@ func TestJudgeSummaryRefuses(t *testing.T) {
 			if stalled == nil || stalled.Reason != tc.wantStalled {
 				t.Errorf("Stalled %+v, want reason %s", stalled, tc.wantStalled)
 			}
-			if got := RefusedInvalid(s); got != (tc.wantReady == ReasonInvalid) {
+			if got := engine.RefusedInvalid(s); got != (tc.wantReady == engine.ReasonInvalid) {
 				t.Errorf("refusedInvalid %v", got)
 			}
 			s.Generation++ // a new generation: the verdict is of the old one
-			if RefusedInvalid(s) {
+			if engine.RefusedInvalid(s) {
 				t.Error("a new generation is refused before the hub looked at it")
 			}
 		})

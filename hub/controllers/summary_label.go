@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/policyhub/policyhub/hub/engine"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -60,7 +62,7 @@ func NewSummaryMetas(mgr ctrl.Manager) (cache.Cache, error) {
 // metadata the labeller reads.
 func summaryMetasOptions() cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		SummaryMeta(): {Field: fields.OneTermEqualSelector("metadata.name", policyhubv1.SummaryName), Transform: keepSummaryMeta},
+		engine.SummaryMeta(): {Field: fields.OneTermEqualSelector("metadata.name", policyhubv1.SummaryName), Transform: keepSummaryMeta},
 	}}
 }
 
@@ -68,13 +70,6 @@ func summaryMetasOptions() cache.Options {
 type everyReplica struct{ cache.Cache }
 
 func (everyReplica) NeedLeaderElection() bool { return false }
-
-// SummaryMeta is a PolicyReportSummary's metadata.
-func SummaryMeta() *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{}
-	m.SetGroupVersionKind(policyhubv1.GroupVersion.WithKind(kindSummary))
-	return m
-}
 
 // SetupWithManager registers the labeller.
 func (r *SummaryLabeler) SetupWithManager(mgr ctrl.Manager) error {
@@ -86,7 +81,7 @@ func (r *SummaryLabeler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("policyreportsummary-label").
 		WatchesRawSource(r.Wake).
-		WatchesRawSource(source.Kind(r.Metas, SummaryMeta(), &handler.TypedEnqueueRequestForObject[*metav1.PartialObjectMetadata]{}, labelChanged)).
+		WatchesRawSource(source.Kind(r.Metas, engine.SummaryMeta(), &handler.TypedEnqueueRequestForObject[*metav1.PartialObjectMetadata]{}, labelChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
 }
@@ -97,7 +92,7 @@ func (r *SummaryLabeler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if req.Name != policyhubv1.SummaryName || !r.Works(req.Namespace) {
 		return ctrl.Result{}, nil
 	}
-	m := SummaryMeta()
+	m := engine.SummaryMeta()
 	if err := r.Metas.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -1,4 +1,4 @@
-package controllers
+package engine
 
 import (
 	"context"
@@ -6,6 +6,11 @@ import (
 	"slices"
 	"strings"
 
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/declare"
+	"github.com/policyhub/policyhub/hub/placement"
+	"github.com/policyhub/policyhub/hub/render"
+	"github.com/policyhub/policyhub/hub/statusslice"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,11 +19,83 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-
-	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/placement"
-	"github.com/policyhub/policyhub/hub/statusslice"
 )
+
+// Reconcile keeps the finalizer, or lets a deleted declaration go (finalize); a suspended one
+// only says so. Otherwise the dispatch half hands the clusters what the declaration wants, and
+// the status half writes what they answered.
+func (e Engine) Reconcile(ctx context.Context, key types.NamespacedName, d Declaration) (ctrl.Result, error) {
+	if e.shareOf(d).idle {
+		return ctrl.Result{}, nil // no share of the fleet yet: its first one wakes every declaration
+	}
+	source := d.Source(e.hubID)
+	obj := d.Object()
+	deleting := !obj.GetDeletionTimestamp().IsZero()
+	lifecycle, why := declare.LifecycleOf(deleting, d.Suspended(), d.Prune())
+	if deleting {
+		return e.finalize(ctx, key, d, source) // prunes, or keeps, as lifecycle says
+	}
+	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
+		patch := client.MergeFrom(d.Copy().Object())
+		controllerutil.AddFinalizer(obj, Finalizer)
+		if err := e.client.Patch(ctx, obj, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+	orig := d.Copy()
+	st := d.CommonStatus()
+	if lifecycle == declare.Keep {
+		// Nothing is synced or pruned; the status says so, keeping the clusters' last state.
+		ready := metav1.ConditionTrue
+		if c := meta.FindStatusCondition(*st.Conditions, policyhubv1.ConditionReady); c != nil && c.Status != metav1.ConditionTrue {
+			ready = c.Status
+		}
+		*st.ObservedGeneration = obj.GetGeneration()
+		SetConditions(st.Conditions, metav1.Condition{
+			Type: policyhubv1.ConditionReady, Status: ready, Reason: "Suspended", ObservedGeneration: obj.GetGeneration(),
+			Message: why,
+		}, nil, nil)
+		return ctrl.Result{}, e.patchStatus(ctx, orig, d)
+	}
+
+	owner := e.sliceOwner(d)
+	before, have, err := statusslice.Read(ctx, e.reader, owner)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	sent, err := e.dispatchHalf(ctx, key, d, before)
+	if invalid, ok := render.AsInvalid(err); ok {
+		return e.stalled(ctx, d, orig, invalid.Reason, invalid.Err)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	return e.statusHalf(ctx, key, d, orig, sent, before, have)
+}
+
+// stalled records a declaration that cannot be dispatched until the user changes it; nothing
+// is sent to any cluster.
+func (e Engine) stalled(ctx context.Context, d, orig Declaration, reason string, cause error) (ctrl.Result, error) {
+	msg := policyhubv1.TruncateMessage(cause.Error(), 1024)
+	obj := d.Object()
+	st := d.CommonStatus()
+	*st.ObservedGeneration = obj.GetGeneration()
+
+	SetConditions(st.Conditions,
+		metav1.Condition{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: obj.GetGeneration()},
+		nil, &metav1.Condition{Status: metav1.ConditionTrue, Reason: reason, Message: msg})
+	if err := e.patchStatus(ctx, orig, d); err != nil {
+		return ctrl.Result{}, err
+	}
+	if meta.FindStatusCondition(*orig.CommonStatus().Conditions, policyhubv1.ConditionStalled) == nil {
+		e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Reconcile", "nothing was dispatched: %s", msg)
+	}
+	// Retrying cannot help: the next spec change triggers a reconcile.
+	return ctrl.Result{}, nil
+}
+
+// Finalizer keeps a FleetPolicy until its policies are pruned from every cluster.
+const Finalizer = "policyhub.io/prune"
 
 // finalize prunes the declaration's policies from every cluster it was synced to, then lets it
 // go. A cluster that cannot be pruned keeps the finalizer, and the status says which and why;
@@ -86,7 +163,7 @@ func (e Engine) finalize(ctx context.Context, key types.NamespacedName, d Declar
 			if !sh.writes {
 				return ctrl.Result{}, nil
 			}
-			setConditions(st.Conditions, metav1.Condition{
+			SetConditions(st.Conditions, metav1.Condition{
 				Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "PruneFailed", ObservedGeneration: obj.GetGeneration(),
 				Message: fmt.Sprintf("deleting: %d clusters still hold its policies and could not be pruned; the finalizer stays until they are", len(stuck)),
 			}, &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Pruning", Message: "the clusters' workers retry the prune with backoff"}, nil)

@@ -1,33 +1,53 @@
-package controllers
+package engine
 
 import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/declare"
 	"github.com/policyhub/policyhub/hub/gateway"
-	"github.com/policyhub/policyhub/hub/heartbeat"
 	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/work"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// What every declaration's reconciler shares: dispatching to the clusters through the gateway,
-// remembering clean syncs, reading the agents' summaries.
+// keepOutcomes drops the clusters a declaration left and was pruned from, and says whether a
+// cluster is failing (its worker retries it) and how many have no result yet.
+func keepOutcomes(outcomes []Outcome, targets *render.Targets) (kept []Outcome, failing bool, pending int) {
+	for _, o := range outcomes {
+		leaving := targets.Objects[o.Cluster] == nil
+		if leaving && !o.Pending && o.Result.Phase == policyhubv1.ClusterPhaseSynced {
+			continue // pruned: no longer part of this declaration
+		}
+		if leaving {
+			o.Result.Message = "no longer selected; pruning: " + o.Result.Message
+		}
+		kept = append(kept, o)
+		switch {
+		case o.Pending:
+			pending++
+		case retrying(o.Result.Phase, o.Result.Message):
+			failing = true
+		}
+	}
+	return kept, failing, pending
+}
+
+// retrying says whether a cluster's worker retries the declaration there with backoff: it
+// failed or was locked out; a refusal for the tenant's budget is not retried (it is Stalled).
+func retrying(phase policyhubv1.ClusterPhase, message string) bool {
+	switch phase {
+	case policyhubv1.ClusterPhaseFailed:
+		return !work.OverBudget(true, message)
+	case policyhubv1.ClusterPhaseLockHeld:
+		return true
+	}
+	return false
+}
 
 // dispatched is what the dispatch half handed the clusters' workers, and what they answered so
 // far: all the status half knows of the clusters besides the agents' summaries.
@@ -98,13 +118,6 @@ func (e Engine) render(ctx context.Context, key types.NamespacedName, d Declarat
 	return r, nil
 }
 
-// dispatcher hands declarations' desired state to the per-cluster workers and reads back their
-// latest results. It never waits for a cluster.
-type dispatcher struct {
-	gateway *rest.Config
-	workers *work.Workers
-}
-
 // wantedIn is what a declaration wants in one cluster, under a token naming that state.
 type wantedIn struct {
 	cluster string
@@ -155,99 +168,6 @@ func pruneWants(source string, clusters []string) []wantedIn {
 	return wants
 }
 
-// SummaryRead is what a reconcile read of its clusters' summaries.
-type SummaryRead struct {
-	// Summaries are the accepted Summaries, by cluster.
-	Summaries map[string]*policyhubv1.PolicyReportSummary
-	// Unread are the clusters whose summary could not be read (a transient error): their
-	// results are kept as they were rather than dropped.
-	Unread map[string]bool
-	// Heard is when the clusters' agents last renewed their Leases (nil: not known).
-	Heard *heartbeat.Heard
-}
-
-// LastHeard is when the hub last heard from the cluster's agent, by its clock: the summary s or,
-// later, its Lease renewed.
-func (r SummaryRead) LastHeard(s *policyhubv1.PolicyReportSummary, now time.Time) time.Time {
-	return aggregate.LastHeard(s, r.Heard.At(s.Namespace), now)
-}
-
-// readSummaries reads the accepted summaries of the clusters this replica works (sh): those
-// other replicas work are unread here, their state kept as their owners wrote it (with sharing
-// on, this replica's cache holds only its own clusters' summaries). They are the cache's own
-// objects (one list, no copies: a reconcile at a thousand clusters would otherwise copy a
-// thousand summaries), so they must not be changed.
-func readSummaries(ctx context.Context, reader, metas client.Reader, clusters []policyhubv1.ClusterStatus, sh share) SummaryRead {
-	summaries, unread := map[string]*policyhubv1.PolicyReportSummary{}, map[string]bool{}
-	wanted := make(map[string]bool, len(clusters))
-	for _, c := range clusters {
-		if sh.owns(c.Name) {
-			wanted[c.Name] = true
-		} else {
-			unread[c.Name] = true
-		}
-	}
-	list := &policyhubv1.PolicyReportSummaryList{}
-	if err := reader.List(ctx, list, ReadOnlyList); err != nil {
-		log.FromContext(ctx).Error(err, "read the clusters' summaries; their results are kept as they were")
-		for _, c := range clusters {
-			unread[c.Name] = true
-		}
-		return SummaryRead{Summaries: summaries, Unread: unread}
-	}
-	cached := map[string]bool{}
-	for i := range list.Items {
-		s := &list.Items[i]
-		cached[s.Namespace] = true
-		if wanted[s.Namespace] && s.Accepted() == nil && !RefusedInvalid(s) {
-			summaries[s.Namespace] = s
-		}
-	}
-	if metas != nil {
-		// A cluster this replica took over has a summary its cache holds only once it is
-		// labelled as worked by this replica (SummaryLabeler): until then it is unread, not gone.
-		for name := range wanted {
-			if !cached[name] && summaryExists(ctx, metas, name) {
-				unread[name] = true
-			}
-		}
-	}
-	return SummaryRead{Summaries: summaries, Unread: unread}
-}
-
-// summaryExists says whether the cluster has a summary, by every summary's metadata (an error:
-// as if it had, so that what is known is kept).
-func summaryExists(ctx context.Context, metas client.Reader, cluster string) bool {
-	err := metas.Get(ctx, client.ObjectKey{Namespace: cluster, Name: policyhubv1.SummaryName}, SummaryMeta())
-	return !apierrors.IsNotFound(err)
-}
-
-// emitEvents records the clusters whose phase changed or that were written to: a Warning per
-// cluster in trouble, and one Normal Event for all the clusters that synced.
-func emitSyncEvents(recorder events.EventRecorder, obj runtime.Object, before []policyhubv1.ClusterStatus, outcomes []Outcome) {
-	prev := map[string]policyhubv1.ClusterPhase{}
-	for _, s := range before {
-		prev[s.Name] = s.Phase
-	}
-	var synced []string
-	for _, o := range outcomes {
-		if prev[o.Cluster] == o.Result.Phase && !o.Wrote {
-			continue
-		}
-		switch o.Result.Phase {
-		case policyhubv1.ClusterPhaseSynced, policyhubv1.ClusterPhaseDryRun:
-			synced = append(synced, fmt.Sprintf("%s (%s)", o.Cluster, o.Result.Message))
-		case policyhubv1.ClusterPhasePending:
-			// Not a problem, and not news: the cluster's result, when it comes, is announced.
-		default:
-			recorder.Eventf(obj, nil, corev1.EventTypeWarning, string(o.Result.Phase), "Sync", "%s: %s", o.Cluster, o.Result.Message)
-		}
-	}
-	if len(synced) > 0 {
-		recorder.Eventf(obj, nil, corev1.EventTypeNormal, "Synced", "Sync", "%s", policyhubv1.TruncateMessage(strings.Join(synced, "; "), 1024))
-	}
-}
-
 // targetWants are what a declaration wants in each selected cluster, under token; its objects
 // count against tenant's budget there (see tenantOf), its place in it by created.
 func targetWants(t *render.Targets, prune bool, token, tenant string, created time.Time) []wantedIn {
@@ -270,31 +190,16 @@ func (e Engine) tenantOf(obj client.Object) string {
 	return ""
 }
 
-// ownedPolicies are, per cluster, the policy objects a declaration owns there: the ones its
-// results are read for.
-func ownedPolicies(objects map[string][]*unstructured.Unstructured) map[string][]aggregate.Policy {
-	owned := map[string][]aggregate.Policy{}
-	// Clusters share their rendered objects (a set's hundred members in a thousand clusters): a
-	// shared list is named once and its names shared too; they are only read.
-	type list struct {
-		array **unstructured.Unstructured
-		n     int
+// ownedWants keeps the wants of the clusters this replica works.
+func (s share) ownedWants(wants []wantedIn) []wantedIn {
+	if s.single {
+		return wants
 	}
-	shared := map[list][]aggregate.Policy{}
-	for cluster, objs := range objects {
-		if len(objs) == 0 {
-			continue
+	kept := wants[:0]
+	for _, w := range wants {
+		if s.owns(w.cluster) {
+			kept = append(kept, w)
 		}
-		key := list{&objs[0], len(objs)}
-		if policies, ok := shared[key]; ok {
-			owned[cluster] = policies
-			continue
-		}
-		policies := make([]aggregate.Policy, 0, len(objs))
-		for _, obj := range objs {
-			policies = append(policies, aggregate.Policy{Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()})
-		}
-		shared[key], owned[cluster] = policies, policies
 	}
-	return owned
+	return kept
 }

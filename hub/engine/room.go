@@ -1,18 +1,18 @@
-package controllers
+package engine
 
 import (
 	"context"
 	"sync"
 	"time"
 
+	"github.com/policyhub/policyhub/hub/render"
+	"github.com/policyhub/policyhub/hub/rollout"
+	"github.com/policyhub/policyhub/hub/work"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
-	"github.com/policyhub/policyhub/hub/render"
-	"github.com/policyhub/policyhub/hub/rollout"
 )
 
 // Room is a reconciler's memory of its declarations between the two halves of the flow.
@@ -156,20 +156,16 @@ func (r *Room) Forget(key types.NamespacedName) {
 	delete(r.last, key)
 }
 
-// statusWait is how much longer a declaration's status waits for its clusters' results, so that
-// it is written once for all of them rather than once per cluster; zero means write it now.
-// With every cluster answered it waits no more. Otherwise it waits coalesce from the first
-// answer: clusters fed the same burst of work answer close together, and a slow one is shown
-// Pending after that. A status that could only say "every cluster Pending" tells nothing the
-// stale observedGeneration does not (kstatus reads it as in progress), so it waits for the
-// first answer, up to quiet. A dark cluster answers at once (Failed), so it holds nothing back.
-func statusWait(now, wantedAt, answeredAt time.Time, pending int, coalesce, quiet time.Duration) time.Duration {
-	if pending == 0 {
-		return 0
-	}
-	due := wantedAt.Add(quiet)
-	if !answeredAt.IsZero() {
-		due = answeredAt.Add(coalesce)
-	}
-	return max(due.Sub(now), 0)
+// Outcome is what one reconcile learnt about one cluster.
+type Outcome struct {
+	Cluster string
+	Result  *work.DeclarationResult
+	// Wrote is true when the sync changed something in the cluster (and was not announced yet).
+	Wrote bool
+	// WroteAt is when the worker last wrote the wanted state (zero: not since it started).
+	WroteAt time.Time
+	// Pending is true while the cluster's worker has no result for the wanted state.
+	Pending bool
+	// Seq orders the worker's results (see work.Result).
+	Seq uint64
 }

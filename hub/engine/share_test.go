@@ -1,15 +1,14 @@
-package controllers
+package engine
 
 import (
 	"slices"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/shard"
 	"github.com/policyhub/policyhub/hub/work"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // A replica keeps its own clusters' entries fresh and the others' as read; the declaration's
@@ -73,10 +72,20 @@ func TestShareSplitsEntriesBetweenReplicas(t *testing.T) {
 	}
 }
 
+// twoReplicas assigns six clusters over replicas r-a and r-b.
+func twoReplicas() ([]string, shard.Assignment) {
+	names := []string{"c-0", "c-1", "c-2", "c-3", "c-4", "c-5"}
+	var clusters []shard.Cluster
+	for _, n := range names {
+		clusters = append(clusters, shard.Cluster{Name: n})
+	}
+	return names, shard.Assign(clusters, []string{"r-a", "r-b"}, 0)
+}
+
 // A PolicySet's members that need attention are counted over every cluster, also those another
 // replica works: their owners keep the objects they could not apply in their entries (without
 // diffs), and the set's writer folds them in with its own clusters' results.
-func TestMemberAttentionCountsOtherReplicasClusters(t *testing.T) {
+func TestOthersOutcomesKeepTheirProblems(t *testing.T) {
 	names, a := twoReplicas()
 	mine, theirs := a.Owned("r-a"), a.Owned("r-b")
 	refused := policyhubv1.PlannedChange{Action: string(policyhubv1.ClusterPhaseFailed), APIVersion: "kyverno.io/v1", Kind: "ClusterPolicy",
@@ -115,9 +124,14 @@ func TestMemberAttentionCountsOtherReplicasClusters(t *testing.T) {
 		objects[n] = nil
 	}
 	_, theirOutcomes := ra.view(withOthers(raOwn, ra.others(withOthers(raOwn, rbOwn))), &render.Targets{Source: "PolicySet/s", Objects: objects}, 3)
-	attention, failed, _ := memberAttention(append(kept, theirOutcomes...))
-	if len(attention) != 1 || attention[0].Clusters != int32(len(names)) || failed != 1 {
-		t.Errorf("attention %+v, %d failed: want every-kind failed in all %d clusters", attention, failed, len(names))
+	// The writer's outcomes of r-b's clusters carry their problems (a set's member attention counts them).
+	if len(theirOutcomes) != len(theirs) {
+		t.Fatalf("the writer's outcomes of r-b's clusters: %+v, want one per cluster of %v", theirOutcomes, theirs)
+	}
+	for _, o := range theirOutcomes {
+		if o.Pending || len(o.Result.Problems) != 1 || o.Result.Problems[0].Name != "every-kind" || o.Result.Problems[0].Diff != "" {
+			t.Errorf("the writer's outcome of %s: %+v; want the refused member without its diff", o.Cluster, o.Result)
+		}
 	}
 
 	// One replica writes the same entry as many: the generation it answers and its problems.
@@ -125,14 +139,4 @@ func TestMemberAttentionCountsOtherReplicasClusters(t *testing.T) {
 	if got := single.answered([]policyhubv1.ClusterStatus{{Name: "c-0"}}, []Outcome{failedIn("c-0")}, 3); got[0].ObservedGeneration != 3 || len(got[0].Problems) != 1 {
 		t.Errorf("a single replica's entry: generation %d, problems %+v; want 3 and the refused object", got[0].ObservedGeneration, got[0].Problems)
 	}
-}
-
-// twoReplicas assigns six clusters over replicas r-a and r-b.
-func twoReplicas() ([]string, shard.Assignment) {
-	names := []string{"c-0", "c-1", "c-2", "c-3", "c-4", "c-5"}
-	var clusters []shard.Cluster
-	for _, n := range names {
-		clusters = append(clusters, shard.Cluster{Name: n})
-	}
-	return names, shard.Assign(clusters, []string{"r-a", "r-b"}, 0)
 }

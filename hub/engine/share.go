@@ -1,19 +1,14 @@
-package controllers
+package engine
 
 import (
-	"context"
 	"fmt"
 	"sort"
-
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/shard"
 	"github.com/policyhub/policyhub/hub/work"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // share is what this replica does for one declaration when the hub's replicas share the fleet
@@ -57,20 +52,6 @@ func (o *DeclarationOptions) Writes(kind string, obj client.Object) bool {
 // assigned to it, and its share of those assigned to nobody.
 func (s share) owns(cluster string) bool {
 	return s.single || s.assignment.Works(s.me, cluster)
-}
-
-// ownedWants keeps the wants of the clusters this replica works.
-func (s share) ownedWants(wants []wantedIn) []wantedIn {
-	if s.single {
-		return wants
-	}
-	kept := wants[:0]
-	for _, w := range wants {
-		if s.owns(w.cluster) {
-			kept = append(kept, w)
-		}
-	}
-	return kept
 }
 
 // ownedNames keeps the clusters this replica works.
@@ -197,21 +178,4 @@ func othersOutcomes(source string, others []policyhubv1.ClusterStatus) []Outcome
 			Result: &work.DeclarationResult{Source: source, Phase: c.Phase, Message: c.Message, Actions: c.Actions, InForce: c.InForce, Problems: c.Problems}})
 	}
 	return out
-}
-
-// ofSlice maps a ClusterStatusSlice to its declaration of kind (cluster-scoped kinds have no
-// namespace in their requests): when the replicas share the fleet, another replica's entries
-// wake the declaration's writer.
-func ofSlice(kind string, namespaced bool) handler.MapFunc {
-	return func(_ context.Context, obj client.Object) []reconcile.Request {
-		s, ok := obj.(*policyhubv1.ClusterStatusSlice)
-		if !ok || s.Declaration.Kind != kind {
-			return nil
-		}
-		key := types.NamespacedName{Name: s.Declaration.Name}
-		if namespaced {
-			key.Namespace = s.Namespace
-		}
-		return []reconcile.Request{{NamespacedName: key}}
-	}
 }

@@ -1,4 +1,4 @@
-package controllers
+package engine
 
 import (
 	"context"
@@ -8,16 +8,35 @@ import (
 	"strings"
 	"time"
 
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/work"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-
-	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/aggregate"
-	"github.com/policyhub/policyhub/hub/work"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// statusWait is how much longer a declaration's status waits for its clusters' results, so that
+// it is written once for all of them rather than once per cluster; zero means write it now.
+// With every cluster answered it waits no more. Otherwise it waits coalesce from the first
+// answer: clusters fed the same burst of work answer close together, and a slow one is shown
+// Pending after that. A status that could only say "every cluster Pending" tells nothing the
+// stale observedGeneration does not (kstatus reads it as in progress), so it waits for the
+// first answer, up to quiet. A dark cluster answers at once (Failed), so it holds nothing back.
+func statusWait(now, wantedAt, answeredAt time.Time, pending int, coalesce, quiet time.Duration) time.Duration {
+	if pending == 0 {
+		return 0
+	}
+	due := wantedAt.Add(quiet)
+	if !answeredAt.IsZero() {
+		due = answeredAt.Add(coalesce)
+	}
+	return max(due.Sub(now), 0)
+}
 
 // statusHalf runs a declaration's flow back from its clusters: the workers' outcomes (sent) and
 // the agents' summaries → each cluster's state (its ClusterStatusSlices), the rollout's next
@@ -90,7 +109,7 @@ func (e Engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 	if stalled == nil {
 		stalled = overBudget(view)
 	}
-	setConditions(st.Conditions, ready, reconciling, stalled)
+	SetConditions(st.Conditions, ready, reconciling, stalled)
 	if err := e.writeSlices(ctx, d, clusters, have); err != nil {
 		return sliceWriteFailed(err)
 	}
@@ -107,80 +126,6 @@ func (e Engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 		wake = MinPositive(wake, recheck) // a wave waits on reports not fresh yet
 	}
 	return ctrl.Result{RequeueAfter: MinPositive(wake, prog.Wake)}, nil
-}
-
-// Outcome is what one reconcile learnt about one cluster.
-type Outcome struct {
-	Cluster string
-	Result  *work.DeclarationResult
-	// Wrote is true when the sync changed something in the cluster (and was not announced yet).
-	Wrote bool
-	// WroteAt is when the worker last wrote the wanted state (zero: not since it started).
-	WroteAt time.Time
-	// Pending is true while the cluster's worker has no result for the wanted state.
-	Pending bool
-	// Seq orders the worker's results (see work.Result).
-	Seq uint64
-}
-
-// clusterStatuses merges this reconcile's outcomes into the previous per-cluster statuses.
-// lastSyncTime moves only when the cluster's phase, message or counts changed or the sync wrote,
-// so a resync that changed nothing leaves the status as it was (and nothing is persisted). A
-// cluster synced in full holds the revision it was given (revisions, for kinds with versions);
-// one that is not keeps the revision it held.
-func clusterStatuses(old []policyhubv1.ClusterStatus, outcomes []Outcome, revisions map[string]string, now metav1.Time) []policyhubv1.ClusterStatus {
-	previous := map[string]policyhubv1.ClusterStatus{}
-	for _, s := range old {
-		previous[s.Name] = s
-	}
-	out := make([]policyhubv1.ClusterStatus, 0, len(outcomes))
-	for _, o := range outcomes {
-		prev, had := previous[o.Cluster]
-		s := prev
-		s.Name = o.Cluster
-		s.Phase = o.Result.Phase
-		s.Message = o.Result.Message
-		if s.Phase == policyhubv1.ClusterPhaseSynced {
-			// The counts are in actions: a message per synced cluster would only repeat them,
-			// and at a thousand clusters it is a fifth of the status.
-			s.Message = ""
-		}
-		s.Actions = o.Result.Actions
-		s.InForce = o.Result.InForce
-		s.Plan = o.Result.Plan
-		s.PlanTruncated = o.Result.PlanTruncated
-		if revision := revisions[o.Cluster]; revision != "" && !o.Pending && s.Phase == policyhubv1.ClusterPhaseSynced {
-			s.Revision = revision
-		}
-		if !had || o.Wrote || prev.Phase != s.Phase || prev.Message != s.Message || prev.Actions != s.Actions || s.LastSyncTime == nil {
-			t := now
-			s.LastSyncTime = &t
-		}
-		out = append(out, s)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-// SetResults sets each cluster's report results from its summary (when there is one): the
-// results of the policies owned there, when the hub received them, and whether the hub judged its
-// agent silent (stale).
-func SetResults(clusters []policyhubv1.ClusterStatus, read SummaryRead, owned map[string][]aggregate.Policy, now time.Time) []policyhubv1.ClusterStatus {
-	for i := range clusters {
-		c := &clusters[i]
-		if read.Unread[c.Name] {
-			continue // the summary could not be read just now: keep what is known
-		}
-		summary, ok := read.Summaries[c.Name]
-		if !ok {
-			c.Results, c.Blocked, c.BlockedIncludesDryRuns, c.ReportTime, c.Stale = nil, 0, false, nil, false
-			continue
-		}
-		res := aggregate.ForPolicies(summary, owned[c.Name], now)
-		c.Results, c.Blocked, c.ReportTime, c.Stale = &res.Counts, res.Blocked, res.ReportTime, res.Stale
-		c.BlockedIncludesDryRuns = res.BlockedIncludesDryRuns
-	}
-	return clusters
 }
 
 // summarize totals the clusters' state and names the clusters that need attention most (see
@@ -361,8 +306,8 @@ func overBudget(clusters []policyhubv1.ClusterStatus) *metav1.Condition {
 // placementRef names an OCM Placement that does not exist.
 const ReasonPlacementNotFound = "PlacementNotFound"
 
-// setConditions sets Ready, Reconciling and Stalled consistently.
-func setConditions(conds *[]metav1.Condition, ready metav1.Condition, reconciling, stalled *metav1.Condition) {
+// SetConditions sets Ready, Reconciling and Stalled consistently.
+func SetConditions(conds *[]metav1.Condition, ready metav1.Condition, reconciling, stalled *metav1.Condition) {
 	apimeta.SetStatusCondition(conds, ready)
 	for _, c := range []struct {
 		kind string
@@ -378,146 +323,25 @@ func setConditions(conds *[]metav1.Condition, ready metav1.Condition, reconcilin
 	}
 }
 
-// Bounds of an ApplicationPolicy's status (the CRD's MaxItems).
-const (
-	maxApplicationPolicyResults = 100
-	maxTopViolations            = 20
-)
-
-// applicationResults is an application's own results in each cluster, from the agents'
-// per-application breakdown: per generated policy (counts, and the policy's refused admissions,
-// which are all the application's, since a generated policy matches only its resources), and the
-// top violations of those policies. In each cluster this replica works (read) they are set in
-// its state, with its results set to the application's totals; the status's are merged from
-// every cluster's state (another replica's as it wrote them). An entry a summary lists twice
-// counts once (its first), and no count is negative.
-func applicationResults(app string, clusters []policyhubv1.ClusterStatus, read SummaryRead, owned map[string][]aggregate.Policy, now time.Time) ([]policyhubv1.ApplicationPolicyResult, []policyhubv1.Violation) {
-	var results []policyhubv1.ApplicationPolicyResult
-	var violations [][]policyhubv1.Violation // by cluster, in the clusters' order
-	for i := range clusters {
-		c := &clusters[i]
-		if !read.Unread[c.Name] {
-			c.ApplicationResults, c.Violations = nil, nil
-			if s, ok := read.Summaries[c.Name]; ok {
-				c.ApplicationResults, c.Violations = clusterApplicationResults(app, c, s, owned[c.Name], now)
-			}
-		}
-		results = append(results, c.ApplicationResults...)
-		violations = append(violations, c.Violations)
+// patchStatus writes the status when it changed (a no-op resync writes nothing). A change of
+// the pass, warn or skip totals alone is not written (policyhubv1.ResultCounts.WithoutChurn):
+// they move with every agent's summary, and are taken along when anything else changes.
+func (e Engine) patchStatus(ctx context.Context, orig, d Declaration) error {
+	if equality.Semantic.DeepEqual(orig.StatusWithoutChurn(), d.StatusWithoutChurn()) {
+		return nil
 	}
-	sort.SliceStable(results, func(i, j int) bool {
-		if results[i].Cluster != results[j].Cluster {
-			return results[i].Cluster < results[j].Cluster
-		}
-		return results[i].Policy < results[j].Policy
-	})
-	if len(results) > maxApplicationPolicyResults {
-		results = results[:maxApplicationPolicyResults]
+	if err := e.client.Status().Patch(ctx, d.Object(), client.MergeFrom(orig.Object())); err != nil {
+		return fmt.Errorf("update status: %w", err)
 	}
-	return results, topViolations(violations, maxTopViolations, now)
+	return nil
 }
 
-// clusterApplicationResults are the application's results in the cluster c from its summary s,
-// per policy of those owned there (sorted, at most maxApplicationPolicyResults), and its top
-// violations there (at most maxTopViolations); c's results are set to their totals.
-func clusterApplicationResults(app string, c *policyhubv1.ClusterStatus, s *policyhubv1.PolicyReportSummary, owned []aggregate.Policy, now time.Time) ([]policyhubv1.ApplicationPolicyResult, []policyhubv1.Violation) {
-	total := policyhubv1.ResultCounts{}
-	var blocked int64
-	var results []policyhubv1.ApplicationPolicyResult
-	refs := map[string]bool{}
-	for _, p := range owned {
-		ref := policyhubv1.PolicyRef(p.Namespace, p.Name)
-		refs[ref] = true
-		r := applicationPolicyResult(app, c.Name, p, &s.Spec)
-		aggregate.Add(&total, r.Results)
-		blocked = aggregate.AddCount(blocked, r.Blocked)
-		results = append(results, r)
+func MinPositive(a, b time.Duration) time.Duration {
+	switch {
+	case a <= 0:
+		return b
+	case b <= 0:
+		return a
 	}
-	var own []policyhubv1.Violation
-	for _, v := range s.Spec.Violations {
-		if refs[v.Policy] {
-			v.Cluster = c.Name
-			own = append(own, v)
-		}
-	}
-	c.Results, c.Blocked = &total, blocked
-	sort.SliceStable(results, func(i, j int) bool { return results[i].Policy < results[j].Policy })
-	return results[:min(len(results), maxApplicationPolicyResults)], topViolations([][]policyhubv1.Violation{own}, maxTopViolations, now)
-}
-
-// applicationPolicyResult is one generated policy's results for the application in a cluster.
-func applicationPolicyResult(app, cluster string, p aggregate.Policy, s *policyhubv1.PolicyReportSummarySpec) policyhubv1.ApplicationPolicyResult {
-	r := policyhubv1.ApplicationPolicyResult{Cluster: cluster, Policy: p.Name}
-	ref := policyhubv1.PolicyRef(p.Namespace, p.Name)
-	var seenApps []string // namespaces of the application's entries for the policy: each counts once
-	for i := range s.Applications {
-		a := &s.Applications[i]
-		if a.Name != app || a.Policy != ref || slices.Contains(seenApps, a.Namespace) {
-			continue
-		}
-		seenApps = append(seenApps, a.Namespace)
-		aggregate.Add(&r.Results, a.Results)
-	}
-	var seenPolicies []policyhubv1.PolicySummaryKey
-	for i := range s.Policies {
-		ps := &s.Policies[i]
-		if ps.Name != p.Name || ps.Namespace != p.Namespace || (ps.Kind != "" && ps.Kind != p.Kind) || slices.Contains(seenPolicies, ps.Key()) {
-			continue
-		}
-		seenPolicies = append(seenPolicies, ps.Key())
-		r.Blocked = aggregate.AddCount(r.Blocked, ps.Blocked)
-		if ps.LastBlocked != nil {
-			r.LastBlocked = ps.LastBlocked.DeepCopy()
-		}
-	}
-	return r
-}
-
-// topViolations keeps at most n of the clusters' violations (given by cluster, in a stable
-// order), fairly: each cluster's own are ranked most severe and newest first, and the clusters
-// take turns, so that no cluster can push the others out, however many and however severe its
-// own violations say they are. What is kept is then shown most severe and newest first (turn
-// order among equals). A time later than now counts as now: a cluster's clock, or agent, must not
-// make its violations the newest.
-func topViolations(byCluster [][]policyhubv1.Violation, n int, now time.Time) []policyhubv1.Violation {
-	less := func(a, b *policyhubv1.Violation) bool {
-		if ra, rb := policyhubv1.SeverityRank(a.Severity), policyhubv1.SeverityRank(b.Severity); ra != rb {
-			return ra < rb
-		}
-		ta, tb := rankTime(a.Timestamp, now), rankTime(b.Timestamp, now)
-		return ta.After(tb)
-	}
-	ranked := make([][]policyhubv1.Violation, len(byCluster))
-	for i, vs := range byCluster {
-		vs = slices.Clone(vs)
-		sort.SliceStable(vs, func(a, b int) bool { return less(&vs[a], &vs[b]) })
-		ranked[i] = vs[:min(len(vs), n)]
-	}
-	var out []policyhubv1.Violation
-	for turn := 0; len(out) < n; turn++ {
-		took := false
-		for _, vs := range ranked {
-			if turn < len(vs) && len(out) < n {
-				out = append(out, vs[turn])
-				took = true
-			}
-		}
-		if !took {
-			break
-		}
-	}
-	sort.SliceStable(out, func(a, b int) bool { return less(&out[a], &out[b]) })
-	return out
-}
-
-// rankTime is a violation's time for ranking: never later than now, and the zero time when it
-// has none (oldest).
-func rankTime(t *metav1.Time, now time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	if t.After(now) {
-		return now
-	}
-	return t.Time
+	return min(a, b)
 }

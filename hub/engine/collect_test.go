@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/rollout"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A wave is judged only on what Kyverno reported of the version that arrived: a summary the
+// hub saw after it, every result made after it, and a policy without results only once Kyverno
+// has had time to report it.
+func TestFreshReport(t *testing.T) {
+	arrived := time.Date(2026, 11, 24, 10, 0, 0, 500_000_000, time.UTC) // 10:00:00.5
+	at := func(d time.Duration) time.Time { return arrived.Truncate(time.Second).Add(d) }
+	for _, tc := range []struct {
+		name  string
+		res   aggregate.Results
+		heard time.Time // the agent last heard (its Lease renewed); zero: only the summary
+		want  bool
+	}{
+		{"not seen by the hub", aggregate.Results{ReportTime: &metav1.Time{Time: at(5 * time.Second)}}, time.Time{}, false},
+		{"seen before the version arrived", aggregate.Results{Observed: at(0), OldestResult: at(0)}, time.Time{}, false},
+		{"an older result is still there", aggregate.Results{Observed: at(5 * time.Second), OldestResult: at(-time.Second)}, time.Time{}, false},
+		{"every result made since (the same second counts)", aggregate.Results{Observed: at(5 * time.Second), OldestResult: at(0)}, time.Time{}, true},
+		{"results without times", aggregate.Results{Observed: at(5 * time.Second)}, time.Time{}, true},
+		{"a policy without results, too soon", aggregate.Results{Observed: at(5 * time.Second), Unlisted: 1}, time.Time{}, false},
+		{"a policy without results, after the grace", aggregate.Results{Observed: at(reportGrace + time.Second), Unlisted: 1}, time.Time{}, true},
+		// A quiet agent renews its Lease and pushes nothing: heard long enough after the
+		// arrival, its unchanged summary is its report of the version, but never one whose
+		// results Kyverno made before the version arrived.
+		{"seen before, agent heard just after the arrival", aggregate.Results{Observed: at(-time.Minute), Unlisted: 1}, at(5 * time.Second), false},
+		{"seen before, agent heard quietProof after the arrival, no results", aggregate.Results{Observed: at(-time.Minute), Unlisted: 1}, arrived.Add(quietProof), true},
+		{"seen before, agent heard long after, but older results are there", aggregate.Results{Observed: at(-time.Minute), OldestResult: at(-time.Hour)}, arrived.Add(time.Hour), false},
+		{"seen after, a policy without results, agent heard quietProof after", aggregate.Results{Observed: at(5 * time.Second), Unlisted: 1}, arrived.Add(quietProof), true},
+	} {
+		if got := freshReport(tc.res, tc.heard, arrived, true); got != tc.want {
+			t.Errorf("%s: fresh %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// After a hub restart the arrival is the moment the wave was seen synced, and the results
+	// Kyverno made before it are of what the cluster held all along.
+	older := aggregate.Results{Observed: at(5 * time.Second), OldestResult: at(-time.Hour)}
+	if !freshReport(older, time.Time{}, arrived, false) || freshReport(older, time.Time{}, arrived, true) {
+		t.Error("older results count only when the arrival is not known to be a write")
+	}
+}
+
+// A cluster's clock an hour ahead or behind never makes old reports count as fresh, nor fresh
+// ones as old: freshness is judged by when the hub saw the summary, and Kyverno's result times
+// are translated by the clock offset the hub measured then.
+func TestFreshReportWithClusterClockSkew(t *testing.T) {
+	arrived := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC) // by the hub's clock
+	policies := []aggregate.Policy{{Kind: "ClusterPolicy", Name: "require-labels"}}
+	// summary is what the hub holds: seen at hub time seen, generated then by a clock skew
+	// ahead of the hub's, with results Kyverno made at hub time result.
+	summary := func(skew time.Duration, seen, result time.Time) *policyhubv1.PolicyReportSummary {
+		s := &policyhubv1.PolicyReportSummary{Spec: policyhubv1.PolicyReportSummarySpec{
+			GeneratedAt: &metav1.Time{Time: seen.Add(skew)},
+			Policies: []policyhubv1.PolicySummary{{Name: "require-labels", Kind: "ClusterPolicy",
+				Results: policyhubv1.ResultCounts{Fail: 1}, OldestResult: &metav1.Time{Time: result.Add(skew).Truncate(time.Second)}}},
+		}}
+		s.Generation, s.Status.ObservedGeneration = 7, 7
+		s.Status.ObservedTime = &metav1.MicroTime{Time: seen}
+		return s
+	}
+	before, after := arrived.Add(-10*time.Minute), arrived.Add(10*time.Second)
+	for _, skew := range []time.Duration{time.Hour, -time.Hour} {
+		for _, tc := range []struct {
+			name         string
+			seen, result time.Time
+			want         bool
+		}{
+			{"seen before the version arrived", before, before, false},
+			{"seen after, with results made before it", after, before, false},
+			{"seen after, with results made after it", after, arrived.Add(2 * time.Second), true},
+		} {
+			now := arrived.Add(time.Minute)
+			res := aggregate.ForPolicies(summary(skew, tc.seen, tc.result), policies, now)
+			if got := freshReport(res, time.Time{}, arrived, true); got != tc.want {
+				t.Errorf("clock %v off, %s: fresh %v, want %v", skew, tc.name, got, tc.want)
+			}
+		}
+	}
+	// Not seen by the hub yet: whatever its clock says, not fresh.
+	unseen := summary(time.Hour, after, after)
+	unseen.Generation++
+	if freshReport(aggregate.ForPolicies(unseen, policies, arrived.Add(time.Minute)), arrived.Add(time.Hour), arrived, true) {
+		t.Error("a generation the hub has not seen counted as fresh")
+	}
+}
+
+// Each replica judges the reports of the clusters it works that roll out the version (fresh:
+// seen after its worker wrote it; not yet: a recheck when the agent may prove it), clears the
+// judgement where no rollout or wave runs, and keeps another replica's as its owner wrote it,
+// which is what the gates count.
+func TestGateReports(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	wrote := now.Add(-20 * time.Second)
+	policy := []aggregate.Policy{{Kind: "ClusterPolicy", Name: "p"}}
+	spec := func(cluster string) policyhubv1.PolicyReportSummarySpec {
+		return policyhubv1.PolicyReportSummarySpec{Cluster: cluster, Policies: []policyhubv1.PolicySummary{{Name: "p", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: 2}}}}
+	}
+	read := SummaryRead{Summaries: map[string]*policyhubv1.PolicyReportSummary{
+		"after":  seenSummary(now.Add(-10*time.Second), spec("after")),
+		"before": seenSummary(wrote.Add(-time.Minute), spec("before")),
+		"held":   seenSummary(now, spec("held")),
+	}, Unread: map[string]bool{"theirs": true}}
+	owned := map[string][]aggregate.Policy{"after": policy, "before": policy, "held": policy, "theirs": policy}
+	plan := &rollout.Plan{Revision: "r2", Waves: []rollout.Wave{{Name: "canary", Clusters: []string{"after", "before", "theirs"}}},
+		Modes: map[string]policyhubv1.Mode{"after": policyhubv1.ModeAudit, "before": policyhubv1.ModeAudit, "theirs": policyhubv1.ModeAudit}}
+	own := []Outcome{
+		{Cluster: "after", WroteAt: wrote}, {Cluster: "before", WroteAt: wrote}, {Cluster: "held", WroteAt: wrote},
+	}
+	theirs := true
+	clusters := []policyhubv1.ClusterStatus{{Name: "after"}, {Name: "before"}, {Name: "held", ReportsFresh: &theirs}, {Name: "theirs", ReportsFresh: &theirs}}
+	got, recheck := gateReports(plan, own, clusters, read, owned, now)
+	fresh := func(i int) string {
+		if got[i].ReportsFresh == nil {
+			return "unjudged"
+		}
+		return fmt.Sprint(*got[i].ReportsFresh)
+	}
+	if fresh(0) != "true" || fresh(1) != "false" || fresh(2) != "unjudged" || fresh(3) != "true" {
+		t.Errorf("fresh: after %s, before %s, held %s, theirs %s; want true, false, unjudged, true (its owner's)", fresh(0), fresh(1), fresh(2), fresh(3))
+	}
+	if want := wrote.Add(quietProof).Sub(now) + time.Second; recheck != want {
+		t.Errorf("recheck in %v, want %v (when a renewal would be late enough to count)", recheck, want)
+	}
+	plan.States = []rollout.WaveState{{Name: "canary", Phase: rollout.Done}}
+	if _, recheck := gateReports(plan, own, clusters, read, owned, now); recheck != 0 {
+		t.Errorf("a wave done rechecks nothing: %v", recheck)
+	}
+	got, _ = gateReports(nil, own, clusters, read, owned, now)
+	if fresh(0) != "unjudged" || fresh(3) != "true" {
+		t.Errorf("without a rollout: after %s, theirs %s; want unjudged, and the owner's", fresh(0), fresh(3))
+	}
+}
+
+// An agent late for its renewal is looked at again no sooner than its next one could come: a
+// recheck already due would otherwise spin.
+func TestGateReportsOfALateAgent(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	s := seenSummary(now.Add(-time.Hour), policyhubv1.PolicyReportSummarySpec{Cluster: "late"})
+	plan := &rollout.Plan{Waves: []rollout.Wave{{Name: "canary", Clusters: []string{"late"}}}, Modes: map[string]policyhubv1.Mode{"late": policyhubv1.ModeAudit}}
+	_, recheck := gateReports(plan, []Outcome{{Cluster: "late", WroteAt: now.Add(-10 * time.Minute)}}, []policyhubv1.ClusterStatus{{Name: "late"}},
+		SummaryRead{Summaries: map[string]*policyhubv1.PolicyReportSummary{"late": s}}, nil, now)
+	if want := aggregate.Heartbeat(s) + time.Second; recheck != want {
+		t.Errorf("recheck in %v, want %v", recheck, want)
+	}
+}
+
+// seenSummary is a summary the hub saw at hub time seen.
+func seenSummary(seen time.Time, spec policyhubv1.PolicyReportSummarySpec) *policyhubv1.PolicyReportSummary {
+	s := &policyhubv1.PolicyReportSummary{Spec: spec}
+	s.Namespace, s.Name = spec.Cluster, policyhubv1.SummaryName
+	s.Generation, s.Status.ObservedGeneration = 3, 3
+	s.Status.ObservedTime = &metav1.MicroTime{Time: seen}
+	return s
+}
