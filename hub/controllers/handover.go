@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"sync"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/policyhub/policyhub/hub/engine"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +35,8 @@ const kindSummary = "PolicyReportSummary"
 // sync series go (the new owner exports them: a stale "unreachable" here would alert), and every
 // declaration and summary is looked at again, handing the clusters it now works their work.
 type handover struct {
+	// kinds are the declaration kinds the hub runs: every declaration of each is woken.
+	kinds  engine.Registry
 	reader client.Reader
 	// summaryMetas reads every summary's metadata (SummaryLabeler's cache).
 	summaryMetas client.Reader
@@ -93,14 +98,10 @@ func (h *handover) wakeAll(ctx context.Context) {
 		}
 		h.results.Wake(kind, keys()...)
 	}
-	fleetPolicies := &policyhubv1.FleetPolicyList{}
-	wake(policyhubv1.KindFleetPolicy, fleetPolicies, func() []types.NamespacedName { return keysOf(fleetPolicies.Items) })
-	sets := &policyhubv1.PolicySetList{}
-	wake(policyhubv1.KindPolicySet, sets, func() []types.NamespacedName { return keysOf(sets.Items) })
-	appPolicies := &policyhubv1.ApplicationPolicyList{}
-	wake(policyhubv1.KindApplicationPolicy, appPolicies, func() []types.NamespacedName { return keysOf(appPolicies.Items) })
-	exceptions := &policyhubv1.FleetPolicyExceptionList{}
-	wake(policyhubv1.KindFleetPolicyException, exceptions, func() []types.NamespacedName { return keysOf(exceptions.Items) })
+	for _, k := range h.kinds {
+		list := k.NewList()
+		wake(k.Kind, list, func() []types.NamespacedName { return keysOfList(list) })
+	}
 	summaries := &policyhubv1.PolicyReportSummaryList{}
 	wake(kindSummary, summaries, func() []types.NamespacedName { return keysOf(summaries.Items) })
 	// Every cluster's summary, by its metadata: those of the clusters this replica now works
@@ -119,6 +120,18 @@ func keysOf[T any, P interface {
 	for i := range items {
 		keys = append(keys, client.ObjectKeyFromObject(P(&items[i])))
 	}
+	return keys
+}
+
+// keysOfList are the keys of a list's items.
+func keysOfList(list client.ObjectList) []types.NamespacedName {
+	keys := make([]types.NamespacedName, 0, apimeta.LenList(list))
+	_ = apimeta.EachListItem(list, func(obj runtime.Object) error {
+		if o, ok := obj.(client.Object); ok {
+			keys = append(keys, client.ObjectKeyFromObject(o))
+		}
+		return nil
+	})
 	return keys
 }
 

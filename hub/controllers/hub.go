@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+
 	"github.com/policyhub/policyhub/hub/engine"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -148,41 +150,16 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 		declarations.SummaryMetas = summaryMetas
 	}
 	setup := func() error {
-		rollouts := metrics.NewRollout(o.Registry)
-		if err := (&FleetPolicyReconciler{DeclarationOptions: declarations, Rollouts: rollouts}).SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("FleetPolicy controller: %w", err)
-		}
-		flux, err := FluxSourcesServed(mgr)
-		if err != nil {
-			return fmt.Errorf("discover Flux's sources on the hub: %w", err)
-		}
-		fence, err := fluxFence(o)
+		kinds, err := declarationKinds(mgr, o, declarations)
 		if err != nil {
 			return err
 		}
-		if err := (&PolicySetReconciler{DeclarationOptions: declarations, APIReader: mgr.GetAPIReader(), FluxSources: flux, Flux: fence, Rollouts: rollouts}).SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("PolicySet controller: %w", err)
+		if err := kinds.Setup(mgr); err != nil {
+			return err
 		}
 		departures := &DepartureReconciler{Reader: mgr.GetClient(), SecretNamespace: o.SecretNamespace, Workers: workers, Metrics: syncMetrics, Recheck: o.DepartureRecheck}
 		if err := departures.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("cluster departure controller: %w", err)
-		}
-		kubeVela, err := ApplicationServed(mgr)
-		if err != nil {
-			return fmt.Errorf("discover KubeVela on the hub: %w", err)
-		}
-		bindings, err := ClusterSetBindingsServed(mgr)
-		if err != nil {
-			return fmt.Errorf("discover OCM's cluster set bindings on the hub: %w", err)
-		}
-		appPolicies := &ApplicationPolicyReconciler{DeclarationOptions: declarations, KubeVela: kubeVela, ClusterSetBindings: bindings, ApplicationStatusInterval: o.ApplicationStatusInterval}
-		if err := appPolicies.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("ApplicationPolicy controller: %w", err)
-		}
-		exceptions := &FleetPolicyExceptionReconciler{DeclarationOptions: declarations, APIReader: mgr.GetAPIReader(), MaxLifetime: o.MaxExceptionLifetime,
-			ApprovableServiceAccounts: o.ApprovableServiceAccounts, Metrics: metrics.NewExceptions(o.Registry)}
-		if err := exceptions.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("FleetPolicyException controller: %w", err)
 		}
 		if err := mgr.Add(hubInfo{client: mgr.GetClient(), namespace: o.Namespace, hubID: o.HubID}); err != nil {
 			return fmt.Errorf("publish the hub's id: %w", err)
@@ -200,7 +177,7 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 			if err := labeler.SetupWithManager(mgr); err != nil {
 				return fmt.Errorf("PolicyReportSummary labeller: %w", err)
 			}
-			h := &handover{reader: mgr.GetClient(), summaryMetas: summaryMetas, workers: workers, results: results, shard: sharder, metrics: metrics.NewReplica(o.Registry), sync: syncMetrics}
+			h := &handover{kinds: kinds, reader: mgr.GetClient(), summaryMetas: summaryMetas, workers: workers, results: results, shard: sharder, metrics: metrics.NewReplica(o.Registry), sync: syncMetrics}
 			sharder.OnChange(func(a shard.Assignment) { h.moved(ctx, a) })
 			if err := mgr.Add(sharder); err != nil {
 				return fmt.Errorf("share the fleet with the other replicas: %w", err)
@@ -213,6 +190,37 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 		return nil, err
 	}
 	return workers, nil
+}
+
+// declarationKinds are the declaration kinds the hub runs, each with its reconciler over the
+// shared declarations' options: the hub's one list of them (a new kind is one more line here).
+func declarationKinds(mgr ctrl.Manager, o HubOptions, declarations engine.DeclarationOptions) (engine.Registry, error) {
+	rollouts := metrics.NewRollout(o.Registry)
+	flux, err := FluxSourcesServed(mgr)
+	if err != nil {
+		return nil, fmt.Errorf("discover Flux's sources on the hub: %w", err)
+	}
+	fence, err := fluxFence(o)
+	if err != nil {
+		return nil, err
+	}
+	kubeVela, err := ApplicationServed(mgr)
+	if err != nil {
+		return nil, fmt.Errorf("discover KubeVela on the hub: %w", err)
+	}
+	bindings, err := ClusterSetBindingsServed(mgr)
+	if err != nil {
+		return nil, fmt.Errorf("discover OCM's cluster set bindings on the hub: %w", err)
+	}
+	return engine.NewRegistry(map[string]func(ctrl.Manager) error{
+		policyhubv1.KindFleetPolicy: (&FleetPolicyReconciler{DeclarationOptions: declarations, Rollouts: rollouts}).SetupWithManager,
+		policyhubv1.KindPolicySet: (&PolicySetReconciler{DeclarationOptions: declarations, APIReader: mgr.GetAPIReader(), FluxSources: flux, Flux: fence,
+			Rollouts: rollouts}).SetupWithManager,
+		policyhubv1.KindApplicationPolicy: (&ApplicationPolicyReconciler{DeclarationOptions: declarations, KubeVela: kubeVela, ClusterSetBindings: bindings,
+			ApplicationStatusInterval: o.ApplicationStatusInterval}).SetupWithManager,
+		policyhubv1.KindFleetPolicyException: (&FleetPolicyExceptionReconciler{DeclarationOptions: declarations, APIReader: mgr.GetAPIReader(),
+			MaxLifetime: o.MaxExceptionLifetime, ApprovableServiceAccounts: o.ApprovableServiceAccounts, Metrics: metrics.NewExceptions(o.Registry)}).SetupWithManager,
+	})
 }
 
 // fluxFence is the fence of o, or the defaults.
