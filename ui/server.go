@@ -188,11 +188,22 @@ func (s *Server) inventory(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, "inventory", view{Title: "Legacy inventory", Watch: "cluster/ " + read.TopicInventory, Scope: snap.Scope, Now: snap.Now, Page: p})
 }
 
+// declarationPage is the declaration kind whose pages are under /policies/SINGULAR/: a kind that
+// ships policies of its own.
+func declarationPage(singular string) (policyhubv1.DeclarationKind, bool) {
+	for _, k := range policyhubv1.DeclarationKinds() {
+		if k.ShipsPolicies && k.Singular == singular {
+			return k, true
+		}
+	}
+	return policyhubv1.DeclarationKind{}, false
+}
+
 func (s *Server) declaration(w http.ResponseWriter, r *http.Request) {
-	kind, ok := map[string]string{"fleetpolicy": policyhubv1.KindFleetPolicy, "policyset": policyhubv1.KindPolicySet,
-		"applicationpolicy": policyhubv1.KindApplicationPolicy}[r.PathValue("kind")]
+	page, ok := declarationPage(r.PathValue("kind"))
+	kind := page.Kind
 	namespace := r.PathValue("namespace")
-	if !ok || (kind == policyhubv1.KindApplicationPolicy) != (namespace != "") {
+	if !ok || page.Namespaced != (namespace != "") {
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no such page: %s (FleetPolicies and PolicySets are /policies/fleetpolicy/NAME and /policies/policyset/NAME, ApplicationPolicies /policies/applicationpolicy/NAMESPACE/NAME)", r.URL.Path))
 		return
 	}

@@ -236,6 +236,8 @@ type kind struct {
 	metadata bool
 	// optional: a hub without the kind (OCM not installed) is read without it.
 	optional bool
+	// newObject makes an object of a declaration kind (nil for the others).
+	newObject func() policyhubv1.DeclarationObject
 }
 
 func (k kind) object() client.Object {
@@ -244,15 +246,10 @@ func (k kind) object() client.Object {
 		m.SetGroupVersionKind(k.gvk)
 		return m
 	}
+	if k.newObject != nil {
+		return k.newObject()
+	}
 	switch k.name {
-	case kindFleetPolicies:
-		return &policyhubv1.FleetPolicy{}
-	case kindPolicySets:
-		return &policyhubv1.PolicySet{}
-	case kindApplicationPolicies:
-		return &policyhubv1.ApplicationPolicy{}
-	case kindExceptions:
-		return &policyhubv1.FleetPolicyException{}
 	case kindSlices:
 		return &policyhubv1.ClusterStatusSlice{}
 	default:
@@ -266,11 +263,17 @@ func watchedKinds(secretNamespace string) []kind {
 	declaration := func(kind string) func(client.Object) []string {
 		return func(o client.Object) []string { return []string{DeclarationTopic(kind, o.GetNamespace(), o.GetName())} }
 	}
-	return []kind{
-		{name: kindFleetPolicies, gvk: hub.WithKind("FleetPolicy"), topic: declaration(policyhubv1.KindFleetPolicy)},
-		{name: kindPolicySets, gvk: hub.WithKind("PolicySet"), topic: declaration(policyhubv1.KindPolicySet)},
-		{name: kindApplicationPolicies, gvk: hub.WithKind("ApplicationPolicy"), namespaced: true, topic: declaration(policyhubv1.KindApplicationPolicy)},
-		{name: kindExceptions, gvk: hub.WithKind("FleetPolicyException"), namespaced: true, topic: exceptionTopics},
+	// The declaration kinds, as the API lists them; one that ships no policies of its own (an
+	// exception) is also its target's news.
+	var kinds []kind
+	for _, d := range policyhubv1.DeclarationKinds() {
+		topic := exceptionTopics
+		if d.ShipsPolicies {
+			topic = declaration(d.Kind)
+		}
+		kinds = append(kinds, kind{name: d.Plural, gvk: hub.WithKind(d.Kind), namespaced: d.Namespaced, topic: topic, newObject: d.New})
+	}
+	return append(kinds, []kind{
 		{name: kindSlices, gvk: hub.WithKind("ClusterStatusSlice"), namespaced: true, topic: sliceTopics},
 		{name: kindSummaries, gvk: hub.WithKind("PolicyReportSummary"), namespaced: true,
 			field: fields.OneTermEqualSelector("metadata.name", policyhubv1.SummaryName), transform: countsOnly,
@@ -279,7 +282,7 @@ func watchedKinds(secretNamespace string) []kind {
 			topic: func(client.Object) []string { return []string{TopicInventory} }},
 		{name: kindManagedClusters, gvk: clusterv1.GroupVersion.WithKind("ManagedCluster"), metadata: true, optional: true,
 			topic: func(client.Object) []string { return []string{TopicInventory} }},
-	}
+	}...)
 }
 
 func exceptionTopics(o client.Object) []string {

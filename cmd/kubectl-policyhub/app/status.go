@@ -167,15 +167,18 @@ func parseDeclarationRef(arg string) (declarationRef, error) {
 	if name == "" || strings.Contains(name, "/") {
 		return declarationRef{}, usageError{fmt.Errorf("%q: give NAME (a FleetPolicy) or TYPE/NAME", arg)}
 	}
-	switch strings.TrimSuffix(strings.ToLower(typ), ".policyhub.io") {
-	case "fleetpolicy", "fleetpolicies", "fp":
-		return declarationRef{kind: kindFleetPolicy, name: name}, nil
-	case "policyset", "policysets", "pset":
-		return declarationRef{kind: kindPolicySet, name: name}, nil
-	case "applicationpolicy", "applicationpolicies", "ap":
-		return declarationRef{kind: kindApplicationPolicy, name: name}, nil
+	resource := strings.TrimSuffix(strings.ToLower(typ), ".policyhub.io")
+	var shown []string
+	for _, k := range policyhubv1.DeclarationKinds() {
+		if !k.ShipsPolicies {
+			continue // an exception shows with the declaration it exempts from
+		}
+		if resource == k.Singular || resource == k.Plural || resource == k.ShortName {
+			return declarationRef{kind: k.Kind, name: name}, nil
+		}
+		shown = append(shown, fmt.Sprintf("%s (%s)", k.Singular, k.ShortName))
 	}
-	return declarationRef{}, usageError{fmt.Errorf("%q: unknown type %q: status shows fleetpolicy (fp), policyset (pset) and applicationpolicy (ap)", arg, typ)}
+	return declarationRef{}, usageError{fmt.Errorf("%q: unknown type %q: status shows %s and %s", arg, typ, strings.Join(shown[:len(shown)-1], ", "), shown[len(shown)-1])}
 }
 
 func newStatusCommand(o *options) *cobra.Command {
