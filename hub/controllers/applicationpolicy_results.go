@@ -5,12 +5,11 @@ import (
 	"sort"
 	"time"
 
-	"github.com/policyhub/policyhub/hub/engine"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/engine"
 )
 
 // Bounds of an ApplicationPolicy's status (the CRD's MaxItems).

@@ -6,13 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/policyhub/policyhub/hub/engine"
-
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/engine"
 )
 
 func TestApplicationResults(t *testing.T) {

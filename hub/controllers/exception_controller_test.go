@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/policyhub/policyhub/hub/engine"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,6 +13,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/declare"
+	"github.com/policyhub/policyhub/hub/engine"
 	"github.com/policyhub/policyhub/hub/render"
 )
 

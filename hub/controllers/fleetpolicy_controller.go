@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/policyhub/policyhub/hub/engine"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -19,6 +17,7 @@ import (
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/declare"
+	"github.com/policyhub/policyhub/hub/engine"
 	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"

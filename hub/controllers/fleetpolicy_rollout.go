@@ -5,13 +5,12 @@ import (
 	"maps"
 	"time"
 
-	"github.com/policyhub/policyhub/hub/engine"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/engine"
 	"github.com/policyhub/policyhub/hub/rollout"
 )
 

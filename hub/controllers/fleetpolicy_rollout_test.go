@@ -5,12 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/policyhub/policyhub/hub/engine"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/engine"
 	"github.com/policyhub/policyhub/hub/rollout"
 	"github.com/policyhub/policyhub/hub/work"
 )

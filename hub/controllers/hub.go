@@ -6,15 +6,13 @@ import (
 	"fmt"
 	"time"
 
-	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-
-	"github.com/policyhub/policyhub/hub/engine"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/engine"
 	"github.com/policyhub/policyhub/hub/heartbeat"
 	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/shard"

@@ -5,14 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/policyhub/policyhub/hub/engine"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/engine"
 )
 
 // An agent fills its summary's metadata (256 KiB of annotations, labels, owner references,

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/policyhub/policyhub/hub/engine"
-
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -20,6 +18,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/engine"
 	"github.com/policyhub/policyhub/hub/heartbeat"
 	"github.com/policyhub/policyhub/hub/metrics"
 )

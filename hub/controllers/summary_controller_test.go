@@ -5,13 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/policyhub/policyhub/hub/engine"
-
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/engine"
 )
 
 // The hub's verdict on a summary: when it saw the generation (its own clock), whether the

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/policyhub/policyhub/hub/engine"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/engine"
 )
 
 // kindSummaryLabel names the summary labeller's queue in ResultEvents.

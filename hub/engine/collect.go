@@ -5,15 +5,16 @@ import (
 	"sort"
 	"time"
 
-	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/aggregate"
-	"github.com/policyhub/policyhub/hub/rollout"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/rollout"
 )
 
 // clusterStatuses merges this reconcile's outcomes into the previous per-cluster statuses.

@@ -5,10 +5,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/rollout"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A wave is judged only on what Kyverno reported of the version that arrived: a summary the

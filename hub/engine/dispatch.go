@@ -6,13 +6,14 @@ import (
 	"sort"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/declare"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/work"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // keepOutcomes drops the clusters a declaration left and was pruned from, and says whether a

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"strings"
 
-	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 // emitEvents records the clusters whose phase changed or that were written to: a Warning per

@@ -6,11 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/declare"
-	"github.com/policyhub/policyhub/hub/placement"
-	"github.com/policyhub/policyhub/hub/render"
-	"github.com/policyhub/policyhub/hub/statusslice"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +14,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/declare"
+	"github.com/policyhub/policyhub/hub/placement"
+	"github.com/policyhub/policyhub/hub/render"
+	"github.com/policyhub/policyhub/hub/statusslice"
 )
 
 // Reconcile keeps the finalizer, or lets a deleted declaration go (finalize); a suspended one

@@ -5,14 +5,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/policyhub/policyhub/hub/render"
-	"github.com/policyhub/policyhub/hub/rollout"
-	"github.com/policyhub/policyhub/hub/work"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/policyhub/policyhub/hub/render"
+	"github.com/policyhub/policyhub/hub/rollout"
+	"github.com/policyhub/policyhub/hub/work"
 )
 
 // Room is a reconciler's memory of its declarations between the two halves of the flow.

@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"sort"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/shard"
 	"github.com/policyhub/policyhub/hub/work"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // share is what this replica does for one declaration when the hub's replicas share the fleet

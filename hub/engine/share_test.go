@@ -4,11 +4,12 @@ import (
 	"slices"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/shard"
 	"github.com/policyhub/policyhub/hub/work"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // A replica keeps its own clusters' entries fresh and the others' as read; the declaration's

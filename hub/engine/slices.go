@@ -5,9 +5,6 @@ import (
 	"slices"
 	"time"
 
-	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/declare"
-	"github.com/policyhub/policyhub/hub/statusslice"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/declare"
+	"github.com/policyhub/policyhub/hub/statusslice"
 )
 
 // sliceReread is how long a reconcile that found its cached slices behind waits to read them again.

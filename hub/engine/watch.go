@@ -4,9 +4,6 @@ import (
 	"context"
 	"time"
 
-	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/aggregate"
-	"github.com/policyhub/policyhub/hub/gateway"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -19,6 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/gateway"
 )
 
 // RequestsFor are the reconcile requests of the items keep passes (every item when keep is nil):
