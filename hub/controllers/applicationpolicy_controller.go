@@ -131,24 +131,24 @@ type applicationPolicy struct {
 	clusters []policyhubv1.ClusterStatus
 }
 
-func (d *applicationPolicy) Object() client.Object { return d.ApplicationPolicy }
-func (d *applicationPolicy) Kind() string          { return policyhubv1.KindApplicationPolicy }
-func (d *applicationPolicy) StatusWithoutChurn() any {
-	st := *d.Status.DeepCopy()
-	st.Summary.Results = st.Summary.Results.WithoutChurn()
-	for i := range st.Policies {
-		st.Policies[i].Results = st.Policies[i].Results.WithoutChurn()
+func (d *applicationPolicy) Object() policyhubv1.Declaration { return d.ApplicationPolicy }
+func (d *applicationPolicy) Kind() string                    { return policyhubv1.KindApplicationPolicy }
+
+// RemoveChurn takes the churn out of the per-policy results too.
+func (d *applicationPolicy) RemoveChurn(obj policyhubv1.Declaration) {
+	ap, ok := obj.(*policyhubv1.ApplicationPolicy)
+	if !ok {
+		return
 	}
-	return st
+	for i := range ap.Status.Policies {
+		ap.Status.Policies[i].Results = ap.Status.Policies[i].Results.WithoutChurn()
+	}
 }
+
 func (d *applicationPolicy) Suspended() bool { return d.Spec.Suspend }
 func (d *applicationPolicy) Prune() bool     { return declare.Prune(d.Spec.Prune) }
 func (d *applicationPolicy) Copy() engine.Declaration {
 	return &applicationPolicy{ApplicationPolicy: d.ApplicationPolicy.DeepCopy(), r: d.r, clusters: d.clusters}
-}
-
-func (d *applicationPolicy) CommonStatus() engine.StatusFields {
-	return engine.StatusFields{ObservedGeneration: &d.Status.ObservedGeneration, Conditions: &d.Status.Conditions, Summary: &d.Status.Summary}
 }
 
 func (d *applicationPolicy) Source(hubID string) string {

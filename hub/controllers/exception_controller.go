@@ -221,23 +221,14 @@ type fleetPolicyException struct {
 	refused string
 }
 
-func (d *fleetPolicyException) Object() client.Object { return d.FleetPolicyException }
-func (d *fleetPolicyException) Kind() string          { return policyhubv1.KindFleetPolicyException }
-func (d *fleetPolicyException) StatusWithoutChurn() any {
-	st := *d.Status.DeepCopy()
-	st.Summary.Results = st.Summary.Results.WithoutChurn()
-	return st
-}
-func (d *fleetPolicyException) Suspended() bool { return false }
-func (d *fleetPolicyException) Prune() bool     { return true }
+func (d *fleetPolicyException) Object() policyhubv1.Declaration { return d.FleetPolicyException }
+func (d *fleetPolicyException) Kind() string                    { return policyhubv1.KindFleetPolicyException }
+func (d *fleetPolicyException) Suspended() bool                 { return false }
+func (d *fleetPolicyException) Prune() bool                     { return true }
 func (d *fleetPolicyException) Copy() engine.Declaration {
 	c := *d
 	c.FleetPolicyException = d.FleetPolicyException.DeepCopy()
 	return &c
-}
-
-func (d *fleetPolicyException) CommonStatus() engine.StatusFields {
-	return engine.StatusFields{ObservedGeneration: &d.Status.ObservedGeneration, Conditions: &d.Status.Conditions, Summary: &d.Status.Summary}
 }
 
 func (d *fleetPolicyException) Source(hubID string) string {

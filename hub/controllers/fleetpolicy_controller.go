@@ -99,21 +99,12 @@ type fleetPolicy struct {
 	legacy map[string]*int64
 }
 
-func (d *fleetPolicy) Object() client.Object { return d.FleetPolicy }
-func (d *fleetPolicy) Kind() string          { return policyhubv1.KindFleetPolicy }
-func (d *fleetPolicy) StatusWithoutChurn() any {
-	st := *d.Status.DeepCopy()
-	st.Summary.Results = st.Summary.Results.WithoutChurn()
-	return st
-}
-func (d *fleetPolicy) Suspended() bool { return d.Spec.Suspend }
-func (d *fleetPolicy) Prune() bool     { return declare.Prune(d.Spec.Prune) }
+func (d *fleetPolicy) Object() policyhubv1.Declaration { return d.FleetPolicy }
+func (d *fleetPolicy) Kind() string                    { return policyhubv1.KindFleetPolicy }
+func (d *fleetPolicy) Suspended() bool                 { return d.Spec.Suspend }
+func (d *fleetPolicy) Prune() bool                     { return declare.Prune(d.Spec.Prune) }
 func (d *fleetPolicy) Copy() engine.Declaration {
 	return &fleetPolicy{FleetPolicy: d.FleetPolicy.DeepCopy(), r: d.r, transitions: d.transitions}
-}
-
-func (d *fleetPolicy) CommonStatus() engine.StatusFields {
-	return engine.StatusFields{ObservedGeneration: &d.Status.ObservedGeneration, Conditions: &d.Status.Conditions, Summary: &d.Status.Summary}
 }
 
 func (d *fleetPolicy) Source(hubID string) string {

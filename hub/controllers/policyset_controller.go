@@ -207,21 +207,12 @@ type policySet struct {
 	legacy map[string]*int64
 }
 
-func (d *policySet) Object() client.Object { return d.PolicySet }
-func (d *policySet) Kind() string          { return policyhubv1.KindPolicySet }
-func (d *policySet) StatusWithoutChurn() any {
-	st := *d.Status.DeepCopy()
-	st.Summary.Results = st.Summary.Results.WithoutChurn()
-	return st
-}
-func (d *policySet) Suspended() bool { return d.Spec.Suspend }
-func (d *policySet) Prune() bool     { return declare.Prune(d.Spec.Prune) }
+func (d *policySet) Object() policyhubv1.Declaration { return d.PolicySet }
+func (d *policySet) Kind() string                    { return policyhubv1.KindPolicySet }
+func (d *policySet) Suspended() bool                 { return d.Spec.Suspend }
+func (d *policySet) Prune() bool                     { return declare.Prune(d.Spec.Prune) }
 func (d *policySet) Copy() engine.Declaration {
 	return &policySet{PolicySet: d.PolicySet.DeepCopy(), r: d.r, members: d.members, transitions: d.transitions}
-}
-
-func (d *policySet) CommonStatus() engine.StatusFields {
-	return engine.StatusFields{ObservedGeneration: &d.Status.ObservedGeneration, Conditions: &d.Status.Conditions, Summary: &d.Status.Summary}
 }
 
 func (d *policySet) Source(hubID string) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,20 +16,19 @@ import (
 	"github.com/policyhub/policyhub/hub/work"
 )
 
-// Declaration is what the hub syncs into clusters, a FleetPolicy or an ApplicationPolicy: the
-// engine below runs the same lifecycle for both, and each kind says what differs.
+// Declaration is one declaration of a kind the hub syncs into clusters (FleetPolicy, PolicySet,
+// ApplicationPolicy, FleetPolicyException): the engine runs the same lifecycle for every kind, and
+// each kind says here what differs.
 type Declaration interface {
-	// Object is the API Object, for the clients and the Event recorder.
-	Object() client.Object
-	// Kind is the declaration's Kind (FleetPolicy, ApplicationPolicy).
+	// Object is the API object, for the clients and the Event recorder; its status holds what
+	// every kind's does (observed generation, conditions, the clusters' summary), which the
+	// engine writes.
+	Object() policyhubv1.Declaration
+	// Kind is the declaration's kind (FleetPolicy, ApplicationPolicy, ...).
 	Kind() string
-	// CommonStatus points at the CommonStatus fields every declaration has.
-	CommonStatus() StatusFields
-	// StatusWithoutChurn is the status without what moves with every agent's summary (pass,
-	// warn and skip counts: policyhubv1.ResultCounts.WithoutChurn), to tell whether it changed
-	// enough to be written.
-	StatusWithoutChurn() any
+	// Source names the declaration on the objects it ships, as hub hubID's.
 	Source(hubID string) string
+	// Suspended and Prune are its spec's suspend and prune.
 	Suspended() bool
 	Prune() bool
 	// Render places the declaration and renders what each placed cluster gets (the engine
@@ -49,7 +47,15 @@ type Declaration interface {
 	// AfterStatus runs once the status is written (e.g. mirroring it elsewhere) and may ask to
 	// be woken again.
 	AfterStatus(ctx context.Context) time.Duration
+	// Copy is a deep copy, for the status patch's base.
 	Copy() Declaration
+}
+
+// ChurnRemover is a Declaration whose status holds results besides its summary's (an
+// ApplicationPolicy's, per policy): RemoveChurn takes their churn (policyhubv1.ResultCounts.
+// WithoutChurn) out of obj, a copy of its object, as the engine does of the summary's.
+type ChurnRemover interface {
+	RemoveChurn(obj policyhubv1.Declaration)
 }
 
 // Progress is what a declaration's rollout says after a step.
@@ -62,13 +68,6 @@ type Progress struct {
 	Stalled bool
 	// Wake is when to reconcile again without an event (zero: no need).
 	Wake time.Duration
-}
-
-// StatusFields points into a declaration's status.
-type StatusFields struct {
-	ObservedGeneration *int64
-	Conditions         *[]metav1.Condition
-	Summary            *policyhubv1.StatusSummary
 }
 
 // DeclarationOptions are what the reconcilers of both declaration kinds (FleetPolicy,

@@ -25,7 +25,7 @@ import (
 // Reconcile keeps the finalizer, or lets a deleted declaration go (finalize); a suspended one
 // only says so. Otherwise the dispatch half hands the clusters what the declaration wants, and
 // the status half writes what they answered.
-func (e Engine) Reconcile(ctx context.Context, key types.NamespacedName, d Declaration) (ctrl.Result, error) {
+func (e Engine) Reconcile(ctx context.Context, key types.NamespacedName, d Declaration) (result ctrl.Result, err error) {
 	if e.shareOf(d).idle {
 		return ctrl.Result{}, nil // no share of the fleet yet: its first one wakes every declaration
 	}
@@ -43,8 +43,10 @@ func (e Engine) Reconcile(ctx context.Context, key types.NamespacedName, d Decla
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
 	}
-	orig := d.Copy()
-	st := d.CommonStatus()
+	// The phases below set the status; it is written once, as the reconcile ends.
+	status := newStatusPatch(e.client, d)
+	defer func() { result, err = status.finish(ctx, result, err) }()
+	st := d.Object().DeclarationStatus()
 	if lifecycle == declare.Keep {
 		// Nothing is synced or pruned; the status says so, keeping the clusters' last state.
 		ready := metav1.ConditionTrue
@@ -56,7 +58,8 @@ func (e Engine) Reconcile(ctx context.Context, key types.NamespacedName, d Decla
 			Type: policyhubv1.ConditionReady, Status: ready, Reason: "Suspended", ObservedGeneration: obj.GetGeneration(),
 			Message: why,
 		}, nil, nil)
-		return ctrl.Result{}, e.patchStatus(ctx, orig, d)
+		status.write(nil)
+		return ctrl.Result{}, nil
 	}
 
 	owner := e.sliceOwner(d)
@@ -66,33 +69,33 @@ func (e Engine) Reconcile(ctx context.Context, key types.NamespacedName, d Decla
 	}
 	sent, err := e.dispatchHalf(ctx, key, d, before)
 	if invalid, ok := render.AsInvalid(err); ok {
-		return e.stalled(ctx, d, orig, invalid.Reason, invalid.Err)
+		return e.stalled(d, status, invalid.Reason, invalid.Err), nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	return e.statusHalf(ctx, key, d, orig, sent, before, have)
+	return e.statusHalf(ctx, key, d, status, sent, before, have)
 }
 
 // stalled records a declaration that cannot be dispatched until the user changes it; nothing
 // is sent to any cluster.
-func (e Engine) stalled(ctx context.Context, d, orig Declaration, reason string, cause error) (ctrl.Result, error) {
+func (e Engine) stalled(d Declaration, status *statusPatch, reason string, cause error) ctrl.Result {
 	msg := policyhubv1.TruncateMessage(cause.Error(), 1024)
 	obj := d.Object()
-	st := d.CommonStatus()
+	st := d.Object().DeclarationStatus()
 	*st.ObservedGeneration = obj.GetGeneration()
 
 	SetConditions(st.Conditions,
 		metav1.Condition{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: obj.GetGeneration()},
 		nil, &metav1.Condition{Status: metav1.ConditionTrue, Reason: reason, Message: msg})
-	if err := e.patchStatus(ctx, orig, d); err != nil {
-		return ctrl.Result{}, err
-	}
-	if meta.FindStatusCondition(*orig.CommonStatus().Conditions, policyhubv1.ConditionStalled) == nil {
-		e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Reconcile", "nothing was dispatched: %s", msg)
-	}
-	// Retrying cannot help: the next spec change triggers a reconcile.
-	return ctrl.Result{}, nil
+	status.write(func(context.Context) ctrl.Result {
+		if meta.FindStatusCondition(*status.orig.Object().DeclarationStatus().Conditions, policyhubv1.ConditionStalled) == nil {
+			e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, "Reconcile", "nothing was dispatched: %s", msg)
+		}
+		// Retrying cannot help: the next spec change triggers a reconcile.
+		return ctrl.Result{}
+	})
+	return ctrl.Result{}
 }
 
 // Finalizer keeps a FleetPolicy until its policies are pruned from every cluster.
@@ -101,13 +104,14 @@ const Finalizer = "policyhub.io/prune"
 // finalize prunes the declaration's policies from every cluster it was synced to, then lets it
 // go. A cluster that cannot be pruned keeps the finalizer, and the status says which and why;
 // its worker retries, and its results wake this reconcile.
-func (e Engine) finalize(ctx context.Context, key types.NamespacedName, d Declaration, source string) (ctrl.Result, error) {
+func (e Engine) finalize(ctx context.Context, key types.NamespacedName, d Declaration, source string) (result ctrl.Result, err error) {
 	obj := d.Object()
 	if !controllerutil.ContainsFinalizer(obj, Finalizer) {
 		return ctrl.Result{}, nil
 	}
-	orig := d.Copy()
-	st := d.CommonStatus()
+	status := newStatusPatch(e.client, d)
+	defer func() { result, err = status.finish(ctx, result, err) }()
+	st := d.Object().DeclarationStatus()
 	owner := e.sliceOwner(d)
 	before, have, err := statusslice.Read(ctx, e.reader, owner)
 	if err != nil {
@@ -168,12 +172,12 @@ func (e Engine) finalize(ctx context.Context, key types.NamespacedName, d Declar
 				Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "PruneFailed", ObservedGeneration: obj.GetGeneration(),
 				Message: fmt.Sprintf("deleting: %d clusters still hold its policies and could not be pruned; the finalizer stays until they are", len(stuck)),
 			}, &metav1.Condition{Status: metav1.ConditionTrue, Reason: "Pruning", Message: "the clusters' workers retry the prune with backoff"}, nil)
-			if err := e.patchStatus(ctx, orig, d); err != nil {
-				return ctrl.Result{}, err
-			}
-			if c := meta.FindStatusCondition(*orig.CommonStatus().Conditions, policyhubv1.ConditionReady); c == nil || c.Reason != "PruneFailed" {
-				e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "PruneFailed", "Delete", "could not prune %s: %s", stuck[0].Cluster, stuck[0].Result.Message)
-			}
+			status.write(func(context.Context) ctrl.Result {
+				if c := meta.FindStatusCondition(*status.orig.Object().DeclarationStatus().Conditions, policyhubv1.ConditionReady); c == nil || c.Reason != "PruneFailed" {
+					e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "PruneFailed", "Delete", "could not prune %s: %s", stuck[0].Cluster, stuck[0].Result.Message)
+				}
+				return ctrl.Result{}
+			})
 			return ctrl.Result{}, nil
 		}
 		if pending > 0 {

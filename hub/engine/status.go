@@ -44,9 +44,9 @@ func statusWait(now, wantedAt, answeredAt time.Time, pending int, coalesce, quie
 // step, the bounded status, Events. It renders nothing: what each cluster was asked for is the
 // dispatch half's. Right after a change it waits a little for the clusters' results, so the
 // status is written once for all; the workers' results wake it as they come.
-func (e Engine) statusHalf(ctx context.Context, key types.NamespacedName, d, orig Declaration, sent dispatched, before []policyhubv1.ClusterStatus, have []policyhubv1.ClusterStatusSlice) (ctrl.Result, error) {
+func (e Engine) statusHalf(ctx context.Context, key types.NamespacedName, d Declaration, status *statusPatch, sent dispatched, before []policyhubv1.ClusterStatus, have []policyhubv1.ClusterStatusSlice) (ctrl.Result, error) {
 	obj := d.Object()
-	st := d.CommonStatus()
+	st := d.Object().DeclarationStatus()
 	now := time.Now()
 	wantedAt, answeredAt := e.room.since(key, sent.token, sent.pending < len(sent.kept), now)
 	if wait := statusWait(now, wantedAt, answeredAt, sent.pending, e.coalesce, e.quiet); wait > 0 {
@@ -114,19 +114,19 @@ func (e Engine) statusHalf(ctx context.Context, key types.NamespacedName, d, ori
 	if err := e.writeSlices(ctx, d, clusters, have); err != nil {
 		return sliceWriteFailed(err)
 	}
-	if err := e.patchStatus(ctx, orig, d); err != nil {
-		return ctrl.Result{}, err
-	}
-	if was := apimeta.FindStatusCondition(*orig.CommonStatus().Conditions, policyhubv1.ConditionReady); (ready.Reason == ReasonPlacementNotFound || ready.Reason == ReasonNotGranted) &&
-		(was == nil || was.Reason != ready.Reason || was.Message != ready.Message) {
-		e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ready.Reason, "Place", "%s", ready.Message)
-	}
-	emitSyncEvents(e.recorder, obj, before, sent.kept)
-	wake := d.AfterStatus(ctx)
-	if prog.Holding != "" {
-		wake = MinPositive(wake, recheck) // a wave waits on reports not fresh yet
-	}
-	return ctrl.Result{RequeueAfter: MinPositive(wake, prog.Wake)}, nil
+	status.write(func(ctx context.Context) ctrl.Result {
+		if was := apimeta.FindStatusCondition(*status.orig.Object().DeclarationStatus().Conditions, policyhubv1.ConditionReady); (ready.Reason == ReasonPlacementNotFound || ready.Reason == ReasonNotGranted) &&
+			(was == nil || was.Reason != ready.Reason || was.Message != ready.Message) {
+			e.recorder.Eventf(obj, nil, corev1.EventTypeWarning, ready.Reason, "Place", "%s", ready.Message)
+		}
+		emitSyncEvents(e.recorder, obj, before, sent.kept)
+		wake := d.AfterStatus(ctx)
+		if prog.Holding != "" {
+			wake = MinPositive(wake, recheck) // a wave waits on reports not fresh yet
+		}
+		return ctrl.Result{RequeueAfter: MinPositive(wake, prog.Wake)}
+	})
+	return ctrl.Result{}, nil
 }
 
 // summarize totals the clusters' state and names the clusters that need attention most (see
@@ -324,19 +324,78 @@ func SetConditions(conds *[]metav1.Condition, ready metav1.Condition, reconcilin
 	}
 }
 
-// patchStatus writes the status when it changed (a no-op resync writes nothing). A change of
-// the pass, warn or skip totals alone is not written (policyhubv1.ResultCounts.WithoutChurn):
-// they move with every agent's summary, and are taken along when anything else changes.
-func (e Engine) patchStatus(ctx context.Context, orig, d Declaration) error {
-	if equality.Semantic.DeepEqual(orig.StatusWithoutChurn(), d.StatusWithoutChurn()) {
+// statusPatch writes a declaration's status once per reconcile, as the reconcile ends, in the
+// manner of fluxcd/pkg/runtime/patch's helper: the phases set the status on the declaration, the
+// phase that decides it is to be written says so (write), and one patch is made, from the status
+// as the reconcile found it. What follows a written status (Events, mirrors) runs after the write.
+type statusPatch struct {
+	client client.Client
+	// orig is the declaration as the reconcile found it, d the one the phases change.
+	orig, d Declaration
+	due     bool
+	then    func(context.Context) ctrl.Result
+}
+
+// newStatusPatch starts the status patch of d, as d is now.
+func newStatusPatch(c client.Client, d Declaration) *statusPatch {
+	return &statusPatch{client: c, orig: d.Copy(), d: d}
+}
+
+// write asks for the status to be written when the reconcile ends; then (nil: nothing) runs once
+// it is, and says when to reconcile again.
+func (p *statusPatch) write(then func(context.Context) ctrl.Result) {
+	p.due, p.then = true, then
+}
+
+// finish ends a reconcile that returned result and err: unless it failed, the status is written
+// when asked for (and changed, see patchStatus), and what follows it runs.
+func (p *statusPatch) finish(ctx context.Context, result ctrl.Result, err error) (ctrl.Result, error) {
+	if err != nil || !p.due {
+		return result, err
+	}
+	if err := patchStatus(ctx, p.client, p.orig, p.d); err != nil {
+		return ctrl.Result{}, err
+	}
+	if p.then == nil {
+		return result, nil
+	}
+	return p.then(ctx), nil
+}
+
+// patchStatus writes the status when it changed (a no-op resync writes nothing): see
+// StatusChanged.
+func patchStatus(ctx context.Context, c client.Client, orig, d Declaration) error {
+	if !StatusChanged(orig, d) {
 		return nil
 	}
-	if err := e.client.Status().Patch(ctx, d.Object(), client.MergeFrom(orig.Object())); err != nil {
+	if err := c.Status().Patch(ctx, d.Object(), client.MergeFrom(orig.Object())); err != nil {
 		return fmt.Errorf("update status: %w", err)
 	}
 	return nil
 }
 
+// StatusChanged says whether d's status is worth writing over orig's. A change of the pass, warn
+// or skip counts alone is not (policyhubv1.ResultCounts.WithoutChurn): they move with every
+// agent's summary, and are taken along when anything else changes.
+func StatusChanged(orig, d Declaration) bool {
+	return !equality.Semantic.DeepEqual(withoutChurn(orig), withoutChurn(d))
+}
+
+// withoutChurn is a copy of d's object without the counts that move with every summary.
+func withoutChurn(d Declaration) policyhubv1.Declaration {
+	obj, ok := d.Object().DeepCopyObject().(policyhubv1.Declaration)
+	if !ok {
+		return d.Object() // never: a declaration's copy is one
+	}
+	st := obj.DeclarationStatus()
+	st.Summary.Results = st.Summary.Results.WithoutChurn()
+	if r, ok := d.(ChurnRemover); ok {
+		r.RemoveChurn(obj)
+	}
+	return obj
+}
+
+// MinPositive is the sooner of two wakes, a wake of zero or less being none.
 func MinPositive(a, b time.Duration) time.Duration {
 	switch {
 	case a <= 0:

@@ -237,7 +237,7 @@ type kind struct {
 	// optional: a hub without the kind (OCM not installed) is read without it.
 	optional bool
 	// newObject makes an object of a declaration kind (nil for the others).
-	newObject func() policyhubv1.DeclarationObject
+	newObject func() policyhubv1.Declaration
 }
 
 func (k kind) object() client.Object {

@@ -275,6 +275,11 @@ type ApplicationPolicyList struct {
 	Items           []ApplicationPolicy `json:"items"`
 }
 
+// DeclarationStatus points at what the status of every declaration kind holds.
+func (ap *ApplicationPolicy) DeclarationStatus() DeclarationStatus {
+	return DeclarationStatus{ObservedGeneration: &ap.Status.ObservedGeneration, Conditions: &ap.Status.Conditions, Summary: &ap.Status.Summary}
+}
+
 func init() {
 	SchemeBuilder.Register(&ApplicationPolicy{}, &ApplicationPolicyList{})
 }

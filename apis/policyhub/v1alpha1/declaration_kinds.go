@@ -11,6 +11,21 @@ type DeclarationObject interface {
 	runtime.Object
 }
 
+// Declaration is an object of a declaration kind: its status holds what every kind's does.
+type Declaration interface {
+	DeclarationObject
+	DeclarationStatus() DeclarationStatus
+}
+
+// DeclarationStatus points at the fields the status of every declaration kind holds: its
+// observed generation, its conditions (Ready, Reconciling, Stalled) and its clusters' summary.
+// +kubebuilder:object:generate=false
+type DeclarationStatus struct {
+	ObservedGeneration *int64
+	Conditions         *[]metav1.Condition
+	Summary            *StatusSummary
+}
+
 // DeclarationObjectList is a list of a declaration kind (a controller-runtime client.ObjectList).
 type DeclarationObjectList interface {
 	metav1.ListInterface
@@ -33,7 +48,7 @@ type DeclarationKind struct {
 	// web view's declaration pages (an exception only exempts from another declaration's).
 	ShipsPolicies bool
 	// New and NewList make an empty object and an empty list of the kind.
-	New     func() DeclarationObject
+	New     func() Declaration
 	NewList func() DeclarationObjectList
 }
 
@@ -42,13 +57,13 @@ type DeclarationKind struct {
 func DeclarationKinds() []DeclarationKind {
 	return []DeclarationKind{
 		{Kind: KindFleetPolicy, Singular: "fleetpolicy", Plural: "fleetpolicies", ShortName: "fp", ShipsPolicies: true,
-			New: func() DeclarationObject { return &FleetPolicy{} }, NewList: func() DeclarationObjectList { return &FleetPolicyList{} }},
+			New: func() Declaration { return &FleetPolicy{} }, NewList: func() DeclarationObjectList { return &FleetPolicyList{} }},
 		{Kind: KindPolicySet, Singular: "policyset", Plural: "policysets", ShortName: "pset", ShipsPolicies: true,
-			New: func() DeclarationObject { return &PolicySet{} }, NewList: func() DeclarationObjectList { return &PolicySetList{} }},
+			New: func() Declaration { return &PolicySet{} }, NewList: func() DeclarationObjectList { return &PolicySetList{} }},
 		{Kind: KindApplicationPolicy, Singular: "applicationpolicy", Plural: "applicationpolicies", ShortName: "ap", Namespaced: true, ShipsPolicies: true,
-			New: func() DeclarationObject { return &ApplicationPolicy{} }, NewList: func() DeclarationObjectList { return &ApplicationPolicyList{} }},
+			New: func() Declaration { return &ApplicationPolicy{} }, NewList: func() DeclarationObjectList { return &ApplicationPolicyList{} }},
 		{Kind: KindFleetPolicyException, Singular: "fleetpolicyexception", Plural: "fleetpolicyexceptions", ShortName: "fpex", Namespaced: true,
-			New: func() DeclarationObject { return &FleetPolicyException{} }, NewList: func() DeclarationObjectList { return &FleetPolicyExceptionList{} }},
+			New: func() Declaration { return &FleetPolicyException{} }, NewList: func() DeclarationObjectList { return &FleetPolicyExceptionList{} }},
 	}
 }
 

@@ -207,6 +207,11 @@ type FleetPolicyList struct {
 	Items           []FleetPolicy `json:"items"`
 }
 
+// DeclarationStatus points at what the status of every declaration kind holds.
+func (fp *FleetPolicy) DeclarationStatus() DeclarationStatus {
+	return DeclarationStatus{ObservedGeneration: &fp.Status.ObservedGeneration, Conditions: &fp.Status.Conditions, Summary: &fp.Status.Summary}
+}
+
 func init() {
 	SchemeBuilder.Register(&FleetPolicy{}, &FleetPolicyList{})
 }

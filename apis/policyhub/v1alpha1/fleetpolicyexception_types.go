@@ -331,6 +331,11 @@ type FleetPolicyExceptionList struct {
 	Items           []FleetPolicyException `json:"items"`
 }
 
+// DeclarationStatus points at what the status of every declaration kind holds.
+func (ex *FleetPolicyException) DeclarationStatus() DeclarationStatus {
+	return DeclarationStatus{ObservedGeneration: &ex.Status.ObservedGeneration, Conditions: &ex.Status.Conditions, Summary: &ex.Status.Summary}
+}
+
 func init() {
 	SchemeBuilder.Register(&FleetPolicyException{}, &FleetPolicyExceptionList{})
 }

@@ -443,6 +443,11 @@ type PolicySetList struct {
 	Items           []PolicySet `json:"items"`
 }
 
+// DeclarationStatus points at what the status of every declaration kind holds.
+func (ps *PolicySet) DeclarationStatus() DeclarationStatus {
+	return DeclarationStatus{ObservedGeneration: &ps.Status.ObservedGeneration, Conditions: &ps.Status.Conditions, Summary: &ps.Status.Summary}
+}
+
 func init() {
 	SchemeBuilder.Register(&PolicySet{}, &PolicySetList{})
 }
