@@ -255,9 +255,17 @@ func (d *fleetPolicyException) Render(ctx context.Context) (*engine.Rendering, e
 	if invalid, ok := render.AsInvalid(err); ok {
 		owner := render.FleetPolicyExceptionOwner(d.r.HubID, d.Namespace, d.Name)
 		return &engine.Rendering{Targets: &render.Targets{Source: owner.Source(), Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{}},
-			Refused: invalid}, nil
+			Detail: exceptionRendering{refused: invalid}}, nil
 	}
 	return r, err
+}
+
+// exceptionRendering is what an exception's rendering holds besides its targets: the policy it
+// exempts from (kind/namespace/name), or why that is not found ("" when it is); refused says why
+// the exception cannot be rendered (nil when it can): it is then in no cluster.
+type exceptionRendering struct {
+	excepted, missing string
+	refused           *render.InvalidError
 }
 
 func (d *fleetPolicyException) renderActive(ctx context.Context) (*engine.Rendering, error) {
@@ -271,7 +279,7 @@ func (d *fleetPolicyException) renderActive(ctx context.Context) (*engine.Render
 		return nil, err
 	}
 	if missing != "" {
-		empty.Missing = missing
+		empty.Detail = exceptionRendering{missing: missing}
 		return empty, nil
 	}
 	running, _, err := statusslice.Read(ctx, d.r.Reader, statusslice.Owner{Kind: d.Spec.Target.Kind, Name: d.Spec.Target.Name, UID: targetUID, Namespace: d.r.Namespace})
@@ -299,7 +307,7 @@ func (d *fleetPolicyException) renderActive(ctx context.Context) (*engine.Render
 		return nil, err
 	}
 	t.NotGranted = notGranted
-	return &engine.Rendering{Targets: t, Excepted: policy.Ref()}, nil
+	return &engine.Rendering{Targets: t, Detail: exceptionRendering{excepted: policy.Ref()}}, nil
 }
 
 // resolveTarget finds the Kyverno policy the target renders: a FleetPolicy's template (named
@@ -470,7 +478,8 @@ func (d *fleetPolicyException) SetResults(clusters []policyhubv1.ClusterStatus, 
 // while it is not Active, or its target is missing; it wakes at the end date.
 func (d *fleetPolicyException) Progress(r *engine.Rendering, outcomes []engine.Outcome, _ []policyhubv1.ClusterStatus, _ time.Time) engine.Progress {
 	d.judged()
-	d.Status.Policy = r.Excepted
+	x, _ := r.Detail.(exceptionRendering)
+	d.Status.Policy = x.excepted
 	var inForce int32
 	for _, o := range outcomes {
 		if r.Targets.Objects[o.Cluster] != nil && !o.Pending && o.Result.Phase == policyhubv1.ClusterPhaseSynced {
@@ -485,11 +494,11 @@ func (d *fleetPolicyException) Progress(r *engine.Rendering, outcomes []engine.O
 		if d.verdict.Reason != "" {
 			p.Reason = d.verdict.Reason
 		}
-	case r.Refused != nil:
-		p.Holding, p.Reason, p.Stalled = r.Refused.Error()+": in force nowhere", r.Refused.Reason, true
-		d.refuse(r.Refused.Reason + ": " + r.Refused.Error())
-	case r.Missing != "":
-		p.Holding, p.Reason = r.Missing+": in force nowhere", "TargetMissing"
+	case x.refused != nil:
+		p.Holding, p.Reason, p.Stalled = x.refused.Error()+": in force nowhere", x.refused.Reason, true
+		d.refuse(x.refused.Reason + ": " + x.refused.Error())
+	case x.missing != "":
+		p.Holding, p.Reason = x.missing+": in force nowhere", "TargetMissing"
 	case len(r.Targets.NotGranted) > 0 && len(r.Targets.Objects) == 0:
 		// Not one place it asks for is granted to its namespace (the engine's NotGranted condition says
 		// which, and how a hub admin grants them): approved, but in force nowhere.

@@ -95,7 +95,7 @@ func TestExceptionInForceNowhereIsNotActive(t *testing.T) {
 		state     string
 		refusedIn string
 	}{
-		{"a wildcard namespace", &engine.Rendering{Targets: targets(nil), Refused: &render.InvalidError{Reason: "InvalidException", Err: errors.New(`spec.resources.namespaces: "*" has a wildcard`)}},
+		{"a wildcard namespace", &engine.Rendering{Targets: targets(nil), Detail: exceptionRendering{refused: &render.InvalidError{Reason: "InvalidException", Err: errors.New(`spec.resources.namespaces: "*" has a wildcard`)}}},
 			policyhubv1.ExceptionInvalid, `InvalidException: spec.resources.namespaces: "*" has a wildcard`},
 		{"no place granted", &engine.Rendering{Targets: targets(nil, "cluster-1/default", "cluster-2/default")},
 			policyhubv1.ExceptionInvalid, "NotGranted: not one of its places is granted to namespace team-a"},

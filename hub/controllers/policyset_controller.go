@@ -235,7 +235,7 @@ func (d *policySet) Render(ctx context.Context) (*engine.Rendering, error) {
 	if err := declare.MarkExceptionsInForce(ctx, d.r.Reader, policyhubv1.KindPolicySet, d.Name, declare.MemberExceptedRef, t); err != nil {
 		return nil, err
 	}
-	return &engine.Rendering{Targets: t, Rollout: plan, Members: members}, nil
+	return &engine.Rendering{Targets: t, Rollout: plan, Detail: members}, nil
 }
 
 // RenderInput is the version the set runs and, when it rolls out, the rollout's state: a new
@@ -272,7 +272,8 @@ func (d *policySet) SetResults(clusters []policyhubv1.ClusterStatus, read engine
 // Progress counts the members and names those failing or in conflict somewhere, from the
 // workers' outcomes: a member Kyverno refuses fails alone, and says so here with Kyverno's words.
 func (d *policySet) Progress(r *engine.Rendering, outcomes []engine.Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) engine.Progress {
-	d.Status.Members = policyhubv1.MemberCounts{Total: int32(len(r.Members))}
+	members, _ := r.Detail.([]*unstructured.Unstructured) // the members rendered (of the current version)
+	d.Status.Members = policyhubv1.MemberCounts{Total: int32(len(members))}
 	d.Status.AttentionMembers, d.Status.Members.Failed, d.Status.Members.Conflict = memberAttention(outcomes)
 	violating := memberViolations(clusters)
 	d.Status.Members.Violating = int32(len(violating))

@@ -61,7 +61,7 @@ type ChurnRemover interface {
 // Progress is what a declaration's rollout says after a step.
 type Progress struct {
 	// Holding says why the declaration is not Ready though its clusters hold what they should
-	// now ("" when nothing holds it); Reason is the condition Reason for it.
+	// now ("" when nothing holds it); Reason is the condition reason for it.
 	Holding, Reason string
 	// Stalled says that only a change of the declaration can end the holding: Stalled, rather
 	// than Reconciling.
@@ -181,7 +181,7 @@ type dispatcher struct {
 
 // SummaryRead is what a reconcile read of its clusters' summaries.
 type SummaryRead struct {
-	// Summaries are the accepted Summaries, by cluster.
+	// Summaries are the accepted summaries, by cluster.
 	Summaries map[string]*policyhubv1.PolicyReportSummary
 	// Unread are the clusters whose summary could not be read (a transient error): their
 	// results are kept as they were rather than dropped.

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -51,13 +50,9 @@ type Rendering struct {
 	Targets *render.Targets
 	Rollout *rollout.Plan
 	token   string
-	// Members are a set's Members rendered (of the current version).
-	Members []*unstructured.Unstructured
-	// Excepted is the policy an exception exempts from (kind/namespace/name), and Missing why it
-	// is not found ("" when it is); refused says why the exception cannot be rendered (nil when it
-	// can): it is then in no cluster.
-	Excepted, Missing string
-	Refused           *render.InvalidError
+	// Detail is what the kind made besides its targets and rollout (a set's members, what an
+	// exception exempts from): kept with the rendering, and handed back to the kind's Progress.
+	Detail any
 }
 
 // entry returns key's entry, made on first use; r.mu must be held.

@@ -44,7 +44,7 @@ func writerOf(a shard.Assignment, kind string, obj client.Object) string {
 	return a.Writer(kind + "/" + obj.GetNamespace() + "/" + obj.GetName())
 }
 
-// Writes says whether this replica Writes the status of the declaration obj of kind.
+// Writes says whether this replica writes the status of the declaration obj of kind.
 func (o *DeclarationOptions) Writes(kind string, obj client.Object) bool {
 	return o.Shard == nil || writerOf(o.Shard.Assignment(), kind, obj) == o.Shard.Name()
 }
