@@ -70,9 +70,8 @@ type Progress struct {
 	Wake time.Duration
 }
 
-// DeclarationOptions are what the reconcilers of both declaration kinds (FleetPolicy,
-// ApplicationPolicy) need: how they reach the hub and the clusters, and how often and how widely
-// they sync.
+// DeclarationOptions are what the reconcilers of every declaration kind need: how they reach the
+// hub and the clusters, and how often and how widely they sync.
 type DeclarationOptions struct {
 	// Client reads and writes the hub (the declarations and their status).
 	Client client.Client
@@ -104,8 +103,8 @@ type DeclarationOptions struct {
 	// heard well after a version arrived, with nothing new to say, has reported it (freshReport).
 	// Nil: only summaries count.
 	Heard *heartbeat.Heard
-	// Namespace is the hub's own: FleetPolicies' ClusterStatusSlices live there (an
-	// ApplicationPolicy's live in its namespace).
+	// Namespace is the hub's own: cluster-scoped declarations' ClusterStatusSlices live there (a
+	// namespaced one's live in its namespace).
 	Namespace string
 	// ClustersPerSlice is how many clusters one ClusterStatusSlice holds; zero means
 	// policyhubv1.MaxClustersPerSlice.
@@ -163,7 +162,7 @@ type Engine struct {
 	heard *heartbeat.Heard
 	// renders counts the renderings the dispatch half makes (nil: not counted).
 	renders *metrics.Renders
-	// namespace holds FleetPolicies' ClusterStatusSlices; sliceSize is the clusters per slice.
+	// namespace holds cluster-scoped declarations' ClusterStatusSlices; sliceSize is the clusters per slice.
 	namespace string
 	sliceSize int
 	// shard is this replica's share of the fleet (nil: all of it; see share).

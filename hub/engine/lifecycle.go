@@ -98,7 +98,7 @@ func (e Engine) stalled(d Declaration, status *statusPatch, reason string, cause
 	return ctrl.Result{}
 }
 
-// Finalizer keeps a FleetPolicy until its policies are pruned from every cluster.
+// Finalizer keeps a declaration until its policies are pruned from every cluster.
 const Finalizer = "policyhub.io/prune"
 
 // finalize prunes the declaration's policies from every cluster it was synced to, then lets it
