@@ -6,12 +6,14 @@ import (
 )
 
 // DeclarationObject is an object of a declaration kind (a controller-runtime client.Object).
+// +kubebuilder:object:generate=false
 type DeclarationObject interface {
 	metav1.Object
 	runtime.Object
 }
 
 // Declaration is an object of a declaration kind: its status holds what every kind's does.
+// +kubebuilder:object:generate=false
 type Declaration interface {
 	DeclarationObject
 	DeclarationStatus() DeclarationStatus
@@ -27,6 +29,7 @@ type DeclarationStatus struct {
 }
 
 // DeclarationObjectList is a list of a declaration kind (a controller-runtime client.ObjectList).
+// +kubebuilder:object:generate=false
 type DeclarationObjectList interface {
 	metav1.ListInterface
 	runtime.Object
