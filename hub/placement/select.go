@@ -138,27 +138,18 @@ func Select(p policyhubv1.Placement, inv Inventory, defaultNamespace string) ([]
 
 // FleetPolicy selects a FleetPolicy's clusters and applies its cluster overrides (see Fleet).
 func FleetPolicy(spec policyhubv1.FleetPolicySpec, inv Inventory) (Selection, error) {
-	return Fleet(Fleetwide{Placement: spec.Placement, Mode: spec.Mode, DryRun: spec.DryRun, ClusterOverrides: spec.ClusterOverrides}, inv)
+	return Fleet(spec.Delivery, inv)
 }
 
 // PolicySet selects a PolicySet's clusters and applies its cluster overrides (see Fleet).
 func PolicySet(spec policyhubv1.PolicySetSpec, inv Inventory) (Selection, error) {
-	return Fleet(Fleetwide{Placement: spec.Placement, Mode: spec.Mode, DryRun: spec.DryRun, ClusterOverrides: spec.ClusterOverrides}, inv)
-}
-
-// Fleetwide is what a cluster-scoped declaration (FleetPolicy, PolicySet) says of where and how
-// it runs.
-type Fleetwide struct {
-	Placement        policyhubv1.Placement
-	Mode             *policyhubv1.Mode
-	DryRun           bool
-	ClusterOverrides []policyhubv1.ClusterOverride
+	return Fleet(spec.Delivery, inv)
 }
 
 // Fleet selects a cluster-scoped declaration's clusters and applies its cluster overrides:
 // excluded clusters are dropped, and mode and dry-run are resolved per cluster (later overrides
 // win field by field over earlier ones and over the spec).
-func Fleet(spec Fleetwide, inv Inventory) (Selection, error) {
+func Fleet(spec policyhubv1.Delivery, inv Inventory) (Selection, error) {
 	selected, unknown, err := Select(spec.Placement, inv, "")
 	if err != nil {
 		return Selection{}, err

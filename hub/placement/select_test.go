@@ -115,36 +115,36 @@ func TestFleetPolicyOverrides(t *testing.T) {
 	}{
 		{
 			name: "spec mode and dry-run everywhere",
-			spec: policyhubv1.FleetPolicySpec{Placement: all, Mode: &enforce, DryRun: true},
+			spec: policyhubv1.FleetPolicySpec{Delivery: policyhubv1.Delivery{Placement: all, Mode: &enforce, DryRun: true}},
 			want: []Target{{Cluster: "eu-prod", Mode: &enforce, DryRun: true}, {Cluster: "eu-staging", Mode: &enforce, DryRun: true}},
 		},
 		{
 			name: "dry-run in prod, enforce in staging",
-			spec: policyhubv1.FleetPolicySpec{Placement: all, Mode: &enforce, ClusterOverrides: []policyhubv1.ClusterOverride{
+			spec: policyhubv1.FleetPolicySpec{Delivery: policyhubv1.Delivery{Placement: all, Mode: &enforce, ClusterOverrides: []policyhubv1.ClusterOverride{
 				{ClusterSelector: matchLabels("env", "prod"), DryRun: &yes},
-			}},
+			}}},
 			want: []Target{{Cluster: "eu-prod", Mode: &enforce, DryRun: true}, {Cluster: "eu-staging", Mode: &enforce}},
 		},
 		{
 			name: "exclude by name",
-			spec: policyhubv1.FleetPolicySpec{Placement: allPlusUS, ClusterOverrides: []policyhubv1.ClusterOverride{
+			spec: policyhubv1.FleetPolicySpec{Delivery: policyhubv1.Delivery{Placement: allPlusUS, ClusterOverrides: []policyhubv1.ClusterOverride{
 				{Clusters: []string{"eu-staging"}, Exclude: true},
-			}},
+			}}},
 			want: []Target{{Cluster: "eu-prod"}, {Cluster: "us-prod"}},
 		},
 		{
 			name: "later override wins field by field",
-			spec: policyhubv1.FleetPolicySpec{Placement: all, Mode: &enforce, DryRun: true, ClusterOverrides: []policyhubv1.ClusterOverride{
+			spec: policyhubv1.FleetPolicySpec{Delivery: policyhubv1.Delivery{Placement: all, Mode: &enforce, DryRun: true, ClusterOverrides: []policyhubv1.ClusterOverride{
 				{ClusterSelector: matchLabels("region", "eu"), Mode: &audit, DryRun: &no},
 				{Clusters: []string{"eu-prod"}, Mode: &enforce},
-			}},
+			}}},
 			want: []Target{{Cluster: "eu-prod", Mode: &enforce}, {Cluster: "eu-staging", Mode: &audit}},
 		},
 		{
 			name: "override of a cluster the placement does not select adds nothing",
-			spec: policyhubv1.FleetPolicySpec{Placement: all, ClusterOverrides: []policyhubv1.ClusterOverride{
+			spec: policyhubv1.FleetPolicySpec{Delivery: policyhubv1.Delivery{Placement: all, ClusterOverrides: []policyhubv1.ClusterOverride{
 				{Clusters: []string{"us-prod"}, Mode: &audit},
-			}},
+			}}},
 			want: []Target{{Cluster: "eu-prod"}, {Cluster: "eu-staging"}},
 		},
 	}
@@ -215,10 +215,10 @@ func TestSelector(t *testing.T) {
 // A cluster override's selector is held to the placement's rule, its error naming the override.
 func TestFleetPolicyOverrideSelectorRequiresLabel(t *testing.T) {
 	audit := policyhubv1.ModeAudit
-	spec := policyhubv1.FleetPolicySpec{Placement: policyhubv1.Placement{ClusterSelector: matchLabels("region", "eu")}, ClusterOverrides: []policyhubv1.ClusterOverride{
+	spec := policyhubv1.FleetPolicySpec{Delivery: policyhubv1.Delivery{Placement: policyhubv1.Placement{ClusterSelector: matchLabels("region", "eu")}, ClusterOverrides: []policyhubv1.ClusterOverride{
 		{Clusters: []string{"eu-prod"}, Mode: &audit},
 		{ClusterSelector: matchExpressions("canary", "DoesNotExist", ""), Exclude: true},
-	}}
+	}}}
 	_, err := FleetPolicy(spec, fleet)
 	if err == nil || !strings.Contains(err.Error(), "clusterOverrides[1].clusterSelector: selector has only NotIn or DoesNotExist requirements") {
 		t.Fatalf("error = %v, want one naming clusterOverrides[1].clusterSelector", err)

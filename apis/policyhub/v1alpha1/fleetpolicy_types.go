@@ -100,45 +100,8 @@ type FleetPolicySpec struct {
 	// Template is the Kyverno policy to run in every selected cluster.
 	Template PolicyTemplate `json:"template"`
 
-	// Placement selects the clusters. Empty selects none.
-	// +optional
-	Placement Placement `json:"placement,omitempty"`
-
-	// Mode overrides the policy's own failure action: Enforce refuses violating resources,
-	// Audit only reports them. Rewrites each rule's validate.failureAction and verifyImages
-	// failureAction (kyverno.io kinds) or the validationActions (policies.kyverno.io kinds).
-	// Audit also removes every per-namespace override that is not Audit
-	// (failureActionOverrides, validationFailureActionOverrides), so it enforces nowhere;
-	// Enforce keeps the template's Audit overrides, the exemptions its author chose. Unset keeps
-	// the template's.
-	// +optional
-	Mode *Mode `json:"mode,omitempty"`
-
-	// DryRun plans and dry-run applies everywhere (admission runs, nothing persists) and reports
-	// the plan with diffs in status.
-	// +optional
-	DryRun bool `json:"dryRun,omitempty"`
-
-	// ClusterOverrides change mode, dry-run or inclusion for some of the selected clusters.
-	// +optional
-	// +kubebuilder:validation:MaxItems=50
-	ClusterOverrides []ClusterOverride `json:"clusterOverrides,omitempty"`
-
-	// Suspend stops syncing; objects already in the clusters stay as they are.
-	// +optional
-	Suspend bool `json:"suspend,omitempty"`
-
-	// Prune deletes the policy from clusters that are no longer selected, and from every cluster
-	// when the FleetPolicy is deleted. Only objects policyhub owns are ever deleted.
-	// +optional
-	// +kubebuilder:default=true
-	Prune *bool `json:"prune,omitempty"`
-
-	// Rollout rolls the policy out in waves of clusters, each in Audit first and promoted to
-	// Enforce when what Kyverno measured there passes the wave's gate. It decides the mode:
-	// spec.mode and clusterOverrides[].mode cannot be set with it.
-	// +optional
-	Rollout *Rollout `json:"rollout,omitempty"`
+	// Delivery is where and how the policy goes to the fleet.
+	Delivery `json:",inline"`
 
 	// Allow lets the template do more than validate: Mutate, Generate, Cleanup, VerifyImages.
 	// Empty ships a validating policy only; a template that mutates, generates, deletes or

@@ -55,43 +55,8 @@ type PolicySetSpec struct {
 	// +optional
 	Select *MemberSelector `json:"select,omitempty"`
 
-	// Placement selects the clusters. Empty selects none.
-	// +optional
-	Placement Placement `json:"placement,omitempty"`
-
-	// Mode overrides the failure action of every validating member (see FleetPolicy's
-	// spec.mode); members that validate nothing (mutating, generating, exceptions) keep theirs.
-	// Unset keeps each member's own.
-	// +optional
-	Mode *Mode `json:"mode,omitempty"`
-
-	// DryRun plans and dry-run applies everywhere (admission runs, nothing persists).
-	// +optional
-	DryRun bool `json:"dryRun,omitempty"`
-
-	// ClusterOverrides change mode, dry-run or inclusion for some of the selected clusters.
-	// +optional
-	// +kubebuilder:validation:MaxItems=50
-	ClusterOverrides []ClusterOverride `json:"clusterOverrides,omitempty"`
-
-	// Suspend stops syncing and reading the source; what the clusters hold stays as it is.
-	// +optional
-	Suspend bool `json:"suspend,omitempty"`
-
-	// Prune deletes members from clusters that are no longer selected, members the source no
-	// longer holds, and every member when the PolicySet is deleted. Only objects policyhub owns
-	// are ever deleted.
-	// +optional
-	// +kubebuilder:default=true
-	Prune *bool `json:"prune,omitempty"`
-
-	// Rollout rolls each version of the set out in waves of clusters, as one unit: a new version
-	// goes to the first wave in Audit, and is promoted to Enforce there, then to the next wave,
-	// when what Kyverno measured for the set's members in the wave passes its gate. Clusters of
-	// waves not reached keep the last version that completed the rollout. It decides the mode:
-	// spec.mode and clusterOverrides[].mode cannot be set with it.
-	// +optional
-	Rollout *Rollout `json:"rollout,omitempty"`
+	// Delivery is where and how the members go to the fleet.
+	Delivery `json:",inline"`
 
 	// Allow lets the set's members do more than validate: Mutate, Generate, Cleanup,
 	// VerifyImages. Whoever can write the source (a Git repository, a registry) is a library

@@ -19,9 +19,9 @@ func TestRolloutStatusRowsAndTable(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "aaa-plain"}},
 		{
 			ObjectMeta: metav1.ObjectMeta{Name: "require-limits"},
-			Spec: policyhubv1.FleetPolicySpec{Rollout: &policyhubv1.Rollout{Paused: true, Waves: []policyhubv1.RolloutWave{
+			Spec: policyhubv1.FleetPolicySpec{Delivery: policyhubv1.Delivery{Rollout: &policyhubv1.Rollout{Paused: true, Waves: []policyhubv1.RolloutWave{
 				{Name: "canary"}, {Name: "staging"}, {Name: "prod"},
-			}}},
+			}}}},
 			Status: policyhubv1.FleetPolicyStatus{Rollout: &policyhubv1.RolloutStatus{
 				Revision: "sha256:3f2a9c1b7d0e5f4a6b8c", CurrentWave: "staging",
 				Waves: []policyhubv1.WaveStatus{
@@ -37,11 +37,11 @@ func TestRolloutStatusRowsAndTable(t *testing.T) {
 		{
 			// Not started by the hub yet, paused: "(paused)" on the first wave.
 			ObjectMeta: metav1.ObjectMeta{Name: "disallow-latest-tag"},
-			Spec:       policyhubv1.FleetPolicySpec{Rollout: &policyhubv1.Rollout{Paused: true, Waves: []policyhubv1.RolloutWave{{Name: "staging"}, {Name: "prod"}}}},
+			Spec:       policyhubv1.FleetPolicySpec{Delivery: policyhubv1.Delivery{Rollout: &policyhubv1.Rollout{Paused: true, Waves: []policyhubv1.RolloutWave{{Name: "staging"}, {Name: "prod"}}}}},
 		},
 		{
 			ObjectMeta: metav1.ObjectMeta{Name: "no-privileged"},
-			Spec:       policyhubv1.FleetPolicySpec{Rollout: &policyhubv1.Rollout{Waves: []policyhubv1.RolloutWave{{Name: "all"}}}},
+			Spec:       policyhubv1.FleetPolicySpec{Delivery: policyhubv1.Delivery{Rollout: &policyhubv1.Rollout{Waves: []policyhubv1.RolloutWave{{Name: "all"}}}}},
 			Status: policyhubv1.FleetPolicyStatus{Rollout: &policyhubv1.RolloutStatus{Revision: "abc",
 				Waves: []policyhubv1.WaveStatus{{Name: "all", Phase: policyhubv1.WavePending, Clusters: 4}}}},
 		},
@@ -126,9 +126,9 @@ func TestRolloutUsage(t *testing.T) {
 // A PolicySet's rollout is listed after the FleetPolicies', named as it is given: pset/NAME.
 func TestRolloutRowsNamePolicySets(t *testing.T) {
 	fp := &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: "zeta"},
-		Spec: policyhubv1.FleetPolicySpec{Rollout: &policyhubv1.Rollout{Waves: []policyhubv1.RolloutWave{{Name: "all"}}}}}
+		Spec: policyhubv1.FleetPolicySpec{Delivery: policyhubv1.Delivery{Rollout: &policyhubv1.Rollout{Waves: []policyhubv1.RolloutWave{{Name: "all"}}}}}}
 	ps := &policyhubv1.PolicySet{ObjectMeta: metav1.ObjectMeta{Name: "alpha"},
-		Spec:   policyhubv1.PolicySetSpec{Rollout: &policyhubv1.Rollout{Waves: []policyhubv1.RolloutWave{{Name: "staging"}}}},
+		Spec:   policyhubv1.PolicySetSpec{Delivery: policyhubv1.Delivery{Rollout: &policyhubv1.Rollout{Waves: []policyhubv1.RolloutWave{{Name: "staging"}}}}},
 		Status: policyhubv1.PolicySetStatus{Rollout: &policyhubv1.RolloutStatus{Revision: "0123456789abcdef"}}}
 	all := []rolled{rolledPolicySet(ps), rolledFleetPolicy(fp)}
 	rows := rolloutRows(all, time.Now())
