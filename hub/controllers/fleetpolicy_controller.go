@@ -21,6 +21,7 @@ import (
 	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/render"
+	"github.com/policyhub/policyhub/hub/rollout"
 )
 
 // FleetPolicyReconciler syncs FleetPolicies into the clusters their placement selects.
@@ -156,4 +157,19 @@ func (d *fleetPolicy) AfterStatus(context.Context) time.Duration {
 		d.r.Rollouts.Set(d.Name, d.Status.Rollout)
 	}
 	return 0
+}
+
+// progressRollout makes one step of the rollout plan (nil: none) from the clusters' outcomes and
+// state (the engine judges their reports fresh or not), and records the new state in the status.
+func (d *fleetPolicy) progressRollout(plan *rollout.Plan, outcomes []engine.Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) engine.Progress {
+	if plan == nil {
+		d.Status.Rollout = nil
+		return engine.Progress{}
+	}
+	step := stepRollout(plan, outcomes, clusters, d.legacy, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
+		func() *policyhubv1.StableVersion {
+			return &policyhubv1.StableVersion{Revision: plan.Revision, Template: d.Spec.Template.DeepCopy()}
+		})
+	d.transitions, d.Status.Rollout = step.transitions, step.status
+	return step.progress
 }

@@ -2,24 +2,18 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	toolscache "k8s.io/client-go/tools/cache"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/engine"
 	"github.com/policyhub/policyhub/hub/metrics"
-	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/shard"
 	"github.com/policyhub/policyhub/hub/work"
 )
@@ -131,42 +125,4 @@ func keysOfList(list client.ObjectList) []types.NamespacedName {
 		return nil
 	})
 	return keys
-}
-
-// newSharder makes this replica's sharder when o.Replica is set (nil otherwise): the inventory is
-// cluster-gateway's credential Secrets (their metadata, from the cache; a Secret's
-// policyhubv1.LabelPinnedReplica pins it), and a change of one assigns the fleet again.
-func newSharder(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*shard.Sharder, error) {
-	if o.Replica == nil {
-		return nil, nil
-	}
-	if err := o.Replica.Validate(); err != nil {
-		return nil, err
-	}
-	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
-	if err != nil {
-		return nil, fmt.Errorf("client for the replicas' Leases: %w", err)
-	}
-	reader := mgr.GetClient()
-	inventory := func(ctx context.Context) ([]shard.Cluster, error) {
-		secrets, err := placement.CredentialSecrets(ctx, reader, o.SecretNamespace)
-		if err != nil {
-			return nil, err
-		}
-		return shard.FromSecrets(secrets), nil
-	}
-	sharder := shard.NewSharder(*o.Replica, cs, inventory, shard.DefaultLoadFactor)
-	secretMeta := &metav1.PartialObjectMetadata{}
-	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	informer, err := mgr.GetCache().GetInformer(ctx, secretMeta)
-	if err != nil {
-		return nil, fmt.Errorf("watch the fleet's credential Secrets: %w", err)
-	}
-	kick := func(any) { sharder.Kick() }
-	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: kick, DeleteFunc: kick, UpdateFunc: func(_, obj any) { sharder.Kick() },
-	}); err != nil {
-		return nil, fmt.Errorf("watch the fleet's credential Secrets: %w", err)
-	}
-	return sharder, nil
 }

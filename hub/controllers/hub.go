@@ -7,7 +7,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
@@ -15,6 +19,7 @@ import (
 	"github.com/policyhub/policyhub/hub/engine"
 	"github.com/policyhub/policyhub/hub/heartbeat"
 	"github.com/policyhub/policyhub/hub/metrics"
+	"github.com/policyhub/policyhub/hub/placement"
 	"github.com/policyhub/policyhub/hub/shard"
 	"github.com/policyhub/policyhub/hub/source"
 	"github.com/policyhub/policyhub/hub/work"
@@ -231,4 +236,42 @@ func fluxFence(o HubOptions) (source.FluxFence, error) {
 		return source.FluxFence{}, fmt.Errorf("the Flux sources' fence: %w", err)
 	}
 	return fence, nil
+}
+
+// newSharder makes this replica's sharder when o.Replica is set (nil otherwise): the inventory is
+// cluster-gateway's credential Secrets (their metadata, from the cache; a Secret's
+// policyhubv1.LabelPinnedReplica pins it), and a change of one assigns the fleet again.
+func newSharder(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*shard.Sharder, error) {
+	if o.Replica == nil {
+		return nil, nil
+	}
+	if err := o.Replica.Validate(); err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("client for the replicas' Leases: %w", err)
+	}
+	reader := mgr.GetClient()
+	inventory := func(ctx context.Context) ([]shard.Cluster, error) {
+		secrets, err := placement.CredentialSecrets(ctx, reader, o.SecretNamespace)
+		if err != nil {
+			return nil, err
+		}
+		return shard.FromSecrets(secrets), nil
+	}
+	sharder := shard.NewSharder(*o.Replica, cs, inventory, shard.DefaultLoadFactor)
+	secretMeta := &metav1.PartialObjectMetadata{}
+	secretMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	informer, err := mgr.GetCache().GetInformer(ctx, secretMeta)
+	if err != nil {
+		return nil, fmt.Errorf("watch the fleet's credential Secrets: %w", err)
+	}
+	kick := func(any) { sharder.Kick() }
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: kick, DeleteFunc: kick, UpdateFunc: func(_, obj any) { sharder.Kick() },
+	}); err != nil {
+		return nil, fmt.Errorf("watch the fleet's credential Secrets: %w", err)
+	}
+	return sharder, nil
 }

@@ -14,24 +14,12 @@ import (
 	"github.com/policyhub/policyhub/hub/rollout"
 )
 
+// A rollout step of a FleetPolicy or a PolicySet (hub/rollout decides; this records it in the
+// status and announces it).
+
 // rolloutEvent is an Event of a rollout step, recorded once the status holding it is written.
 type rolloutEvent struct {
 	eventType, reason, message string
-}
-
-// progressRollout makes one step of the rollout plan (nil: none) from the clusters' outcomes and
-// state (the engine judges their reports fresh or not), and records the new state in the status.
-func (d *fleetPolicy) progressRollout(plan *rollout.Plan, outcomes []engine.Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) engine.Progress {
-	if plan == nil {
-		d.Status.Rollout = nil
-		return engine.Progress{}
-	}
-	step := stepRollout(plan, outcomes, clusters, d.legacy, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
-		func() *policyhubv1.StableVersion {
-			return &policyhubv1.StableVersion{Revision: plan.Revision, Template: d.Spec.Template.DeepCopy()}
-		})
-	d.transitions, d.Status.Rollout = step.transitions, step.status
-	return step.progress
 }
 
 // rolloutStep is what one step of a rollout made: the new state, what it says of the
