@@ -16,7 +16,7 @@ import (
 func TestApplicationResults(t *testing.T) {
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	summaries := map[string]*policyhubv1.PolicyReportSummary{
-		"c1": seenSummary(now, policyhubv1.PolicyReportSummarySpec{
+		"c1": &policyhubv1.PolicyReportSummary{Spec: policyhubv1.PolicyReportSummarySpec{
 			Cluster: "c1",
 			Policies: []policyhubv1.PolicySummary{
 				{Name: "shop-limits", Namespace: "shop", Kind: "Policy", Results: policyhubv1.ResultCounts{Pass: 1, Fail: 2}, Blocked: 2,
@@ -35,11 +35,11 @@ func TestApplicationResults(t *testing.T) {
 				{Policy: "other", Result: "fail", Severity: "critical"},
 				{Policy: "shop/shop-limits", Rule: "need-team", Result: "fail", Severity: "high", Resource: policyhubv1.ResourceRef{Kind: "Deployment", Namespace: "shop", Name: "web"}},
 			},
-		}),
+		}},
 	}
 	owned := map[string][]aggregate.Policy{"c1": {{Kind: "Policy", Namespace: "shop", Name: "shop-limits"}}, "c2": {{Kind: "Policy", Namespace: "shop", Name: "shop-limits"}}}
 	// c3 is another replica's: its state counts as its owner wrote it, its summary is not read.
-	summaries["c3"] = seenSummary(now, policyhubv1.PolicyReportSummarySpec{Cluster: "c3", Violations: []policyhubv1.Violation{{Policy: "shop/shop-limits", Result: "fail", Severity: "critical"}}})
+	summaries["c3"] = &policyhubv1.PolicyReportSummary{Spec: policyhubv1.PolicyReportSummarySpec{Cluster: "c3", Violations: []policyhubv1.Violation{{Policy: "shop/shop-limits", Result: "fail", Severity: "critical"}}}}
 	owned["c3"] = owned["c1"]
 	theirs := policyhubv1.Violation{Cluster: "c3", Policy: "shop/shop-limits", Result: "error", Severity: "medium", Resource: policyhubv1.ResourceRef{Kind: "Deployment", Namespace: "shop", Name: "db"}}
 	clusters := []policyhubv1.ClusterStatus{{Name: "c1"}, {Name: "c2", Violations: []policyhubv1.Violation{theirs}}, {Name: "c3",
@@ -64,15 +64,6 @@ func TestApplicationResults(t *testing.T) {
 	}
 }
 
-// seenSummary is a summary the hub saw at hub time seen.
-func seenSummary(seen time.Time, spec policyhubv1.PolicyReportSummarySpec) *policyhubv1.PolicyReportSummary {
-	s := &policyhubv1.PolicyReportSummary{Spec: spec}
-	s.Namespace, s.Name = spec.Cluster, policyhubv1.SummaryName
-	s.Generation, s.Status.ObservedGeneration = 3, 3
-	s.Status.ObservedTime = &metav1.MicroTime{Time: seen}
-	return s
-}
-
 // One cluster cannot push the others out of an ApplicationPolicy's top violations: fifty
 // critical violations dated in the future from one cluster leave the other cluster's one low
 // violation in the list, and a time later than now ranks as now.
@@ -90,7 +81,7 @@ func TestTopViolationsAreFairAcrossClusters(t *testing.T) {
 		Resource: policyhubv1.ResourceRef{Kind: "Deployment", Namespace: "shop", Name: "web"}, Timestamp: &metav1.Time{Time: now.Add(-time.Hour)}}}
 	for name, violations := range map[string][]policyhubv1.Violation{"a-hostile": hostile, "b-normal": normal} {
 		owned[name] = []aggregate.Policy{{Kind: "Policy", Namespace: "shop", Name: "limits"}}
-		summaries[name] = seenSummary(now, policyhubv1.PolicyReportSummarySpec{Cluster: name, Violations: violations})
+		summaries[name] = &policyhubv1.PolicyReportSummary{Spec: policyhubv1.PolicyReportSummarySpec{Cluster: name, Violations: violations}}
 	}
 	clusters := []policyhubv1.ClusterStatus{{Name: "a-hostile"}, {Name: "b-normal"}}
 	_, top := applicationResults("shop", clusters, engine.SummaryRead{Summaries: summaries}, owned, now)
