@@ -11,6 +11,8 @@ POLICYHUB_TESTBIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/policyhub/testbin
 export POLICYHUB_TESTBIN
 
 GO_TEST_FLAGS ?= -count=1 -timeout 60m
+# How many of the e2e tests that run side by side on the one local fleet run at once.
+E2E_PARALLEL ?= 16
 
 .PHONY: all build generate manifests verify-generated testbin test unit fuzz lint fmt vet staticcheck leftovers bench-sync bench-agent bench-inventory bench-scale demo images push release actionlint help
 all: build
@@ -64,8 +66,9 @@ TESTBIN_DEMO = $(TESTBIN_FLEET) kube-controller-manager kyverno
 
 test: testbin verify-generated verify-tracked ## Run every test: unit tests and the e2e tests on a local fleet.
 	# One package at a time: the e2e packages run local fleets, and the image test cross-compiles;
-	# on two cores, side by side they would slow each other past the tests' deadlines.
-	go test -p 1 $(GO_TEST_FLAGS) ./...
+	# on two cores, side by side they would slow each other past the tests' deadlines. Within the
+	# e2e package, the tests that mostly wait run side by side (e2e/doc.go), up to E2E_PARALLEL.
+	go test -p 1 -parallel $(E2E_PARALLEL) $(GO_TEST_FLAGS) ./...
 	$(MAKE) fuzz
 	hack/leftovers.sh
 

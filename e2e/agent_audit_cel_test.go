@@ -11,6 +11,7 @@ import (
 // validationActions), and Kyverno's results for it (report source KyvernoValidatingPolicy) reach
 // the FleetPolicy's status and the hub's /metrics under the ValidatingPolicy kind.
 func TestAgentValidatingPolicyAuditResultsInStatusAndMetrics(t *testing.T) {
+	inParallel(t)
 	hub := startHub(t, time.Hour)
 	startAgent(t, "cluster-1")
 	ctx := testContext(t)

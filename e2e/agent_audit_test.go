@@ -89,6 +89,7 @@ func waitRefused(t *testing.T, cluster, ns, message string) {
 // status shows the failure for cluster 1 and none for cluster 2, and so does the hub's /metrics;
 // fixing the Deployment brings both back to 0.
 func TestAgentAuditResultsInStatusAndMetrics(t *testing.T) {
+	inParallel(t)
 	hub := startHub(t, time.Hour)
 	startAgent(t, "cluster-1")
 	startAgent(t, "cluster-2")

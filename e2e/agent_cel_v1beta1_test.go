@@ -17,6 +17,7 @@ import (
 // under the ValidatingPolicy kind with the title and severity of the policy's annotations, which
 // the agent reads from the policy at the version the cluster serves.
 func TestAgentReportsCELPolicyServedAsV1beta1(t *testing.T) {
+	inParallel(t)
 	startAgent(t, kyverno116Cluster)
 	ctx := testContext(t)
 	const ns, name = "agent-cel-v1beta1", "agent-cel-v1beta1-team"

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,6 +47,13 @@ func startAgentBeating(t *testing.T, cluster string, heartbeat time.Duration) {
 // at kyvernoMetrics (its --kyverno-metrics-url).
 func startAgentWith(t *testing.T, cluster string, heartbeat time.Duration, kyvernoMetrics []string) {
 	t.Helper()
+	if _, parallel := testScope(t); parallel {
+		if !slices.Equal(kyvernoMetrics, metricsURLs(testFleet.Cluster(cluster).KyvernoMetricsURL)) {
+			t.Fatal("a parallel test shares the cluster's agent, which reads Kyverno's metrics where the fleet serves them: run this test serially")
+		}
+		parallelAgents.use(t, cluster)
+		return
+	}
 	stop := runAgentWith(t, cluster, heartbeat, kyvernoMetrics)
 	t.Cleanup(func() {
 		stop()
@@ -66,6 +74,22 @@ func runAgent(t *testing.T, cluster string, heartbeat time.Duration) (stop func(
 // kyvernoMetrics: the fleet's Kyverno runs as processes, with no Pods to find them at.
 func runAgentWith(t *testing.T, cluster string, heartbeat time.Duration, kyvernoMetrics []string) (stop func()) {
 	t.Helper()
+	end := launchAgent(t, cluster, heartbeat, kyvernoMetrics)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			if err := end(); err != nil {
+				t.Errorf("agent of %s: %v", cluster, err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// launchAgent runs the cluster's agent until end is called (once), which waits for it to end.
+func launchAgent(t *testing.T, cluster string, heartbeat time.Duration, kyvernoMetrics []string) (end func() error) {
+	t.Helper()
 	hubCfg := agentHubConfig(t, cluster)
 	ctx, cancel := context.WithCancel(context.Background())
 	ctx = log.IntoContext(ctx, ctrl.Log.WithName("agent"))
@@ -77,17 +101,54 @@ func runAgentWith(t *testing.T, cluster string, heartbeat time.Duration, kyverno
 			KyvernoMetricsURLs: kyvernoMetrics,
 		})
 	}()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("agent of %s: %v", cluster, err)
-			}
-		})
+	return func() error {
+		cancel()
+		return <-done
 	}
-	t.Cleanup(stop)
-	return stop
+}
+
+// parallelAgents are the agents the parallel tests share: one per cluster, as a real cluster
+// runs one, started by the first parallel test that needs it and stopped (its summary deleted)
+// when the last one ends. Two agents of one cluster would write one summary in turn.
+var parallelAgents = &sharedAgents{byCluster: map[string]*sharedAgent{}}
+
+// parallelAgentHeartbeat is the shared agents' Lease renewal: the shortest any parallel test
+// asks (a rollout's gate waits for an agent heard after its version arrived).
+const parallelAgentHeartbeat = 2 * time.Second
+
+type sharedAgents struct {
+	mu        sync.Mutex
+	byCluster map[string]*sharedAgent
+}
+
+type sharedAgent struct {
+	users int
+	end   func() error
+}
+
+// use runs the cluster's shared agent for t, until t and every other test using it ended.
+func (s *sharedAgents) use(t *testing.T, cluster string) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.byCluster[cluster]
+	if a == nil {
+		a = &sharedAgent{end: launchAgent(t, cluster, parallelAgentHeartbeat, metricsURLs(testFleet.Cluster(cluster).KyvernoMetricsURL))}
+		s.byCluster[cluster] = a
+	}
+	a.users++
+	t.Cleanup(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if a.users--; a.users > 0 {
+			return
+		}
+		delete(s.byCluster, cluster)
+		if err := a.end(); err != nil {
+			t.Errorf("agent of %s: %v", cluster, err)
+		}
+		deleteSummary(t, cluster)
+	})
 }
 
 // metricsURLs is the agent's --kyverno-metrics-url for a cluster's Kyverno metrics endpoint

@@ -24,6 +24,7 @@ func createApplicationPolicy(t *testing.T, manifest string) *policyhubv1.Applica
 	if err := yaml.Unmarshal([]byte(manifest), ap); err != nil {
 		t.Fatal(err)
 	}
+	inScope(t, ap)
 	if err := hub.Create(ctx, ap); err != nil {
 		t.Fatalf("create ApplicationPolicy %s: %v", ap.Name, err)
 	}

@@ -31,6 +31,7 @@ spec:
 // Audit: the ApplicationPolicy's status shows shop's violations in cluster 1 — per policy, and
 // the violating resource among the top violations — and nothing of another application's.
 func TestApplicationPolicyAuditResults(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	startAgent(t, "cluster-1")
 	ctx := testContext(t)

@@ -15,6 +15,7 @@ import (
 // without a token and served over HTTPS to the metrics reader's, the web view's URL (which opens
 // on the fleet grid), and leaves no process behind.
 func TestDemoOneShot(t *testing.T) {
+	inParallel(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", "run", "./e2e/demo")

@@ -13,6 +13,7 @@ import (
 // status (status.exempted, and the cluster's skip count in its ClusterStatusSlices) and metrics
 // (policyhub_exception_exempted_results, and policyhub_exceptions_active for the policy).
 func TestExceptionExemptedResultsCounted(t *testing.T) {
+	inParallel(t)
 	hub := startHub(t, time.Hour)
 	startAgent(t, "cluster-1")
 	ctx := testContext(t)

@@ -17,6 +17,7 @@ import (
 // state is Expired; Kyverno denies the workload again, and the background report, which showed
 // the existing workload skipped by the exception, shows it failing again.
 func TestExceptionRemovedAtExpiry(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "exception-expiry-e2e"

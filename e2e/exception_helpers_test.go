@@ -37,7 +37,10 @@ func approverClient(t *testing.T, user string) client.Client {
 	if err := hub.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = hub.Delete(context.Background(), binding) })
+	if _, parallel := testScope(t); !parallel {
+		// Parallel tests share the approver: it stays for the package's run.
+		t.Cleanup(func() { _ = hub.Delete(context.Background(), binding) })
+	}
 	return impersonating(t, user)
 }
 
@@ -57,6 +60,7 @@ func requestException(t *testing.T, c client.Client, manifest string) *policyhub
 	if err := yaml.Unmarshal([]byte(manifest), ex); err != nil {
 		t.Fatal(err)
 	}
+	inScope(t, ex)
 	if err := c.Create(ctx, ex); err != nil {
 		t.Fatalf("request FleetPolicyException %s/%s: %v", ex.Namespace, ex.Name, err)
 	}

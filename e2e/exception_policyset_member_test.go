@@ -15,6 +15,7 @@ import (
 // member keeps its name: a new version that changes another member leaves it in force, untouched
 // in the clusters; a version without the member prunes it everywhere (TargetMissing).
 func TestExceptionFollowsPolicySetMember(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns, set = "exception-pset-e2e", "e2e-exception-pset"

@@ -11,6 +11,7 @@ import (
 // An approver's revocation ends an exception as its end date would: within 60 s it is gone from
 // every cluster, its state is Revoked, and Kyverno denies the workload again.
 func TestExceptionRevokeRemovesIt(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "exception-revoke-e2e"

@@ -17,6 +17,7 @@ import (
 // resource) and its namespace controller finishes deleting a namespace, in the hub and in every
 // managed cluster.
 func TestFleetCascadesAndDeletesNamespaces(t *testing.T) {
+	inParallel(t)
 	ctx := testContext(t)
 	for _, cfg := range []struct {
 		name string

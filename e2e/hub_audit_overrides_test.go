@@ -17,6 +17,7 @@ import (
 // validationFailureActionOverrides) reaches the cluster with no enforcing override left, and the
 // cluster's Kyverno admits the violating Deployment there once the policy is in force.
 func TestAuditModeLeavesNoEnforcement(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "audit-overrides"

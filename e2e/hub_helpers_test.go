@@ -58,12 +58,16 @@ func ensureHubNamespace(t *testing.T) {
 func startHub(t *testing.T, resync time.Duration, options ...func(*controllers.HubOptions)) *testHub {
 	t.Helper()
 	ensureHubNamespace(t)
+	cacheOptions := controllers.CacheOptions(testFleet.SecretNamespace, e2eHubNamespace, "")
+	if selector := scopeSelector(t); selector != nil {
+		cacheOptions = controllers.ScopeCache(cacheOptions, selector)
+	}
 	mgr, err := ctrl.NewManager(testFleet.Hub.Config, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:                  controllers.CacheOptions(testFleet.SecretNamespace, e2eHubNamespace, ""),
+		Cache:                  cacheOptions,
 		Client:                 controllers.ClientOptions(),
 	})
 	if err != nil {
@@ -128,6 +132,7 @@ func createFleetPolicy(t *testing.T, manifest string) *policyhubv1.FleetPolicy {
 	if err := yaml.Unmarshal([]byte(manifest), fp); err != nil {
 		t.Fatal(err)
 	}
+	inScope(t, fp)
 	if err := hub.Create(ctx, fp); err != nil {
 		t.Fatalf("create FleetPolicy %s: %v", fp.Name, err)
 	}

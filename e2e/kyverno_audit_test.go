@@ -13,6 +13,7 @@ import (
 // An Audit ClusterPolicy applied through the gateway makes the managed cluster's real Kyverno
 // report a Deployment that existed before the policy: a PolicyReport about it with fail ≥ 1.
 func TestKyvernoAuditPolicyThroughGatewayReportsExistingViolation(t *testing.T) {
+	inParallel(t)
 	ctx := testContext(t)
 	const ns = "audit-e2e"
 	cluster := directClient(t, testFleet.Cluster("cluster-1").Config)

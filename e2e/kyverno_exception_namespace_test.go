@@ -23,6 +23,7 @@ import (
 // policyhub-system does (the control: the exception itself is one Kyverno honours). Kyverno
 // 1.19.1 scopes its CEL exception lister to the namespace (pkg/cel/engine/exception.go).
 func TestKyvernoIgnoresCELExceptionsOutsideTheExceptionNamespace(t *testing.T) {
+	inParallel(t)
 	ctx := testContext(t)
 	const ns, policy = "kyverno-17367-e2e", "e2e-kyverno-17367"
 	var warnings warningRecorder

@@ -102,6 +102,7 @@ func createPolicySet(t *testing.T, manifest string) *policyhubv1.PolicySet {
 	if err := yaml.Unmarshal([]byte(manifest), ps); err != nil {
 		t.Fatal(err)
 	}
+	inScope(t, ps)
 	if err := hub.Create(ctx, ps); err != nil {
 		t.Fatalf("create PolicySet %s: %v", ps.Name, err)
 	}

@@ -42,6 +42,7 @@ spec:
 // once staging's Deployment is fixed, staging is promoted and prod gets version 2, the removed
 // member pruned there only then.
 func TestPolicySetRollsOutANewVersionWaveByWave(t *testing.T) {
+	inParallel(t)
 	testHub := startHub(t, time.Hour)
 	startAgentBeating(t, "cluster-1", 2*time.Second)
 	startAgentBeating(t, "cluster-2", 2*time.Second)

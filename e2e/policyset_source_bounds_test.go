@@ -134,6 +134,7 @@ spec:
 // does not control, is never adopted nor overwritten: the version is not kept (SourceReady False
 // saying why), nothing is dispatched; once it is gone the hub writes its own and the version runs.
 func TestPolicySetSnapshotIsNeverAdopted(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	hub := directClient(t, testFleet.Hub.Config)

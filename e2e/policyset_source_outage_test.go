@@ -24,6 +24,7 @@ import (
 // version the clusters keep, not "Synced" alone. Once the registry is back, the version its tag
 // names now reaches the clusters and the set is Ready again.
 func TestPolicySetKeepsTheLastGoodVersionWhileItsSourceIsDown(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	const ns, user, password, name = "pset-outage-e2e", "platform", "s3cret", "e2e-pset-outage"
 	reg := registrytest.Start(t, user, password)

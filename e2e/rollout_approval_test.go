@@ -16,6 +16,7 @@ import (
 // `kubectl policyhub rollout approve`; a paused rollout holds even an approved wave until
 // `rollout resume`. The CLI's status shows where it is, and its mistakes are clear errors.
 func TestRolloutApprovalAndPause(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	startAgentBeating(t, "cluster-2", 2*time.Second)
 	ctx := testContext(t)

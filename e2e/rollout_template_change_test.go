@@ -15,6 +15,7 @@ import (
 // staging fail count rise past the gate, the rollout halts there with the reason, and prod keeps
 // the version that completed the rollout before, in Enforce.
 func TestRolloutTemplateChangeHaltsBeforeProd(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	startAgentBeating(t, "cluster-1", 2*time.Second)
 	startAgentBeating(t, "cluster-2", 2*time.Second)

@@ -19,6 +19,7 @@ import (
 // there refuses a new violating Deployment), and only then does prod get the policy, in Audit;
 // prod completes and the FleetPolicy ends Ready with every wave Done.
 func TestRolloutPromotesWaveByWave(t *testing.T) {
+	inParallel(t)
 	hub := startHub(t, time.Hour)
 	startAgentBeating(t, "cluster-1", 2*time.Second)
 	startAgentBeating(t, "cluster-2", 2*time.Second)

@@ -23,6 +23,7 @@ import (
 // Stalled, NotGranted, naming the place), she cannot grant herself more, nor name another
 // namespace's OCM Placement or write a mutating rule: those are refused at admission.
 func TestTenantReachesOnlyWhatIsGranted(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const tenant = "team-a"
@@ -75,10 +76,11 @@ func TestTenantReachesOnlyWhatIsGranted(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(teamApplicationPolicy("both", tenant, "Enforce", "cluster-1", "cluster-2")), ap); err != nil {
 		t.Fatal(err)
 	}
+	inScope(t, ap)
 	if err := alice.Create(ctx, ap); err != nil {
 		t.Fatalf("alice creates an ApplicationPolicy in her namespace: %v", err)
 	}
-	t.Cleanup(func() { _ = hub.Delete(ctx, ap) })
+	t.Cleanup(func() { deleteDeclaration(t, &policyhubv1.ApplicationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ap.Namespace, Name: ap.Name}}) })
 	got := waitApplicationPolicy(t, tenant, "both", 60*time.Second, "synced where granted, NotGranted elsewhere", func(ap *appView) error {
 		if err := apPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"})(ap); err != nil {
 			return err

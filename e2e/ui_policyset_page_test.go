@@ -13,6 +13,7 @@ import (
 // cluster with the violations its member found there, following a new violation without a
 // reload, and the cluster's link leading to the violation's resource and Kyverno's message.
 func TestUIPolicySetPage(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	startAgent(t, "cluster-1")
 	ctx := testContext(t)

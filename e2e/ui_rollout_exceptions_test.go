@@ -15,6 +15,7 @@ import (
 // count measured beside the gate's maximum, the reason it waits — and the exceptions to it; when
 // the violation is fixed, the page follows the wave's promotion without a reload.
 func TestUIPolicyPageShowsWavesAndExceptions(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	startAgentBeating(t, "cluster-1", 2*time.Second)
 	ctx := testContext(t)

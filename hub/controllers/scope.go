@@ -1,0 +1,24 @@
+package controllers
+
+import (
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+)
+
+// ScopeCache narrows a hub's cache (CacheOptions) to the declarations whose labels match
+// selector: a hub started with it sees, and so reconciles, only those. Several hubs then run side
+// by side on one hub cluster, each with its own declarations, as Flux's controllers do with
+// --watch-label-selector; the clusters' sync Leases still keep their writers apart. The e2e
+// tests that run in parallel on one fleet each start such a hub.
+func ScopeCache(o cache.Options, selector labels.Selector) cache.Options {
+	if o.ByObject == nil {
+		o.ByObject = map[client.Object]cache.ByObject{}
+	}
+	for _, obj := range []client.Object{&policyhubv1.FleetPolicy{}, &policyhubv1.PolicySet{}, &policyhubv1.ApplicationPolicy{}, &policyhubv1.FleetPolicyException{}} {
+		o.ByObject[obj] = cache.ByObject{Label: selector}
+	}
+	return o
+}
