@@ -20,6 +20,7 @@ import (
 // input of the cluster's blocked in the FleetPolicy status and of a rollout gate's maxBlocked,
 // reporting them apart (blockedDryRuns). A real refused create then moves blocked to 1.
 func TestAgentBlockedLeavesOutServerSideDryRuns(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	startAgent(t, "cluster-2")
 	ctx := testContext(t)

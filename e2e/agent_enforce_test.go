@@ -12,6 +12,7 @@ import (
 // admission, only an Event: the agent counts it, and the blocked admission shows in the cluster's
 // summary and in the FleetPolicy's status.
 func TestAgentCountsBlockedAdmissions(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	startAgent(t, "cluster-2")
 	ctx := testContext(t)

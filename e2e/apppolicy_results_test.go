@@ -76,6 +76,7 @@ func TestApplicationPolicyAuditResults(t *testing.T) {
 // Enforce: Kyverno refuses a non-compliant shop Deployment in cluster 2 with its message, and the
 // refusal — counted, with that message — shows in the ApplicationPolicy's status.
 func TestApplicationPolicyEnforceBlocked(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	startAgent(t, "cluster-2")
 	ctx := testContext(t)

@@ -15,6 +15,7 @@ import (
 // Deployment of app shop; a `resources` rule for web affects only web; another application's
 // Deployment in the same namespace is matched by neither.
 func TestApplicationPolicyScope(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "ap-scope"

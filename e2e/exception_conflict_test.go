@@ -16,6 +16,7 @@ import (
 // touched: the exception is a Conflict in that cluster (the cluster's object keeps its content and
 // resourceVersion) and in force in the other.
 func TestExceptionConflictLeavesTheClustersOwn(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "exception-conflict-e2e"

@@ -13,6 +13,7 @@ import (
 // A cluster admin cannot widen an exception the hub ships: a namespace added to its match is
 // drift, and the hub restores the exception within seconds.
 func TestExceptionWidenedInAClusterIsRestored(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "exception-drift-e2e"

@@ -13,6 +13,7 @@ import (
 // within a minute of its approval, denied again within a minute of its revocation (Kyverno
 // recompiles a namespaced CEL policy only on its own events, kyverno#17605: the hub makes one).
 func TestExceptionFromNamespacedCELPolicy(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "exception-nvpol-e2e"

@@ -17,6 +17,7 @@ import (
 // cannot name rules; the exception is Stalled naming spec.target.rules, and its kyverno.io
 // PolicyException is pruned.
 func TestExceptionRefusedIsPruned(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "exception-refused-e2e"

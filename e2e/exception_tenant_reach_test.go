@@ -15,6 +15,7 @@ import (
 // not granted goes to no cluster (Stalled, NotGranted, naming it), even approved; one naming no
 // namespace is confined to the namespace named like the tenant's own; wildcards are refused.
 func TestExceptionWithinTenantReach(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const tenant, granted, other = "team-reach", "reach-granted-e2e", "reach-other-e2e"

@@ -18,6 +18,7 @@ import (
 // table, and its approval stands. The POLICY column names every target one way (fp/NAME), the
 // exception in force (whose Kyverno policy the hub resolved) like the others.
 func TestExceptionUngrantableIsNotActive(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const tenant, granted = "team-ungrantable", "ungrantable-granted-e2e"

@@ -18,6 +18,7 @@ import (
 // (started with --exceptionNamespace=policyhub-system) does not read, and the real Kyverno's
 // exception webhook says so to the hub's dry-run; cluster-1 holds the exception.
 func TestExceptionUnsupportedWhereKyvernoIgnoresIt(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns, elsewhere = "exception-unsupported-e2e", "exception-elsewhere"

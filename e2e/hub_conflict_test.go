@@ -14,6 +14,7 @@ import (
 // A ClusterPolicy of the same name that policyhub does not own makes cluster-1 a Conflict in the
 // FleetPolicy's status (Ready False, reason Conflict, a Warning Event), while cluster-2 is Synced.
 func TestHubReportsConflictPerCluster(t *testing.T) {
+	inParallel(t)
 	startHub(t, 10*time.Minute)
 	ctx := testContext(t)
 	foreign, _ := renderFleetPolicy(t, "e2e-hub-conflict", auditTemplate("hub-conflict"), nil)

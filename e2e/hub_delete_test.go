@@ -13,6 +13,7 @@ import (
 
 // Deleting a FleetPolicy prunes its policy from every cluster before the FleetPolicy goes away.
 func TestHubDeletePrunesEveryCluster(t *testing.T) {
+	inParallel(t)
 	startHub(t, 10*time.Minute)
 	fp := createFleetPolicy(t, `
 metadata: {name: e2e-hub-delete}

@@ -17,6 +17,7 @@ import (
 // apply would keep another manager's fields, but the hub owns the whole object, removes what was
 // added within seconds, and Kyverno keeps refusing the violating Deployment in that namespace.
 func TestHubRemovesFieldsAddedInTheCluster(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour) // no resync: the worker's watch sees the edit
 	ctx := testContext(t)
 	const ns = "drift-added"

@@ -13,6 +13,7 @@ import (
 // An owned policy edited or deleted in a cluster is restored within seconds by the cluster's
 // worker, which sees the change on its watch: no resync is due (the hub's is an hour away).
 func TestHubRestoresDriftWithoutResync(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	fp := createFleetPolicy(t, `

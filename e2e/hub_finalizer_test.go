@@ -16,6 +16,7 @@ import (
 // created, so the hub never has to write it; should the finalizer go missing anyway (removed by
 // hand, or a hub without the policy), the hub controller adds it back.
 func TestHubFinalizerSetAtAdmissionAndRestored(t *testing.T) {
+	inParallel(t)
 	startHub(t, 10*time.Minute)
 	ctx := testContext(t)
 	hub := directClient(t, testFleet.Hub.Config)

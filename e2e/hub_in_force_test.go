@@ -12,6 +12,7 @@ import (
 // status.clusters[].inForce turns true without a resync (the hub's is an hour away), for both
 // Kyverno generations, and by then Kyverno enforces the policy: a violating Deployment is refused.
 func TestHubReportsPoliciesInForce(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "in-force-e2e"

@@ -20,6 +20,7 @@ import (
 // and nothing of it is sent: no MutatingPolicy exists there, rather than one the apiserver
 // stripped of its mutations.
 func TestHubRefusesFieldsKyverno116Lacks(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const name = "e2e-kyverno116-missing-field"

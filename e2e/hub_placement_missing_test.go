@@ -16,6 +16,7 @@ import (
 // condition's reason is PlacementNotFound and its message names the field and the Placement, and a
 // Warning Event says the same (before, it was Ready with "the placement selects no cluster").
 func TestHubSaysThePlacementIsMissing(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	fp := createFleetPolicy(t, `

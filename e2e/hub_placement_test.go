@@ -40,6 +40,7 @@ func waitPresence(t *testing.T, name string, want map[string]bool) {
 // label change on a cluster's gateway Secret adds or prunes the policy there), and by an OCM
 // PlacementDecision.
 func TestHubPlacesByNamesLabelsAndOCMDecisions(t *testing.T) {
+	inParallel(t)
 	startHub(t, 10*time.Minute)
 
 	createFleetPolicy(t, `

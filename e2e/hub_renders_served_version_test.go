@@ -23,6 +23,7 @@ import (
 // a violating ConfigMap. Both versions are served by one CRD whose storage is v1alpha1, so what
 // tells the version the hub wrote is its managed fields entry (the apiVersion of its apply).
 func TestHubRendersTheServedPolicyVersion(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns, name = "served-version-e2e", "e2e-served-version"

@@ -10,6 +10,7 @@ import (
 // A suspended FleetPolicy is not synced (a change waits in the spec) and not pruned; its status
 // says Suspended. Resuming syncs the change.
 func TestHubSuspendStopsSyncingWithoutPruning(t *testing.T) {
+	inParallel(t)
 	startHub(t, 10*time.Minute)
 	fp := createFleetPolicy(t, `
 metadata: {name: e2e-suspend}

@@ -31,6 +31,7 @@ func ruleField(t *testing.T, cluster, name string, path ...string) string {
 // A template change reaches every selected cluster, and so does a mode override (Enforce, then
 // Audit), rewritten into the rule's validate.failureAction.
 func TestHubPropagatesTemplateAndModeChanges(t *testing.T) {
+	inParallel(t)
 	startHub(t, 10*time.Minute)
 	fp := createFleetPolicy(t, `
 metadata: {name: e2e-template}

@@ -19,6 +19,7 @@ import (
 // refuse a Deployment using nginx:latest, on create and on a server-side dry-run, with Kyverno's
 // message; a pinned image is still admitted.
 func TestKyvernoEnforcePolicyThroughGatewayDeniesLatestTag(t *testing.T) {
+	inParallel(t)
 	ctx := testContext(t)
 	const ns = "enforce-e2e"
 	cluster := directClient(t, testFleet.Cluster("cluster-1").Config)

@@ -13,6 +13,7 @@ import (
 // Conflict there, never a fight: the FleetPolicy keeps its object, unwritten; the set's other
 // member is applied, and status.attentionMembers names the contested member and its owner.
 func TestPolicySetMemberClaimedByAFleetPolicyConflicts(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	createFleetPolicy(t, `
 metadata: {name: e2e-pset-owner}

@@ -13,6 +13,7 @@ import (
 // force, the cluster is Failed with Kyverno's message, and status.attentionMembers names the
 // refused member with Kyverno's words, in both clusters.
 func TestPolicySetMemberKyvernoRefusesFailsAlone(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	const name = "e2e-pset-refused"
 	refused := object(t, kyvernoRefusedTemplate)

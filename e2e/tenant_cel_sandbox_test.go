@@ -28,6 +28,7 @@ import (
 // http.* in namespaced policies; Kyverno up to 1.19.0 compiles an exception's conditions with
 // the policy's libraries. The hub's fence holds for every Kyverno of a fleet.)
 func TestTenantCELSandboxed(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const tenant, ns = "team-cel", "cel-sandbox-e2e"

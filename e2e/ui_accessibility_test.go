@@ -19,6 +19,7 @@ import (
 // row headers, every cell named (cluster, policy, count) and showing its number, so colour is never
 // the only sign; labelled filters; the first Tab stop skips to the content.
 func TestUIGridIsAccessible(t *testing.T) {
+	inParallel(t)
 	ctx := testContext(t)
 	hub := directClient(t, testFleet.Hub.Config)
 	// Twelve clusters × eight policies, fails skewed so that the grid's colours all show.

@@ -17,6 +17,7 @@ import (
 // markup, script and a right-to-left override runs nothing in a real browser, adds no element to
 // the page, and is shown as the text it is (the override escaped, visible).
 func TestUIShowsHostileTextInert(t *testing.T) {
+	inParallel(t)
 	ctx := testContext(t)
 	hub := directClient(t, testFleet.Hub.Config)
 	const cluster = "ui-hostile-e2e"

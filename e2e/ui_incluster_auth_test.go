@@ -21,6 +21,7 @@ import (
 // or a viewer's token not issued for the view's audience (a full API token): 401; a token whose
 // identity is not a viewer: 403; a viewer: the page. Health needs nothing.
 func TestUIInClusterNeedsAViewer(t *testing.T) {
+	inParallel(t)
 	ctx := testContext(t)
 	hub := directClient(t, testFleet.Hub.Config)
 	const ns = "ui-incluster-e2e"

@@ -20,6 +20,7 @@ import (
 // ServiceAccount deleted), within a recheck: the answers' lifetime, shortened here to 2 s (a
 // minute by default). Another viewer's stream stays open meanwhile.
 func TestUIInClusterStreamEndsWithItsViewer(t *testing.T) {
+	inParallel(t)
 	ctx := testContext(t)
 	hub := directClient(t, testFleet.Hub.Config)
 	const ns = "ui-incluster-recheck-e2e"

@@ -12,6 +12,7 @@ import (
 // namespace) sees its namespace's ApplicationPolicies, no cluster's summary, and a banner saying
 // what it may not read and what only in its namespace.
 func TestUITenantSeesItsNamespace(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns, user = "ui-tenant-e2e", "dev@ui-tenant"

@@ -18,6 +18,7 @@ import (
 // violation the test made, its links lead to the policy, the cluster (with the resource, rule and
 // Kyverno's message) and the application; and the pages follow new violations without a reload.
 func TestUIViews(t *testing.T) {
+	inParallel(t)
 	startHub(t, time.Hour)
 	startAgent(t, "cluster-1")
 	ctx := testContext(t)
