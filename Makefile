@@ -12,7 +12,7 @@ export POLICYHUB_TESTBIN
 
 GO_TEST_FLAGS ?= -count=1 -timeout 60m
 # How many of the e2e tests that run side by side on the one local fleet run at once.
-E2E_PARALLEL ?= 16
+E2E_PARALLEL ?= 8
 
 .PHONY: all build generate manifests verify-generated testbin test unit fuzz lint fmt vet staticcheck leftovers bench-sync bench-agent bench-inventory bench-scale demo images push release actionlint help
 all: build

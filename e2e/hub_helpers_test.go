@@ -94,6 +94,11 @@ func startHub(t *testing.T, resync time.Duration, options ...func(*controllers.H
 		}
 		opts.Flux = &fence
 	}
+	if scope, parallel := testScope(t); parallel {
+		// Side by side, each test's hub takes a sync Lease of its own: their objects never
+		// meet, and 16 hubs queueing for one Lease per cluster would test the queue instead.
+		opts.Lock.LeaseName = "policyhub-sync-" + scope
+	}
 	for _, o := range options {
 		o(&opts)
 	}

@@ -17,8 +17,8 @@ func ScopeCache(o cache.Options, selector labels.Selector) cache.Options {
 	if o.ByObject == nil {
 		o.ByObject = map[client.Object]cache.ByObject{}
 	}
-	for _, obj := range []client.Object{&policyhubv1.FleetPolicy{}, &policyhubv1.PolicySet{}, &policyhubv1.ApplicationPolicy{}, &policyhubv1.FleetPolicyException{}} {
-		o.ByObject[obj] = cache.ByObject{Label: selector}
+	for _, k := range policyhubv1.DeclarationKinds() {
+		o.ByObject[k.New()] = cache.ByObject{Label: selector}
 	}
 	return o
 }

@@ -1,6 +1,7 @@
 package work
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,11 @@ type LockOptions struct {
 	// AcquireTimeout is how long to try for a Lease another writer holds before giving up with a
 	// LockHeldError; zero means 2 × RetryPeriod.
 	AcquireTimeout time.Duration
+	// LeaseName names the Lease; empty means LeaseName, the one every writer of a cluster takes.
+	// Writers that take another name are not kept apart from those: only for writers whose
+	// objects never meet (hubs each scoped to declarations of their own, as the e2e tests that run
+	// side by side on one fleet are), and the rendered exemptions still name LeaseName only.
+	LeaseName string
 
 	// namespaceExists skips ensuring the Lease's namespace (the Syncer knows it from before).
 	namespaceExists bool
@@ -105,9 +111,9 @@ func (o *leaseObserver) unchangedFor(cluster, resourceVersion string, now time.T
 
 // releaseIfExpired empties the holder of a Lease another writer has not renewed for longer than
 // its duration, as this process has seen it, so the elector can take it at once.
-func releaseIfExpired(ctx context.Context, cs kubernetes.Interface, cluster, identity string, o *leaseObserver, defaultDuration time.Duration) error {
+func releaseIfExpired(ctx context.Context, cs kubernetes.Interface, cluster, name, identity string, o *leaseObserver, defaultDuration time.Duration) error {
 	leases := cs.CoordinationV1().Leases(LeaseNamespace)
-	lease, err := leases.Get(ctx, LeaseName, metav1.GetOptions{})
+	lease, err := leases.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -156,11 +162,16 @@ func (o LockOptions) withDefaults() LockOptions {
 // LockHeldError says another writer holds the cluster's sync Lease.
 type LockHeldError struct {
 	Cluster, Holder string
+	// Lease is the Lease's name (empty: LeaseName).
+	Lease string
 }
 
 func (e *LockHeldError) Error() string {
-	return fmt.Sprintf("cluster %s: the sync Lease %s/%s is held by %q; retrying later", e.Cluster, LeaseNamespace, LeaseName, e.Holder)
+	return fmt.Sprintf("cluster %s: the sync Lease %s/%s is held by %q; retrying later", e.Cluster, LeaseNamespace, cmp.Or(e.Lease, LeaseName), e.Holder)
 }
+
+// leaseName is the name of the Lease o configures.
+func (o LockOptions) leaseName() string { return cmp.Or(o.LeaseName, LeaseName) }
 
 // IsLockHeld reports whether err is (or wraps) a LockHeldError.
 func IsLockHeld(err error) bool {
@@ -290,7 +301,7 @@ func acquire(ctx context.Context, cs kubernetes.Interface, cluster string, opts 
 	}
 
 	if opts.observer != nil {
-		if err := releaseIfExpired(ctx, cs, cluster, opts.Identity, opts.observer, opts.LeaseDuration); err != nil {
+		if err := releaseIfExpired(ctx, cs, cluster, opts.leaseName(), opts.Identity, opts.observer, opts.LeaseDuration); err != nil {
 			return nil, err
 		}
 	}
@@ -299,7 +310,7 @@ func acquire(ctx context.Context, cs kubernetes.Interface, cluster string, opts 
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	acquired := make(chan context.Context, 1)
 	lock := &recordingLock{Interface: &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: LeaseNamespace, Name: LeaseName},
+		LeaseMeta:  metav1.ObjectMeta{Namespace: LeaseNamespace, Name: opts.leaseName()},
 		Client:     cs.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: opts.Identity},
 	}}
@@ -362,5 +373,5 @@ func acquire(ctx context.Context, cs kubernetes.Interface, cluster string, opts 
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("cluster %s: waiting for the sync Lease: %w", cluster, ctx.Err())
 	}
-	return nil, &LockHeldError{Cluster: cluster, Holder: elector.GetLeader()}
+	return nil, &LockHeldError{Cluster: cluster, Holder: elector.GetLeader(), Lease: opts.LeaseName}
 }
