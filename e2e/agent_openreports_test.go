@@ -16,7 +16,6 @@ import (
 // as openreports.io Reports, cluster-1's as wgpolicyk8s.io PolicyReports. The same violation in
 // both gives the same summary entries and the same FleetPolicy results.
 func TestAgentOpenReportsGiveTheSameSummary(t *testing.T) {
-	inParallel(t)
 	startHub(t, time.Hour)
 	startAgent(t, "cluster-1")
 	startAgent(t, "cluster-2")

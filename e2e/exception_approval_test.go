@@ -20,7 +20,6 @@ import (
 // Approved by a security team identity, it becomes a kyverno.io/v2 PolicyException in the
 // listed cluster only: the workload is admitted there, and still denied in the other.
 func TestExceptionInertUntilApprovedByAnother(t *testing.T) {
-	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns, tenant = "exception-approval-e2e", "team-exc"

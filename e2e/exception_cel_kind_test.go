@@ -17,7 +17,6 @@ import (
 // approved-by) and the resources as CEL match conditions (the hub's and the exception's own):
 // once approved, Kyverno admits the excepted Deployment, and only it.
 func TestExceptionFromCELPolicy(t *testing.T) {
-	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "exception-cel-e2e"

@@ -24,7 +24,6 @@ import (
 // rights are gone, lead's approval is still refused, nothing is stored, nothing reaches a
 // cluster, Kyverno keeps denying; another approver's approval of the same spec counts.
 func TestExceptionSpecWriterCannotApprove(t *testing.T) {
-	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const tenant, ns = "team-w", "exception-writers-e2e"

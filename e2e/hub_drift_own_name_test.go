@@ -22,7 +22,6 @@ import (
 // within seconds, reports the update, and Kyverno refuses the violating Deployment in that
 // namespace again.
 func TestHubRemovesAnExcludeAppliedUnderItsFieldManager(t *testing.T) {
-	inParallel(t)
 	hub := startHub(t, time.Hour) // no resync: the worker's watch sees the apply
 	ctx := testContext(t)
 	const ns = "drift-own-name"

@@ -11,7 +11,6 @@ import (
 // A dry-run FleetPolicy reports DryRun with the plan and diff in status, and nothing reaches the
 // clusters.
 func TestHubDryRunShowsPlanAndWritesNothing(t *testing.T) {
-	inParallel(t)
 	startHub(t, 10*time.Minute)
 	createFleetPolicy(t, `
 metadata: {name: e2e-hub-dryrun}
