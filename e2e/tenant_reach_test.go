@@ -80,7 +80,9 @@ func TestTenantReachesOnlyWhatIsGranted(t *testing.T) {
 	if err := alice.Create(ctx, ap); err != nil {
 		t.Fatalf("alice creates an ApplicationPolicy in her namespace: %v", err)
 	}
-	t.Cleanup(func() { deleteDeclaration(t, &policyhubv1.ApplicationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ap.Namespace, Name: ap.Name}}) })
+	t.Cleanup(func() {
+		deleteDeclaration(t, &policyhubv1.ApplicationPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ap.Namespace, Name: ap.Name}})
+	})
 	got := waitApplicationPolicy(t, tenant, "both", 60*time.Second, "synced where granted, NotGranted elsewhere", func(ap *appView) error {
 		if err := apPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"})(ap); err != nil {
 			return err
