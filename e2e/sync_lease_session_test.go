@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"k8s.io/client-go/rest"
 	"testing"
 	"time"
 
@@ -75,13 +76,16 @@ func TestSyncKeepsLeaseAcrossPasses(t *testing.T) {
 	}
 
 	// A cluster's worker keeps the Lease only while work keeps coming: once idle, it gives it up.
-	workers, err := work.NewWorkers(work.WorkersOptions{Sync: work.Options{HubID: e2eHubID, Lock: lockOptions(identity)}, Window: 10 * time.Millisecond})
+	workers, err := work.NewWorkers(work.WorkersOptions{Sync: work.Options{HubID: e2eHubID, Lock: lockOptions(identity)}, Window: 10 * time.Millisecond,
+		ClusterConfig: func(string) (*rest.Config, error) { return target.Config, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(workers.Close)
 	changed, _ := renderFleetPolicy(t, "lease-session-first", auditTemplate("lease-session-changed"), nil)
-	workers.Want(target, decl(firstSource, changed), "changed")
+	if err := workers.Want(cluster, decl(firstSource, changed), "changed"); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, 30*time.Second, 50*time.Millisecond, "the worker syncs the change", func() error {
 		r, ok := workers.Result(cluster, firstSource)
 		// Wrote is only the pass's word: Kyverno's readiness, confirmed a moment later, clears it.

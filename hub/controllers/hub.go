@@ -17,6 +17,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/engine"
+	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/heartbeat"
 	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/placement"
@@ -119,8 +120,9 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 	// that no longer enforces legacy kinds), and a change hands the cluster a pass.
 	engines := NewEngineFacts()
 	workers, err := work.NewWorkers(work.WorkersOptions{
-		Works:        works,
-		TenantBudget: o.TenantBudget,
+		ClusterConfig: func(cluster string) (*rest.Config, error) { return gateway.ClusterConfig(o.Gateway, cluster) },
+		Works:         works,
+		TenantBudget:  o.TenantBudget,
 		Sync: work.Options{HubID: o.HubID, Lock: o.Lock, ProbeTimeout: o.ProbeTimeout, MaxOwnedObjects: o.MaxOwnedObjects,
 			KyvernoVersion: engines.KyvernoVersion},
 		Window:              10 * time.Millisecond,
@@ -144,7 +146,7 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 	// rollouts and metrics read it.
 	heard := heartbeat.New(time.Now)
 	declarations := engine.DeclarationOptions{
-		Client: mgr.GetClient(), Reader: mgr.GetClient(), Gateway: o.Gateway, SecretNamespace: o.SecretNamespace,
+		Client: mgr.GetClient(), Reader: mgr.GetClient(), SecretNamespace: o.SecretNamespace,
 		HubID: o.HubID, Workers: workers, Results: results, Recorder: mgr.GetEventRecorder("policyhub-hub"),
 		StatusCoalesce: o.StatusCoalesce, MaxConcurrentReconciles: o.MaxConcurrentReconciles, OCMPlacements: ocm, Heard: heard,
 		Namespace: o.Namespace, ClustersPerSlice: o.ClustersPerSlice, Renders: metrics.NewRenders(o.Registry), Shard: sharder,

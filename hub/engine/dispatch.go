@@ -11,7 +11,6 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/declare"
-	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/work"
 )
@@ -131,15 +130,10 @@ type wantedIn struct {
 func (d dispatcher) want(wants []wantedIn) []Outcome {
 	outcomes := make([]Outcome, 0, len(wants))
 	for _, w := range wants {
-		cfg, ok := d.workers.Config(w.cluster)
-		if !ok {
-			var err error
-			if cfg, err = gateway.ClusterConfig(d.gateway, w.cluster); err != nil {
-				outcomes = append(outcomes, Outcome{Cluster: w.cluster, Result: &work.DeclarationResult{Source: w.decl.Source, Phase: policyhubv1.ClusterPhaseFailed, Message: err.Error()}})
-				continue
-			}
+		if err := d.workers.Want(w.cluster, w.decl, w.token); err != nil {
+			outcomes = append(outcomes, Outcome{Cluster: w.cluster, Result: &work.DeclarationResult{Source: w.decl.Source, Phase: policyhubv1.ClusterPhaseFailed, Message: err.Error()}})
+			continue
 		}
-		d.workers.Want(work.Cluster{Name: w.cluster, Config: cfg}, w.decl, w.token)
 		outcomes = append(outcomes, d.outcome(w))
 	}
 	sort.Slice(outcomes, func(i, j int) bool { return outcomes[i].Cluster < outcomes[j].Cluster })

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -78,8 +77,6 @@ type DeclarationOptions struct {
 	// Reader reads the inventory (gateway Secrets' metadata, OCM objects) and the agents'
 	// summaries; the manager's cached client serves them from watches.
 	Reader client.Reader
-	// Gateway reaches cluster-gateway: the hub's config (aggregation layer) or the gateway's URL.
-	Gateway *rest.Config
 	// SecretNamespace is the gateway's credential-secret namespace.
 	SecretNamespace string
 	HubID           string
@@ -133,7 +130,7 @@ func (o *DeclarationOptions) Engine(room *Room) Engine {
 		client: o.Client, reader: o.Reader, recorder: o.Recorder, hubID: o.HubID, coalesce: coalesce, quiet: statusQuiet * coalesce, room: room, renders: o.Renders,
 		secretNamespace: o.SecretNamespace, heard: o.Heard, namespace: o.Namespace, sliceSize: o.ClustersPerSlice, shard: o.Shard,
 		summaryMetas: o.SummaryMetas,
-		dispatch:     dispatcher{gateway: o.Gateway, workers: o.Workers},
+		dispatch:     dispatcher{workers: o.Workers},
 	}
 }
 
@@ -174,7 +171,6 @@ type Engine struct {
 // dispatcher hands declarations' desired state to the per-cluster workers and reads back their
 // latest results. It never waits for a cluster.
 type dispatcher struct {
-	gateway *rest.Config
 	workers *work.Workers
 }
 

@@ -2,6 +2,7 @@ package work
 
 import (
 	"fmt"
+	"k8s.io/client-go/rest"
 	"slices"
 	"sort"
 	"strings"
@@ -119,7 +120,8 @@ func TestOverBudget(t *testing.T) {
 // decide as they would, and nothing reaches a cluster.
 func budgetWorkers(t *testing.T, budget int) (*Workers, *worker) {
 	t.Helper()
-	ws, err := NewWorkers(WorkersOptions{Sync: Options{HubID: "hub", Lock: LockOptions{Identity: "test"}}, TenantBudget: budget})
+	ws, err := NewWorkers(WorkersOptions{Sync: Options{HubID: "hub", Lock: LockOptions{Identity: "test"}}, TenantBudget: budget,
+		ClusterConfig: func(string) (*rest.Config, error) { return &rest.Config{}, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +164,7 @@ func refusedSources(ws *Workers, w *worker) []string {
 // is admitted again, in a pass of its own.
 func TestWorkerBudget(t *testing.T) {
 	ws, w := budgetWorkers(t, 4)
-	c1 := Cluster{Name: "c1"}
+	const c1 = "c1"
 	decl := func(name string, objects, second int) Declaration {
 		return Declaration{Source: "ApplicationPolicy/t/" + name, Objects: policies(objects), Prune: true, Tenant: "t", Created: t0.Add(time.Duration(second) * time.Second)}
 	}

@@ -2,6 +2,7 @@ package work
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -20,6 +21,11 @@ import (
 type WorkersOptions struct {
 	// Sync configures the Syncer the workers share.
 	Sync Options
+	// ClusterConfig is how a worker reaches its cluster (through cluster-gateway:
+	// gateway.ClusterConfig over the hub's config), asked once, when the cluster's worker starts:
+	// the worker keeps it, so no reconcile builds one (a copy of the gateway's config each cost a
+	// tenth of the hub's CPU at 1,000 clusters). Required.
+	ClusterConfig func(cluster string) (*rest.Config, error)
 	// Window is how long a worker waits for more work before a pass, so declarations handed to
 	// it together share one pass; zero means none.
 	Window time.Duration
@@ -109,6 +115,9 @@ type worker struct {
 
 // NewWorkers returns Workers over a new Syncer made from opts.Sync.
 func NewWorkers(opts WorkersOptions) (*Workers, error) {
+	if opts.ClusterConfig == nil {
+		return nil, errors.New("workers need ClusterConfig: how they reach a cluster")
+	}
 	if opts.RetryMin <= 0 {
 		opts.RetryMin = time.Second
 	}
@@ -134,22 +143,25 @@ func NewWorkers(opts WorkersOptions) (*Workers, error) {
 
 // Want hands the cluster's worker what the declaration d wants there, and returns at once.
 // token identifies that wanted state: handing the same token again is a no-op, a new token
-// makes the worker sync the declaration in its next pass. The cluster's config (credentials
-// may have changed) is always taken.
-func (ws *Workers) Want(cluster Cluster, d Declaration, token string) {
+// makes the worker sync the declaration in its next pass. The cluster's first want starts its
+// worker; an error says the cluster cannot be reached at all (no config for it).
+func (ws *Workers) Want(cluster string, d Declaration, token string) error {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	if ws.closed {
-		return
+		return nil
 	}
-	w := ws.workers[cluster.Name]
+	w := ws.workers[cluster]
 	if w == nil {
-		w = ws.start(cluster)
+		cfg, err := ws.opts.ClusterConfig(cluster)
+		if err != nil {
+			return fmt.Errorf("cluster %s: %w", cluster, err)
+		}
+		w = ws.start(Cluster{Name: cluster, Config: cfg})
 	}
-	w.cluster = cluster
 	prev, had := w.wants[d.Source]
 	if had && prev.token == token {
-		return
+		return nil
 	}
 	w.wants[d.Source] = wanted{decl: d, token: token}
 	if !had || prev.decl.Tenant != d.Tenant || !prev.decl.Created.Equal(d.Created) || len(prev.decl.Objects) != len(d.Objects) {
@@ -177,25 +189,14 @@ func (ws *Workers) Want(cluster Cluster, d Declaration, token string) {
 		// A dark cluster answers a new want at once with what is known, and tries again at its
 		// next retry: the declaration's status need not wait for it.
 		if changed := ws.publishUnreachable(w, []string{d.Source}); len(changed) > 0 && ws.opts.Published != nil {
-			ws.opts.Published(cluster.Name, changed)
+			ws.opts.Published(cluster, changed)
 		}
 		w.dirty[d.Source] = true
-		return
+		return nil
 	}
 	w.dirty[d.Source] = true
 	w.poke()
-}
-
-// Config returns the config the cluster's worker reaches it with, if the cluster has a worker:
-// callers reuse it rather than build one per declaration and reconcile (a copy of the gateway's
-// config each: a tenth of the hub's CPU at 1000 clusters), and it goes with the worker.
-func (ws *Workers) Config(cluster string) (*rest.Config, bool) {
-	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	if w := ws.workers[cluster]; w != nil && w.cluster.Config != nil {
-		return w.cluster.Config, true
-	}
-	return nil, false
+	return nil
 }
 
 // Result returns the declaration's latest result in the cluster, if the worker has one.

@@ -1,6 +1,9 @@
 package work
 
 import (
+	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,25 +76,40 @@ func TestConfirms(t *testing.T) {
 	}
 }
 
-// A cluster's config is built once and kept with its worker: callers get the same one back on
-// every reconcile, and nothing once the cluster is forgotten (it left the fleet).
-func TestWorkersKeepEachClustersConfig(t *testing.T) {
-	ws, err := NewWorkers(WorkersOptions{Sync: Options{HubID: "hub", Lock: LockOptions{Identity: "test"}}, RetryMin: time.Hour})
+// A cluster's config is asked for once, when its worker starts, and kept with it: later wants
+// reuse it, and a cluster forgotten (it left the fleet) asks again when wanted again. A cluster
+// without a config gets no worker, and its want says why.
+func TestWorkersAskEachClustersConfigOnce(t *testing.T) {
+	asked := map[string]int{}
+	ws, err := NewWorkers(WorkersOptions{Sync: Options{HubID: "hub", Lock: LockOptions{Identity: "test"}}, RetryMin: time.Hour,
+		ClusterConfig: func(cluster string) (*rest.Config, error) {
+			asked[cluster]++
+			if cluster == "bad" {
+				return nil, errors.New("no such cluster")
+			}
+			// Nothing listens there: the worker finds the cluster unreachable and waits an hour.
+			return &rest.Config{Host: "https://127.0.0.1:1"}, nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(ws.Close)
-	if _, ok := ws.Config("c1"); ok {
-		t.Fatal("a config for a cluster without a worker")
+	for _, token := range []string{"t1", "t1", "t2"} {
+		if err := ws.Want("c1", Declaration{Source: "FleetPolicy/p"}, token); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// Nothing listens there: the worker finds the cluster unreachable and waits an hour.
-	cfg := &rest.Config{Host: "https://127.0.0.1:1"}
-	ws.Want(Cluster{Name: "c1", Config: cfg}, Declaration{Source: "FleetPolicy/p"}, "t1")
-	if got, ok := ws.Config("c1"); !ok || got != cfg {
-		t.Fatalf("Config(c1) = %p, %v; want the worker's %p", got, ok, cfg)
+	if asked["c1"] != 1 {
+		t.Errorf("c1's config asked for %d times over three wants, want once", asked["c1"])
 	}
 	ws.Forget("c1")
-	if _, ok := ws.Config("c1"); ok {
-		t.Error("the config outlived the cluster's worker")
+	if err := ws.Want("c1", Declaration{Source: "FleetPolicy/p"}, "t3"); err != nil || asked["c1"] != 2 {
+		t.Errorf("wanted again after it was forgotten: err %v, asked %d times, want 2", err, asked["c1"])
+	}
+	if err := ws.Want("bad", Declaration{Source: "FleetPolicy/p"}, "t1"); err == nil || !strings.Contains(err.Error(), "cluster bad: no such cluster") {
+		t.Errorf("want in a cluster without a config: %v", err)
+	}
+	if got := ws.Clusters(); !slices.Equal(got, []string{"c1"}) {
+		t.Errorf("workers %v, want c1's only", got)
 	}
 }
