@@ -1,4 +1,4 @@
-package e2e
+package chartcheck
 
 import (
 	"os"
@@ -31,7 +31,7 @@ func TestChartImagesAreWhatMakeImagesBuilds(t *testing.T) {
 		if err := yaml.Unmarshal(data, &chart); err != nil {
 			t.Fatal(err)
 		}
-		r := mustRender(t, c.dir, c.command, "policyhub-system", charttest.Values(t, c.values))
+		r := charttest.MustRender(t, c.dir, c.command, "policyhub-system", charttest.Values(t, c.values), charttest.HelmTemplate())
 		deployment := r.One(t, "Deployment")
 		containers, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "containers")
 		want := buildinfo.ImageReference(buildinfo.DefaultRegistry, c.command, chart.AppVersion)

@@ -1,4 +1,4 @@
-package e2e
+package chartcheck
 
 import (
 	"regexp"
@@ -38,12 +38,12 @@ func TestChartPromQLUsesTheHubsMetrics(t *testing.T) {
 			labelsOf[f.GetName()+"_sum"] = ls
 		}
 	}
-	queries := charttest.PromQL(t, hubChartDir, "5m", charttest.PrometheusTestRules, hubCapabilities(t))
+	queries := charttest.PromQL(t, hubChartDir, "5m", charttest.PrometheusTestRules, charttest.HelmTemplate())
 	used := map[string]bool{}
 	for _, q := range queries {
 		// The one expression about Prometheus's own series: the scrape of the ServiceMonitor's
 		// job, which the Prometheus Operator names after the metrics Service, in its namespace
-		// (chartPromQL renders release policyhub-hub in policyhub-system).
+		// (charttest.PromQL renders release policyhub-hub in policyhub-system).
 		if q.Source == "alert: PolicyhubMetricsDown" {
 			const up = `up{job="policyhub-hub-metrics", namespace="policyhub-system"}`
 			if q.Expr != up+" == 0 or absent("+up+")" {

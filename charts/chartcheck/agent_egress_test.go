@@ -1,4 +1,4 @@
-package e2e
+package chartcheck
 
 import (
 	"fmt"
@@ -12,12 +12,12 @@ import (
 // controller Pods on their metrics port only (their dry-run counts); the metrics URLs given
 // reach the agent as its --kyverno-metrics-url flags, one each.
 func TestChartAgentEgressReachesKyvernoMetrics(t *testing.T) {
-	r := mustRender(t, agentChartDir, "policyhub-agent", "policyhub-system", charttest.Values(t, `
+	r := charttest.MustRender(t, agentChartDir, "policyhub-agent", "policyhub-system", charttest.Values(t, `
 clusterName: c1
 hubKubeconfigSecret: {name: k}
 kyvernoNamespace: security
 kyvernoMetricsURLs: ["http://10.0.0.5:8000/metrics", "http://10.0.0.6:8000/metrics"]
-networkPolicy: {egress: {enabled: true, apiServerCIDRs: [10.0.0.1/32], dns: false}}`))
+networkPolicy: {egress: {enabled: true, apiServerCIDRs: [10.0.0.1/32], dns: false}}`), charttest.HelmTemplate())
 	_, rules := flattenEgress(t, r)
 	want := []egressRule{
 		{to: []string{"cidr 10.0.0.1/32"}, ports: []string{"TCP/443", "TCP/6443"}},

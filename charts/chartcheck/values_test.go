@@ -1,4 +1,4 @@
-package e2e
+package chartcheck
 
 import (
 	"path/filepath"
@@ -56,7 +56,7 @@ func TestChartValuesSchema(t *testing.T) {
 			[]string{"'/kyvernoNamespace'", "does not match pattern"}},
 	} {
 		t.Run(filepath.Base(c.chart)+"/"+c.name, func(t *testing.T) {
-			_, err := renderChart(t, c.chart, "release", "policyhub-system", charttest.Values(t, c.values))
+			_, err := charttest.Render(t, c.chart, "release", "policyhub-system", charttest.Values(t, c.values), charttest.HelmTemplate())
 			if err == nil {
 				t.Fatalf("values %s were accepted", c.values)
 			}
@@ -69,7 +69,7 @@ func TestChartValuesSchema(t *testing.T) {
 		})
 	}
 	// A budget that would block every drain is refused when rendered.
-	if _, err := renderChart(t, hubChartDir, "release", "policyhub-system", charttest.Values(t, `podDisruptionBudget: {minAvailable: 1}`)); err == nil ||
+	if _, err := charttest.Render(t, hubChartDir, "release", "policyhub-system", charttest.Values(t, `podDisruptionBudget: {minAvailable: 1}`), charttest.HelmTemplate()); err == nil ||
 		!strings.Contains(err.Error(), "podDisruptionBudget.minAvailable (1) must be below replicaCount (1)") {
 		t.Errorf("minAvailable 1 with one replica: %v, want it refused", err)
 	}

@@ -1,4 +1,4 @@
-package e2e
+package chartcheck
 
 import (
 	"fmt"
@@ -84,7 +84,7 @@ flux: {sourceNamespaces: [gitops], artifactHost: "source-controller.gitops.svc.c
 			[]string{"--flux-source-namespaces=gitops", "--flux-artifact-host=source-controller.gitops.svc.cluster.local:8080"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := mustRender(t, hubChartDir, "policyhub-hub", "policyhub-system", charttest.Values(t, c.values))
+			r := charttest.MustRender(t, hubChartDir, "policyhub-hub", "policyhub-system", charttest.Values(t, c.values), charttest.HelmTemplate())
 			types, rules := flattenEgress(t, r)
 			if restricted := slices.Contains(types, networkingv1.PolicyTypeEgress); restricted != (c.want != nil) {
 				t.Fatalf("egress restricted: %v, want %v", restricted, c.want != nil)
@@ -112,7 +112,7 @@ flux: {sourceNamespaces: [gitops], artifactHost: "source-controller.gitops.svc.c
 		{`networkPolicy: {egress: {registryCIDRs: [registry.example.com]}}`, "'/networkPolicy/egress/registryCIDRs/0'"},
 		{`networkPolicy: {egress: {sourceController: {port: 0}}}`, "'/networkPolicy/egress/sourceController/port'"},
 	} {
-		if _, err := renderChart(t, hubChartDir, "release", "policyhub-system", charttest.Values(t, bad.values)); err == nil || !strings.Contains(err.Error(), bad.want) {
+		if _, err := charttest.Render(t, hubChartDir, "release", "policyhub-system", charttest.Values(t, bad.values), charttest.HelmTemplate()); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("values %s: %v, want refused naming %s", bad.values, err, bad.want)
 		}
 	}
