@@ -24,7 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/policyhub/policyhub/e2e/fleet"
+	"github.com/policyhub/policyhub/internal/manifests"
 )
 
 // Rendered is what `helm install` would send: the templates' objects (CRDs apart) and the
@@ -142,7 +142,7 @@ func Values(t *testing.T, y string) map[string]any {
 // DecodeObjects decodes every object of a multi-document YAML stream; empty documents (a template
 // whose condition is off) are skipped. Every object must have an apiVersion, a kind and a name.
 func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
-	objs, err := fleet.DecodeObjects(data)
+	objs, err := manifests.Decode(data)
 	if err != nil {
 		return nil, err
 	}
