@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/policyhub/policyhub/e2e/fleet"
+	"github.com/policyhub/policyhub/internal/charttest"
 )
 
 // The agent chart's RBAC, really installed in a managed cluster, lets the agent read what it
@@ -21,10 +22,10 @@ func TestChartAgentReadsTheEngineAndWritesNothing(t *testing.T) {
 	const cluster = "cluster-1"
 	c := directClient(t, testFleet.Cluster(cluster).Config)
 	ns := chartNamespace(ctx, t, c, "charts-agentrbac")
-	r := mustRender(t, agentChartDir, "policyhub-agent", ns, chartValues(t, fmt.Sprintf(
+	r := mustRender(t, agentChartDir, "policyhub-agent", ns, charttest.Values(t, fmt.Sprintf(
 		`{clusterName: %s, hubKubeconfigSecret: {name: k}, fullnameOverride: %s}`, cluster, chartTestName("charts-agent"))))
 	chartInstall(ctx, t, c, r, "ServiceAccount", "ClusterRole", "ClusterRoleBinding")
-	sa := r.one(t, "ServiceAccount").GetName()
+	sa := r.One(t, "ServiceAccount").GetName()
 	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/policyhub/policyhub/hub/declare"
+	"github.com/policyhub/policyhub/internal/charttest"
 )
 
 // The hub chart renders the admission fence of exception approvals wherever
@@ -24,8 +25,7 @@ func TestChartRendersTheExceptionFenceEverywhere(t *testing.T) {
 	}
 	// `helm template` without --kube-version or --api-versions: Helm 3.20's release binary says
 	// Kubernetes 1.35 (its client-go's) and knows group versions only, no kinds.
-	template := chartutil.DefaultCapabilities.Copy()
-	template.KubeVersion = chartutil.KubeVersion{Version: "v1.35.0", Major: "1", Minor: "35"}
+	template := charttest.HelmTemplate()
 	// A 1.33 hub as `helm install` discovers it: VAP v1, MAP only in alpha.
 	k133 := chartutil.DefaultCapabilities.Copy()
 	k133.KubeVersion = chartutil.KubeVersion{Version: "v1.33.4", Major: "1", Minor: "33"}
@@ -46,7 +46,7 @@ func TestChartRendersTheExceptionFenceEverywhere(t *testing.T) {
 		{"the fleet's 1.36 hub, stamping off", hubCapabilities(t), `{exceptions: {stampRequester: false}}`, false, "writers set spec.requestedBy"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := renderChartFor(t, hubChartDir, "fleet-hub", "policyhub-system", chartValues(t, c.values), c.caps)
+			r, err := charttest.Render(t, hubChartDir, "fleet-hub", "policyhub-system", charttest.Values(t, c.values), c.caps)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,28 +55,28 @@ func TestChartRendersTheExceptionFenceEverywhere(t *testing.T) {
 				t.Errorf("the hub would count no approval with what the chart renders: %s", missing)
 			}
 			stamped := false
-			for _, m := range r.byKind("MutatingAdmissionPolicy") {
+			for _, m := range r.ByKind("MutatingAdmissionPolicy") {
 				stamped = stamped || strings.HasSuffix(m.GetName(), "-exception-requester")
 			}
 			if stamped != c.stamp {
 				t.Errorf("the requester stamp rendered: %t, want %t", stamped, c.stamp)
 			}
-			if !strings.Contains(strings.Join(strings.Fields(r.notes), " "), c.notes) {
-				t.Errorf("the notes do not say %q:\n%s", c.notes, r.notes)
+			if !strings.Contains(strings.Join(strings.Fields(r.Notes), " "), c.notes) {
+				t.Errorf("the notes do not say %q:\n%s", c.notes, r.Notes)
 			}
 		})
 	}
 
-	r := mustRender(t, hubChartDir, "fleet-hub", "policyhub-system", chartValues(t, `{exceptions: {admissionPolicy: false}}`))
+	r := mustRender(t, hubChartDir, "fleet-hub", "policyhub-system", charttest.Values(t, `{exceptions: {admissionPolicy: false}}`))
 	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
-		for _, o := range r.byKind(kind) {
+		for _, o := range r.ByKind(kind) {
 			if strings.Contains(o.GetName(), "exception") {
 				t.Errorf("exceptions.admissionPolicy=false rendered %s %s", kind, o.GetName())
 			}
 		}
 	}
-	if want := "the hub counts NO approval of a FleetPolicyException until config/admission/exceptions.yaml is"; !strings.Contains(strings.Join(strings.Fields(r.notes), " "), want) {
-		t.Errorf("without the fence the notes do not say %q:\n%s", want, r.notes)
+	if want := "the hub counts NO approval of a FleetPolicyException until config/admission/exceptions.yaml is"; !strings.Contains(strings.Join(strings.Fields(r.Notes), " "), want) {
+		t.Errorf("without the fence the notes do not say %q:\n%s", want, r.Notes)
 	}
 
 	for _, bad := range []struct{ values, want string }{
@@ -84,17 +84,17 @@ func TestChartRendersTheExceptionFenceEverywhere(t *testing.T) {
 		{`exceptions: {approvableServiceAccounts: [kustomize-controller]}`, "'/exceptions/approvableServiceAccounts/0'"},
 		{`exceptions: {approvableServiceAccounts: ["flux-system/x,y/z"]}`, "'/exceptions/approvableServiceAccounts/0'"},
 	} {
-		if _, err := renderChart(t, hubChartDir, "fleet-hub", "policyhub-system", chartValues(t, bad.values)); err == nil || !strings.Contains(err.Error(), bad.want) {
+		if _, err := renderChart(t, hubChartDir, "fleet-hub", "policyhub-system", charttest.Values(t, bad.values)); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("values %s: %v, want a refusal naming %s", bad.values, err, bad.want)
 		}
 	}
 }
 
 // typedAll converts the rendered objects of a kind to their typed form.
-func typedAll[T any](t *testing.T, r *renderedChart, kind string) []T {
+func typedAll[T any](t *testing.T, r *charttest.Rendered, kind string) []T {
 	t.Helper()
 	var out []T
-	for _, o := range r.byKind(kind) {
+	for _, o := range r.ByKind(kind) {
 		var v T
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &v); err != nil {
 			t.Fatalf("%s %s: %v", kind, o.GetName(), err)

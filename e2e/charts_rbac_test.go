@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/internal/charttest"
 )
 
 // The hub chart's RBAC, really installed on the hub, grants policyhub-hub what it needs and not
@@ -27,10 +28,10 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 	ns := chartNamespace(ctx, t, hub, "charts-hubrbac")
 	gatewayNS := chartNamespace(ctx, t, hub, "charts-hubrbac-gw")
 	name := chartTestName("charts-hub")
-	r := mustRender(t, hubChartDir, "policyhub-hub", ns, chartValues(t, fmt.Sprintf(
+	r := mustRender(t, hubChartDir, "policyhub-hub", ns, charttest.Values(t, fmt.Sprintf(
 		`{fullnameOverride: %s, gateway: {secretNamespace: %s}, metrics: {readerSubjects: [{kind: ServiceAccount, name: prometheus}]}}`, name, gatewayNS)))
 	chartInstall(ctx, t, hub, r, "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
-	sa := r.one(t, "ServiceAccount").GetName()
+	sa := r.One(t, "ServiceAccount").GetName()
 
 	type access struct {
 		verb, group, resource, subresource, namespace string
@@ -153,9 +154,9 @@ func TestChartAgentHubAccessIsolation(t *testing.T) {
 	hub := directClient(t, testFleet.Hub.Config)
 	cluster, other := chartTestName("charts-cluster-a"), chartTestName("charts-cluster-b")
 	for _, c := range []string{cluster, other} {
-		r := mustRender(t, agentChartDir, "policyhub-agent", c, chartValues(t, fmt.Sprintf(
+		r := mustRender(t, agentChartDir, "policyhub-agent", c, charttest.Values(t, fmt.Sprintf(
 			`{clusterName: %s, agent: {enabled: false}, hubAccess: {enabled: true, createNamespace: true}}`, c)))
-		if got, want := r.kinds(), map[string]int{"Namespace": 1, "ServiceAccount": 1, "Role": 1, "RoleBinding": 1}; !reflect.DeepEqual(got, want) {
+		if got, want := r.Kinds(), map[string]int{"Namespace": 1, "ServiceAccount": 1, "Role": 1, "RoleBinding": 1}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("hub access renders %v, want %v", got, want)
 		}
 		chartInstall(ctx, t, hub, r, "Namespace", "ServiceAccount", "Role", "RoleBinding")

@@ -19,7 +19,9 @@
 //	cli_                          kubectl policyhub against the fleet
 //	ui_                           the web view, in a real browser
 //	prometheus_                   the chart's alert rules and dashboard in a real Prometheus
-//	charts_                       the Helm charts: rendered, and dry-run against the hub
+//	charts_                       the Helm charts on the fleet: dry-run against its apiservers, RBAC
+//	                              installed, rendered for its hub (those that need no cluster are
+//	                              in charts/chartcheck, run by make unit)
 //	demo_                         make demo, end to end
 //
 // Most tests run one after another. Those that mostly wait call inParallel first and run side by

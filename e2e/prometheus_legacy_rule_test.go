@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/policyhub/policyhub/internal/charttest"
 )
 
 // PolicyhubKyvernoUpgradeBlocked, as the chart renders it once enabled (off by default),
@@ -51,7 +53,7 @@ func TestPrometheusKyvernoUpgradeBlockedRule(t *testing.T) {
 	promtoolTestRules(t, file)
 }
 
-func containsAlert(rules []alertRule, name string) bool {
+func containsAlert(rules []charttest.AlertRule, name string) bool {
 	for _, r := range rules {
 		if r.Alert == name {
 			return true

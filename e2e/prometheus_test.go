@@ -26,6 +26,7 @@ import (
 	"github.com/policyhub/policyhub/hub/controllers"
 	"github.com/policyhub/policyhub/hub/gateway"
 	"github.com/policyhub/policyhub/hub/shard"
+	"github.com/policyhub/policyhub/internal/charttest"
 )
 
 // prometheusBinary is Debian's prometheus package (hack/testbin.sh installs it).
@@ -212,7 +213,7 @@ spec:
 	t.Logf("alerts fired after %s", time.Since(start).Round(time.Millisecond))
 
 	// Every expression of the dashboard and the alert rules. The rate interval covers 15 scrapes.
-	queries := chartPromQL(t, "15s", prometheusTestRules)
+	queries := charttest.PromQL(t, hubChartDir, "15s", charttest.PrometheusTestRules, hubCapabilities(t))
 	eventually(t, 30*time.Second, time.Second, "every dashboard and alert expression returns data", func() error {
 		var failed []string
 		for _, q := range queries {
@@ -249,17 +250,12 @@ func joinLines(lines []string) string {
 	return out
 }
 
-// prometheusTestRules are the chart values of the alert rules this test runs: the defaults, but
-// a rollout held a second is held long enough here, so that the test sees that alert fire, and
-// the alerts that are off by default on.
-const prometheusTestRules = `prometheusRule: {enabled: true, alerts: {rolloutHeld: {thresholdSeconds: 1}, kyvernoUpgradeBlocked: {enabled: true}}}`
-
 // prometheusRulesFile renders the hub chart's PrometheusRule (default alert values) into a
 // Prometheus rules file — its spec.groups — and checks it with promtool.
 func prometheusRulesFile(t *testing.T) string {
 	t.Helper()
-	r := mustRender(t, hubChartDir, "policyhub-hub", "policyhub-system", chartValues(t, prometheusTestRules))
-	rule := r.one(t, "PrometheusRule")
+	r := mustRender(t, hubChartDir, "policyhub-hub", "policyhub-system", charttest.Values(t, charttest.PrometheusTestRules))
+	rule := r.One(t, "PrometheusRule")
 	groups, ok := rule.Object["spec"].(map[string]any)["groups"]
 	if !ok {
 		t.Fatal("the PrometheusRule has no spec.groups")
@@ -564,16 +560,16 @@ func promtoolTestRules(t *testing.T, file map[string]any) {
 
 // promtoolRule is the chart's alert rule name, as rendered for promtool's rule tests (whose
 // binary it checks is there).
-func promtoolRule(t *testing.T, name string) alertRule {
+func promtoolRule(t *testing.T, name string) charttest.AlertRule {
 	t.Helper()
 	if _, err := os.Stat(prometheusBinary); err != nil {
 		t.Fatalf("%s: %v (hack/testbin.sh installs Debian's prometheus)", prometheusBinary, err)
 	}
-	for _, r := range alertRules(t, prometheusTestRules) {
+	for _, r := range alertRules(t, charttest.PrometheusTestRules) {
 		if r.Alert == name {
 			return r
 		}
 	}
 	t.Fatalf("the chart renders no alert %s", name)
-	return alertRule{}
+	return charttest.AlertRule{}
 }

@@ -1,20 +1,18 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/policyhub/policyhub/internal/manifests"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -116,30 +114,11 @@ func readObjects(path string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	objs, err := DecodeObjects(data)
+	objs, err := manifests.Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s: %w", path, err)
 	}
 	return objs, nil
-}
-
-// DecodeObjects decodes every object of a multi-document YAML (or JSON) stream; empty documents
-// are skipped.
-func DecodeObjects(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := dec.Decode(&obj.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return objs, nil
-			}
-			return nil, err
-		}
-		if len(obj.Object) > 0 {
-			objs = append(objs, obj)
-		}
-	}
 }
 
 // applyObjects server-side applies objects (CRDs are too big for client-side apply's annotation).

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/policyhub/policyhub/internal/manifests"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -87,7 +89,7 @@ func kubeVelaDefinitionObjects(ctx context.Context) ([]*unstructured.Unstructure
 			return nil, fmt.Errorf("kubevela definition: %w", err)
 		}
 		data = bytes.ReplaceAll(data, []byte(`{{ include "systemDefinitionNamespace" . }}`), []byte(KubeVelaSystemNamespace))
-		decoded, err := DecodeObjects(data)
+		decoded, err := manifests.Decode(data)
 		if err != nil {
 			return nil, fmt.Errorf("kubevela definition %s: %w", path, err)
 		}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/policyhub/policyhub/internal/manifests"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,7 +49,7 @@ func TestKubeVelaDeploysThroughTheGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := DecodeObjects([]byte(velaWebApp))
+	objs, err := manifests.Decode([]byte(velaWebApp))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package e2e
+package chartcheck
 
 import (
 	"os"
@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/policyhub/policyhub/internal/buildinfo"
+	"github.com/policyhub/policyhub/internal/charttest"
 )
 
 // With default values, each chart's Deployment runs the image `make images` builds for the
@@ -30,8 +31,8 @@ func TestChartImagesAreWhatMakeImagesBuilds(t *testing.T) {
 		if err := yaml.Unmarshal(data, &chart); err != nil {
 			t.Fatal(err)
 		}
-		r := mustRender(t, c.dir, c.command, "policyhub-system", chartValues(t, c.values))
-		deployment := r.one(t, "Deployment")
+		r := charttest.MustRender(t, c.dir, c.command, "policyhub-system", charttest.Values(t, c.values), charttest.HelmTemplate())
+		deployment := r.One(t, "Deployment")
 		containers, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "containers")
 		want := buildinfo.ImageReference(buildinfo.DefaultRegistry, c.command, chart.AppVersion)
 		if len(containers) != 1 || containers[0].(map[string]any)["image"] != want {

@@ -1,6 +1,7 @@
-package e2e
+package chartcheck
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/metrics"
+	"github.com/policyhub/policyhub/internal/charttest"
 )
 
 // Every PromQL expression the hub chart ships (dashboard and alerts) uses the hub's metrics by
@@ -36,12 +38,12 @@ func TestChartPromQLUsesTheHubsMetrics(t *testing.T) {
 			labelsOf[f.GetName()+"_sum"] = ls
 		}
 	}
-	queries := chartPromQL(t, "5m", prometheusTestRules)
+	queries := charttest.PromQL(t, hubChartDir, "5m", charttest.PrometheusTestRules, charttest.HelmTemplate())
 	used := map[string]bool{}
 	for _, q := range queries {
 		// The one expression about Prometheus's own series: the scrape of the ServiceMonitor's
 		// job, which the Prometheus Operator names after the metrics Service, in its namespace
-		// (chartPromQL renders release policyhub-hub in policyhub-system).
+		// (charttest.PromQL renders release policyhub-hub in policyhub-system).
 		if q.Source == "alert: PolicyhubMetricsDown" {
 			const up = `up{job="policyhub-hub-metrics", namespace="policyhub-system"}`
 			if q.Expr != up+" == 0 or absent("+up+")" {
@@ -93,6 +95,14 @@ func TestChartPromQLUsesTheHubsMetrics(t *testing.T) {
 		t.Errorf("only %d queries", n)
 	}
 }
+
+// metricNameRE and friends pick the metric names and label names out of PromQL.
+var (
+	metricNameRE = regexp.MustCompile(`\bpolicyhub_[a-z_]+`)
+	byClauseRE   = regexp.MustCompile(`\b(?:by|without)\s*\(([^)]*)\)`)
+	matcherRE    = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)\s*"`)
+	selectorRE   = regexp.MustCompile(`policyhub_[a-z_]+\{([^}]*)\}`)
+)
 
 // chartHubMetricFamilies are the metric families policyhub-hub exports, each with a series.
 func chartHubMetricFamilies(t *testing.T) []*dto.MetricFamily {

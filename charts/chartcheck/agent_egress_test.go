@@ -1,21 +1,23 @@
-package e2e
+package chartcheck
 
 import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/policyhub/policyhub/internal/charttest"
 )
 
 // With egress restricted, the agent may reach its apiservers, DNS, and Kyverno's admission
 // controller Pods on their metrics port only (their dry-run counts); the metrics URLs given
 // reach the agent as its --kyverno-metrics-url flags, one each.
 func TestChartAgentEgressReachesKyvernoMetrics(t *testing.T) {
-	r := mustRender(t, agentChartDir, "policyhub-agent", "policyhub-system", chartValues(t, `
+	r := charttest.MustRender(t, agentChartDir, "policyhub-agent", "policyhub-system", charttest.Values(t, `
 clusterName: c1
 hubKubeconfigSecret: {name: k}
 kyvernoNamespace: security
 kyvernoMetricsURLs: ["http://10.0.0.5:8000/metrics", "http://10.0.0.6:8000/metrics"]
-networkPolicy: {egress: {enabled: true, apiServerCIDRs: [10.0.0.1/32], dns: false}}`))
+networkPolicy: {egress: {enabled: true, apiServerCIDRs: [10.0.0.1/32], dns: false}}`), charttest.HelmTemplate())
 	_, rules := flattenEgress(t, r)
 	want := []egressRule{
 		{to: []string{"cidr 10.0.0.1/32"}, ports: []string{"TCP/443", "TCP/6443"}},
@@ -24,7 +26,7 @@ networkPolicy: {egress: {enabled: true, apiServerCIDRs: [10.0.0.1/32], dns: fals
 	if got := fmt.Sprint(rules); got != fmt.Sprint(want) {
 		t.Errorf("egress rules\n%s\nwant\n%s", got, fmt.Sprint(want))
 	}
-	args := chartDeployment(t, r).Spec.Template.Spec.Containers[0].Args
+	args := charttest.Deployment(t, r).Spec.Template.Spec.Containers[0].Args
 	for _, a := range []string{"--kyverno-metrics-url=http://10.0.0.5:8000/metrics", "--kyverno-metrics-url=http://10.0.0.6:8000/metrics"} {
 		if !slices.Contains(args, a) {
 			t.Errorf("args %q lack %q", args, a)

@@ -1,4 +1,4 @@
-package e2e
+package chartcheck
 
 import (
 	"path/filepath"
@@ -7,6 +7,8 @@ import (
 
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
+
+	"github.com/policyhub/policyhub/internal/charttest"
 )
 
 // Bad values are refused when the chart is installed, by values.schema.json, with the path of
@@ -54,7 +56,7 @@ func TestChartValuesSchema(t *testing.T) {
 			[]string{"'/kyvernoNamespace'", "does not match pattern"}},
 	} {
 		t.Run(filepath.Base(c.chart)+"/"+c.name, func(t *testing.T) {
-			_, err := renderChart(t, c.chart, "release", "policyhub-system", chartValues(t, c.values))
+			_, err := charttest.Render(t, c.chart, "release", "policyhub-system", charttest.Values(t, c.values), charttest.HelmTemplate())
 			if err == nil {
 				t.Fatalf("values %s were accepted", c.values)
 			}
@@ -67,7 +69,7 @@ func TestChartValuesSchema(t *testing.T) {
 		})
 	}
 	// A budget that would block every drain is refused when rendered.
-	if _, err := renderChart(t, hubChartDir, "release", "policyhub-system", chartValues(t, `podDisruptionBudget: {minAvailable: 1}`)); err == nil ||
+	if _, err := charttest.Render(t, hubChartDir, "release", "policyhub-system", charttest.Values(t, `podDisruptionBudget: {minAvailable: 1}`), charttest.HelmTemplate()); err == nil ||
 		!strings.Contains(err.Error(), "podDisruptionBudget.minAvailable (1) must be below replicaCount (1)") {
 		t.Errorf("minAvailable 1 with one replica: %v, want it refused", err)
 	}
@@ -79,7 +81,7 @@ func TestChartValuesSchema(t *testing.T) {
 		{agentChartDir, `{clusterName: cluster-1, hubKubeconfigSecret: {name: hub-kubeconfig}}`},
 		{agentChartDir, `{clusterName: cluster-1, agent: {enabled: false}, hubAccess: {enabled: true, createNamespace: true}}`},
 	} {
-		linter := lint.All(c.chart, chartValues(t, c.values), "policyhub-system", true)
+		linter := lint.All(c.chart, charttest.Values(t, c.values), "policyhub-system", true)
 		for _, m := range linter.Messages {
 			if m.Severity >= support.WarningSev {
 				t.Errorf("helm lint %s with %s: %v", c.chart, c.values, m)

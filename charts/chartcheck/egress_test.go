@@ -1,4 +1,4 @@
-package e2e
+package chartcheck
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/policyhub/policyhub/internal/charttest"
 )
 
 // egressRule is one egress rule, flattened: where to (ipBlocks, or namespace and pod labels) and
@@ -17,10 +19,10 @@ type egressRule struct {
 	ports []string
 }
 
-func flattenEgress(t *testing.T, r *renderedChart) ([]networkingv1.PolicyType, []egressRule) {
+func flattenEgress(t *testing.T, r *charttest.Rendered) ([]networkingv1.PolicyType, []egressRule) {
 	t.Helper()
 	np := &networkingv1.NetworkPolicy{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(r.one(t, "NetworkPolicy").Object, np, true); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(r.One(t, "NetworkPolicy").Object, np, true); err != nil {
 		t.Fatalf("the NetworkPolicy does not decode strictly: %v", err)
 	}
 	var rules []egressRule
@@ -82,7 +84,7 @@ flux: {sourceNamespaces: [gitops], artifactHost: "source-controller.gitops.svc.c
 			[]string{"--flux-source-namespaces=gitops", "--flux-artifact-host=source-controller.gitops.svc.cluster.local:8080"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := mustRender(t, hubChartDir, "policyhub-hub", "policyhub-system", chartValues(t, c.values))
+			r := charttest.MustRender(t, hubChartDir, "policyhub-hub", "policyhub-system", charttest.Values(t, c.values), charttest.HelmTemplate())
 			types, rules := flattenEgress(t, r)
 			if restricted := slices.Contains(types, networkingv1.PolicyTypeEgress); restricted != (c.want != nil) {
 				t.Fatalf("egress restricted: %v, want %v", restricted, c.want != nil)
@@ -95,7 +97,7 @@ flux: {sourceNamespaces: [gitops], artifactHost: "source-controller.gitops.svc.c
 					t.Errorf("a rule that lets the hub anywhere, or on any port: %+v", rule)
 				}
 			}
-			args := chartDeployment(t, r).Spec.Template.Spec.Containers[0].Args
+			args := charttest.Deployment(t, r).Spec.Template.Spec.Containers[0].Args
 			for _, a := range c.args {
 				if !slices.Contains(args, a) {
 					t.Errorf("args %q lack %q", args, a)
@@ -110,7 +112,7 @@ flux: {sourceNamespaces: [gitops], artifactHost: "source-controller.gitops.svc.c
 		{`networkPolicy: {egress: {registryCIDRs: [registry.example.com]}}`, "'/networkPolicy/egress/registryCIDRs/0'"},
 		{`networkPolicy: {egress: {sourceController: {port: 0}}}`, "'/networkPolicy/egress/sourceController/port'"},
 	} {
-		if _, err := renderChart(t, hubChartDir, "release", "policyhub-system", chartValues(t, bad.values)); err == nil || !strings.Contains(err.Error(), bad.want) {
+		if _, err := charttest.Render(t, hubChartDir, "release", "policyhub-system", charttest.Values(t, bad.values), charttest.HelmTemplate()); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("values %s: %v, want refused naming %s", bad.values, err, bad.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package e2e
+package charttest
 
 import (
 	"encoding/json"
@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// chartCheckPodSpec checks a chart's pod: the restricted security context, resources, the named
+// CheckPodSpec checks a chart's pod: the restricted security context, resources, the named
 // ports and the probes on /healthz and /readyz of the "probes" port.
-func chartCheckPodSpec(t *testing.T, pod corev1.PodSpec, ports map[string]int32) {
+func CheckPodSpec(t *testing.T, pod corev1.PodSpec, ports map[string]int32) {
 	t.Helper()
 	psc, ctr := pod.SecurityContext, pod.Containers[0]
 	sc := ctr.SecurityContext
@@ -61,15 +61,15 @@ func chartCheckPodSpec(t *testing.T, pod corev1.PodSpec, ports map[string]int32)
 	}
 }
 
-// chartCheckHubWiring checks that the hub chart's objects refer to each other: the bindings to the
+// CheckHubWiring checks that the hub chart's objects refer to each other: the bindings to the
 // pod's ServiceAccount, the leader election Role in the namespace of the Lease, the gateway Role
 // in the gateway's namespace, the metrics Service to the pod and its metrics port.
-func chartCheckHubWiring(t *testing.T, r *renderedChart, dep *appsv1.Deployment, ns string) {
+func CheckHubWiring(t *testing.T, r *Rendered, dep *appsv1.Deployment, ns string) {
 	t.Helper()
 	pod := dep.Spec.Template.Spec
 	args := strings.Join(pod.Containers[0].Args, " ")
 	for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
-		for _, b := range r.byKind(kind) {
+		for _, b := range r.ByKind(kind) {
 			if kind == "ClusterRoleBinding" && (strings.HasSuffix(b.GetName(), "-metrics-reader") || strings.HasSuffix(b.GetName(), "-ui-viewer")) {
 				continue // binds metrics.readerSubjects or ui.viewerSubjects (Prometheus, the viewers), not the hub
 			}
@@ -79,7 +79,7 @@ func chartCheckHubWiring(t *testing.T, r *renderedChart, dep *appsv1.Deployment,
 			}
 		}
 	}
-	for _, role := range r.byKind("Role") {
+	for _, role := range r.ByKind("Role") {
 		switch {
 		case strings.HasSuffix(role.GetName(), "-leader-election"):
 			if !strings.Contains(args, "--leader-election-namespace="+role.GetNamespace()) {
@@ -95,7 +95,7 @@ func chartCheckHubWiring(t *testing.T, r *renderedChart, dep *appsv1.Deployment,
 	}
 	svc := &corev1.Service{}
 	var metrics *unstructured.Unstructured
-	for _, o := range r.byKind("Service") {
+	for _, o := range r.ByKind("Service") {
 		if strings.HasSuffix(o.GetName(), "-metrics") {
 			metrics = o
 		}
@@ -117,13 +117,13 @@ func chartCheckHubWiring(t *testing.T, r *renderedChart, dep *appsv1.Deployment,
 	}
 }
 
-// chartCheckServiceMonitor decodes the ServiceMonitor strictly and checks that it scrapes the
+// CheckServiceMonitor decodes the ServiceMonitor strictly and checks that it scrapes the
 // metrics Service: its selector, namespace and port; over https with a bearer token when the hub
 // serves its metrics securely, verifying the hub's certificate when it has one
 // (--metrics-cert-dir) and otherwise not (a self-signed certificate).
-func chartCheckServiceMonitor(t *testing.T, r *renderedChart, dep *appsv1.Deployment, port int32) {
+func CheckServiceMonitor(t *testing.T, r *Rendered, dep *appsv1.Deployment, port int32) {
 	t.Helper()
-	sm := r.one(t, "ServiceMonitor")
+	sm := r.One(t, "ServiceMonitor")
 	if sm.GetAPIVersion() != "monitoring.coreos.com/v1" {
 		t.Errorf("ServiceMonitor apiVersion %s", sm.GetAPIVersion())
 	}
@@ -160,7 +160,7 @@ func chartCheckServiceMonitor(t *testing.T, r *renderedChart, dep *appsv1.Deploy
 	if err := yaml.UnmarshalStrict(data, &spec); err != nil {
 		t.Fatalf("ServiceMonitor spec: %v", err)
 	}
-	svc := r.one(t, "Service")
+	svc := r.One(t, "Service")
 	sel, err := metav1.LabelSelectorAsSelector(&spec.Selector)
 	if err != nil || !sel.Matches(labels.Set(svc.GetLabels())) {
 		t.Errorf("the ServiceMonitor's selector %v does not select the metrics Service %v (%v)", spec.Selector, svc.GetLabels(), err)
@@ -220,14 +220,14 @@ func chartCheckServiceMonitor(t *testing.T, r *renderedChart, dep *appsv1.Deploy
 	}
 }
 
-// chartCheckNetworkPolicy decodes the chart's NetworkPolicy strictly and checks that it selects
+// CheckNetworkPolicy decodes the chart's NetworkPolicy strictly and checks that it selects
 // the pods and lets in only what they serve: the named ports of the container, the probes port
 // from anywhere (the kubelet), any other port only from the peers given; with egress restricted,
 // the apiservers' addresses are let out.
-func chartCheckNetworkPolicy(t *testing.T, r *renderedChart, dep *appsv1.Deployment) {
+func CheckNetworkPolicy(t *testing.T, r *Rendered, dep *appsv1.Deployment) {
 	t.Helper()
 	np := &networkingv1.NetworkPolicy{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(r.one(t, "NetworkPolicy").Object, np, true); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(r.One(t, "NetworkPolicy").Object, np, true); err != nil {
 		t.Fatalf("the NetworkPolicy does not decode strictly: %v", err)
 	}
 	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
@@ -273,12 +273,12 @@ func chartCheckNetworkPolicy(t *testing.T, r *renderedChart, dep *appsv1.Deploym
 	}
 }
 
-// chartCheckDisruptionBudget decodes the chart's PodDisruptionBudget strictly and checks that it
+// CheckDisruptionBudget decodes the chart's PodDisruptionBudget strictly and checks that it
 // covers the pods and can never block a drain for good: it lets a replica go.
-func chartCheckDisruptionBudget(t *testing.T, r *renderedChart, dep *appsv1.Deployment) {
+func CheckDisruptionBudget(t *testing.T, r *Rendered, dep *appsv1.Deployment) {
 	t.Helper()
 	pdb := &policyv1.PodDisruptionBudget{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(r.one(t, "PodDisruptionBudget").Object, pdb, true); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(r.One(t, "PodDisruptionBudget").Object, pdb, true); err != nil {
 		t.Fatalf("the PodDisruptionBudget does not decode strictly: %v", err)
 	}
 	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
@@ -301,9 +301,9 @@ func chartCheckDisruptionBudget(t *testing.T, r *renderedChart, dep *appsv1.Depl
 	}
 }
 
-// chartCheckWebView: the view's certificate is mounted where --ui-cert-dir reads it, its Service
+// CheckWebView: the view's certificate is mounted where --ui-cert-dir reads it, its Service
 // reaches the container's ui port, only ui.from may connect, and the viewers are bound.
-func chartCheckWebView(t *testing.T, r *renderedChart, dep *appsv1.Deployment) {
+func CheckWebView(t *testing.T, r *Rendered, dep *appsv1.Deployment) {
 	t.Helper()
 	pod := dep.Spec.Template.Spec
 	mounted := false
@@ -318,7 +318,7 @@ func chartCheckWebView(t *testing.T, r *renderedChart, dep *appsv1.Deployment) {
 		t.Errorf("the Secret ui-cert is not mounted at /etc/policyhub/ui-cert: %+v %+v", pod.Containers[0].VolumeMounts, pod.Volumes)
 	}
 	found := false
-	for _, svc := range r.byKind("Service") {
+	for _, svc := range r.ByKind("Service") {
 		if strings.HasSuffix(svc.GetName(), "-ui") {
 			found = true
 			if ports := fmt.Sprint(svc.Object["spec"].(map[string]any)["ports"]); !strings.Contains(ports, "targetPort:ui") || !strings.Contains(ports, "port:9443") {
@@ -329,12 +329,12 @@ func chartCheckWebView(t *testing.T, r *renderedChart, dep *appsv1.Deployment) {
 	if !found {
 		t.Error("no Service for the web view")
 	}
-	np := fmt.Sprint(r.one(t, "NetworkPolicy").Object["spec"])
+	np := fmt.Sprint(r.One(t, "NetworkPolicy").Object["spec"])
 	if !strings.Contains(np, "port:ui") || !strings.Contains(np, "kubernetes.io/metadata.name:auth-proxy") {
 		t.Errorf("the NetworkPolicy does not admit ui.from to the view: %s", np)
 	}
 	var subjects string
-	for _, b := range r.byKind("ClusterRoleBinding") {
+	for _, b := range r.ByKind("ClusterRoleBinding") {
 		if strings.HasSuffix(b.GetName(), "-ui-viewer") {
 			subjects = fmt.Sprint(b.Object["subjects"])
 		}
