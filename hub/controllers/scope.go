@@ -11,8 +11,9 @@ import (
 // ScopeCache narrows a hub's cache (CacheOptions) to the declarations whose labels match
 // selector: a hub started with it sees, and so reconciles, only those. Several hubs then run side
 // by side on one hub cluster, each with its own declarations, as Flux's controllers do with
-// --watch-label-selector; the clusters' sync Leases still keep their writers apart. The e2e
-// tests that run in parallel on one fleet each start such a hub.
+// --watch-label-selector; each cluster's sync Lease still keeps their writers apart (the e2e
+// tests that run in parallel on one fleet each start such a hub, with a Lease of its own name:
+// their objects never meet).
 func ScopeCache(o cache.Options, selector labels.Selector) cache.Options {
 	if o.ByObject == nil {
 		o.ByObject = map[client.Object]cache.ByObject{}
