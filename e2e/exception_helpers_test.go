@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,6 +43,7 @@ func approverClient(t *testing.T, user string) client.Client {
 		// Parallel tests share the approver: it stays for the package's run.
 		t.Cleanup(func() { _ = hub.Delete(context.Background(), binding) })
 	}
+	waitAllowed(t, user, authorizationv1.ResourceAttributes{Verb: "update", Group: policyhubv1.GroupVersion.Group, Resource: "fleetpolicyexceptions", Subresource: "status"})
 	return impersonating(t, user)
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -166,7 +168,25 @@ func tenantClient(t *testing.T, namespace, user string) client.Client {
 	if err := hub.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	waitAllowed(t, user, authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "create", Group: policyhubv1.GroupVersion.Group, Resource: "fleetpolicyexceptions"})
 	return impersonating(t, user)
+}
+
+// waitAllowed waits until the hub's authorizer lets user do what attrs say: a binding just made
+// reaches the apiserver's RBAC cache a moment later, and a request made before is Forbidden.
+func waitAllowed(t *testing.T, user string, attrs authorizationv1.ResourceAttributes) {
+	t.Helper()
+	hub := directClient(t, testFleet.Hub.Config)
+	eventually(t, 30*time.Second, 100*time.Millisecond, user+" allowed to "+attrs.Verb+" "+attrs.Resource, func() error {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &attrs}}
+		if err := hub.Create(testContext(t), review); err != nil {
+			return err
+		}
+		if !review.Status.Allowed {
+			return fmt.Errorf("not yet: %s", review.Status.Reason)
+		}
+		return nil
+	})
 }
 
 // applyClusterRole applies the ClusterRole of a config/rbac manifest to the hub, as a hub admin
