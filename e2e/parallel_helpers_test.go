@@ -17,8 +17,10 @@ import (
 // declaration the test makes; its names, namespaces and placements are its own. A test that
 // changes something every test sees (an agent's summary of a shared cluster, a cluster-wide
 // admission policy, Kyverno's configuration, a cluster added to the fleet and placed by
-// fleet-wide selectors, the hub's writes counted as a whole) stays serial: Go runs the serial
-// tests first, then the parallel ones together.
+// fleet-wide selectors, the hub's writes counted as a whole), or asserts on what a whole cluster
+// holds (no Kyverno exception at all, two clusters' whole summaries alike), stays serial: Go runs
+// the serial tests first, then the parallel ones together. A parallel test waits for what it
+// needs (polls with a deadline) rather than reading once: side by side, everything is slower.
 
 // labelTestScope, on a declaration, names the parallel test it belongs to.
 const labelTestScope = "e2e.policyhub.io/test"
