@@ -79,21 +79,16 @@ unit: ## Run only the tests that need no fleet.
 # (f.Add and testdata/fuzz) run in every `go test` as ordinary tests.
 FUZZTIME ?= 10s
 
-# The fuzz targets run with Go 1.27: Go 1.26's fuzz coordinator can fail a target with a bare
-# "context deadline exceeded" at the end of -fuzztime on a loaded machine, with no input to
-# blame (golang/go#75804, fixed in 1.27); it did in a fresh-clone make test here.
-FUZZ_GO ?= GOTOOLCHAIN=go1.27.3 go
-
 fuzz: ## Fuzz what an agent's summary, a policy library, a tenant's CEL and a source can do to the hub, each target for $(FUZZTIME).
 	# -fuzz takes one target at a time.
-	$(FUZZ_GO) test -run '^$$' -fuzz '^FuzzSummaryValidation$$' -fuzztime $(FUZZTIME) ./apis/policyhub/v1alpha1
-	$(FUZZ_GO) test -run '^$$' -fuzz '^FuzzSummaryEngineValidation$$' -fuzztime $(FUZZTIME) ./apis/policyhub/v1alpha1
-	$(FUZZ_GO) test -run '^$$' -fuzz '^FuzzCheckAllowed$$' -fuzztime $(FUZZTIME) ./apis/policyhub/v1alpha1
-	$(FUZZ_GO) test -run '^$$' -fuzz '^FuzzAggregate$$' -fuzztime $(FUZZTIME) ./hub/aggregate
-	$(FUZZ_GO) test -run '^$$' -fuzz '^FuzzMetricsExport$$' -fuzztime $(FUZZTIME) ./hub/metrics
-	$(FUZZ_GO) test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./hub/render/tenantcel
-	$(FUZZ_GO) test -run '^$$' -fuzz '^FuzzReadArchive$$' -fuzztime $(FUZZTIME) ./hub/source
-	$(FUZZ_GO) test -run '^$$' -fuzz '^FuzzFluxFenceCheckURL$$' -fuzztime $(FUZZTIME) ./hub/source
+	go test -run '^$$' -fuzz '^FuzzSummaryValidation$$' -fuzztime $(FUZZTIME) ./apis/policyhub/v1alpha1
+	go test -run '^$$' -fuzz '^FuzzSummaryEngineValidation$$' -fuzztime $(FUZZTIME) ./apis/policyhub/v1alpha1
+	go test -run '^$$' -fuzz '^FuzzCheckAllowed$$' -fuzztime $(FUZZTIME) ./apis/policyhub/v1alpha1
+	go test -run '^$$' -fuzz '^FuzzAggregate$$' -fuzztime $(FUZZTIME) ./hub/aggregate
+	go test -run '^$$' -fuzz '^FuzzMetricsExport$$' -fuzztime $(FUZZTIME) ./hub/metrics
+	go test -run '^$$' -fuzz '^FuzzCheck$$' -fuzztime $(FUZZTIME) ./hub/render/tenantcel
+	go test -run '^$$' -fuzz '^FuzzReadArchive$$' -fuzztime $(FUZZTIME) ./hub/source
+	go test -run '^$$' -fuzz '^FuzzFluxFenceCheckURL$$' -fuzztime $(FUZZTIME) ./hub/source
 
 # staticcheck (pinned) finds what vet does not: unused code, deprecated APIs, a package
 # imported twice under two names.
