@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common"
 	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/parser"
@@ -37,11 +38,12 @@ func Check(field, expression string) error {
 	if n := utf8.RuneCountInString(expression); n > MaxExpressionLength {
 		return &Refusal{Field: field, What: fmt.Sprintf("is %d characters long, beyond the %d a tenant's expression may have", n, MaxExpressionLength)}
 	}
-	// CEL's parser alone: the standard macros expand (has, all, exists, exists_one, map,
-	// filter), the macros of Kyverno's extensions stay calls (binders); nothing is declared,
-	// checked or evaluated.
+	// CEL's parser alone: the standard macros expand as cel.NewEnv expands them, and so
+	// Kyverno (has, all, exists, exists_one, map, filter; not parser.AllMacros, whose
+	// two-argument existsOne Kyverno leaves a call), the macros of Kyverno's extensions stay
+	// calls (binders); nothing is declared, checked or evaluated.
 	p, err := parser.NewParser(
-		parser.Macros(parser.AllMacros...),
+		parser.Macros(cel.StandardMacros...),
 		parser.EnableOptionalSyntax(true),
 		parser.ExpressionSizeCodePointLimit(MaxExpressionLength),
 	)
