@@ -103,6 +103,7 @@ func TestDarkRefusingURL(t *testing.T) {
 // apiserver answers, one at a refusing URL fails with the refusal, one at a black hole never
 // answers; SetClusterEndpoint brings a dark one back and RemoveClusterSecret makes it unknown.
 func TestDarkClusterSecrets(t *testing.T) {
+	t.Parallel()
 	f := startTestFleet(t, Options{Managed: []ManagedCluster{{Name: "cluster-1", Labels: map[string]string{"env": "real"}}}})
 	ctx := context.Background()
 	cl := f.Managed[0]

@@ -42,6 +42,7 @@ func startTestFleet(t *testing.T, opts Options) *Fleet {
 // Two fleets run side by side without sharing a port or a cluster: a namespace made in one fleet's
 // cluster-1 is not in the other's, and each gateway reaches its own fleet's clusters.
 func TestTwoFleetsRunSideBySide(t *testing.T) {
+	t.Parallel()
 	fleets := make([]*Fleet, 2)
 	errs := make(chan error, 2)
 	for i := range fleets {
@@ -95,6 +96,7 @@ func TestTwoFleetsRunSideBySide(t *testing.T) {
 // answers for it with an error and still reaches the other cluster; afterwards it is reachable
 // again with its data intact.
 func TestManagedAPIServerStopAndRestart(t *testing.T) {
+	t.Parallel()
 	f := startTestFleet(t, Options{})
 	ctx := context.Background()
 	down, up := f.Managed[0], f.Managed[1]
@@ -126,6 +128,7 @@ func TestManagedAPIServerStopAndRestart(t *testing.T) {
 // A test binary that panics with a fleet running leaves no process of the fleet behind: the
 // children die with their parent (parent-death signal), although no Stop ran.
 func TestProcessesDieWithAPanickingTestBinary(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("POLICYHUB_FLEET_PANIC") == "1" {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()

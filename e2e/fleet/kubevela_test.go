@@ -39,6 +39,7 @@ spec:
 // gateway's cluster Secrets as its clusters, its workflow deploys a webservice into cluster-1
 // through the gateway and ends running, and deleting the Application removes the Deployment.
 func TestKubeVelaDeploysThroughTheGateway(t *testing.T) {
+	t.Parallel()
 	f := startTestFleet(t, Options{Managed: []ManagedCluster{{Name: "cluster-1"}}, KubeVela: true})
 	ctx := t.Context()
 	hub, err := client.New(f.Hub.Config, client.Options{})

@@ -15,6 +15,7 @@ import (
 // An apiserver whose port another process took between the fleet choosing it and the apiserver
 // binding it ("address already in use") is started again on another port, and the fleet starts.
 func TestAPIServerMovesOffATakenPort(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
