@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -99,7 +100,13 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if equality.Semantic.DeepEqual(orig.Status, s.Status) {
 		return result, nil
 	}
-	if err := r.Client.Status().Patch(ctx, s, client.MergeFrom(orig)); err != nil {
+	// Optimistically locked: the verdict is of the summary as this hub read it, and a hub whose
+	// cache lags (a replica taking the cluster over) must not replace a newer status, such as
+	// when the hub first saw the generation. The newer one's update reconciles it again.
+	if err := r.Client.Status().Patch(ctx, s, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsConflict(err) {
+			return result, nil
+		}
 		return ctrl.Result{}, fmt.Errorf("patch status of summary %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	before := apimeta.FindStatusCondition(orig.Status.Conditions, policyhubv1.ConditionReady)
