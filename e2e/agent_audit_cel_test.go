@@ -16,7 +16,7 @@ func TestAgentValidatingPolicyAuditResultsInStatusAndMetrics(t *testing.T) {
 	startAgent(t, "cluster-1")
 	ctx := testContext(t)
 	const ns, name = "agent-audit-cel", "agent-audit-cel-team"
-	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, c1, ns)
 	createFleetPolicy(t, fmt.Sprintf(`
 metadata: {name: %s}

@@ -71,7 +71,7 @@ func shopDeployment(ns, name, team string) *appsv1.Deployment {
 func waitRefused(t *testing.T, cluster, ns, message string) {
 	t.Helper()
 	ctx := testContext(t)
-	c := directClient(t, testFleet.Cluster(cluster).Config)
+	c := directClient(t, fleetOf(t).Cluster(cluster).Config)
 	eventually(t, 60*time.Second, time.Second, "Kyverno refuses shop's Deployment in "+cluster, func() error {
 		err := c.Create(ctx, shopDeployment(ns, "web", ""))
 		if err == nil {
@@ -95,9 +95,9 @@ func TestAgentAuditResultsInStatusAndMetrics(t *testing.T) {
 	startAgent(t, "cluster-2")
 	ctx := testContext(t)
 	const ns, name = "agent-audit", "agent-audit-team"
-	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, c1, ns)
-	createNamespace(ctx, t, directClient(t, testFleet.Cluster("cluster-2").Config), ns)
+	createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster("cluster-2").Config), ns)
 	createFleetPolicy(t, teamLabelPolicy(name, ns, "Audit", "cluster-1", "cluster-2"))
 	waitFleetPolicy(t, name, "synced in both clusters", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Synced"}))
 

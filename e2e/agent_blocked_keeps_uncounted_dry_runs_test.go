@@ -18,7 +18,7 @@ func TestAgentBlockedKeepsDryRunsItCannotCount(t *testing.T) {
 	startAgentWith(t, "cluster-2", time.Minute, []string{"http://127.0.0.1:1/metrics"})
 	ctx := testContext(t)
 	const ns, name = "agent-dry-run-uncounted", "agent-dry-run-uncounted-team"
-	c2 := directClient(t, testFleet.Cluster("cluster-2").Config)
+	c2 := directClient(t, fleetOf(t).Cluster("cluster-2").Config)
 	createNamespace(ctx, t, c2, ns)
 	createFleetPolicy(t, teamLabelPolicy(name, ns, "Enforce", "cluster-2"))
 	waitFleetPolicy(t, name, "synced in cluster-2", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-2": "Synced"}))

@@ -25,7 +25,7 @@ func TestAgentBlockedLeavesOutServerSideDryRuns(t *testing.T) {
 	startAgent(t, "cluster-2")
 	ctx := testContext(t)
 	const ns, name = "agent-dry-run", "agent-dry-run-team"
-	c2 := directClient(t, testFleet.Cluster("cluster-2").Config)
+	c2 := directClient(t, fleetOf(t).Cluster("cluster-2").Config)
 	createNamespace(ctx, t, c2, ns)
 	createFleetPolicy(t, teamLabelPolicy(name, ns, "Enforce", "cluster-2"))
 	waitFleetPolicy(t, name, "synced in cluster-2", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-2": "Synced"}))

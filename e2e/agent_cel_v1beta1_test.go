@@ -21,7 +21,7 @@ func TestAgentReportsCELPolicyServedAsV1beta1(t *testing.T) {
 	startAgent(t, kyverno116Cluster)
 	ctx := testContext(t)
 	const ns, name = "agent-cel-v1beta1", "agent-cel-v1beta1-team"
-	c := directClient(t, testFleet.Cluster(kyverno116Cluster).Config)
+	c := directClient(t, fleetOf(t).Cluster(kyverno116Cluster).Config)
 	createNamespace(ctx, t, c, ns)
 	policy := object(t, fmt.Sprintf(`
 apiVersion: policies.kyverno.io/v1beta1

@@ -16,7 +16,9 @@ import (
 // not at every discovery, and its end once; then the cluster is read. Against a real
 // kube-apiserver, stopped and started again.
 func TestAgentDiscoveryFailureLoggedOnce(t *testing.T) {
-	own := useOwnFleetWith(t, fleet.Options{MinimalCRDs: true})
+	inParallel(t)
+	// A fleet of its own, whose cluster it stops: no other test is disturbed.
+	own := fleet.StartForTest(t, fleet.Options{MinimalCRDs: true})
 	cluster := own.Cluster("cluster-1")
 	if err := cluster.StopAPIServer(); err != nil {
 		t.Fatal(err)

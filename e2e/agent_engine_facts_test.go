@@ -50,7 +50,7 @@ func TestAgentReportsKyvernoEngineFacts(t *testing.T) {
 	})
 
 	// The same Deployment pinned by digest only: no version, and the source says why.
-	c := directClient(t, testFleet.Cluster(cluster).Config)
+	c := directClient(t, fleetOf(t).Cluster(cluster).Config)
 	dep := &appsv1.Deployment{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: fleet.KyvernoNamespace, Name: kyvernoAdmissionDeployment}, dep); err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestAgentReportsKyvernoEngineFacts(t *testing.T) {
 // setImage sets the image of the cluster's Kyverno admission controller Deployment's container.
 func setImage(t *testing.T, cluster, image string) {
 	t.Helper()
-	c := directClient(t, testFleet.Cluster(cluster).Config)
+	c := directClient(t, fleetOf(t).Cluster(cluster).Config)
 	dep := &appsv1.Deployment{}
 	ctx := testContext(t)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: fleet.KyvernoNamespace, Name: kyvernoAdmissionDeployment}, dep); err != nil {

@@ -18,7 +18,7 @@ const kyvernoAdmissionDeployment = "kyverno-admission-controller"
 // serves, sorted, asked of its apiserver directly.
 func servedPolicyAPIs(t *testing.T, cluster string) ([]string, error) {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	cs, err := kubernetes.NewForConfig(fleetOf(t).Cluster(cluster).Config)
 	if err != nil {
 		t.Fatal(err)
 	}

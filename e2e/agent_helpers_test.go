@@ -26,7 +26,39 @@ import (
 
 	"github.com/policyhub/policyhub/agent"
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/e2e/fleet"
 )
+
+// aliases maps the clusters tests made up (aliasCluster) to the fleet's clusters serving them.
+var aliases sync.Map
+
+// aliasCluster makes name a cluster of the fleet, served by the fleet's cluster of: its gateway
+// Secret points at of's apiserver, so the hub syncs it, and an agent run for it reads of. A test
+// gets a cluster of its own — its hub namespace, summary and agent Lease — on a shared apiserver,
+// and can stop, silence or re-time its agent beside the other tests. Placements must name it:
+// the tests' label selectors never select it. Removed when the test ends.
+func aliasCluster(t *testing.T, name, of string) {
+	t.Helper()
+	ctx := testContext(t)
+	if err := fleetOf(t).AddClusterSecret(ctx, name, fleetOf(t).Cluster(of).URL, of, nil); err != nil {
+		t.Fatal(err)
+	}
+	aliases.Store(name, of)
+	t.Cleanup(func() {
+		aliases.Delete(name)
+		if err := fleetOf(t).RemoveClusterSecret(context.Background(), name); err != nil {
+			t.Errorf("remove cluster %s: %v", name, err)
+		}
+	})
+}
+
+// managedCluster is the fleet's cluster named cluster, or the one serving that alias.
+func managedCluster(t *testing.T, cluster string) *fleet.Cluster {
+	if of, ok := aliases.Load(cluster); ok {
+		cluster = of.(string)
+	}
+	return fleetOf(t).Cluster(cluster)
+}
 
 // startAgent runs the cluster's agent in-process until the test ends. It reads the managed
 // cluster as the fleet's admin and writes the hub with its own identity: a ServiceAccount token
@@ -40,15 +72,15 @@ func startAgent(t *testing.T, cluster string) {
 // heartbeat (a rollout takes an agent heard well after a version arrived as having reported it).
 func startAgentBeating(t *testing.T, cluster string, heartbeat time.Duration) {
 	t.Helper()
-	startAgentWith(t, cluster, heartbeat, metricsURLs(testFleet.Cluster(cluster).KyvernoMetricsURL))
+	startAgentWith(t, cluster, heartbeat, metricsURLs(managedCluster(t, cluster).KyvernoMetricsURL))
 }
 
 // startAgentWith runs the cluster's agent as startAgentBeating does, reading Kyverno's metrics
 // at kyvernoMetrics (its --kyverno-metrics-url).
 func startAgentWith(t *testing.T, cluster string, heartbeat time.Duration, kyvernoMetrics []string) {
 	t.Helper()
-	if _, parallel := testScope(t); parallel {
-		if !slices.Equal(kyvernoMetrics, metricsURLs(testFleet.Cluster(cluster).KyvernoMetricsURL)) {
+	if _, parallel := testScope(t); parallel && fleetOf(t) == testFleet {
+		if !slices.Equal(kyvernoMetrics, metricsURLs(managedCluster(t, cluster).KyvernoMetricsURL)) {
 			t.Fatal("a parallel test shares the cluster's agent, which reads Kyverno's metrics where the fleet serves them: run this test serially")
 		}
 		parallelAgents.use(t, cluster)
@@ -67,7 +99,7 @@ func startAgentWith(t *testing.T, cluster string, heartbeat time.Duration, kyver
 // called more than once); what it wrote on the hub stays.
 func runAgent(t *testing.T, cluster string, heartbeat time.Duration) (stop func()) {
 	t.Helper()
-	return runAgentWith(t, cluster, heartbeat, metricsURLs(testFleet.Cluster(cluster).KyvernoMetricsURL))
+	return runAgentWith(t, cluster, heartbeat, metricsURLs(managedCluster(t, cluster).KyvernoMetricsURL))
 }
 
 // runAgentWith runs the cluster's agent as runAgent does, reading Kyverno's metrics at
@@ -96,7 +128,7 @@ func launchAgent(t *testing.T, cluster string, heartbeat time.Duration, kyvernoM
 	done := make(chan error, 1)
 	go func() {
 		done <- agent.Run(ctx, agent.Options{
-			Cluster: cluster, Managed: testFleet.Cluster(cluster).Config, Hub: hubCfg,
+			Cluster: cluster, Managed: managedCluster(t, cluster).Config, Hub: hubCfg,
 			PushInterval: 500 * time.Millisecond, Heartbeat: heartbeat, DiscoveryInterval: 2 * time.Second,
 			KyvernoMetricsURLs: kyvernoMetrics,
 		})
@@ -133,7 +165,7 @@ func (s *sharedAgents) use(t *testing.T, cluster string) {
 	defer s.mu.Unlock()
 	a := s.byCluster[cluster]
 	if a == nil {
-		a = &sharedAgent{end: launchAgent(t, cluster, parallelAgentHeartbeat, metricsURLs(testFleet.Cluster(cluster).KyvernoMetricsURL))}
+		a = &sharedAgent{end: launchAgent(t, cluster, parallelAgentHeartbeat, metricsURLs(managedCluster(t, cluster).KyvernoMetricsURL))}
 		s.byCluster[cluster] = a
 	}
 	a.users++
@@ -162,7 +194,7 @@ func metricsURLs(url string) []string {
 
 // deleteSummary deletes the cluster's summary from the hub, and its agent's Lease.
 func deleteSummary(t *testing.T, cluster string) {
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	s := &policyhubv1.PolicyReportSummary{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: policyhubv1.SummaryName}}
 	if err := hub.Delete(context.Background(), s); client.IgnoreNotFound(err) != nil {
 		t.Errorf("delete %s's summary: %v", cluster, err)
@@ -178,17 +210,29 @@ func deleteSummary(t *testing.T, cluster string) {
 // that authenticates with a token of that ServiceAccount only.
 func agentHubConfig(t *testing.T, cluster string) *rest.Config {
 	t.Helper()
-	setUpAgentHubAccess(t, cluster)
-	cfg := rest.AnonymousClientConfig(testFleet.Hub.Config)
-	cfg.BearerToken = agentHubToken(t, cluster, nil)
+	return agentHubConfigOn(t, fleetOf(t).Hub.Config, cluster)
+}
+
+// agentHubConfigOn is agentHubConfig on the hub hub (a fleet of the test's own).
+func agentHubConfigOn(t *testing.T, hub *rest.Config, cluster string) *rest.Config {
+	t.Helper()
+	setUpAgentHubAccessOn(t, hub, cluster)
+	cfg := rest.AnonymousClientConfig(hub)
+	cfg.BearerToken = agentHubTokenOn(t, hub, cluster, nil)
 	return cfg
 }
 
 // setUpAgentHubAccess applies config/rbac/agent-hub-access for the cluster on the hub.
 func setUpAgentHubAccess(t *testing.T, cluster string) {
 	t.Helper()
+	setUpAgentHubAccessOn(t, fleetOf(t).Hub.Config, cluster)
+}
+
+// setUpAgentHubAccessOn is setUpAgentHubAccess on the hub hubConfig.
+func setUpAgentHubAccessOn(t *testing.T, hubConfig *rest.Config, cluster string) {
+	t.Helper()
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, hubConfig)
 	// Cluster namespaces are shared by tests and never deleted (no namespace controller runs).
 	if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cluster}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create hub namespace %s: %v", cluster, err)
@@ -206,7 +250,13 @@ func setUpAgentHubAccess(t *testing.T, cluster string) {
 // an object when bound is given (the token dies with it).
 func agentHubToken(t *testing.T, cluster string, bound *authenticationv1.BoundObjectReference) string {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)
+	return agentHubTokenOn(t, fleetOf(t).Hub.Config, cluster, bound)
+}
+
+// agentHubTokenOn is agentHubToken on the hub hub.
+func agentHubTokenOn(t *testing.T, hub *rest.Config, cluster string, bound *authenticationv1.BoundObjectReference) string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(hub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +274,7 @@ func ptrTo[T any](v T) *T { return &v }
 func hubSummaryOf(t *testing.T, cluster string) (*policyhubv1.PolicyReportSummary, error) {
 	t.Helper()
 	s := &policyhubv1.PolicyReportSummary{}
-	err := directClient(t, testFleet.Hub.Config).Get(testContext(t), client.ObjectKey{Namespace: cluster, Name: policyhubv1.SummaryName}, s)
+	err := directClient(t, fleetOf(t).Hub.Config).Get(testContext(t), client.ObjectKey{Namespace: cluster, Name: policyhubv1.SummaryName}, s)
 	return s, err
 }
 
@@ -234,7 +284,7 @@ func hubSummaryOf(t *testing.T, cluster string) (*policyhubv1.PolicyReportSummar
 // generation once recorded, so it cannot overwrite this one afterwards.
 func markSeenAt(ctx context.Context, t *testing.T, cluster string, seen time.Time) {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	var s *policyhubv1.PolicyReportSummary
 	eventually(t, 30*time.Second, 200*time.Millisecond, cluster+"'s summary seen by the hub", func() error {
 		var err error
@@ -268,7 +318,7 @@ func clusterStatus(fp *fleetView, cluster string) *policyhubv1.ClusterStatus {
 // (admission reports are merged after about 10 s; the fleet's background scan runs every 30 s).
 func waitResults(t *testing.T, name, what string, check func(*fleetView) error) *fleetView {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	var fp *fleetView
 	eventually(t, 3*time.Minute, 500*time.Millisecond, what, func() error {
 		var err error

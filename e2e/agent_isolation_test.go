@@ -53,7 +53,7 @@ func TestAgentIdentityWritesOnlyItsOwnSummary(t *testing.T) {
 	if err := applySummary(ctx, agent1, own, "isolation-test"); err != nil {
 		t.Fatalf("cluster-1's agent cannot write its own summary: %v", err)
 	}
-	t.Cleanup(func() { _ = directClient(t, testFleet.Hub.Config).Delete(ctx, own) })
+	t.Cleanup(func() { _ = directClient(t, fleetOf(t).Hub.Config).Delete(ctx, own) })
 
 	other := summaryFor("cluster-2", "cluster-1")
 	if err := applySummary(ctx, agent1, other, "isolation-test"); !apierrors.IsForbidden(err) {
@@ -72,7 +72,7 @@ func TestAgentIdentityWritesOnlyItsOwnSummary(t *testing.T) {
 func TestHubRefusesSummaryOfAnotherCluster(t *testing.T) {
 	hub := startHub(t, time.Hour)
 	ctx := testContext(t)
-	admin := directClient(t, testFleet.Hub.Config)
+	admin := directClient(t, fleetOf(t).Hub.Config)
 	const impostor = "impostor-cluster"
 	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: impostor}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestHubRefusesSummaryOfAnotherCluster(t *testing.T) {
 func TestSummaryUnderAnotherNameIsRefused(t *testing.T) {
 	hub := startHub(t, time.Hour)
 	ctx := testContext(t)
-	admin := directClient(t, testFleet.Hub.Config)
+	admin := directClient(t, fleetOf(t).Hub.Config)
 	agent1, err := client.New(agentHubConfig(t, "cluster-1"), client.Options{Scheme: testScheme})
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func TestAgentIdentityWritesOnlyItsOwnLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := directClient(t, testFleet.Hub.Config)
+	admin := directClient(t, fleetOf(t).Hub.Config)
 	lease := func(namespace, name string) *coordinationv1ac.LeaseApplyConfiguration {
 		return coordinationv1ac.Lease(name, namespace).WithSpec(coordinationv1ac.LeaseSpec().WithHolderIdentity("cluster-1").WithRenewTime(metav1.NowMicro()))
 	}

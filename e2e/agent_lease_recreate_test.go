@@ -20,7 +20,7 @@ func TestAgentMakesItsDeletedLeaseAgain(t *testing.T) {
 	runAgent(t, cluster, heartbeat)
 	t.Cleanup(func() { deleteSummary(t, cluster) })
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	key := client.ObjectKey{Namespace: cluster, Name: policyhubv1.AgentLeaseName}
 	lease := &coordinationv1.Lease{}
 	eventually(t, 30*time.Second, 100*time.Millisecond, "the agent's Lease renewed", func() error {

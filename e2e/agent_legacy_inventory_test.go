@@ -24,7 +24,7 @@ func TestAgentReportsLegacyInventory(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const cluster, ns = "cluster-1", "legacy-inventory"
-	c1 := directClient(t, testFleet.Cluster(cluster).Config)
+	c1 := directClient(t, fleetOf(t).Cluster(cluster).Config)
 	createNamespace(ctx, t, c1, ns)
 	startAgent(t, cluster)
 
@@ -89,7 +89,7 @@ spec:
 
 	// Remove them: what the hub ships by deleting its FleetPolicy (pruned in the cluster), the
 	// others directly.
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	if err := hub.Delete(ctx, fp); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func inventoryMatchesCluster(ctx context.Context, t *testing.T, cluster string) 
 	if e.Legacy == nil {
 		return nil, fmt.Errorf("no legacy inventory in the summary")
 	}
-	c := directClient(t, testFleet.Cluster(cluster).Config)
+	c := directClient(t, fleetOf(t).Cluster(cluster).Config)
 	want := map[string]int64{}
 	for kind, gvk := range legacyResources {
 		list := &unstructured.UnstructuredList{}

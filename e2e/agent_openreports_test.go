@@ -22,12 +22,12 @@ func TestAgentOpenReportsGiveTheSameSummary(t *testing.T) {
 	ctx := testContext(t)
 	const ns, name = "agent-openreports", "agent-openreports-team"
 	for _, cluster := range []string{"cluster-1", "cluster-2"} {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(cluster).Config), ns)
+		createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster(cluster).Config), ns)
 	}
 	createFleetPolicy(t, teamLabelPolicy(name, ns, "Audit", "cluster-1", "cluster-2"))
 	waitFleetPolicy(t, name, "synced in both clusters", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Synced"}))
 	for _, cluster := range []string{"cluster-1", "cluster-2"} {
-		if err := directClient(t, testFleet.Cluster(cluster).Config).Create(ctx, shopDeployment(ns, "web", "")); err != nil {
+		if err := directClient(t, fleetOf(t).Cluster(cluster).Config).Create(ctx, shopDeployment(ns, "web", "")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -48,7 +48,7 @@ func TestAgentOpenReportsGiveTheSameSummary(t *testing.T) {
 		list := &unstructured.UnstructuredList{}
 		list.SetAPIVersion(apiVersion)
 		list.SetKind(kind + "List")
-		if err := directClient(t, testFleet.Cluster(cluster).Config).List(ctx, list, client.InNamespace(ns)); err != nil {
+		if err := directClient(t, fleetOf(t).Cluster(cluster).Config).List(ctx, list, client.InNamespace(ns)); err != nil {
 			t.Fatalf("list %s in %s: %v", kind, cluster, err)
 		}
 		return len(list.Items)

@@ -173,9 +173,9 @@ func TestAgentPushOnlyWhenChanged(t *testing.T) {
 	ctx := testContext(t)
 	const cluster = "push-test-1"
 	const heartbeat = time.Hour
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	createNamespace(ctx, t, hub, cluster)
-	watcher, err := client.NewWithWatch(testFleet.Hub.Config, client.Options{Scheme: testScheme})
+	watcher, err := client.NewWithWatch(fleetOf(t).Hub.Config, client.Options{Scheme: testScheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,6 +262,7 @@ func TestAgentPushOnlyWhenChanged(t *testing.T) {
 // The hub's apiserver goes down; the content changes twice meanwhile and the pusher's attempts
 // fail. Run keeps going, and once the hub is back, the summary on it holds the LATEST content.
 func TestAgentPushSurvivesHubOutage(t *testing.T) {
+	inParallel(t)
 	// A fleet of the hub and one managed cluster (the fleet needs at least one) for this test
 	// alone, so stopping its hub disturbs no other test.
 	own := fleet.StartForTest(t, fleet.Options{Managed: []fleet.ManagedCluster{{Name: "cluster-1"}}})

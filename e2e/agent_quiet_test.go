@@ -29,7 +29,7 @@ func TestQuietAgentWritesNothingOnTheHub(t *testing.T) {
 	h := startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns, name = "agent-quiet", "agent-quiet-team"
-	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, c1, ns)
 	createFleetPolicy(t, teamLabelPolicy(name, ns, "Audit", "cluster-1"))
 	waitFleetPolicy(t, name, "synced", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
@@ -48,7 +48,7 @@ func TestQuietAgentWritesNothingOnTheHub(t *testing.T) {
 		return nil
 	})
 
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	leaseKey := client.ObjectKey{Namespace: "cluster-1", Name: policyhubv1.AgentLeaseName}
 	summaryKey := client.ObjectKey{Namespace: "cluster-1", Name: policyhubv1.SummaryName}
 	// A window counts only if the summary's content did not change in it (Kyverno may still be
@@ -149,7 +149,7 @@ func heartbeatBlind(fp *fleetView) fleetView {
 // ("resource" or "resource/subresource"), from its apiserver_request_total.
 func hubWrites(t *testing.T) map[string]float64 {
 	t.Helper()
-	families, err := scrapeKubeAPIServer(testContext(t), testFleet.Hub.Config)
+	families, err := scrapeKubeAPIServer(testContext(t), fleetOf(t).Hub.Config)
 	if err != nil {
 		t.Fatalf("the hub kube-apiserver's /metrics: %v", err)
 	}

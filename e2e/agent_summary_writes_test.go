@@ -28,7 +28,7 @@ func TestAgentWritesItsSummaryWholeThenPatchesIt(t *testing.T) {
 	}
 	t.Cleanup(func() { deleteSummary(t, cluster) })
 	deleteSummary(t, cluster)
-	admin := directClient(t, testFleet.Hub.Config)
+	admin := directClient(t, fleetOf(t).Hub.Config)
 	p, err := push.New(agentHub, push.Options{Cluster: cluster, Interval: time.Second, Heartbeat: time.Minute})
 	if err != nil {
 		t.Fatal(err)

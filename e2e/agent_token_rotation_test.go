@@ -29,10 +29,12 @@ import (
 // the mounted file). The old token is bound to a Secret on the hub, so deleting that Secret ends
 // it, as expiry would.
 func TestAgentHubTokenRotation(t *testing.T) {
-	const cluster = "cluster-1"
+	inParallel(t)
+	// An identity of its own on the hub for an agent reading cluster-1, beside the shared agents.
+	const cluster = "agent-token-rotation"
 	ctx := testContext(t)
 	setUpAgentHubAccess(t, cluster)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	boundTo := func(prefix string) (*corev1.Secret, *authenticationv1.BoundObjectReference) {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: chartTestName(prefix)}}
 		if err := hub.Create(ctx, s); err != nil {
@@ -47,7 +49,7 @@ func TestAgentHubTokenRotation(t *testing.T) {
 
 	path := filepath.Join(t.TempDir(), "hub.kubeconfig")
 	write := func(token string) {
-		cfg := rest.AnonymousClientConfig(testFleet.Hub.Config)
+		cfg := rest.AnonymousClientConfig(fleetOf(t).Hub.Config)
 		cfg.BearerToken = token
 		// One rename, as the kubelet swaps a Secret volume's files.
 		if err := fleet.WriteKubeconfig(path+".new", "hub", cfg); err != nil {
@@ -67,7 +69,7 @@ func TestAgentHubTokenRotation(t *testing.T) {
 	go func() {
 		// A heartbeat a second: the agent renews its Lease all the time, so a refused token shows at once.
 		done <- agent.Run(runCtx, agent.Options{
-			Cluster: cluster, Managed: testFleet.Cluster(cluster).Config, Hub: hubCfg,
+			Cluster: cluster, Managed: fleetOf(t).Cluster("cluster-1").Config, Hub: hubCfg,
 			PushInterval: 500 * time.Millisecond, Heartbeat: time.Second, DiscoveryInterval: 2 * time.Second,
 		})
 	}()
@@ -103,7 +105,7 @@ func TestAgentHubTokenRotation(t *testing.T) {
 	if err := hub.Delete(ctx, oldSecret); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)
+	cs, err := kubernetes.NewForConfig(fleetOf(t).Hub.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,15 +21,17 @@ import (
 // here), saying that no report API is served, and nothing is logged as a failure while the agent
 // keeps discovering.
 func TestAgentWithoutKyvernoReportsAtOnce(t *testing.T) {
-	useOwnFleetWith(t, fleet.Options{MinimalCRDs: true})
+	inParallel(t)
+	// A fleet of its own, whose clusters serve no Kyverno API.
+	own := fleet.StartForTest(t, fleet.Options{MinimalCRDs: true})
 	const cluster = "cluster-1"
-	hubCfg := agentHubConfig(t, cluster)
+	hubCfg := agentHubConfigOn(t, own.Hub.Config, cluster)
 	logs := &logtest.Lines{}
 	ctx, cancel := context.WithCancel(logs.Context(context.Background()))
 	done := make(chan error, 1)
 	go func() {
 		done <- agent.Run(ctx, agent.Options{
-			Cluster: cluster, Managed: testFleet.Cluster(cluster).Config, Hub: hubCfg,
+			Cluster: cluster, Managed: own.Cluster(cluster).Config, Hub: hubCfg,
 			PushInterval: 500 * time.Millisecond, Heartbeat: time.Second, DiscoveryInterval: time.Second,
 			SyncTimeout: 10 * time.Minute,
 		})
@@ -41,7 +43,7 @@ func TestAgentWithoutKyvernoReportsAtOnce(t *testing.T) {
 		}
 	})
 
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, own.Hub.Config)
 	ctxTest := testContext(t)
 	summary := &policyhubv1.PolicyReportSummary{}
 	eventually(t, 60*time.Second, 100*time.Millisecond, "the agent's first summary on the hub", func() error {

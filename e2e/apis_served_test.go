@@ -38,21 +38,21 @@ func TestFleetServesTheAPIsPolicyhubUses(t *testing.T) {
 		{Group: "openreports.io", Version: "v1alpha1", Kind: "Report"},
 		{Group: "openreports.io", Version: "v1alpha1", Kind: "ClusterReport"},
 	}
-	assertServes(t, "hub", testFleet.Hub.Config, hubWants)
-	for _, c := range testFleet.Managed {
+	assertServes(t, "hub", fleetOf(t).Hub.Config, hubWants)
+	for _, c := range fleetOf(t).Managed {
 		wants := managedWants
 		if c.KyvernoVersion == fleet.Kyverno116Version {
 			wants = kyverno116Serves(t, c.Config, managedWants)
 		}
 		assertServes(t, c.Name, c.Config, wants)
-		through, err := gateway.ClusterConfig(testFleet.Hub.Config, c.Name)
+		through, err := gateway.ClusterConfig(fleetOf(t).Hub.Config, c.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		assertServes(t, c.Name+" through the gateway", through, wants)
 	}
 	// Discovery through the gateway is the managed cluster's, not the hub's.
-	through, err := gateway.ClusterConfig(testFleet.Hub.Config, "cluster-1")
+	through, err := gateway.ClusterConfig(fleetOf(t).Hub.Config, "cluster-1")
 	if err != nil {
 		t.Fatal(err)
 	}

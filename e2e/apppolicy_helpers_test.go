@@ -19,7 +19,7 @@ import (
 func createApplicationPolicy(t *testing.T, manifest string) *policyhubv1.ApplicationPolicy {
 	t.Helper()
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	ap := &policyhubv1.ApplicationPolicy{}
 	if err := yaml.Unmarshal([]byte(manifest), ap); err != nil {
 		t.Fatal(err)
@@ -37,7 +37,7 @@ func createApplicationPolicy(t *testing.T, manifest string) *policyhubv1.Applica
 // waitApplicationPolicy polls the ApplicationPolicy until check accepts it (within timeout).
 func waitApplicationPolicy(t *testing.T, namespace, name string, timeout time.Duration, what string, check func(*appView) error) *appView {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	var ap *appView
 	eventually(t, timeout, 300*time.Millisecond, what, func() error {
 		var err error
@@ -73,7 +73,7 @@ func ownedPolicies(t *testing.T, cluster, apiVersion, kind, namespace string) []
 	list := &unstructured.UnstructuredList{}
 	list.SetAPIVersion(apiVersion)
 	list.SetKind(kind + "List")
-	if err := directClient(t, testFleet.Cluster(cluster).Config).List(testContext(t), list, client.InNamespace(namespace), client.MatchingLabels{policyhubv1.LabelManagedBy: e2eHubID}); err != nil {
+	if err := directClient(t, fleetOf(t).Cluster(cluster).Config).List(testContext(t), list, client.InNamespace(namespace), client.MatchingLabels{policyhubv1.LabelManagedBy: e2eHubID}); err != nil {
 		t.Fatalf("list %s in %s: %v", kind, cluster, err)
 	}
 	var names []string
@@ -88,7 +88,7 @@ func ownedPolicies(t *testing.T, cluster, apiVersion, kind, namespace string) []
 // TenantGrant; the grant goes when the test ends. Without it a tenant reaches nothing.
 func grantTenant(ctx context.Context, t *testing.T, tenant string, namespaces ...string) {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	grant := &policyhubv1.TenantGrant{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-" + tenant},
 		Spec: policyhubv1.TenantGrantSpec{

@@ -21,10 +21,10 @@ func TestApplicationPolicyInvalidIsNotDispatched(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "ap-invalid"
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	createNamespace(ctx, t, hub, ns)
 	grantTenant(ctx, t, ns)
-	createNamespace(ctx, t, directClient(t, testFleet.Cluster("cluster-1").Config), ns)
+	createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster("cluster-1").Config), ns)
 
 	for _, tc := range []struct {
 		what, want string

@@ -36,9 +36,9 @@ func TestApplicationPolicyAuditResults(t *testing.T) {
 	startAgent(t, "cluster-1")
 	ctx := testContext(t)
 	const ns = "ap-audit"
-	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, c1, ns)
-	createNamespace(ctx, t, directClient(t, testFleet.Hub.Config), ns)
+	createNamespace(ctx, t, directClient(t, fleetOf(t).Hub.Config), ns)
 	grantTenant(ctx, t, ns)
 	createApplicationPolicy(t, teamApplicationPolicy("shop-team", ns, "Audit", "cluster-1"))
 	waitApplicationPolicy(t, ns, "shop-team", 90*time.Second, "synced", apPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
@@ -81,9 +81,9 @@ func TestApplicationPolicyEnforceBlocked(t *testing.T) {
 	startAgent(t, "cluster-2")
 	ctx := testContext(t)
 	const ns = "ap-enforce"
-	c2 := directClient(t, testFleet.Cluster("cluster-2").Config)
+	c2 := directClient(t, fleetOf(t).Cluster("cluster-2").Config)
 	createNamespace(ctx, t, c2, ns)
-	createNamespace(ctx, t, directClient(t, testFleet.Hub.Config), ns)
+	createNamespace(ctx, t, directClient(t, fleetOf(t).Hub.Config), ns)
 	grantTenant(ctx, t, ns)
 	createApplicationPolicy(t, teamApplicationPolicy("shop-team", ns, "Enforce", "cluster-2"))
 	waitApplicationPolicy(t, ns, "shop-team", 90*time.Second, "synced", apPhases(map[string]policyhubv1.ClusterPhase{"cluster-2": "Synced"}))

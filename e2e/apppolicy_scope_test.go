@@ -19,10 +19,10 @@ func TestApplicationPolicyScope(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "ap-scope"
-	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, c1, ns)
 	// Both policies are created in the hub namespace of the same name as the cluster's.
-	createNamespace(ctx, t, directClient(t, testFleet.Hub.Config), ns)
+	createNamespace(ctx, t, directClient(t, fleetOf(t).Hub.Config), ns)
 	grantTenant(ctx, t, ns)
 	createApplicationPolicy(t, fmt.Sprintf(`
 apiVersion: policyhub.io/v1alpha1

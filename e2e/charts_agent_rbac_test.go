@@ -20,13 +20,13 @@ import (
 func TestChartAgentReadsTheEngineAndWritesNothing(t *testing.T) {
 	ctx := testContext(t)
 	const cluster = "cluster-1"
-	c := directClient(t, testFleet.Cluster(cluster).Config)
+	c := directClient(t, fleetOf(t).Cluster(cluster).Config)
 	ns := chartNamespace(ctx, t, c, "charts-agentrbac")
 	r := mustRender(t, agentChartDir, "policyhub-agent", ns, charttest.Values(t, fmt.Sprintf(
 		`{clusterName: %s, hubKubeconfigSecret: {name: k}, fullnameOverride: %s}`, cluster, chartTestName("charts-agent"))))
 	chartInstall(ctx, t, c, r, "ServiceAccount", "ClusterRole", "ClusterRoleBinding")
 	sa := r.One(t, "ServiceAccount").GetName()
-	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	cs, err := kubernetes.NewForConfig(fleetOf(t).Cluster(cluster).Config)
 	if err != nil {
 		t.Fatal(err)
 	}

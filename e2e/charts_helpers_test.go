@@ -55,7 +55,7 @@ func hubCapabilities(t *testing.T) *chartutil.Capabilities {
 		return chartutil.DefaultCapabilities
 	}
 	hubCapsOnce.Do(func() {
-		dc, err := discovery.NewDiscoveryClientForConfig(testFleet.Hub.Config)
+		dc, err := discovery.NewDiscoveryClientForConfig(fleetOf(t).Hub.Config)
 		if err != nil {
 			hubCapsErr = err
 			return

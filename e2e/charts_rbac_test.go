@@ -24,7 +24,7 @@ import (
 // hub only reads.
 func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	ns := chartNamespace(ctx, t, hub, "charts-hubrbac")
 	gatewayNS := chartNamespace(ctx, t, hub, "charts-hubrbac-gw")
 	name := chartTestName("charts-hub")
@@ -92,7 +92,7 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 		{"create", "source.toolkit.fluxcd.io", "gitrepositories", "", "flux-system"},
 		{"create", "rbac.authorization.k8s.io", "rolebindings", "", ns},
 	}
-	cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)
+	cs, err := kubernetes.NewForConfig(fleetOf(t).Hub.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestChartHubRBACIsLeastPrivilege(t *testing.T) {
 // not Secrets, not FleetPolicies.
 func TestChartAgentHubAccessIsolation(t *testing.T) {
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	cluster, other := chartTestName("charts-cluster-a"), chartTestName("charts-cluster-b")
 	for _, c := range []string{cluster, other} {
 		r := mustRender(t, agentChartDir, "policyhub-agent", c, charttest.Values(t, fmt.Sprintf(
@@ -165,7 +165,7 @@ func TestChartAgentHubAccessIsolation(t *testing.T) {
 		})
 	}
 
-	cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)
+	cs, err := kubernetes.NewForConfig(fleetOf(t).Hub.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestChartAgentHubAccessIsolation(t *testing.T) {
 	if err != nil {
 		t.Fatalf("token for %s's agent: %v", cluster, err)
 	}
-	cfg := rest.AnonymousClientConfig(testFleet.Hub.Config)
+	cfg := rest.AnonymousClientConfig(fleetOf(t).Hub.Config)
 	cfg.BearerToken = tr.Status.Token
 	agent, err := client.New(cfg, client.Options{Scheme: testScheme})
 	if err != nil {

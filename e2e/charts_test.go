@@ -109,7 +109,7 @@ hubAccess: {enabled: true}`))
 // are checked offline.
 func TestChartHubDryRunOnTheHub(t *testing.T) {
 	ctx := testContext(t)
-	hubAdmin := directClient(t, testFleet.Hub.Config)
+	hubAdmin := directClient(t, fleetOf(t).Hub.Config)
 	binary := chartBuildCommand(t, t.TempDir(), "policyhub-hub")
 	// The ClusterRoles: the hub's, the tenants' (aggregated into edit, bound by the hub admin), the
 	// exception approvers' (bound by the hub admin), its metrics auth (bound) and the metrics reader
@@ -202,7 +202,7 @@ kubevela: {enabled: true}
 			if got := r.Kinds(); !reflect.DeepEqual(got, c.kinds) {
 				t.Errorf("rendered kinds %v, want %v", got, c.kinds)
 			}
-			unserved := chartDryRunAll(ctx, t, testFleet.Hub.Config, r.Objects, "ServiceMonitor", "PrometheusRule")
+			unserved := chartDryRunAll(ctx, t, fleetOf(t).Hub.Config, r.Objects, "ServiceMonitor", "PrometheusRule")
 			if want := c.kinds["ServiceMonitor"] + c.kinds["PrometheusRule"]; len(unserved) != want {
 				t.Errorf("%d objects the hub does not serve, want %d (the ServiceMonitor and PrometheusRule)", len(unserved), want)
 			}
@@ -288,7 +288,7 @@ kubevela: {enabled: true}
 	t.Run("a non-restricted pod is flagged", func(t *testing.T) {
 		ns := chartNamespace(ctx, t, hubAdmin, "charts-hub-unrestricted")
 		r := mustRender(t, hubChartDir, "policyhub-hub", ns, charttest.Values(t, `{podSecurityContext: {}, securityContext: {allowPrivilegeEscalation: true}}`))
-		c, warnings := chartWarningClient(t, testFleet.Hub.Config)
+		c, warnings := chartWarningClient(t, fleetOf(t).Hub.Config)
 		if err := chartDryRunApply(ctx, c, r.One(t, "Deployment")); err != nil {
 			t.Fatal(err)
 		}
@@ -302,7 +302,7 @@ kubevela: {enabled: true}
 // object is accepted by the real apiservers with server-side dry-run.
 func TestChartAgentDryRun(t *testing.T) {
 	ctx := testContext(t)
-	hubAdmin := directClient(t, testFleet.Hub.Config)
+	hubAdmin := directClient(t, fleetOf(t).Hub.Config)
 	binary := chartBuildCommand(t, t.TempDir(), "policyhub-agent")
 	managed := map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Deployment": 1, "NetworkPolicy": 1, "PodDisruptionBudget": 1}
 	hubSide := map[string]int{"ServiceAccount": 1, "Role": 1, "RoleBinding": 1}
@@ -313,10 +313,10 @@ func TestChartAgentDryRun(t *testing.T) {
 		cluster *rest.Config
 		args    []string
 	}{
-		{"managed cluster, defaults", `{clusterName: cluster-1, hubKubeconfigSecret: {name: policyhub-hub-kubeconfig}}`, managed, testFleet.Cluster("cluster-1").Config,
+		{"managed cluster, defaults", `{clusterName: cluster-1, hubKubeconfigSecret: {name: policyhub-hub-kubeconfig}}`, managed, fleetOf(t).Cluster("cluster-1").Config,
 			[]string{"--cluster-name=cluster-1", "--hub-kubeconfig=/etc/policyhub/hub/kubeconfig", "--push-interval=10s", "--heartbeat-interval=1m",
 				"--application-label=app.oam.dev/name", "--kyverno-namespace=kyverno", "--max-violations=50", "--health-probe-bind-address=:8081"}},
-		{"managed cluster, on the hub too", `{clusterName: cluster-1, hubKubeconfigSecret: {name: policyhub-hub-kubeconfig}}`, managed, testFleet.Hub.Config, nil},
+		{"managed cluster, on the hub too", `{clusterName: cluster-1, hubKubeconfigSecret: {name: policyhub-hub-kubeconfig}}`, managed, fleetOf(t).Hub.Config, nil},
 		{"managed cluster, everything set", `
 clusterName: cluster-2
 hubKubeconfigSecret: {name: hub-credentials, key: config}
@@ -331,10 +331,10 @@ extraArgs: [--zap-time-encoding=rfc3339]
 serviceAccount: {name: agent-sa}
 fullnameOverride: phagent
 networkPolicy: {egress: {enabled: true, apiServerCIDRs: [10.0.0.1/32, 203.0.113.7/32], dns: false}}
-`, managed, testFleet.Cluster("cluster-2").Config,
+`, managed, fleetOf(t).Cluster("cluster-2").Config,
 			[]string{"--cluster-name=cluster-2", "--push-interval=30s", "--heartbeat-interval=2m", "--discovery-interval=1m",
 				"--application-label=app.kubernetes.io/instance", "--kyverno-namespace=kyverno-system", "--max-violations=200", "--zap-log-level=debug", "--zap-time-encoding=rfc3339"}},
-		{"hub side", `{clusterName: HUBNS, agent: {enabled: false}, hubAccess: {enabled: true}}`, hubSide, testFleet.Hub.Config, nil},
+		{"hub side", `{clusterName: HUBNS, agent: {enabled: false}, hubAccess: {enabled: true}}`, hubSide, fleetOf(t).Hub.Config, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ns := chartNamespace(ctx, t, directClient(t, c.cluster), "charts-agent")

@@ -54,7 +54,7 @@ func checkCLIManifests(t *testing.T, ns string) string {
 func TestCLICheck(t *testing.T) {
 	ctx := testContext(t)
 	const ns, policyName = "cli-check", "e2e-cli-check-team"
-	cluster := directClient(t, testFleet.Cluster("cluster-1").Config)
+	cluster := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, cluster, ns)
 	policy := object(t, fmt.Sprintf(`
 apiVersion: kyverno.io/v1

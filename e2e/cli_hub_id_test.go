@@ -22,7 +22,7 @@ import (
 func TestCLIFindsTheHubID(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	eventually(t, 30*time.Second, 200*time.Millisecond, "the hub's id published", func() error {
 		cm := &corev1.ConfigMap{}
 		if err := hub.Get(ctx, client.ObjectKey{Namespace: e2eHubNamespace, Name: policyhubv1.HubInfoName}, cm); err != nil {
@@ -46,7 +46,7 @@ spec:
 	dryRun := func(extra ...string) (unchanged, conflict int32) {
 		t.Helper()
 		var out, errOut bytes.Buffer
-		args := append([]string{"--kubeconfig", testFleet.Hub.Kubeconfig, "--gateway-secret-namespace", testFleet.SecretNamespace,
+		args := append([]string{"--kubeconfig", fleetOf(t).Hub.Kubeconfig, "--gateway-secret-namespace", fleetOf(t).SecretNamespace,
 			"sync", "--dry-run", "--policy", fp.Name, "-o", "json"}, extra...)
 		code := app.Run(ctx, args, app.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
 		var report struct {

@@ -26,8 +26,8 @@ func TestCLIInventoryListsOwnedAndUnownedLegacyObjects(t *testing.T) {
 	startAgentBeating(t, "cluster-2", 2*time.Second)
 	ctx := testContext(t)
 	const ns = "cli-inventory"
-	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
-	c2 := directClient(t, testFleet.Cluster("cluster-2").Config)
+	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
+	c2 := directClient(t, fleetOf(t).Cluster("cluster-2").Config)
 	createNamespace(ctx, t, c2, ns)
 	// The clusters are shared by the tests: the earlier tests' legacy objects must be gone first.
 	inventoryEventually(t, "both clusters report no legacy object before the test's", func(r inventoryJSON) error {
@@ -102,7 +102,7 @@ spec:
 	}
 
 	// Removed: the hub prunes its own when the FleetPolicy goes; the others are deleted by hand.
-	if err := directClient(t, testFleet.Hub.Config).Delete(ctx, owned); err != nil {
+	if err := directClient(t, fleetOf(t).Hub.Config).Delete(ctx, owned); err != nil {
 		t.Fatal(err)
 	}
 	for c, obj := range map[client.Client]*unstructured.Unstructured{c1: unownedCP, c2: unownedP} {

@@ -48,7 +48,7 @@ func cliReadUpdating() bool {
 func cliReadRun(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	if !slices.Contains(args, "--kubeconfig") {
-		args = append([]string{"--kubeconfig", testFleet.Hub.Kubeconfig}, args...)
+		args = append([]string{"--kubeconfig", fleetOf(t).Hub.Kubeconfig}, args...)
 	}
 	var out, errOut bytes.Buffer
 	code := app.Run(testContext(t), args, app.Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
@@ -69,9 +69,9 @@ func TestCLIRead(t *testing.T) {
 	startAgent(t, "cluster-2")
 	ctx := testContext(t)
 	const ns = "cli-read"
-	hub := directClient(t, testFleet.Hub.Config)
-	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
-	c2 := directClient(t, testFleet.Cluster("cluster-2").Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
+	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
+	c2 := directClient(t, fleetOf(t).Cluster("cluster-2").Config)
 	createNamespace(ctx, t, hub, ns)
 	grantTenant(ctx, t, ns)
 	createNamespace(ctx, t, c1, ns)
@@ -237,7 +237,7 @@ func TestCLIRead(t *testing.T) {
 	// without them.
 	t.Run("missing CRD", func(t *testing.T) {
 		for _, args := range [][]string{{"clusters"}, {"status"}, {"info", "shop"}} {
-			code, out, errOut := cliReadRun(t, append([]string{"--kubeconfig", testFleet.Cluster("cluster-1").Kubeconfig}, args...)...)
+			code, out, errOut := cliReadRun(t, append([]string{"--kubeconfig", fleetOf(t).Cluster("cluster-1").Kubeconfig}, args...)...)
 			if code != app.ExitError || out != "" || strings.Count(errOut, "\n") != 1 ||
 				!strings.HasPrefix(errOut, "error: the hub does not serve policyhub.io/v1alpha1: is policyhub installed on this hub?") {
 				t.Errorf("%v on a cluster without policyhub: exit %d, stdout %q, stderr %q", args, code, out, errOut)
@@ -260,10 +260,10 @@ func TestCLIRead(t *testing.T) {
 	t.Run("unreachable cluster", func(t *testing.T) {
 		const ghost = "cli-read-ghost"
 		secret := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: ghost, Namespace: testFleet.SecretNamespace, Labels: map[string]string{
+			ObjectMeta: metav1.ObjectMeta{Name: ghost, Namespace: fleetOf(t).SecretNamespace, Labels: map[string]string{
 				gateway.CredentialTypeLabel: gateway.CredentialTypeServiceAccountToken, "env": "ghost"}},
 			// Port 1 on the loopback: nothing listens, the gateway's dial is refused at once.
-			StringData: map[string]string{"endpoint": "https://127.0.0.1:1", "ca.crt": string(testFleet.Hub.CAData), "token": "none"},
+			StringData: map[string]string{"endpoint": "https://127.0.0.1:1", "ca.crt": string(fleetOf(t).Hub.CAData), "token": "none"},
 		}
 		if err := hub.Create(ctx, secret); err != nil {
 			t.Fatal(err)
@@ -374,10 +374,10 @@ func cliReadNoRightsKubeconfig(t *testing.T, ns string) string {
 	t.Helper()
 	ctx := testContext(t)
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cli-read-nobody"}}
-	if err := directClient(t, testFleet.Hub.Config).Create(ctx, sa); err != nil {
+	if err := directClient(t, fleetOf(t).Hub.Config).Create(ctx, sa); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)
+	cs, err := kubernetes.NewForConfig(fleetOf(t).Hub.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,7 +387,7 @@ func cliReadNoRightsKubeconfig(t *testing.T, ns string) string {
 		t.Fatal(err)
 	}
 	kc := clientcmdapi.NewConfig()
-	kc.Clusters["hub"] = &clientcmdapi.Cluster{Server: testFleet.Hub.URL, CertificateAuthorityData: testFleet.Hub.CAData}
+	kc.Clusters["hub"] = &clientcmdapi.Cluster{Server: fleetOf(t).Hub.URL, CertificateAuthorityData: fleetOf(t).Hub.CAData}
 	kc.AuthInfos["nobody"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
 	kc.Contexts["nobody@hub"] = &clientcmdapi.Context{Cluster: "hub", AuthInfo: "nobody", Namespace: ns}
 	kc.CurrentContext = "nobody@hub"

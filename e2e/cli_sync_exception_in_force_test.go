@@ -20,13 +20,13 @@ func TestCLISyncDryRunKeepsTheExceptionsInForceMark(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns, name = "cli-sync-exception-e2e", "e2e-cli-sync-exception"
-	cluster1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	cluster1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, cluster1, ns)
 	fp := createNamespacedNoLatestPolicy(t, name, ns)
 	waitFleetPolicy(t, fp.Name, "in force in cluster-1", allInForce)
 
 	approver := approverClient(t, "security@corp")
-	ex := requestException(t, directClient(t, testFleet.Hub.Config), fmt.Sprintf(`
+	ex := requestException(t, directClient(t, fleetOf(t).Hub.Config), fmt.Sprintf(`
 metadata: {name: cli-sync-mark, namespace: %s}
 spec:
   target: {kind: FleetPolicy, name: %s}

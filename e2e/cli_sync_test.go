@@ -44,7 +44,7 @@ func syncCheckUpdating() bool {
 func syncCheckRun(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	full := append([]string{"--kubeconfig", testFleet.Hub.Kubeconfig, "--hub-id", e2eHubID, "--gateway-secret-namespace", testFleet.SecretNamespace}, args...)
+	full := append([]string{"--kubeconfig", fleetOf(t).Hub.Kubeconfig, "--hub-id", e2eHubID, "--gateway-secret-namespace", fleetOf(t).SecretNamespace}, args...)
 	code := app.Run(testContext(t), full, app.Streams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut})
 	return code, out.String(), errOut.String()
 }
@@ -143,7 +143,7 @@ spec:
 // afterwards registers syncCLIDeleteWithHub after it, so the deletion is pruned while it runs.
 func syncCLICreate(t *testing.T, fp *policyhubv1.FleetPolicy) {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	if err := hub.Create(testContext(t), fp); err != nil {
 		t.Fatalf("create FleetPolicy %s: %v", fp.Name, err)
 	}
@@ -166,7 +166,7 @@ func syncCLIVersions(t *testing.T) map[string]string {
 	ctx := testContext(t)
 	out := map[string]string{}
 	for _, cluster := range []string{"cluster-1", "cluster-2"} {
-		c := directClient(t, testFleet.Cluster(cluster).Config)
+		c := directClient(t, fleetOf(t).Cluster(cluster).Config)
 		for _, gk := range work.PolicyKinds {
 			mapping, err := c.RESTMapper().RESTMapping(gk)
 			if err != nil {
@@ -368,6 +368,7 @@ func TestCLISyncDryRunShowsKyvernoRefusal(t *testing.T) {
 // An unreachable cluster is reported in its row — Failed, with the reason — while the others are
 // planned; the exit code is 2 with one line naming it. check against it exits 2 with one line.
 func TestCLISyncDryRunReportsAnUnreachableCluster(t *testing.T) {
+	inParallel(t)
 	own := useOwnFleet(t)
 	const name = "e2e-cli-sync-unreachable"
 	syncCLICreate(t, syncCLIFleetPolicy(name, "v1"))
@@ -417,10 +418,10 @@ func TestCLISyncDryRunReportsAnUnreachableCluster(t *testing.T) {
 func TestCLISyncDryRunPlansApplicationPolicies(t *testing.T) {
 	ctx := testContext(t)
 	const ns = "cli-sync-app"
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	createNamespace(ctx, t, hub, ns)
 	grantTenant(ctx, t, ns)
-	createNamespace(ctx, t, directClient(t, testFleet.Cluster("cluster-2").Config), ns)
+	createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster("cluster-2").Config), ns)
 	vela := object(t, fmt.Sprintf(`
 apiVersion: core.oam.dev/v1beta1
 kind: Application

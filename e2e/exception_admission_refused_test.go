@@ -18,7 +18,7 @@ import (
 // schema and the admission policies. Nothing is stored.
 func TestExceptionRefusedAtAdmission(t *testing.T) {
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	const ns = "exception-refused-e2e"
 	createNamespace(ctx, t, hub, ns)
 	valid := map[string]string{

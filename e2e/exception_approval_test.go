@@ -24,9 +24,9 @@ func TestExceptionInertUntilApprovedByAnother(t *testing.T) {
 	ctx := testContext(t)
 	const ns, tenant = "exception-approval-e2e", "team-exc"
 	for _, c := range []string{"cluster-1", "cluster-2"} {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
+		createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster(c).Config), ns)
 	}
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	createNamespace(ctx, t, hub, tenant)
 	grantTenant(ctx, t, tenant, ns)
 	fp := enforcedLatestTag(t, "e2e-exception-approval", ns)
@@ -55,7 +55,7 @@ spec:
 			t.Errorf("%s holds PolicyExceptions %v while the exception awaits approval", c, keysOf(got))
 		}
 	}
-	if err := directClient(t, testFleet.Cluster("cluster-1").Config).Create(ctx, latest.DeepCopy(), client.DryRunAll); err == nil {
+	if err := directClient(t, fleetOf(t).Cluster("cluster-1").Config).Create(ctx, latest.DeepCopy(), client.DryRunAll); err == nil {
 		t.Errorf("a Pending exception let the Deployment in")
 	}
 
@@ -98,7 +98,7 @@ spec:
 		t.Errorf("cluster-2, not listed, holds PolicyExceptions %v", keysOf(got))
 	}
 	admittedEventually(ctx, t, "cluster-1", latest, "the excepted Deployment admitted in cluster-1")
-	err = directClient(t, testFleet.Cluster("cluster-2").Config).Create(ctx, latest.DeepCopy(), client.DryRunAll)
+	err = directClient(t, fleetOf(t).Cluster("cluster-2").Config).Create(ctx, latest.DeepCopy(), client.DryRunAll)
 	assertKyvernoDenial(t, "cluster-2, not listed", err, ns, fp.Name)
 	// Who asked and who approved are in the exception's Events, as the hub saw each state.
 	eventually(t, 30*time.Second, 200*time.Millisecond, "Pending and Active Events naming the requester and the approver", func() error {
@@ -125,7 +125,7 @@ spec:
 	})
 	other := deployment(ns, "web-latest", "nginx:latest")
 	other.Name = "other-latest"
-	if err := directClient(t, testFleet.Cluster("cluster-1").Config).Create(ctx, other, client.DryRunAll); err == nil {
+	if err := directClient(t, fleetOf(t).Cluster("cluster-1").Config).Create(ctx, other, client.DryRunAll); err == nil {
 		t.Errorf("a Deployment the exception does not name was admitted in cluster-1")
 	}
 }

@@ -21,7 +21,7 @@ func TestExceptionFromCELPolicy(t *testing.T) {
 	ctx := testContext(t)
 	const ns = "exception-cel-e2e"
 	for _, c := range []string{"cluster-1", "cluster-2"} {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
+		createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster(c).Config), ns)
 	}
 	fp := createFleetPolicy(t, noLatestValidatingPolicy("e2e-exception-cel", ns))
 	waitFleetPolicy(t, fp.Name, "in force in both clusters", allInForce)
@@ -33,7 +33,7 @@ func TestExceptionFromCELPolicy(t *testing.T) {
 
 	approver := approverClient(t, "security@corp")
 	expires := expiresIn(24 * time.Hour)
-	ex := requestException(t, directClient(t, testFleet.Hub.Config), fmt.Sprintf(`
+	ex := requestException(t, directClient(t, fleetOf(t).Hub.Config), fmt.Sprintf(`
 metadata: {name: cel-vendor, namespace: %s}
 spec:
   target: {kind: FleetPolicy, name: %s}
@@ -77,10 +77,10 @@ spec:
 	admittedEventually(ctx, t, "cluster-2", latest, "the excepted Deployment admitted in cluster-2")
 	other := deployment(ns, "web-latest", "nginx:latest")
 	other.Name = "api-latest"
-	if err := directClient(t, testFleet.Cluster("cluster-2").Config).Create(ctx, other, client.DryRunAll); err == nil {
+	if err := directClient(t, fleetOf(t).Cluster("cluster-2").Config).Create(ctx, other, client.DryRunAll); err == nil {
 		t.Errorf("a Deployment the exception does not name was admitted in cluster-2")
 	}
-	if err := directClient(t, testFleet.Cluster("cluster-1").Config).Create(ctx, latest.DeepCopy(), client.DryRunAll); err == nil {
+	if err := directClient(t, fleetOf(t).Cluster("cluster-1").Config).Create(ctx, latest.DeepCopy(), client.DryRunAll); err == nil {
 		t.Errorf("the Deployment was admitted in cluster-1, not listed")
 	}
 }

@@ -25,9 +25,9 @@ func TestExceptionCLI(t *testing.T) {
 	ctx := testContext(t)
 	const tenant, ns = "team-cli", "exception-cli-e2e"
 	for _, c := range []string{"cluster-1", "cluster-2"} {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
+		createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster(c).Config), ns)
 	}
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	createNamespace(ctx, t, hub, tenant)
 	grantTenant(ctx, t, tenant, ns)
 	fp := enforcedLatestTag(t, "e2e-exception-cli", ns)

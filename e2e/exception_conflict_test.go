@@ -21,7 +21,7 @@ func TestExceptionConflictLeavesTheClustersOwn(t *testing.T) {
 	ctx := testContext(t)
 	const ns = "exception-conflict-e2e"
 	for _, c := range []string{"cluster-1", "cluster-2"} {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
+		createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster(c).Config), ns)
 	}
 	fp := enforcedLatestTag(t, "e2e-exception-conflict", ns)
 	const name = "conflicting"
@@ -33,7 +33,7 @@ spec:
   exceptions: [{policyName: %s, ruleNames: ["*"]}]
   match: {any: [{resources: {namespaces: [%s], names: [only-this-one]}}]}`,
 		policyhubv1.ExceptionObjectName(e2eHubNamespace, name), policyhubv1.DefaultExceptionNamespace, fp.Name, ns))
-	cluster1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	cluster1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	if err := cluster1.Create(ctx, local); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ func TestExceptionWidenedInAClusterIsRestored(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "exception-drift-e2e"
-	createNamespace(ctx, t, directClient(t, testFleet.Cluster("cluster-1").Config), ns)
+	createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster("cluster-1").Config), ns)
 	fp := enforcedLatestTag(t, "e2e-exception-drift", ns)
 	ex := approvedException(t, fmt.Sprintf(`
 metadata: {name: drift, namespace: %s}
@@ -36,7 +36,7 @@ spec:
 		return nil
 	})
 	name := policyhubv1.ExceptionObjectName(e2eHubNamespace, ex.Name)
-	cluster1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	cluster1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	live := kyvernoExceptions(ctx, t, "cluster-1", "kyverno.io/v2")[name]
 	if live == nil {
 		t.Fatal("no exception in cluster-1")

@@ -19,7 +19,7 @@ func TestExceptionExemptedResultsCounted(t *testing.T) {
 	ctx := testContext(t)
 	const ns = "exception-counted-e2e"
 	for _, c := range []string{"cluster-1", "cluster-2"} {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
+		createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster(c).Config), ns)
 	}
 	fp := enforcedLatestTag(t, "e2e-exception-counted", ns)
 	ex := approvedException(t, fmt.Sprintf(`
@@ -33,7 +33,7 @@ spec:
   ticket: MIG-2
   expiresAt: %s`, e2eHubNamespace, fp.Name, ns, expiresIn(time.Hour)))
 	waitException(t, ex, "Active", exceptionState(policyhubv1.ExceptionActive))
-	cluster1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	cluster1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	for _, name := range []string{"legacy-a", "legacy-b"} {
 		d := deployment(ns, "web-latest", "nginx:latest")
 		d.Name = name

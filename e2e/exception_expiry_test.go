@@ -23,11 +23,11 @@ func TestExceptionRemovedAtExpiry(t *testing.T) {
 	const ns = "exception-expiry-e2e"
 	clusters := []string{"cluster-1", "cluster-2"}
 	for _, c := range clusters {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
+		createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster(c).Config), ns)
 	}
 	fp := enforcedLatestTag(t, "e2e-exception-expiry", ns)
 	approver := approverClient(t, "security@corp")
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	expiresAt := time.Now().Add(2 * time.Minute).Truncate(time.Second)
 	ex := requestException(t, hub, fmt.Sprintf(`
 metadata: {name: expiring, namespace: %s}
@@ -56,7 +56,7 @@ spec:
 	// A Deployment exists while excepted, so the background scan reports it.
 	existing := deployment(ns, "web-latest", "nginx:latest")
 	existing.Name = "web-existing"
-	cluster1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	cluster1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	if err := cluster1.Create(ctx, existing); err != nil {
 		t.Fatalf("create the excepted Deployment: %v", err)
 	}
@@ -102,7 +102,7 @@ func reportResult(t *testing.T, cluster, namespace, resource, policy, result, ex
 	ctx := testContext(t)
 	reports := &unstructured.UnstructuredList{}
 	reports.SetGroupVersionKind(schema.GroupVersionKind{Group: "wgpolicyk8s.io", Version: "v1alpha2", Kind: "PolicyReportList"})
-	if err := directClient(t, testFleet.Cluster(cluster).Config).List(ctx, reports, client.InNamespace(namespace)); err != nil {
+	if err := directClient(t, fleetOf(t).Cluster(cluster).Config).List(ctx, reports, client.InNamespace(namespace)); err != nil {
 		return err
 	}
 	for _, r := range reports.Items {

@@ -68,7 +68,7 @@ spec:
 		t.Errorf("in force in %d clusters without the fence", unchecked.Status.InForce)
 	}
 	noExceptionAnywhere(ctx, t)
-	err := directClient(t, testFleet.Cluster("cluster-1").Config).Create(ctx, latest.DeepCopy(), client.DryRunAll)
+	err := directClient(t, fleetOf(t).Cluster("cluster-1").Config).Create(ctx, latest.DeepCopy(), client.DryRunAll)
 	assertKyvernoDenial(t, "an approval without the fence", err, ns, fp.Name)
 
 	// The fence back: the marked approval still does not count, and its mark cannot be removed.

@@ -30,7 +30,7 @@ import (
 func approverClient(t *testing.T, user string) client.Client {
 	t.Helper()
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "exception-approver-" + strings.ReplaceAll(user, "@", "-at-")},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: applyClusterRole(t, "../config/rbac/exception-approver/cluster_role.yaml")},
@@ -49,7 +49,7 @@ func approverClient(t *testing.T, user string) client.Client {
 
 // impersonating is a client acting as user (impersonated by the fleet's admin).
 func impersonating(t *testing.T, user string) client.Client {
-	cfg := rest.CopyConfig(testFleet.Hub.Config)
+	cfg := rest.CopyConfig(fleetOf(t).Hub.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	return directClient(t, cfg)
 }
@@ -77,7 +77,7 @@ func requestException(t *testing.T, c client.Client, manifest string) *policyhub
 // admin's) and has an approver, security@corp, approve it.
 func approvedException(t *testing.T, manifest string) *policyhubv1.FleetPolicyException {
 	t.Helper()
-	ex := requestException(t, directClient(t, testFleet.Hub.Config), manifest)
+	ex := requestException(t, directClient(t, fleetOf(t).Hub.Config), manifest)
 	if err := decide(testContext(t), t, approverClient(t, "security@corp"), ex, policyhubv1.DecisionApproved, "security@corp"); err != nil {
 		t.Fatalf("approve %s: %v", ex.Name, err)
 	}
@@ -87,7 +87,7 @@ func approvedException(t *testing.T, manifest string) *policyhubv1.FleetPolicyEx
 // exceptionClusters are the exception's per-cluster states, from its ClusterStatusSlices, by name.
 func exceptionClusters(ctx context.Context, t *testing.T, ex *policyhubv1.FleetPolicyException) (map[string]policyhubv1.ClusterStatus, error) {
 	t.Helper()
-	clusters, _, err := statusslice.Read(ctx, directClient(t, testFleet.Hub.Config), statusslice.Owner{
+	clusters, _, err := statusslice.Read(ctx, directClient(t, fleetOf(t).Hub.Config), statusslice.Owner{
 		Kind: policyhubv1.KindFleetPolicyException, Name: ex.Name, UID: string(ex.UID), Namespace: ex.Namespace})
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func exceptionClusters(ctx context.Context, t *testing.T, ex *policyhubv1.FleetP
 func decide(ctx context.Context, t *testing.T, c client.Client, ex *policyhubv1.FleetPolicyException, decision, by string) error {
 	t.Helper()
 	live := &policyhubv1.FleetPolicyException{}
-	if err := directClient(t, testFleet.Hub.Config).Get(ctx, client.ObjectKeyFromObject(ex), live); err != nil {
+	if err := directClient(t, fleetOf(t).Hub.Config).Get(ctx, client.ObjectKeyFromObject(ex), live); err != nil {
 		t.Fatal(err)
 	}
 	return decideOn(ctx, c, live, decision, by, live.Generation)
@@ -132,7 +132,7 @@ func waitException(t *testing.T, ex *policyhubv1.FleetPolicyException, what stri
 func waitExceptionFor(t *testing.T, ex *policyhubv1.FleetPolicyException, timeout time.Duration, what string, check func(*policyhubv1.FleetPolicyException) error) *policyhubv1.FleetPolicyException {
 	t.Helper()
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	live := &policyhubv1.FleetPolicyException{}
 	eventually(t, timeout, 200*time.Millisecond, "FleetPolicyException "+ex.Name+": "+what, func() error {
 		if err := hub.Get(ctx, client.ObjectKeyFromObject(ex), live); err != nil {
@@ -169,7 +169,7 @@ func kyvernoExceptionsIn(ctx context.Context, t *testing.T, cluster, apiVersion,
 	}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gv.WithKind("PolicyExceptionList"))
-	if err := directClient(t, testFleet.Cluster(cluster).Config).List(ctx, list, client.InNamespace(namespace)); err != nil {
+	if err := directClient(t, fleetOf(t).Cluster(cluster).Config).List(ctx, list, client.InNamespace(namespace)); err != nil {
 		t.Fatalf("list %s PolicyExceptions in %s/%s: %v", apiVersion, cluster, namespace, err)
 	}
 	out := map[string]*unstructured.Unstructured{}
@@ -183,7 +183,7 @@ func kyvernoExceptionsIn(ctx context.Context, t *testing.T, cluster, apiVersion,
 // it: a new exception takes effect within moments to seconds (kyverno#17106).
 func admittedEventually(ctx context.Context, t *testing.T, cluster string, obj client.Object, what string) {
 	t.Helper()
-	c := directClient(t, testFleet.Cluster(cluster).Config)
+	c := directClient(t, fleetOf(t).Cluster(cluster).Config)
 	eventually(t, 60*time.Second, time.Second, what, func() error {
 		return c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
 	})
@@ -193,7 +193,7 @@ func admittedEventually(ctx context.Context, t *testing.T, cluster string, obj c
 // and returns the denial.
 func deniedEventually(ctx context.Context, t *testing.T, cluster string, obj client.Object, what string) error {
 	t.Helper()
-	c := directClient(t, testFleet.Cluster(cluster).Config)
+	c := directClient(t, fleetOf(t).Cluster(cluster).Config)
 	var denial error
 	eventually(t, 60*time.Second, time.Second, what, func() error {
 		denial = c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
@@ -229,7 +229,7 @@ func expiresIn(d time.Duration) string { return time.Now().Add(d).UTC().Format(t
 func withoutBinding(t *testing.T, kind, name string) (restore func()) {
 	t.Helper()
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	binding := &unstructured.Unstructured{}
 	binding.SetGroupVersionKind(schema.GroupVersionKind{Group: "admissionregistration.k8s.io", Version: "v1", Kind: kind})
 	if err := hub.Get(ctx, client.ObjectKey{Name: name}, binding); err != nil {
@@ -259,7 +259,7 @@ func fenceInEffect(t *testing.T, approver client.Client, ex *policyhubv1.FleetPo
 	t.Helper()
 	ctx := testContext(t)
 	live := &policyhubv1.FleetPolicyException{}
-	if err := directClient(t, testFleet.Hub.Config).Get(ctx, client.ObjectKeyFromObject(ex), live); err != nil {
+	if err := directClient(t, fleetOf(t).Hub.Config).Get(ctx, client.ObjectKeyFromObject(ex), live); err != nil {
 		t.Fatal(err)
 	}
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"approval": map[string]any{
@@ -304,9 +304,9 @@ func noExceptionAnywhere(ctx context.Context, t *testing.T) {
 func deniedScene(ctx context.Context, t *testing.T, tenant, ns, policy string) (*policyhubv1.FleetPolicy, *appsv1.Deployment) {
 	t.Helper()
 	for _, c := range []string{"cluster-1", "cluster-2"} {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
+		createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster(c).Config), ns)
 	}
-	createNamespace(ctx, t, directClient(t, testFleet.Hub.Config), tenant)
+	createNamespace(ctx, t, directClient(t, fleetOf(t).Hub.Config), tenant)
 	grantTenant(ctx, t, tenant, ns)
 	fp := enforcedLatestTag(t, policy, ns)
 	latest := deployment(ns, "web-latest", "nginx:latest")

@@ -17,7 +17,7 @@ func TestExceptionFromNamespacedCELPolicy(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "exception-nvpol-e2e"
-	createNamespace(ctx, t, directClient(t, testFleet.Cluster("cluster-1").Config), ns)
+	createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster("cluster-1").Config), ns)
 	fp := createNamespacedNoLatestPolicy(t, "e2e-exception-nvpol", ns)
 	waitFleetPolicy(t, fp.Name, "in force in cluster-1", allInForce)
 	latest := deployment(ns, "web-latest", "nginx:latest")
@@ -26,7 +26,7 @@ func TestExceptionFromNamespacedCELPolicy(t *testing.T) {
 	}
 
 	approver := approverClient(t, "security@corp")
-	ex := requestException(t, directClient(t, testFleet.Hub.Config), fmt.Sprintf(`
+	ex := requestException(t, directClient(t, fleetOf(t).Hub.Config), fmt.Sprintf(`
 metadata: {name: nvpol, namespace: %s}
 spec:
   target: {kind: FleetPolicy, name: %s}

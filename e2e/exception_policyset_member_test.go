@@ -21,7 +21,7 @@ func TestExceptionFollowsPolicySetMember(t *testing.T) {
 	const ns, set = "exception-pset-e2e", "e2e-exception-pset"
 	clusters := []string{"cluster-1", "cluster-2"}
 	for _, c := range clusters {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
+		createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster(c).Config), ns)
 	}
 	latest := latestTagPolicy(t, "pset-exc-latest", ns, "Enforce")
 	members := func(otherMessage string, withLatest bool) string {
@@ -52,7 +52,7 @@ spec:
 	deniedEventually(ctx, t, "cluster-1", deployment, "the member denies nginx:latest")
 
 	approver := approverClient(t, "security@corp")
-	ex := requestException(t, directClient(t, testFleet.Hub.Config), fmt.Sprintf(`
+	ex := requestException(t, directClient(t, fleetOf(t).Hub.Config), fmt.Sprintf(`
 metadata: {name: pset-member, namespace: %s}
 spec:
   target: {kind: PolicySet, name: %s, member: {kind: ClusterPolicy, name: pset-exc-latest}}

@@ -21,7 +21,7 @@ func TestExceptionRefusedIsPruned(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "exception-refused-e2e"
-	createNamespace(ctx, t, directClient(t, testFleet.Cluster("cluster-1").Config), ns)
+	createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster("cluster-1").Config), ns)
 	fp := enforcedLatestTag(t, "e2e-exception-refused", ns)
 	ex := approvedException(t, fmt.Sprintf(`
 metadata: {name: refused, namespace: %s}

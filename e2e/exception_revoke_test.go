@@ -17,11 +17,11 @@ func TestExceptionRevokeRemovesIt(t *testing.T) {
 	const ns = "exception-revoke-e2e"
 	clusters := []string{"cluster-1", "cluster-2"}
 	for _, c := range clusters {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
+		createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster(c).Config), ns)
 	}
 	fp := enforcedLatestTag(t, "e2e-exception-revoke", ns)
 	approver := approverClient(t, "security@corp")
-	ex := requestException(t, directClient(t, testFleet.Hub.Config), fmt.Sprintf(`
+	ex := requestException(t, directClient(t, fleetOf(t).Hub.Config), fmt.Sprintf(`
 metadata: {name: revoked, namespace: %s}
 spec:
   target: {kind: FleetPolicy, name: %s}

@@ -33,7 +33,7 @@ func TestExceptionSelfApprovalThroughServiceAccountRefused(t *testing.T) {
 	ctx := testContext(t)
 	const tenant, ns = "team-sa", "exception-sa-e2e"
 	fp, latest := deniedScene(ctx, t, tenant, ns, "e2e-exception-sa")
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 
 	// mallory@corp: the approver role fleet-wide, and admin in the tenant's namespace. The fleet
 	// runs no clusterrole aggregation controller, so admin is bound as it would fill it: the roles
@@ -66,7 +66,7 @@ func TestExceptionSelfApprovalThroughServiceAccountRefused(t *testing.T) {
 	if err := mallory.SubResource("token").Create(ctx, sa, token); err != nil {
 		t.Fatalf("mallory takes a token for the ServiceAccount: %v", err)
 	}
-	cfg := rest.AnonymousClientConfig(testFleet.Hub.Config)
+	cfg := rest.AnonymousClientConfig(fleetOf(t).Hub.Config)
 	cfg.BearerToken = token.Status.Token
 	asSA := directClient(t, cfg)
 
@@ -122,6 +122,6 @@ spec:
 		t.Errorf("in force in %d clusters", live.Status.InForce)
 	}
 	noExceptionAnywhere(ctx, t)
-	err = directClient(t, testFleet.Cluster("cluster-1").Config).Create(ctx, latest.DeepCopy(), client.DryRunAll)
+	err = directClient(t, fleetOf(t).Cluster("cluster-1").Config).Create(ctx, latest.DeepCopy(), client.DryRunAll)
 	assertKyvernoDenial(t, "after the refused approvals", err, ns, fp.Name)
 }

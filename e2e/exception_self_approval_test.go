@@ -22,7 +22,7 @@ import (
 // and a user may not pass off someone else as the requester.
 func TestExceptionSelfApprovalRefused(t *testing.T) {
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	const ns = "exception-self-e2e"
 	createNamespace(ctx, t, hub, ns)
 

@@ -28,7 +28,7 @@ func TestExceptionSpecWriterCannotApprove(t *testing.T) {
 	ctx := testContext(t)
 	const tenant, ns = "team-w", "exception-writers-e2e"
 	fp, latest := deniedScene(ctx, t, tenant, ns, "e2e-exception-writers")
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 
 	dev := tenantClient(t, tenant, "dev@team-w")
 	ex := requestException(t, dev, fmt.Sprintf(`
@@ -100,7 +100,7 @@ spec:
 		t.Fatalf("lead's refused approval was stored: %+v", pending.Status.Approval)
 	}
 	noExceptionAnywhere(ctx, t)
-	err = directClient(t, testFleet.Cluster("cluster-1").Config).Create(ctx, latest.DeepCopy(), client.DryRunAll)
+	err = directClient(t, fleetOf(t).Cluster("cluster-1").Config).Create(ctx, latest.DeepCopy(), client.DryRunAll)
 	assertKyvernoDenial(t, "after lead's refused approval", err, ns, fp.Name)
 
 	if err := decide(ctx, t, approverClient(t, "security@corp"), ex, policyhubv1.DecisionApproved, "security@corp"); err != nil {
@@ -120,7 +120,7 @@ func TestExceptionRequesterCheckedWithoutStamp(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const tenant = "team-nostamp"
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	createNamespace(ctx, t, hub, tenant)
 	dev := tenantClient(t, tenant, "dev@team-nostamp")
 	peer := tenantClient(t, tenant, "peer@team-nostamp")

@@ -19,7 +19,7 @@ func TestExceptionWithinTenantReach(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const tenant, granted, other = "team-reach", "reach-granted-e2e", "reach-other-e2e"
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	createNamespace(ctx, t, hub, tenant)
 	grantTenant(ctx, t, tenant, granted) // both clusters; namespaces team-reach and reach-granted-e2e
 	fp := enforcedLatestTag(t, "e2e-exception-reach", granted)

@@ -22,7 +22,7 @@ func TestExceptionUngrantableIsNotActive(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const tenant, granted = "team-ungrantable", "ungrantable-granted-e2e"
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	createNamespace(ctx, t, hub, tenant)
 	grantTenant(ctx, t, tenant, granted) // both clusters; namespaces team-ungrantable and ungrantable-granted-e2e
 	fp := enforcedLatestTag(t, "e2e-exception-ungrantable", granted)

@@ -23,17 +23,17 @@ func TestExceptionUnsupportedWhereKyvernoIgnoresIt(t *testing.T) {
 	ctx := testContext(t)
 	const ns, elsewhere = "exception-unsupported-e2e", "exception-elsewhere"
 	for _, c := range []string{"cluster-1", "cluster-2"} {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
+		createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster(c).Config), ns)
 	}
-	createNamespace(ctx, t, directClient(t, testFleet.Cluster("cluster-2").Config), elsewhere)
-	labels := maps.Clone(testFleet.Cluster("cluster-2").Labels)
+	createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster("cluster-2").Config), elsewhere)
+	labels := maps.Clone(fleetOf(t).Cluster("cluster-2").Labels)
 	labels[policyhubv1.LabelExceptionNamespace] = elsewhere
-	if err := testFleet.SetClusterLabels(ctx, "cluster-2", labels); err != nil {
+	if err := fleetOf(t).SetClusterLabels(ctx, "cluster-2", labels); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		delete(labels, policyhubv1.LabelExceptionNamespace)
-		if err := testFleet.SetClusterLabels(context.Background(), "cluster-2", labels); err != nil {
+		if err := fleetOf(t).SetClusterLabels(context.Background(), "cluster-2", labels); err != nil {
 			t.Errorf("restore cluster-2's labels: %v", err)
 		}
 	})

@@ -22,7 +22,7 @@ func TestFleetCascadesAndDeletesNamespaces(t *testing.T) {
 	for _, cfg := range []struct {
 		name string
 		c    client.Client
-	}{{"hub", directClient(t, testFleet.Hub.Config)}, {"cluster-1", directClient(t, testFleet.Cluster("cluster-1").Config)}} {
+	}{{"hub", directClient(t, fleetOf(t).Hub.Config)}, {"cluster-1", directClient(t, fleetOf(t).Cluster("cluster-1").Config)}} {
 		t.Run(cfg.name, func(t *testing.T) {
 			c := cfg.c
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "fleet-kcm"}}

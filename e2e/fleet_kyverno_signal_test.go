@@ -42,7 +42,7 @@ func TestFleetKyvernoDeploymentsSayTheRunningVersion(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"cluster-1", kyverno116Cluster} {
-		cluster := testFleet.Cluster(name)
+		cluster := fleetOf(t).Cluster(name)
 		c := directClient(t, cluster.Config)
 		running := map[string]string{"cluster-1": fleet.KyvernoVersion, kyverno116Cluster: fleet.Kyverno116Version}[name]
 		if got, err := images(c); err != nil || fmt.Sprint(got) != fmt.Sprint(want(running)) {

@@ -20,14 +20,14 @@ import (
 func TestGatewayListsNamespacesOfManagedCluster(t *testing.T) {
 	ctx := testContext(t)
 	const only = "only-in-cluster-2"
-	createNamespace(ctx, t, directClient(t, testFleet.Cluster("cluster-2").Config), only)
+	createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster("cluster-2").Config), only)
 
 	for _, route := range []struct {
 		name string
 		base *rest.Config
 	}{
-		{"through the hub's aggregation layer", testFleet.Hub.Config},
-		{"at the gateway's own URL", testFleet.GatewayConfig()},
+		{"through the hub's aggregation layer", fleetOf(t).Hub.Config},
+		{"at the gateway's own URL", fleetOf(t).GatewayConfig()},
 	} {
 		t.Run(route.name, func(t *testing.T) {
 			names := func(cluster string) []string {
@@ -71,7 +71,7 @@ func TestGatewayServerSideApplyClusterPolicy(t *testing.T) {
 	key := types.NamespacedName{Name: policy.GetName()}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(schema.GroupVersionKind{Group: "kyverno.io", Version: "v1", Kind: "ClusterPolicy"})
-	if err := directClient(t, testFleet.Cluster("cluster-1").Config).Get(ctx, key, live); err != nil {
+	if err := directClient(t, fleetOf(t).Cluster("cluster-1").Config).Get(ctx, key, live); err != nil {
 		t.Fatalf("the ClusterPolicy applied through the gateway is not in cluster-1: %v", err)
 	}
 	var managers []string
@@ -86,7 +86,7 @@ func TestGatewayServerSideApplyClusterPolicy(t *testing.T) {
 		t.Errorf("the ClusterPolicy in cluster-1 has %d rules, want 1", len(rules))
 	}
 	other := live.DeepCopy()
-	err := directClient(t, testFleet.Cluster("cluster-2").Config).Get(ctx, key, other)
+	err := directClient(t, fleetOf(t).Cluster("cluster-2").Config).Get(ctx, key, other)
 	if client.IgnoreNotFound(err) != nil || err == nil {
 		t.Errorf("cluster-2 Get of the ClusterPolicy applied to cluster-1: %v, want NotFound", err)
 	}

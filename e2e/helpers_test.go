@@ -34,7 +34,7 @@ func directClient(t *testing.T, cfg *rest.Config) client.Client {
 // gatewayClient reaches a managed cluster through cluster-gateway, via the hub's aggregation layer.
 func gatewayClient(t *testing.T, cluster string) client.Client {
 	t.Helper()
-	cfg, err := gateway.ClusterConfig(testFleet.Hub.Config, cluster)
+	cfg, err := gateway.ClusterConfig(fleetOf(t).Hub.Config, cluster)
 	if err != nil {
 		t.Fatal(err)
 	}

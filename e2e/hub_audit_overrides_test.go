@@ -21,7 +21,7 @@ func TestAuditModeLeavesNoEnforcement(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "audit-overrides"
-	cluster := directClient(t, testFleet.Cluster("cluster-1").Config)
+	cluster := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, cluster, ns)
 	tmpl := latestTagPolicy(t, "e2e-audit-overrides", ns, "Enforce")
 	rules, _, _ := unstructured.NestedSlice(tmpl.Object, "spec", "rules")

@@ -20,7 +20,7 @@ func TestHubReportsConflictPerCluster(t *testing.T) {
 	foreign, _ := renderFleetPolicy(t, "e2e-hub-conflict", auditTemplate("hub-conflict"), nil)
 	foreign.SetLabels(nil)
 	foreign.SetAnnotations(nil)
-	cluster1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	cluster1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	if err := cluster1.Create(ctx, foreign); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ spec:
 		t.Errorf("summary %+v, want 2 clusters, 1 synced, 1 failed", fp.Status.Summary)
 	}
 
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	eventually(t, 30*time.Second, 200*time.Millisecond, "a Warning Event about the conflict", func() error {
 		list := &eventsv1.EventList{}
 		if err := hub.List(ctx, list, client.InNamespace("default")); err != nil {

@@ -26,10 +26,10 @@ type darkClusterCase struct {
 func testDarkCluster(t *testing.T, name string, c darkClusterCase) {
 	h := startHub(t, time.Hour) // no resync: nothing but the workers' own retries brings it back
 	ctx := testContext(t)
-	if err := testFleet.AddClusterSecret(ctx, name, c.endpoint(t), "cluster-2", nil); err != nil {
+	if err := fleetOf(t).AddClusterSecret(ctx, name, c.endpoint(t), "cluster-2", nil); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = testFleet.RemoveClusterSecret(context.Background(), name) })
+	t.Cleanup(func() { _ = fleetOf(t).RemoveClusterSecret(context.Background(), name) })
 
 	start := time.Now()
 	var names []string
@@ -77,7 +77,7 @@ spec:
 	}
 
 	// It answers again: the worker's retries find it without anyone doing anything.
-	if err := testFleet.SetClusterEndpoint(ctx, name, testFleet.Cluster("cluster-2").URL); err != nil {
+	if err := fleetOf(t).SetClusterEndpoint(ctx, name, fleetOf(t).Cluster("cluster-2").URL); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range names {
@@ -97,7 +97,7 @@ spec:
 // waitFleetPolicyWithin is waitFleetPolicy with its own deadline.
 func waitFleetPolicyWithin(t *testing.T, within time.Duration, name, what string, check func(*fleetView) error) {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	eventually(t, max(within, time.Second), 100*time.Millisecond, what, func() error {
 		fp, err := fleetPolicyWithClusters(testContext(t), hub, name)
 		if err != nil {

@@ -26,7 +26,7 @@ spec:
 	waitFleetPolicy(t, fp.Name, "synced in both", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Synced"}))
 	waitPresence(t, fp.Name, map[string]bool{"cluster-1": true, "cluster-2": true})
 
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	if err := hub.Delete(context.Background(), fp); err != nil {
 		t.Fatal(err)
 	}

@@ -26,17 +26,17 @@ import (
 func TestHubLetsGoOfDepartedCluster(t *testing.T) {
 	ctx := testContext(t)
 	const departing, name = "departing", "departure-e2e"
-	admin := directClient(t, testFleet.Hub.Config)
+	admin := directClient(t, fleetOf(t).Hub.Config)
 
 	// "departing" is cluster-2 under another name: its credential Secret holds cluster-2's, so
 	// the hub's watch of it shows in cluster-2's apiserver.
 	cluster2 := &corev1.Secret{}
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: testFleet.SecretNamespace, Name: "cluster-2"}, cluster2); err != nil {
+	if err := admin.Get(ctx, client.ObjectKey{Namespace: fleetOf(t).SecretNamespace, Name: "cluster-2"}, cluster2); err != nil {
 		t.Fatal(err)
 	}
 	newSecret := func() *corev1.Secret {
 		return &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: departing, Namespace: testFleet.SecretNamespace,
+			ObjectMeta: metav1.ObjectMeta{Name: departing, Namespace: fleetOf(t).SecretNamespace,
 				Labels: map[string]string{gateway.CredentialTypeLabel: cluster2.Labels[gateway.CredentialTypeLabel]}},
 			Type: cluster2.Type, Data: cluster2.Data,
 		}
@@ -210,7 +210,7 @@ func (g goroutines) more(before goroutines) string {
 // serving (its apiserver_longrunning_requests).
 func clusterPolicyWatches(t *testing.T, cluster string) float64 {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	cs, err := kubernetes.NewForConfig(fleetOf(t).Cluster(cluster).Config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,16 +26,16 @@ func TestHubLetsDeclarationsGoOfDepartedClusters(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const left, tenant = "left-early", "left-early-team"
-	hub := directClient(t, testFleet.Hub.Config)
-	cluster2 := directClient(t, testFleet.Cluster("cluster-2").Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
+	cluster2 := directClient(t, fleetOf(t).Cluster("cluster-2").Config)
 
 	// "left-early" is cluster-2 under another name (its credential Secret holds cluster-2's).
 	real := &corev1.Secret{}
-	if err := hub.Get(ctx, client.ObjectKey{Namespace: testFleet.SecretNamespace, Name: "cluster-2"}, real); err != nil {
+	if err := hub.Get(ctx, client.ObjectKey{Namespace: fleetOf(t).SecretNamespace, Name: "cluster-2"}, real); err != nil {
 		t.Fatal(err)
 	}
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: left, Namespace: testFleet.SecretNamespace,
+		ObjectMeta: metav1.ObjectMeta{Name: left, Namespace: fleetOf(t).SecretNamespace,
 			Labels: map[string]string{gateway.CredentialTypeLabel: real.Labels[gateway.CredentialTypeLabel]}},
 		Type: real.Type, Data: real.Data,
 	}

@@ -21,7 +21,7 @@ func TestHubRemovesFieldsAddedInTheCluster(t *testing.T) {
 	startHub(t, time.Hour) // no resync: the worker's watch sees the edit
 	ctx := testContext(t)
 	const ns = "drift-added"
-	cluster := directClient(t, testFleet.Cluster("cluster-1").Config)
+	cluster := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, cluster, ns)
 	tmpl := latestTagPolicy(t, "e2e-drift-added", ns, "Enforce")
 	spec, _ := tmpl.Object["spec"].(map[string]any)

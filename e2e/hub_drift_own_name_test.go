@@ -25,7 +25,7 @@ func TestHubRemovesAnExcludeAppliedUnderItsFieldManager(t *testing.T) {
 	hub := startHub(t, time.Hour) // no resync: the worker's watch sees the apply
 	ctx := testContext(t)
 	const ns = "drift-own-name"
-	cluster := directClient(t, testFleet.Cluster("cluster-1").Config)
+	cluster := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, cluster, ns)
 	fp := createFleetPolicy(t, fmt.Sprintf(`
 metadata: {name: e2e-drift-own-name}
@@ -128,7 +128,7 @@ func TestSyncVerifiesEachObjectOnceAndFindsAnExcludeUnderItsName(t *testing.T) {
 		quiet(restarted, fmt.Sprintf("its resync %d", i+1), 0)
 	}
 
-	direct := directClient(t, testFleet.Cluster("cluster-2").Config)
+	direct := directClient(t, fleetOf(t).Cluster("cluster-2").Config)
 	attack := applyExcludeAsPolicyhub(ctx, t, direct, obj.GetName(), "sync-own-name")
 
 	preview := newSyncer(t)

@@ -29,7 +29,7 @@ spec:
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(clusterPolicyGVK)
 	obj.SetName(fp.Name)
-	direct := directClient(t, testFleet.Cluster("cluster-1").Config)
+	direct := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	message := func(live *unstructured.Unstructured) any {
 		rules, _, _ := unstructured.NestedSlice(live.Object, "spec", "rules")
 		return rules[0].(map[string]any)["validate"].(map[string]any)["message"]

@@ -19,7 +19,7 @@ func TestHubFinalizerSetAtAdmissionAndRestored(t *testing.T) {
 	inParallel(t)
 	startHub(t, 10*time.Minute)
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 
 	fp := createFleetPolicy(t, `
 metadata: {name: e2e-finalizer}

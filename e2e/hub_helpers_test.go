@@ -48,7 +48,7 @@ type testHub struct {
 func ensureHubNamespace(t *testing.T) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e2eHubNamespace}}
-	if err := directClient(t, testFleet.Hub.Config).Create(testContext(t), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := directClient(t, fleetOf(t).Hub.Config).Create(testContext(t), ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create namespace %s: %v", e2eHubNamespace, err)
 	}
 }
@@ -58,11 +58,11 @@ func ensureHubNamespace(t *testing.T) {
 func startHub(t *testing.T, resync time.Duration, options ...func(*controllers.HubOptions)) *testHub {
 	t.Helper()
 	ensureHubNamespace(t)
-	cacheOptions := controllers.CacheOptions(testFleet.SecretNamespace, e2eHubNamespace, "")
+	cacheOptions := controllers.CacheOptions(fleetOf(t).SecretNamespace, e2eHubNamespace, "")
 	if selector := scopeSelector(t); selector != nil {
 		cacheOptions = controllers.ScopeCache(cacheOptions, selector)
 	}
-	mgr, err := ctrl.NewManager(testFleet.Hub.Config, ctrl.Options{
+	mgr, err := ctrl.NewManager(fleetOf(t).Hub.Config, ctrl.Options{
 		Scheme:                 testScheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -75,7 +75,7 @@ func startHub(t *testing.T, resync time.Duration, options ...func(*controllers.H
 	}
 	h := &testHub{registry: prometheus.NewRegistry()}
 	opts := controllers.HubOptions{
-		Gateway: testFleet.Hub.Config, SecretNamespace: testFleet.SecretNamespace, HubID: e2eHubID,
+		Gateway: fleetOf(t).Hub.Config, SecretNamespace: fleetOf(t).SecretNamespace, HubID: e2eHubID,
 		Lock: lockOptions(e2eHubID + "/" + t.Name()), Registry: h.registry, Resync: resync,
 		RetryMaxDelay:  2 * time.Second, // outages in tests last seconds
 		ProbeTimeout:   2 * time.Second,
@@ -85,10 +85,10 @@ func startHub(t *testing.T, resync time.Duration, options ...func(*controllers.H
 		// clusters (and the tests' extra ones), as it does at fleet scale.
 		ClustersPerSlice: 10,
 	}
-	if testFleet.FluxStorage != "" {
+	if fleetOf(t).FluxStorage != "" {
 		// The fleet's source-controller serves its artifacts on 127.0.0.1, as it would on its
 		// Service in a cluster: that one server, and the Flux sources of flux-system.
-		fence, err := source.NewFluxFence([]string{e2eHubNamespace, fleet.FluxNamespace}, testFleet.FluxStorage)
+		fence, err := source.NewFluxFence([]string{e2eHubNamespace, fleet.FluxNamespace}, fleetOf(t).FluxStorage)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +132,7 @@ const e2eHubNamespace = "policyhub-system"
 func createFleetPolicy(t *testing.T, manifest string) *policyhubv1.FleetPolicy {
 	t.Helper()
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	fp := &policyhubv1.FleetPolicy{}
 	if err := yaml.Unmarshal([]byte(manifest), fp); err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func createFleetPolicy(t *testing.T, manifest string) *policyhubv1.FleetPolicy {
 func deleteDeclaration(t *testing.T, obj client.Object) {
 	t.Helper()
 	ctx := context.Background()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	what := fmt.Sprintf("%T %s", obj, client.ObjectKeyFromObject(obj))
 	if err := hub.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
 		t.Errorf("delete %s: %v", what, err)
@@ -167,7 +167,7 @@ func deleteDeclaration(t *testing.T, obj client.Object) {
 // updateFleetPolicy reads the FleetPolicy, applies change and writes it back.
 func updateFleetPolicy(t *testing.T, name string, change func(*policyhubv1.FleetPolicy)) {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	// The hub writes the status meanwhile (a new resourceVersion): read again and retry.
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		live := &policyhubv1.FleetPolicy{}
@@ -239,7 +239,7 @@ func applicationPolicyWithClusters(ctx context.Context, hub client.Reader, names
 // waitFleetPolicy polls the FleetPolicy until check accepts it, and returns it.
 func waitFleetPolicy(t *testing.T, name, what string, check func(*fleetView) error) *fleetView {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	var fp *fleetView
 	eventually(t, 90*time.Second, 200*time.Millisecond, what, func() error {
 		var err error

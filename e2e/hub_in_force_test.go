@@ -16,7 +16,7 @@ func TestHubReportsPoliciesInForce(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "in-force-e2e"
-	cluster1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	cluster1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, cluster1, ns)
 	enforced := createFleetPolicy(t, fmt.Sprintf(`
 metadata: {name: e2e-in-force}

@@ -49,7 +49,7 @@ spec:
 	}
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(schema.GroupVersionKind{Group: "policies.kyverno.io", Version: "v1beta1", Kind: "MutatingPolicy"})
-	err := directClient(t, testFleet.Cluster(kyverno116Cluster).Config).Get(ctx, client.ObjectKey{Name: name}, live)
+	err := directClient(t, fleetOf(t).Cluster(kyverno116Cluster).Config).Get(ctx, client.ObjectKey{Name: name}, live)
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("%s holds MutatingPolicy %s (read: %v): nothing should have been sent", kyverno116Cluster, name, err)
 	}

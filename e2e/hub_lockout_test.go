@@ -22,7 +22,7 @@ func TestHubPolicyCannotLockTheHubOut(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "lockout-e2e"
-	cluster := directClient(t, testFleet.Cluster("cluster-1").Config)
+	cluster := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, cluster, ns)
 	blocker := createFleetPolicy(t, `
 metadata: {name: e2e-lockout-blocker}
@@ -66,7 +66,7 @@ spec:
 	waitFleetPolicy(t, other.Name, "synced despite the blocker", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
 
 	// And the hub can take the blocker away.
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	if err := hub.Delete(ctx, blocker); err != nil {
 		t.Fatal(err)
 	}

@@ -43,9 +43,9 @@ func TestHubNotEnforcedLegacy(t *testing.T) {
 	h := startHub(t, time.Second) // resyncs every second: each would rewrite, were a refusal retried
 	ctx := context.Background()
 	const ns, name = "not-enforced-e2e", "e2e-not-enforced-legacy"
-	cluster1 := directClient(t, testFleet.Cluster("cluster-1").Config)
-	cluster2 := directClient(t, testFleet.Cluster("cluster-2").Config)
-	hub := directClient(t, testFleet.Hub.Config)
+	cluster1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
+	cluster2 := directClient(t, fleetOf(t).Cluster("cluster-2").Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	createNamespace(ctx, t, cluster1, ns)
 	createNamespace(ctx, t, cluster2, ns)
 	versions := &kyvernoVersions{t: t, started: map[string]bool{}}
@@ -237,7 +237,7 @@ func (k *kyvernoVersions) set(cluster, version string) {
 	t := k.t
 	t.Helper()
 	ctx := context.Background()
-	restore, err := testFleet.Cluster(cluster).SayKyvernoVersion(ctx, version)
+	restore, err := fleetOf(t).Cluster(cluster).SayKyvernoVersion(ctx, version)
 	if err != nil {
 		t.Fatalf("%s: say Kyverno %s: %v", cluster, version, err)
 	}
@@ -286,7 +286,7 @@ func liveMessage(ctx context.Context, c client.Client, name, want string) error 
 // /metrics (apiserver_request_total): every client's, the hub's through the gateway among them.
 func clusterPolicyWrites(t *testing.T, cluster string) int64 {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	cs, err := kubernetes.NewForConfig(fleetOf(t).Cluster(cluster).Config)
 	if err != nil {
 		t.Fatal(err)
 	}

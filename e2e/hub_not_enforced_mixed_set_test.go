@@ -24,8 +24,8 @@ func TestHubNotEnforcedMixedSetKeepsItsCELMembersInStep(t *testing.T) {
 	ctx := context.Background()
 	const ns, name = "not-enforced-mixed", "e2e-not-enforced-mixed"
 	const legacyName, celName = "mixed-legacy-latest", "mixed-cel-team"
-	cluster2 := directClient(t, testFleet.Cluster("cluster-2").Config)
-	createNamespace(ctx, t, directClient(t, testFleet.Cluster("cluster-1").Config), ns)
+	cluster2 := directClient(t, fleetOf(t).Cluster("cluster-2").Config)
+	createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster("cluster-1").Config), ns)
 	createNamespace(ctx, t, cluster2, ns)
 	versions := &kyvernoVersions{t: t, started: map[string]bool{}}
 	versions.set("cluster-2", "v1.19.1")

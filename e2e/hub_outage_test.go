@@ -15,20 +15,16 @@ import (
 )
 
 // useOwnFleet starts a fleet for this test alone (no Kyverno: stopping its apiservers must not
-// disturb the shared fleet's Kyverno) and points the package's helpers at it until the test ends.
-// Tests of this package never run in parallel, so swapping testFleet is safe.
+// disturb the shared fleet's Kyverno) and points the test's helpers (fleetOf) at it until the
+// test ends; the other tests go on with the shared fleet.
 func useOwnFleet(t *testing.T) *fleet.Fleet {
 	t.Helper()
-	return useOwnFleetWith(t, fleet.Options{})
-}
-
-// useOwnFleetWith is useOwnFleet with a fleet started with opts.
-func useOwnFleetWith(t *testing.T, opts fleet.Options) *fleet.Fleet {
-	t.Helper()
-	own := fleet.StartForTest(t, opts)
-	shared := testFleet
-	testFleet = own
-	t.Cleanup(func() { testFleet = shared })
+	if strings.Contains(t.Name(), "/") {
+		t.Fatal("useOwnFleet is for top-level tests: their subtests share the fleet")
+	}
+	own := fleet.StartForTest(t, fleet.Options{})
+	ownFleets.Store(t.Name(), own)
+	t.Cleanup(func() { ownFleets.Delete(t.Name()) })
 	return own
 }
 
@@ -37,6 +33,7 @@ func useOwnFleetWith(t *testing.T, opts fleet.Options) *fleet.Fleet {
 // while a cluster is down prunes the reachable one, keeps the finalizer and says why; when the
 // cluster returns, it is pruned and the FleetPolicy goes.
 func TestHubSurvivesAnUnreachableCluster(t *testing.T) {
+	inParallel(t)
 	own := useOwnFleet(t)
 	startHub(t, 2*time.Second)
 	ctx := testContext(t)

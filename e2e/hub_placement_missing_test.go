@@ -35,7 +35,7 @@ spec:
 		}
 		return nil
 	})
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	eventually(t, 30*time.Second, 200*time.Millisecond, "a PlacementNotFound Warning Event", func() error {
 		list := &eventsv1.EventList{}
 		if err := hub.List(ctx, list, client.InNamespace("default")); err != nil {

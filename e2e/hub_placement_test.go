@@ -66,15 +66,15 @@ spec:
 	waitPresence(t, "e2e-by-label", map[string]bool{"cluster-2": true})
 
 	ctx := testContext(t)
-	if err := testFleet.SetClusterLabels(ctx, "cluster-1", map[string]string{"env": "prod"}); err != nil {
+	if err := fleetOf(t).SetClusterLabels(ctx, "cluster-1", map[string]string{"env": "prod"}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = testFleet.SetClusterLabels(ctx, "cluster-1", map[string]string{"env": "staging"}) })
+	t.Cleanup(func() { _ = fleetOf(t).SetClusterLabels(ctx, "cluster-1", map[string]string{"env": "staging"}) })
 	waitFleetPolicy(t, "e2e-by-label", "synced in both once cluster-1 is labelled prod",
 		wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced", "cluster-2": "Synced"}))
 	waitPresence(t, "e2e-by-label", map[string]bool{"cluster-1": true, "cluster-2": true})
 
-	if err := testFleet.SetClusterLabels(ctx, "cluster-1", map[string]string{"env": "staging"}); err != nil {
+	if err := fleetOf(t).SetClusterLabels(ctx, "cluster-1", map[string]string{"env": "staging"}); err != nil {
 		t.Fatal(err)
 	}
 	waitFleetPolicy(t, "e2e-by-label", "pruned from cluster-1 once it is staging again", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-2": "Synced"}))

@@ -39,14 +39,14 @@ func buildHubBinary(t *testing.T) string {
 // after the defaults win); its output goes to the fleet's log directory.
 func runHubProcess(t *testing.T, binary, identity string, extra ...string) *exec.Cmd {
 	t.Helper()
-	logFile, err := os.Create(filepath.Join(testFleet.LogDir, "policyhub-hub-"+identity+".log"))
+	logFile, err := os.Create(filepath.Join(fleetOf(t).LogDir, "policyhub-hub-"+identity+".log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(binary,
-		"--kubeconfig="+testFleet.Hub.Kubeconfig,
+		"--kubeconfig="+fleetOf(t).Hub.Kubeconfig,
 		"--hub-id="+e2eHubID, "--identity="+e2eHubID+"/"+identity,
-		"--gateway-secret-namespace="+testFleet.SecretNamespace,
+		"--gateway-secret-namespace="+fleetOf(t).SecretNamespace,
 		"--leader-elect=false", // two writers on purpose: only the clusters' sync Leases keep them apart
 		"--resync-interval=1s",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0")
@@ -66,7 +66,7 @@ func runHubProcess(t *testing.T, binary, identity string, extra ...string) *exec
 // watchSyncLease watches a cluster's sync Lease, directly in the cluster, until the test ends.
 func watchSyncLease(t *testing.T, ctx context.Context, cluster string) watch.Interface {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	cs, err := kubernetes.NewForConfig(fleetOf(t).Cluster(cluster).Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ spec:
 	}
 	eventually(t, 60*time.Second, 200*time.Millisecond, "both processes queued on the held Leases", func() error {
 		for _, identity := range []string{"process-a", "process-b"} {
-			logged, err := os.ReadFile(filepath.Join(testFleet.LogDir, "policyhub-hub-"+identity+".log"))
+			logged, err := os.ReadFile(filepath.Join(fleetOf(t).LogDir, "policyhub-hub-"+identity+".log"))
 			if err != nil {
 				return err
 			}
@@ -167,7 +167,7 @@ spec:
 		}
 	}
 	for _, identity := range []string{"process-a", "process-b"} {
-		logged, err := os.ReadFile(filepath.Join(testFleet.LogDir, "policyhub-hub-"+identity+".log"))
+		logged, err := os.ReadFile(filepath.Join(fleetOf(t).LogDir, "policyhub-hub-"+identity+".log"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,7 +27,7 @@ func TestHubRefusesAMissingNamespace(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the hub still runs a minute after starting with a missing namespace")
 	}
-	log, err := os.ReadFile(filepath.Join(testFleet.LogDir, "policyhub-hub-missing-namespace.log"))
+	log, err := os.ReadFile(filepath.Join(fleetOf(t).LogDir, "policyhub-hub-missing-namespace.log"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestHubRendersTheServedPolicyVersion(t *testing.T) {
 	const ns, name = "served-version-e2e", "e2e-served-version"
 	clusters := map[string]string{kyverno116Cluster: "v1beta1", "cluster-1": "v1"}
 	for cluster := range clusters {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(cluster).Config), ns)
+		createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster(cluster).Config), ns)
 	}
 	createFleetPolicy(t, fmt.Sprintf(`
 metadata: {name: %s}
@@ -46,7 +46,7 @@ spec:
 	}
 
 	for cluster, version := range clusters {
-		c := directClient(t, testFleet.Cluster(cluster).Config)
+		c := directClient(t, fleetOf(t).Cluster(cluster).Config)
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(schema.GroupVersionKind{Group: "policies.kyverno.io", Version: version, Kind: "ValidatingPolicy"})
 		if err := c.Get(ctx, client.ObjectKey{Name: name}, live); err != nil {
@@ -68,7 +68,7 @@ spec:
 		})
 	}
 	// What makes the render necessary: Kyverno 1.16's cluster has no v1 to write to.
-	c116 := directClient(t, testFleet.Cluster(kyverno116Cluster).Config)
+	c116 := directClient(t, fleetOf(t).Cluster(kyverno116Cluster).Config)
 	v1 := &unstructured.Unstructured{}
 	v1.SetGroupVersionKind(schema.GroupVersionKind{Group: "policies.kyverno.io", Version: "v1", Kind: "ValidatingPolicy"})
 	if err := c116.Get(ctx, client.ObjectKey{Name: name}, v1); !meta.IsNoMatchError(err) {

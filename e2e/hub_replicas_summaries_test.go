@@ -75,7 +75,7 @@ func (a *replicaAgents) total() int64 {
 // that replica labels it: each replica caches only the summaries that name it.
 func (a *replicaAgents) waitLabelled(t *testing.T, assigned shard.Assignment, what string) {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	eventually(t, 30*time.Second, 100*time.Millisecond, what, func() error {
 		for cluster := range a.pushers {
 			s := &policyhubv1.PolicyReportSummary{}
@@ -113,7 +113,7 @@ type failWatch struct {
 // would count the cluster's results as gone, and write that.
 func watchFail(t *testing.T, policy string) *failWatch {
 	t.Helper()
-	watcher, err := client.NewWithWatch(testFleet.Hub.Config, client.Options{Scheme: testScheme})
+	watcher, err := client.NewWithWatch(fleetOf(t).Hub.Config, client.Options{Scheme: testScheme})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func runReplica(t *testing.T, binary, name string) *hubReplica {
 	cmd := runHubProcess(t, binary, name, "--share-fleet", "--replica-name="+name,
 		"--metrics-bind-address="+addr, "--metrics-secure=false")
 	return &hubReplica{name: name, cmd: cmd, metrics: "http://" + addr + "/metrics",
-		log: filepath.Join(testFleet.LogDir, "policyhub-hub-"+name+".log")}
+		log: filepath.Join(fleetOf(t).LogDir, "policyhub-hub-"+name+".log")}
 }
 
 // metric reads the value of the replica's first series of name with labels (a gauge's or a
@@ -156,7 +156,7 @@ func (r *hubReplica) logSize(t *testing.T) int64 {
 // the credential Secrets.
 func expectedAssignment(t *testing.T, ctx context.Context) shard.Assignment {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)
+	cs, err := kubernetes.NewForConfig(fleetOf(t).Hub.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func expectedAssignment(t *testing.T, ctx context.Context) shard.Assignment {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secrets, err := placement.CredentialSecrets(ctx, directClient(t, testFleet.Hub.Config), testFleet.SecretNamespace)
+	secrets, err := placement.CredentialSecrets(ctx, directClient(t, fleetOf(t).Hub.Config), fleetOf(t).SecretNamespace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,21 +277,21 @@ func TestHubReplicasShareTheFleet(t *testing.T) {
 		if i == 8 {
 			labels[policyhubv1.LabelPinnedReplica] = "replica-c"
 		}
-		if err := testFleet.AddClusterSecret(ctx, name, testFleet.Cluster(like).URL, like, labels); err != nil {
+		if err := fleetOf(t).AddClusterSecret(ctx, name, fleetOf(t).Cluster(like).URL, like, labels); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = testFleet.RemoveClusterSecret(context.Background(), name) })
+		t.Cleanup(func() { _ = fleetOf(t).RemoveClusterSecret(context.Background(), name) })
 		shared = append(shared, name)
 	}
 	// Every cluster of the fleet (its own managed clusters, cluster-3 included) and the nine.
-	fleetSize := len(testFleet.Managed) + len(shared)
+	fleetSize := len(fleetOf(t).Managed) + len(shared)
 	// Registered before the processes, so it runs after they stopped: no sync Lease, and no
 	// replica Lease (a killed replica's would stay) is left behind.
 	t.Cleanup(func() {
 		for _, c := range []string{"cluster-1", "cluster-2"} {
 			deleteLease(t, c)
 		}
-		cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)
+		cs, err := kubernetes.NewForConfig(fleetOf(t).Hub.Config)
 		if err == nil {
 			err = cs.CoordinationV1().Leases(e2eHubNamespace).DeleteCollection(context.Background(), metav1.DeleteOptions{},
 				metav1.ListOptions{LabelSelector: policyhubv1.LabelReplicaOf + "=" + e2eHubID})
@@ -320,7 +320,7 @@ func TestHubReplicasShareTheFleet(t *testing.T) {
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("impostor"), LeaseDurationSeconds: ptr.To(int32(3600)),
 			RenewTime: &metav1.MicroTime{Time: time.Now()}},
 	}
-	hubAdmin := directClient(t, testFleet.Hub.Config)
+	hubAdmin := directClient(t, fleetOf(t).Hub.Config)
 	if err := hubAdmin.Create(ctx, impostor); err != nil {
 		t.Fatal(err)
 	}

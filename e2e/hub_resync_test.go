@@ -39,7 +39,7 @@ spec:
 			v[c+" lease"] = leaseVersion(t, c)
 		}
 		current := &policyhubv1.FleetPolicy{}
-		if err := directClient(t, testFleet.Hub.Config).Get(context.Background(), client.ObjectKeyFromObject(fp), current); err != nil {
+		if err := directClient(t, fleetOf(t).Hub.Config).Get(context.Background(), client.ObjectKeyFromObject(fp), current); err != nil {
 			t.Fatal(err)
 		}
 		v["FleetPolicy"] = current.ResourceVersion

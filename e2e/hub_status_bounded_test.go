@@ -29,10 +29,10 @@ func TestHubStatusStaysBoundedBeyondItsAttentionList(t *testing.T) {
 			t.Fatal(err)
 		}
 		name := fmt.Sprintf("bounded-%02d", i)
-		if err := testFleet.AddClusterSecret(ctx, name, url, "cluster-2", nil); err != nil {
+		if err := fleetOf(t).AddClusterSecret(ctx, name, url, "cluster-2", nil); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = testFleet.RemoveClusterSecret(context.Background(), name) })
+		t.Cleanup(func() { _ = fleetOf(t).RemoveClusterSecret(context.Background(), name) })
 		placed = append(placed, name)
 	}
 	name := "e2e-bounded"
@@ -76,7 +76,7 @@ spec:
 	}
 
 	slices := &policyhubv1.ClusterStatusSliceList{}
-	if err := directClient(t, testFleet.Hub.Config).List(ctx, slices, client.InNamespace(e2eHubNamespace),
+	if err := directClient(t, fleetOf(t).Hub.Config).List(ctx, slices, client.InNamespace(e2eHubNamespace),
 		client.MatchingLabels{policyhubv1.LabelDeclarationUID: string(fp.UID)}); err != nil {
 		t.Fatal(err)
 	}
@@ -118,11 +118,11 @@ spec:
 	// Deleted, the FleetPolicy takes its slices with it (no garbage collector runs here). The
 	// refusing clusters cannot be pruned: they leave the fleet first.
 	for _, c := range placed[1:] {
-		if err := testFleet.RemoveClusterSecret(ctx, c); err != nil {
+		if err := fleetOf(t).RemoveClusterSecret(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 	}
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	if err := hub.Delete(ctx, fp.FleetPolicy); err != nil {
 		t.Fatal(err)
 	}

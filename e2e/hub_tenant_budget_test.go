@@ -28,8 +28,8 @@ func TestTenantPastItsBudgetStopsNobodyElse(t *testing.T) {
 	startHub(t, time.Hour, func(o *controllers.HubOptions) { o.TenantBudget, o.MaxOwnedObjects = budget, cacheBound })
 	ctx := testContext(t)
 	const tenant = "team-budget"
-	hub := directClient(t, testFleet.Hub.Config)
-	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
+	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, hub, tenant)
 	createNamespace(ctx, t, c1, tenant)
 	grantTenant(ctx, t, tenant)

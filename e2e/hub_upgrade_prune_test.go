@@ -30,7 +30,7 @@ spec:
 		waitFleetPolicy(t, name, "synced", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
 	})
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	if err := hub.DeleteAllOf(ctx, &policyhubv1.ClusterStatusSlice{}, client.InNamespace(e2eHubNamespace),
 		client.MatchingLabels{policyhubv1.LabelDeclarationUID: string(fp.UID)}); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ func TestKyvernoAuditPolicyThroughGatewayReportsExistingViolation(t *testing.T) 
 	inParallel(t)
 	ctx := testContext(t)
 	const ns = "audit-e2e"
-	cluster := directClient(t, testFleet.Cluster("cluster-1").Config)
+	cluster := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, cluster, ns)
 	violating := deployment(ns, "web-latest", "nginx:latest")
 	if err := cluster.Create(ctx, violating); err != nil {

@@ -22,7 +22,7 @@ func TestKyvernoEnforcePolicyThroughGatewayDeniesLatestTag(t *testing.T) {
 	inParallel(t)
 	ctx := testContext(t)
 	const ns = "enforce-e2e"
-	cluster := directClient(t, testFleet.Cluster("cluster-1").Config)
+	cluster := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, cluster, ns)
 
 	policy := latestTagPolicy(t, "e2e-disallow-latest-enforce", ns, "Enforce")

@@ -27,7 +27,7 @@ func TestKyvernoIgnoresCELExceptionsOutsideTheExceptionNamespace(t *testing.T) {
 	ctx := testContext(t)
 	const ns, policy = "kyverno-17367-e2e", "e2e-kyverno-17367"
 	var warnings warningRecorder
-	cfg := rest.CopyConfig(testFleet.Cluster("cluster-1").Config)
+	cfg := rest.CopyConfig(fleetOf(t).Cluster("cluster-1").Config)
 	cfg.WarningHandler = &warnings
 	c := directClient(t, cfg)
 	createNamespace(ctx, t, c, ns)

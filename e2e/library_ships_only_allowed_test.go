@@ -60,11 +60,11 @@ spec:
 func TestLibraryShipsOnlyWhatItsSetAllows(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	const ns, set = "library-trust-e2e", "e2e-lib-trust"
 	clusters := []string{"cluster-1", "cluster-2"}
 	for _, c := range clusters {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
+		createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster(c).Config), ns)
 	}
 	enforcedLatestTag(t, "e2e-lib-trust-latest", ns)
 	latest := deployment(ns, "web-latest", "nginx:latest")
@@ -124,7 +124,7 @@ spec:
 		if err := deniedEventually(ctx, t, c, latest, "nginx:latest still denied"); err == nil {
 			t.Errorf("%s: nginx:latest admitted", c)
 		}
-		managed := directClient(t, testFleet.Cluster(c).Config)
+		managed := directClient(t, fleetOf(t).Cluster(c).Config)
 		// No controller-manager token controller makes the namespace's default ServiceAccount here.
 		if err := managed.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}}); client.IgnoreAlreadyExists(err) != nil {
 			t.Fatal(err)

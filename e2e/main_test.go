@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,8 +19,21 @@ import (
 
 // testFleet is the fleet every test of this package runs on: a hub running KubeVela's vela-core
 // and two managed clusters, each with real Kyverno 1.19 (cluster-2 reporting through
-// openreports.io), and a third with Kyverno 1.16 (kyverno116Cluster).
+// openreports.io), and a third with Kyverno 1.16 (kyverno116Cluster). Tests reach it through
+// fleetOf, which gives a test that started a fleet of its own (useOwnFleet) that one instead.
 var testFleet *fleet.Fleet
+
+// ownFleets maps a top-level test's name to the fleet it started for itself (useOwnFleet).
+var ownFleets sync.Map
+
+// fleetOf is the fleet t's helpers work on: its top-level test's own, or the shared one.
+func fleetOf(t testing.TB) *fleet.Fleet {
+	top, _, _ := strings.Cut(t.Name(), "/")
+	if own, ok := ownFleets.Load(top); ok {
+		return own.(*fleet.Fleet)
+	}
+	return testFleet
+}
 
 // kyverno116Cluster is the managed cluster that runs Kyverno 1.16.
 const kyverno116Cluster = "cluster-3"

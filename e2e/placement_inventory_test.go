@@ -18,9 +18,9 @@ import (
 // Secret shows at the next read.
 func TestInventoryReadsGatewaySecretsAndOCM(t *testing.T) {
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 
-	inv, err := placement.ReadInventory(ctx, hub, testFleet.SecretNamespace)
+	inv, err := placement.ReadInventory(ctx, hub, fleetOf(t).SecretNamespace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,14 +51,14 @@ func TestInventoryReadsGatewaySecretsAndOCM(t *testing.T) {
 	}
 	createPlacementDecision(ctx, t, "ocm-e2e", "prod-placement", "cluster-1")
 
-	if err := testFleet.SetClusterLabels(ctx, "cluster-1", map[string]string{"env": "staging", "tier": "gold"}); err != nil {
+	if err := fleetOf(t).SetClusterLabels(ctx, "cluster-1", map[string]string{"env": "staging", "tier": "gold"}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = testFleet.SetClusterLabels(context.Background(), "cluster-1", map[string]string{"env": "staging"})
+		_ = fleetOf(t).SetClusterLabels(context.Background(), "cluster-1", map[string]string{"env": "staging"})
 	})
 
-	inv, err = placement.ReadInventory(ctx, hub, testFleet.SecretNamespace)
+	inv, err = placement.ReadInventory(ctx, hub, fleetOf(t).SecretNamespace)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestInventoryReadsGatewaySecretsAndOCM(t *testing.T) {
 // naming clusters (as OCM's placement controller would), and deletes it when the test ends.
 func createPlacementDecision(ctx context.Context, t *testing.T, namespace, placement string, clusters ...string) {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	createNamespace(ctx, t, hub, namespace)
 	decision := object(t, `{"apiVersion":"cluster.open-cluster-management.io/v1beta1","kind":"PlacementDecision"}`)
 	decision.SetNamespace(namespace)
@@ -98,7 +98,7 @@ func createPlacementDecision(ctx context.Context, t *testing.T, namespace, place
 // as OCM's placement controller writes them: in its status.
 func setPlacementDecision(ctx context.Context, t *testing.T, namespace, placement string, clusters ...string) {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		decision := object(t, `{"apiVersion":"cluster.open-cluster-management.io/v1beta1","kind":"PlacementDecision"}`)
 		if err := hub.Get(ctx, client.ObjectKey{Namespace: namespace, Name: placement + "-decision-1"}, decision); err != nil {

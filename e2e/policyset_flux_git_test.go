@@ -34,7 +34,7 @@ func TestPolicySetsFromAGitRepositoryThroughFlux(t *testing.T) {
 			psAuditPolicy("pset-git-tier", ns, "tier", "label tier is required"),
 	})
 
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleet.FluxNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func dockerConfigJSON(host, user, password string) []byte {
 func registrySecret(t *testing.T, secretName, host, user, password string) {
 	t.Helper()
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e2eHubNamespace, Name: secretName},
 		Type:       corev1.SecretTypeDockerConfigJson,
@@ -97,7 +97,7 @@ func registrySecret(t *testing.T, secretName, host, user, password string) {
 func createPolicySet(t *testing.T, manifest string) *policyhubv1.PolicySet {
 	t.Helper()
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	ps := &policyhubv1.PolicySet{}
 	if err := yaml.Unmarshal([]byte(manifest), ps); err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func (setView) DeepCopyObject() notAnObject { return notAnObject{} }
 // waitPolicySet polls the PolicySet until check accepts it, and returns it.
 func waitPolicySet(t *testing.T, name, what string, check func(*setView) error) *setView {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	var view *setView
 	// Three minutes: a rollout's waves each wait for their agents' fresh reports.
 	eventually(t, 3*time.Minute, 200*time.Millisecond, what, func() error {
@@ -197,7 +197,7 @@ func clusterPolicy(t *testing.T, cluster, name string) *unstructured.Unstructure
 	obj := &unstructured.Unstructured{}
 	obj.SetAPIVersion("kyverno.io/v1")
 	obj.SetKind("ClusterPolicy")
-	err := directClient(t, testFleet.Cluster(cluster).Config).Get(testContext(t), client.ObjectKey{Name: name}, obj)
+	err := directClient(t, fleetOf(t).Cluster(cluster).Config).Get(testContext(t), client.ObjectKey{Name: name}, obj)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -211,7 +211,7 @@ func clusterPolicy(t *testing.T, cluster, name string) *unstructured.Unstructure
 func snapshotsOf(t *testing.T, ps *policyhubv1.PolicySet) []string {
 	t.Helper()
 	list := &corev1.ConfigMapList{}
-	if err := directClient(t, testFleet.Hub.Config).List(testContext(t), list, client.InNamespace(e2eHubNamespace),
+	if err := directClient(t, fleetOf(t).Hub.Config).List(testContext(t), list, client.InNamespace(e2eHubNamespace),
 		client.MatchingLabels{policyhubv1.LabelDeclarationUID: string(ps.UID)}); err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func snapshotsOf(t *testing.T, ps *policyhubv1.PolicySet) []string {
 // updatePolicySet reads the PolicySet, applies change and writes it back.
 func updatePolicySet(t *testing.T, name string, change func(*policyhubv1.PolicySet)) {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	// The hub writes the status meanwhile (a new resourceVersion): read again and retry.
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		live := &policyhubv1.PolicySet{}
@@ -244,7 +244,7 @@ func updatePolicySet(t *testing.T, name string, change func(*policyhubv1.PolicyS
 // for a PolicySet's spec.source.configMaps selector, until the test ends.
 func createLibrary(t *testing.T, name, label string, data map[string]string) *corev1.ConfigMap {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	library := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e2eHubNamespace, Name: name, Labels: map[string]string{policyhubv1.LabelPolicyLibrary: "true", "library": label}},
 		Data:       data,
@@ -261,7 +261,7 @@ func createLibrary(t *testing.T, name, label string, data map[string]string) *co
 // by column name.
 func printedColumns(t *testing.T, resource, name string) map[string]string {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)
+	cs, err := kubernetes.NewForConfig(fleetOf(t).Hub.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func TestPolicySetFromKyvernoOCIPushIsEnforced(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns, user, password = "pset-oci-e2e", "platform", "s3cret"
-	cluster1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	cluster1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, cluster1, ns)
 
 	reg := registrytest.Start(t, user, password)

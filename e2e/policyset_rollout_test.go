@@ -48,8 +48,8 @@ func TestPolicySetRollsOutANewVersionWaveByWave(t *testing.T) {
 	startAgentBeating(t, "cluster-2", 2*time.Second)
 	ctx := testContext(t)
 	const ns, name = "pset-rollout", "e2e-pset-rollout"
-	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
-	c2 := directClient(t, testFleet.Cluster("cluster-2").Config)
+	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
+	c2 := directClient(t, fleetOf(t).Cluster("cluster-2").Config)
 	createNamespace(ctx, t, c1, ns)
 	createNamespace(ctx, t, c2, ns)
 	web := shopDeployment(ns, "web", "shop")
@@ -62,7 +62,7 @@ func TestPolicySetRollsOutANewVersionWaveByWave(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	library := createLibrary(t, "pset-rollout-library", "rollout", map[string]string{
 		"team.yaml":   psDeploymentPolicy("pset-ro-team", ns, "team", "Deployments need a team"),
 		"app.yaml":    psDeploymentPolicy("pset-ro-app", ns, "app", "Deployments need an app"),

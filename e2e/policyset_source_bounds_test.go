@@ -97,7 +97,7 @@ spec:
     oci: {ref: %q, secretRef: {name: bomb-registry}}
   placement: {clusters: [cluster-1]}
 `, setName, ref))
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	var refused *metav1.Condition
 	eventually(t, 20*time.Second, 100*time.Millisecond, "the bomb refused", func() error {
 		ps := &policyhubv1.PolicySet{}
@@ -137,7 +137,7 @@ func TestPolicySetSnapshotIsNeverAdopted(t *testing.T) {
 	inParallel(t)
 	startHub(t, time.Hour)
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	const setName = "e2e-pset-squatted"
 	manifest := fmt.Sprintf(`
 metadata: {name: %s}

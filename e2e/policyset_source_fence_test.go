@@ -45,7 +45,7 @@ func fenceListener(t *testing.T, artifact []byte) (*httptest.Server, *atomic.Int
 // fluxSource is a Flux GitRepository on the hub, created until the test ends.
 func fluxSource(t *testing.T, namespace, name, url string, suspend bool) *unstructured.Unstructured {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	src := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": policyhubv1.FluxSourceGroupVersion.String(), "kind": "GitRepository",
 		"metadata": map[string]any{"name": name, "namespace": namespace},
@@ -62,7 +62,7 @@ func fluxSource(t *testing.T, namespace, name, url string, suspend bool) *unstru
 // so that it names url, holding data, unless it does already.
 func pointArtifactAt(t *testing.T, namespace, name, url string, data []byte) {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	src := &unstructured.Unstructured{}
 	src.SetAPIVersion(policyhubv1.FluxSourceGroupVersion.String())
 	src.SetKind("GitRepository")
@@ -116,7 +116,7 @@ func sourceRefused(digest string, clusters []string, want ...string) func(*setVi
 func TestPolicySetFluxSourcesAreFenced(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	const ns, name = "pset-fence-e2e", "e2e-pset-fence"
 	evilData := archivetest.Tarball(t, archivetest.File{Name: "policies/evil.yaml", Content: psAuditPolicy("pset-fence-evil", ns, "evil", "shipped by whoever wrote the status")})
 	evil, hits := fenceListener(t, evilData)
@@ -228,7 +228,7 @@ spec:
 func replaceSnapshot(t *testing.T, name, from, to string) {
 	t.Helper()
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	cm := &corev1.ConfigMap{}
 	if err := hub.Get(ctx, client.ObjectKey{Namespace: e2eHubNamespace, Name: name}, cm); err != nil {
 		t.Fatal(err)

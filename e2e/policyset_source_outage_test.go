@@ -69,7 +69,7 @@ spec:
 	if clusterPolicy(t, "cluster-1", "pset-outage-tier") != nil {
 		t.Error("a member of the version never read reached the cluster")
 	}
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	eventually(t, 30*time.Second, 200*time.Millisecond, "a Warning Event about the source", func() error {
 		list := &eventsv1.EventList{}
 		if err := hub.List(testContext(t), list, client.InNamespace("default")); err != nil {

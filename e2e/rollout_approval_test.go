@@ -21,7 +21,7 @@ func TestRolloutApprovalAndPause(t *testing.T) {
 	startAgentBeating(t, "cluster-2", 2*time.Second)
 	ctx := testContext(t)
 	const ns, name = "rollout-approval", "rollout-approval-team"
-	c2 := directClient(t, testFleet.Cluster("cluster-2").Config)
+	c2 := directClient(t, fleetOf(t).Cluster("cluster-2").Config)
 	createNamespace(ctx, t, c2, ns)
 	// A compliant Deployment: the policy has results to report, all passing.
 	if err := c2.Create(ctx, shopDeployment(ns, "web", "shop")); err != nil {

@@ -86,7 +86,7 @@ func phasesOf(st *policyhubv1.RolloutStatus) string {
 // readFleetPolicy reads the FleetPolicy, and its state in each cluster, from the hub.
 func readFleetPolicy(t *testing.T, name string) *fleetView {
 	t.Helper()
-	fp, err := fleetPolicyWithClusters(testContext(t), directClient(t, testFleet.Hub.Config), name)
+	fp, err := fleetPolicyWithClusters(testContext(t), directClient(t, fleetOf(t).Hub.Config), name)
 	if err != nil {
 		t.Fatalf("read FleetPolicy %s: %v", name, err)
 	}
@@ -125,7 +125,7 @@ func holds(t *testing.T, d time.Duration, what string, check func() error) {
 // labelDeployment sets the labels on the Deployment in the cluster (e.g. to fix a violation).
 func labelDeployment(ctx context.Context, t *testing.T, cluster, ns, name string, labels map[string]string) {
 	t.Helper()
-	c := directClient(t, testFleet.Cluster(cluster).Config)
+	c := directClient(t, fleetOf(t).Cluster(cluster).Config)
 	d := &appsv1.Deployment{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ func TestRolloutWaveGatedOnLegacyObjects(t *testing.T) {
 	startAgentBeating(t, "cluster-1", 2*time.Second)
 	startAgentBeating(t, "cluster-2", 2*time.Second)
 	ctx := testContext(t)
-	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	// The clusters are shared by the tests: the earlier tests' legacy objects must be gone first.
 	inventoryEventually(t, "cluster-1 reports no legacy object before the test's", func(r inventoryJSON) error {
 		return r.wantCounts(map[string][2]int64{"cluster-1": {0, 0}})

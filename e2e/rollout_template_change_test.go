@@ -21,8 +21,8 @@ func TestRolloutTemplateChangeHaltsBeforeProd(t *testing.T) {
 	startAgentBeating(t, "cluster-2", 2*time.Second)
 	ctx := testContext(t)
 	const ns, name = "rollout-change", "rollout-change-labels"
-	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
-	c2 := directClient(t, testFleet.Cluster("cluster-2").Config)
+	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
+	c2 := directClient(t, fleetOf(t).Cluster("cluster-2").Config)
 	createNamespace(ctx, t, c1, ns)
 	createNamespace(ctx, t, c2, ns)
 	// Both have a team label; only prod's has a tier label too.

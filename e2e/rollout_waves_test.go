@@ -25,8 +25,8 @@ func TestRolloutPromotesWaveByWave(t *testing.T) {
 	startAgentBeating(t, "cluster-2", 2*time.Second)
 	ctx := testContext(t)
 	const ns, name = "rollout-waves", "rollout-waves-team"
-	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
-	c2 := directClient(t, testFleet.Cluster("cluster-2").Config)
+	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
+	c2 := directClient(t, fleetOf(t).Cluster("cluster-2").Config)
 	createNamespace(ctx, t, c1, ns)
 	createNamespace(ctx, t, c2, ns)
 	if err := c1.Create(ctx, shopDeployment(ns, "web", "")); err != nil {
@@ -107,7 +107,7 @@ func TestRolloutPromotesWaveByWave(t *testing.T) {
 	// Every transition is an Event; the held gate a Warning with the measured count.
 	eventually(t, 30*time.Second, 500*time.Millisecond, "the rollout's Events", func() error {
 		list := &eventsv1.EventList{}
-		if err := directClient(t, testFleet.Hub.Config).List(ctx, list, client.InNamespace("default")); err != nil {
+		if err := directClient(t, fleetOf(t).Hub.Config).List(ctx, list, client.InNamespace("default")); err != nil {
 			return err
 		}
 		want := map[string]bool{"Warning WaveWaiting wave staging: Auditing -> Waiting": false, "Normal WaveEnforcing wave staging": false, "Normal WaveDone wave prod": false}

@@ -14,7 +14,7 @@ import (
 // as the API's validation grows.
 func TestSamplesAreAdmitted(t *testing.T) {
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	files, err := filepath.Glob(filepath.Join("..", "config", "samples", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no samples in config/samples (%v)", err)

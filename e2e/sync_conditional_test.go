@@ -23,7 +23,7 @@ func TestSyncWritesAreConditionalOnWhatWasRead(t *testing.T) {
 	ctx := testContext(t)
 	obj, _ := renderFleetPolicy(t, "e2e-sync-conditional", auditTemplate("sync-conditional"), nil)
 	cluster1 := gatewayClient(t, "cluster-1")
-	direct := directClient(t, testFleet.Cluster("cluster-1").Config)
+	direct := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 
 	// Another writer's policy of the same name appears after the hub read the cluster.
 	foreign := withRuleMessage(t, obj, "someone else's policy")

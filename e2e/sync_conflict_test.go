@@ -22,7 +22,7 @@ func TestSyncConflictLeavesForeignPolicyUntouched(t *testing.T) {
 	foreign := obj.DeepCopy()
 	foreign.SetLabels(map[string]string{"team": "security"})
 	foreign.SetAnnotations(nil)
-	cluster1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	cluster1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	if err := cluster1.Create(ctx, foreign); err != nil {
 		t.Fatalf("create the foreign ClusterPolicy: %v", err)
 	}

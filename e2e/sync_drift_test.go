@@ -23,7 +23,7 @@ func TestSyncCorrectsDrift(t *testing.T) {
 	onlyResult(t, s.Sync(ctx, cluster, decl), policyhubv1.ClusterPhaseSynced)
 	t.Cleanup(func() { s.Sync(ctx, cluster, []work.Declaration{{Source: source, Prune: true}}) })
 
-	direct := directClient(t, testFleet.Cluster("cluster-1").Config)
+	direct := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	live, err := liveObject(t, "cluster-1", obj)
 	if err != nil {
 		t.Fatal(err)

@@ -35,7 +35,7 @@ func newSyncer(t *testing.T) *work.Syncer {
 
 func gatewayCluster(t *testing.T, name string) work.Cluster {
 	t.Helper()
-	cfg, err := gateway.ClusterConfig(testFleet.Hub.Config, name)
+	cfg, err := gateway.ClusterConfig(fleetOf(t).Hub.Config, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func liveObject(t *testing.T, cluster string, obj *unstructured.Unstructured) (*
 	t.Helper()
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(obj.GroupVersionKind())
-	err := directClient(t, testFleet.Cluster(cluster).Config).Get(testContext(t), types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, live)
+	err := directClient(t, fleetOf(t).Cluster(cluster).Config).Get(testContext(t), types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}, live)
 	return live, err
 }
 
@@ -146,7 +146,7 @@ func leaseVersion(t *testing.T, cluster string) string {
 func holdLease(t *testing.T, cluster, holder string, duration time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	cs, err := kubernetes.NewForConfig(fleetOf(t).Cluster(cluster).Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func holdLease(t *testing.T, cluster, holder string, duration time.Duration) {
 func releaseLease(t *testing.T, cluster string) {
 	t.Helper()
 	ctx := context.Background()
-	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	cs, err := kubernetes.NewForConfig(fleetOf(t).Cluster(cluster).Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func releaseLease(t *testing.T, cluster string) {
 // deleteLease removes the cluster's sync Lease (test cleanup: no holder is left behind).
 func deleteLease(t *testing.T, cluster string) {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	cs, err := kubernetes.NewForConfig(fleetOf(t).Cluster(cluster).Config)
 	if err != nil {
 		t.Fatal(err)
 	}

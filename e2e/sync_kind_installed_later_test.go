@@ -40,7 +40,7 @@ spec:
 		t.Fatalf("before the CRD: phase %s (%s), want Unsupported", d.Phase, d.Message)
 	}
 
-	direct := directClient(t, testFleet.Managed[0].Config)
+	direct := directClient(t, fleetOf(t).Managed[0].Config)
 	crd := object(t, fmt.Sprintf(`
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition

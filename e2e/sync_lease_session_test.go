@@ -24,7 +24,7 @@ func TestSyncKeepsLeaseAcrossPasses(t *testing.T) {
 	const cluster = "cluster-1"
 	syncer := newSyncer(t)
 	target := gatewayCluster(t, cluster)
-	direct, err := kubernetes.NewForConfig(testFleet.Cluster(cluster).Config)
+	direct, err := kubernetes.NewForConfig(fleetOf(t).Cluster(cluster).Config)
 	if err != nil {
 		t.Fatal(err)
 	}

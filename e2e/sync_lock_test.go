@@ -33,7 +33,7 @@ func lockOptions(identity string) work.LockOptions {
 
 func gatewayClientset(t *testing.T, cluster string) kubernetes.Interface {
 	t.Helper()
-	cfg, err := gateway.ClusterConfig(testFleet.Hub.Config, cluster)
+	cfg, err := gateway.ClusterConfig(fleetOf(t).Hub.Config, cluster)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestSyncLockHeldByAnotherWriter(t *testing.T) {
 	// The other writer: a Lease in cluster-1, renewed just now, valid for a minute.
 	holdLease(t, "cluster-1", "other-hub/replica-0", time.Minute)
 	t.Cleanup(func() { deleteLease(t, "cluster-1") })
-	direct, err := kubernetes.NewForConfig(testFleet.Cluster("cluster-1").Config)
+	direct, err := kubernetes.NewForConfig(fleetOf(t).Cluster("cluster-1").Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestSyncLockHeldByAnotherWriter(t *testing.T) {
 func TestSyncLockExcludesConcurrentWriters(t *testing.T) {
 	ctx := testContext(t)
 	const ns = "lock-e2e"
-	createNamespace(ctx, t, directClient(t, testFleet.Cluster("cluster-2").Config), ns)
+	createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster("cluster-2").Config), ns)
 	var inside, maxInside, turns atomic.Int32
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)

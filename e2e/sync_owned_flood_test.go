@@ -36,7 +36,7 @@ func TestSyncFloodedWithOwnedObjects(t *testing.T) {
 	}
 	t.Cleanup(s.Close)
 	cluster := gatewayCluster(t, "cluster-1")
-	direct := directClient(t, testFleet.Cluster("cluster-1").Config)
+	direct := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	ours := func(obj *unstructured.Unstructured) *unstructured.Unstructured {
 		labels := obj.GetLabels()
 		labels[policyhubv1.LabelManagedBy] = hubID

@@ -32,8 +32,8 @@ func TestTenantCELSandboxed(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const tenant, ns = "team-cel", "cel-sandbox-e2e"
-	hub := directClient(t, testFleet.Hub.Config)
-	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
+	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, hub, tenant)
 	grantTenant(ctx, t, tenant, ns)
 	createNamespace(ctx, t, c1, ns)

@@ -19,7 +19,7 @@ import (
 // TestApplicationPolicyNeverTargetsTheSyncLeaseNamespace.)
 func TestTenantGrantNeverNamesTheSyncLeaseNamespace(t *testing.T) {
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	const hubNS = policyhubv1.SyncLeaseNamespace
 	clusters := policyhubv1.Placement{Clusters: []string{"cluster-1"}}
 	for _, tc := range []struct {

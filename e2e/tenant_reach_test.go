@@ -29,10 +29,10 @@ func TestTenantReachesOnlyWhatIsGranted(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const tenant = "team-a"
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	createNamespace(ctx, t, hub, tenant)
 	for _, c := range []string{"cluster-1", "cluster-2"} {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), tenant)
+		createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster(c).Config), tenant)
 	}
 	alice := tenantClient(t, tenant, "alice")
 
@@ -124,7 +124,7 @@ func TestTenantReachesOnlyWhatIsGranted(t *testing.T) {
 		list := &unstructured.UnstructuredList{}
 		list.SetAPIVersion("kyverno.io/v1")
 		list.SetKind("PolicyList")
-		if err := directClient(t, testFleet.Cluster("cluster-2").Config).List(ctx, list, client.MatchingLabels{policyhubv1.LabelSourceNamespace: tenant}); err != nil {
+		if err := directClient(t, fleetOf(t).Cluster("cluster-2").Config).List(ctx, list, client.MatchingLabels{policyhubv1.LabelSourceNamespace: tenant}); err != nil {
 			t.Fatal(err)
 		}
 		if len(list.Items) != 0 {
@@ -159,7 +159,7 @@ func stalledMessage(ap *appView) string {
 func tenantClient(t *testing.T, namespace, user string) client.Client {
 	t.Helper()
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	binding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "tenant-" + user, Namespace: namespace},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: applyClusterRole(t, "../config/rbac/tenant/cluster_role.yaml")},
@@ -176,7 +176,7 @@ func tenantClient(t *testing.T, namespace, user string) client.Client {
 // reaches the apiserver's RBAC cache a moment later, and a request made before is Forbidden.
 func waitAllowed(t *testing.T, user string, attrs authorizationv1.ResourceAttributes) {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	eventually(t, 30*time.Second, 100*time.Millisecond, user+" allowed to "+attrs.Verb+" "+attrs.Resource, func() error {
 		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &attrs}}
 		if err := hub.Create(testContext(t), review); err != nil {
@@ -201,6 +201,6 @@ func applyClusterRole(t *testing.T, file string) string {
 	if err := yaml.Unmarshal(data, &role.Object); err != nil {
 		t.Fatal(err)
 	}
-	apply(testContext(t), t, directClient(t, testFleet.Hub.Config), role)
+	apply(testContext(t), t, directClient(t, fleetOf(t).Hub.Config), role)
 	return role.GetName()
 }

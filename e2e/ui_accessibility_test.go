@@ -21,7 +21,7 @@ import (
 func TestUIGridIsAccessible(t *testing.T) {
 	inParallel(t)
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	// Twelve clusters × eight policies, fails skewed so that the grid's colours all show.
 	var worst string
 	var worstTotal int64 = -1

@@ -26,7 +26,7 @@ func startUI(t *testing.T, args ...string) string {
 	done := make(chan int, 1)
 	var errOut strings.Builder
 	go func() {
-		args := append([]string{"--kubeconfig", testFleet.Hub.Kubeconfig, "ui", "--no-browser"}, args...)
+		args := append([]string{"--kubeconfig", fleetOf(t).Hub.Kubeconfig, "ui", "--no-browser"}, args...)
 		done <- app.Run(ctx, args, app.Streams{In: strings.NewReader(""), Out: w, ErrOut: &errOut})
 		w.Close()
 	}()

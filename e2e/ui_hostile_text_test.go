@@ -19,7 +19,7 @@ import (
 func TestUIShowsHostileTextInert(t *testing.T) {
 	inParallel(t)
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	const cluster = "ui-hostile-e2e"
 	createNamespace(ctx, t, hub, cluster)
 	s := &policyhubv1.PolicyReportSummary{ObjectMeta: metav1.ObjectMeta{Namespace: cluster, Name: policyhubv1.SummaryName}}

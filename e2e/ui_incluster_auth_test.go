@@ -23,7 +23,7 @@ import (
 func TestUIInClusterNeedsAViewer(t *testing.T) {
 	inParallel(t)
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	const ns = "ui-incluster-e2e"
 	createNamespace(ctx, t, hub, ns)
 	// Tokens for the view's audience (policyhub), as a viewer is told to make them; an API token

@@ -24,10 +24,10 @@ import (
 func uiViewerToken(ctx context.Context, t *testing.T, ns, name string, audiences ...string) string {
 	t.Helper()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if err := directClient(t, testFleet.Hub.Config).Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := directClient(t, fleetOf(t).Hub.Config).Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	cs, err := kubernetes.NewForConfig(testFleet.Hub.Config)
+	cs, err := kubernetes.NewForConfig(fleetOf(t).Hub.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func startInClusterUI(ctx context.Context, t *testing.T, view ui.InCluster) (str
 	}
 	view.Addr = listener.Addr().String()
 	listener.Close()
-	view.GatewaySecretNamespace, view.Config, view.Log = testFleet.SecretNamespace, testFleet.Hub.Config, ctrl.Log.WithName("ui")
+	view.GatewaySecretNamespace, view.Config, view.Log = fleetOf(t).SecretNamespace, fleetOf(t).Hub.Config, ctrl.Log.WithName("ui")
 	serveCtx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- view.Start(serveCtx) }()

@@ -22,7 +22,7 @@ import (
 func TestUIInClusterStreamEndsWithItsViewer(t *testing.T) {
 	inParallel(t)
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	const ns = "ui-incluster-recheck-e2e"
 	createNamespace(ctx, t, hub, ns)
 	audiences := []string{metricsauth.DefaultAudience}

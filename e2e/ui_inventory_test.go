@@ -20,7 +20,7 @@ import (
 // text), every link named.
 func TestUIInventoryPageIsAccessible(t *testing.T) {
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	for i, objects := range []int64{0, 3} {
 		cluster := fmt.Sprintf("ui-inventory-%d", i)
 		createNamespace(ctx, t, hub, cluster)

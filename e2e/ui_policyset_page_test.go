@@ -18,7 +18,7 @@ func TestUIPolicySetPage(t *testing.T) {
 	startAgent(t, "cluster-1")
 	ctx := testContext(t)
 	const ns, set, member = "ui-pset-e2e", "ui-pset", "ui-pset-team"
-	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, c1, ns)
 	if err := c1.Create(ctx, shopDeployment(ns, "web", "")); err != nil {
 		t.Fatal(err)

@@ -20,7 +20,7 @@ func TestUIPolicyPageShowsWavesAndExceptions(t *testing.T) {
 	startAgentBeating(t, "cluster-1", 2*time.Second)
 	ctx := testContext(t)
 	const ns, name = "ui-rollout-e2e", "ui-rollout-team"
-	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, c1, ns)
 	if err := c1.Create(ctx, shopDeployment(ns, "web", "")); err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ func TestUITenantSeesItsNamespace(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns, user = "ui-tenant-e2e", "dev@ui-tenant"
-	createNamespace(ctx, t, directClient(t, testFleet.Hub.Config), ns)
+	createNamespace(ctx, t, directClient(t, fleetOf(t).Hub.Config), ns)
 	tenantClient(t, ns, user)
 	createApplicationPolicy(t, teamApplicationPolicy("shop-team", ns, "Audit", "cluster-1"))
 

@@ -23,7 +23,7 @@ func TestUIViews(t *testing.T) {
 	startAgent(t, "cluster-1")
 	ctx := testContext(t)
 	const ns, policy = "ui-e2e", "ui-team"
-	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, c1, ns)
 	createFleetPolicy(t, teamLabelPolicy(policy, ns, "Audit", "cluster-1"))
 	waitFleetPolicy(t, policy, "synced", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))

@@ -20,7 +20,7 @@ func TestFleetPolicyNameKyvernoWouldRefuseIsRefused(t *testing.T) {
 	tooLong := longest + "n"
 
 	// Kyverno's own bound, in a real cluster (dry-run: nothing persists).
-	cluster := directClient(t, testFleet.Cluster("cluster-1").Config)
+	cluster := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	for name, refused := range map[string]bool{longest: false, tooLong: true} {
 		policy := latestTagPolicy(t, name, "default", "Audit")
 		err := cluster.Create(ctx, policy, client.DryRunAll)
@@ -32,7 +32,7 @@ func TestFleetPolicyNameKyvernoWouldRefuseIsRefused(t *testing.T) {
 		}
 	}
 
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	fleetPolicy := func(name, templateName string) *policyhubv1.FleetPolicy {
 		fp := &policyhubv1.FleetPolicy{}
 		meta := ""

@@ -117,7 +117,7 @@ spec:
 // and admits the valid ones they were made from (so each refusal is the rule's doing).
 func TestAdmissionRefusesInvalidDeclarations(t *testing.T) {
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 
 	set := func(value any, path ...string) func(*unstructured.Unstructured) {
 		return func(u *unstructured.Unstructured) {
