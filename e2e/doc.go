@@ -24,7 +24,9 @@
 //	                              in charts/chartcheck, run by make unit)
 //	demo_                         make demo, end to end
 //
-// Most tests run one after another. Those that mostly wait call inParallel first and run side by
-// side once the others are done, each with a hub of its own scoped to its declarations (see
-// parallel_helpers_test.go for what keeps a test serial).
+// Some tests run one after another. Those that mostly wait call inParallel first and run side by
+// side once the others are done, each with a hub of its own scoped to its declarations; a test
+// that needs a cluster of its own takes an alias of a fleet cluster (aliasCluster) or a fleet of
+// its own (useOwnFleet); the KubeVela tests take turns in a lane (inLane). See
+// parallel_helpers_test.go for what keeps a test serial.
 package e2e

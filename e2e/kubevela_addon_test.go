@@ -48,7 +48,7 @@ func TestKubeVelaAddonInstallsTheDefinitions(t *testing.T) {
 	}
 	// Other tests apply the same definitions directly: the addon takes them over.
 	cmd := exec.CommandContext(ctx, vela, "addon", "enable", addon, "--override-definitions", "--yes")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+testFleet.Hub.Kubeconfig)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+fleetOf(t).Hub.Kubeconfig)
 	out, err := cmd.CombinedOutput()
 	t.Logf("vela addon enable:\n%s", out)
 	if err != nil {
@@ -56,13 +56,13 @@ func TestKubeVelaAddonInstallsTheDefinitions(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		cmd := exec.Command(vela, "addon", "disable", "policyhub", "--force")
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+testFleet.Hub.Kubeconfig)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+fleetOf(t).Hub.Kubeconfig)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("vela addon disable policyhub: %v\n%s", err, out)
 		}
 	})
 
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	for _, config := range configs {
 		want := object(t, string(mustRead(t, config)))
 		live := &unstructured.Unstructured{}

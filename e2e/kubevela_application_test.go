@@ -41,21 +41,21 @@ func TestKubeVelaApplicationPolicyLifecycle(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "kv-lifecycle"
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	createNamespace(ctx, t, hub, ns)
 	grantTenant(ctx, t, ns)
 	applyKubeVelaDefinitions(ctx, t, hub)
 	for _, c := range []string{"cluster-1", "cluster-2"} {
-		createNamespace(ctx, t, directClient(t, testFleet.Cluster(c).Config), ns)
+		createNamespace(ctx, t, directClient(t, fleetOf(t).Cluster(c).Config), ns)
 		// The topology selects the clusters by this label, put on both for the test.
-		labels := maps.Clone(testFleet.Cluster(c).Labels)
+		labels := maps.Clone(fleetOf(t).Cluster(c).Labels)
 		labels["kv-lifecycle"] = "yes"
-		if err := testFleet.SetClusterLabels(ctx, c, labels); err != nil {
+		if err := fleetOf(t).SetClusterLabels(ctx, c, labels); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
 			delete(labels, "kv-lifecycle")
-			if err := testFleet.SetClusterLabels(context.Background(), c, labels); err != nil {
+			if err := fleetOf(t).SetClusterLabels(context.Background(), c, labels); err != nil {
 				t.Errorf("restore %s's labels: %v", c, err)
 			}
 		})

@@ -21,12 +21,13 @@ import (
 // `kubectl policyhub info`, and stay in status.policy across vela-core's own reconciles (every
 // 10 s in the fleet).
 func TestKubeVelaAuditEntryReportsTheDeployedViolation(t *testing.T) {
+	inLane(t, "kubevela")
 	startHub(t, time.Hour)
 	startAgentBeating(t, "cluster-1", 2*time.Second)
 	ctx := testContext(t)
 	const ns = "kv-audit"
-	hub := directClient(t, testFleet.Hub.Config)
-	cluster1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
+	cluster1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, hub, ns)
 	grantTenant(ctx, t, ns)
 	createNamespace(ctx, t, cluster1, ns)

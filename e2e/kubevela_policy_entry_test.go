@@ -29,7 +29,7 @@ import (
 func TestKubeVelaEntryBecomesApplicationPolicy(t *testing.T) {
 	startHub(t, 10*time.Minute)
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	applyKubeVelaDefinitions(ctx, t, hub)
 	createNamespace(ctx, t, hub, "kv-shop")
 	grantTenant(ctx, t, "kv-shop")
@@ -118,7 +118,7 @@ spec:
 // Applications whose pairs join alike with '-' (a-b's entry c, a's entry b-c) get one each.
 func TestKubeVelaEntryNameIsGeneratedName(t *testing.T) {
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	applyKubeVelaDefinitions(ctx, t, hub)
 	createNamespace(ctx, t, hub, "kv-names")
 	grantTenant(ctx, t, "kv-names")
@@ -169,7 +169,7 @@ spec:
 func TestKubeVelaInvalidEntryIsRefused(t *testing.T) {
 	startHub(t, 10*time.Minute)
 	ctx := testContext(t)
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	applyKubeVelaDefinitions(ctx, t, hub)
 	createNamespace(ctx, t, hub, "kv-invalid")
 	grantTenant(ctx, t, "kv-invalid")
@@ -223,7 +223,7 @@ func TestKubeVelaApplicationServed(t *testing.T) {
 		name string
 		cfg  *rest.Config
 		want bool
-	}{{"hub", testFleet.Hub.Config, true}, {testFleet.Managed[0].Name, testFleet.Managed[0].Config, false}} {
+	}{{"hub", fleetOf(t).Hub.Config, true}, {fleetOf(t).Managed[0].Name, fleetOf(t).Managed[0].Config, false}} {
 		mgr, err := ctrl.NewManager(c.cfg, ctrl.Options{Scheme: testScheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 		if err != nil {
 			t.Fatal(err)
@@ -322,7 +322,7 @@ func updateVelaApplication(t *testing.T, hub client.Client, namespace, name stri
 // waitVelaPolicy polls the ApplicationPolicy until it exists and check accepts it, and returns it.
 func waitVelaPolicy(t *testing.T, namespace, name, what string, check func(*appView) error) *appView {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	var ap *appView
 	eventually(t, 30*time.Second, 100*time.Millisecond, what, func() error {
 		var err error
@@ -338,7 +338,7 @@ func waitVelaPolicy(t *testing.T, namespace, name, what string, check func(*appV
 // own controller's finalizer still does is not the adapter's).
 func waitVelaPolicyDeleted(t *testing.T, namespace, name string) {
 	t.Helper()
-	hub := directClient(t, testFleet.Hub.Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
 	eventually(t, 30*time.Second, 100*time.Millisecond, "ApplicationPolicy "+namespace+"/"+name+" deleted", func() error {
 		ap := &policyhubv1.ApplicationPolicy{}
 		err := hub.Get(testContext(t), client.ObjectKey{Namespace: namespace, Name: name}, ap)

@@ -15,12 +15,13 @@ import (
 // Audit through a KubeVela Application: shop's violation in cluster-1 shows in the Application's
 // status.policy entry (per cluster), and another application's Deployment adds nothing.
 func TestKubeVelaApplicationStatusShowsViolations(t *testing.T) {
+	inLane(t, "kubevela")
 	startHub(t, time.Hour)
 	startAgent(t, "cluster-1")
 	ctx := testContext(t)
 	const ns = "kv-status"
-	hub := directClient(t, testFleet.Hub.Config)
-	c1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
+	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, hub, ns)
 	grantTenant(ctx, t, ns)
 	createNamespace(ctx, t, c1, ns)

@@ -51,11 +51,12 @@ spec:
 // status reaches the Application's status.policy next to vela-core's own status, and stays there
 // across vela-core's periodic reconciles without a storm of writes to the Application.
 func TestKubeVelaWorkflowRunsWithKyvernoPolicyEntry(t *testing.T) {
+	inLane(t, "kubevela")
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "kv-workflow"
-	hub := directClient(t, testFleet.Hub.Config)
-	cluster1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
+	cluster1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, hub, ns)
 	grantTenant(ctx, t, ns)
 	createNamespace(ctx, t, cluster1, ns)
@@ -89,7 +90,7 @@ func TestKubeVelaWorkflowRunsWithKyvernoPolicyEntry(t *testing.T) {
 
 	// Three of vela-core's periodic reconciles: the Application is written a bounded number of
 	// times (each write wakes both controllers), and keeps the entry and vela-core's own status.
-	watcher, err := client.NewWithWatch(testFleet.Hub.Config, client.Options{})
+	watcher, err := client.NewWithWatch(fleetOf(t).Hub.Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,8 +190,8 @@ func TestKubeVelaEnforceEntryRefusesTheFirstDeploy(t *testing.T) {
 	startHub(t, time.Hour)
 	ctx := testContext(t)
 	const ns = "kv-enforce"
-	hub := directClient(t, testFleet.Hub.Config)
-	cluster1 := directClient(t, testFleet.Cluster("cluster-1").Config)
+	hub := directClient(t, fleetOf(t).Hub.Config)
+	cluster1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, hub, ns)
 	grantTenant(ctx, t, ns)
 	createNamespace(ctx, t, cluster1, ns)
