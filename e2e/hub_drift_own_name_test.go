@@ -72,10 +72,14 @@ spec:
 	})
 	t.Logf("excludes applied under the hub's name removed in %.1fs", time.Since(edited).Seconds())
 
-	// The hub saw drift and said so: an update, not "unchanged"; Synced and in force again.
-	if got := hub.syncOps(t, "cluster-1", "updated"); got <= updates {
-		t.Errorf("policyhub_sync_operations_total{action=updated} %v, want more than %v: the exclude was not removed as drift", got, updates)
-	}
+	// The hub saw drift and said so: an update, not "unchanged"; Synced and in force again. The
+	// pass counts its update once its write returned, a moment after the cluster shows it.
+	eventually(t, 10*time.Second, 100*time.Millisecond, "the update counted", func() error {
+		if got := hub.syncOps(t, "cluster-1", "updated"); got <= updates {
+			return fmt.Errorf("policyhub_sync_operations_total{action=updated} %v, want more than %v: the exclude was not removed as drift", got, updates)
+		}
+		return nil
+	})
 	waitFleetPolicy(t, fp.Name, "in force again, after an update", func(fp *fleetView) error {
 		if err := allInForce(fp); err != nil {
 			return err
