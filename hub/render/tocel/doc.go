@@ -1,0 +1,35 @@
+// Package tocel converts a legacy Kyverno validate policy (kyverno.io/v1 ClusterPolicy or Policy)
+// into its CEL form, a policies.kyverno.io/v1 ValidatingPolicy (NamespacedValidatingPolicy for a
+// namespaced Policy), and reports, rule by rule, what it converted and why it refused what it did
+// not.
+//
+// It is pure: values in, values out, no clients, no global mutable state. The same input always
+// converts to the same output.
+//
+// It never silently changes a policy's meaning. What it cannot express exactly it refuses, and a
+// policy with any refused rule is refused as a whole (Result.Policy is nil, Result.Report says
+// why). Converted today:
+//
+//   - match/exclude of kinds (a fixed kind table), operations, namespaces (as a matchCondition),
+//     selector/namespaceSelector (match only);
+//   - validate.pattern and validate.anyPattern with plain keys, the equality anchor =(), the
+//     negation anchor X(), lists (each element checked against the single element pattern),
+//     scalars checked against each element of a list, and string patterns with wildcards
+//     (star and question mark), the operator ! and the alternatives | and &;
+//   - validate.foreach over a list at request.object.<path> with a nested pattern, anyPattern or
+//     deny;
+//   - validate.deny conditions that test a literal name against element.keys(@) in a foreach,
+//     deny: {} (always deny), and preconditions on request.operation (as resourceRules
+//     operations); see deny.go;
+//   - validationFailureAction / failureAction (Enforce → Deny, Audit → Audit; always written),
+//     background → evaluation.background.enabled, autogen (pod-policies.kyverno.io/autogen-controllers).
+//
+// Refused, each with a reason in the Report: context entries (apiCall, configMap, variables),
+// {{ }} variables in patterns and messages, JMESPath beyond the forms above, the condition (),
+// global ^(), existence <() and add +() anchors, wildcard keys, numeric, quantity and duration
+// pattern operators (<, >, <=, >=, ranges) and literals that Kyverno would compare as a quantity or
+// duration, mutate/generate/verifyImages/podSecurity/manifests/cel rules, match by names,
+// annotations, subjects or roles, rules whose match, preconditions or action differ within one
+// policy, and Enforce rules that keep Kyverno's default allowExistingViolations (a ValidatingPolicy
+// has no such grace for UPDATEs of already-violating resources).
+package tocel
