@@ -1,0 +1,115 @@
+package tocel
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// validate.foreach: each entry names a list in the resource and a pattern, anyPattern or deny
+// checked against every element (bound to `element`, as Kyverno binds it). Kyverno skips an
+// entry whose list is missing and null elements; the rule passes when every entry passes. So:
+//
+//	!has(object.spec.initContainers) || (type(object.spec.initContainers) == list &&
+//	  object.spec.initContainers.all(element, element == null || <check>))
+//
+// Two differences, both only on resources the API server would not admit or that have nothing
+// to check: a list field that is present but not a list fails here where Kyverno reports an
+// error, and a resource whose lists are all missing or empty passes here where Kyverno reports
+// skip (a ValidatingPolicy has no skip).
+
+var listPath = regexp.MustCompile(`^request\.object((\.[A-Za-z_][A-Za-z0-9_]*)+)(\[\])?$`)
+
+// foreachKeys are the keys of a foreach entry the converter reads.
+var foreachKeys = map[string]bool{"list": true, "pattern": true, "anyPattern": true, "deny": true}
+
+// foreachCEL is the CEL for a whole validate.foreach.
+func foreachCEL(where string, entries any, names *namer) (string, error) {
+	list, ok := entries.([]any)
+	if !ok || len(list) == 0 {
+		return "", refuse(where, "expected a non-empty list")
+	}
+	var parts []string
+	for i, e := range list {
+		at := fmt.Sprintf("%s[%d]", where, i)
+		s, err := foreachEntry(at, e, names)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " && "), nil
+}
+
+func foreachEntry(where string, e any, names *namer) (string, error) {
+	m, ok := e.(map[string]any)
+	if !ok {
+		return "", refuse(where, "expected a map")
+	}
+	for k := range m {
+		if !foreachKeys[k] {
+			return "", refuse(where+"."+k, "foreach %s is not converted", k)
+		}
+	}
+	ls, _ := m["list"].(string)
+	match := listPath.FindStringSubmatch(strings.TrimSpace(ls))
+	if match == nil {
+		return "", refuse(where+".list", "list %q is not converted (only request.object.<field>...)", ls)
+	}
+	segs := strings.Split(strings.TrimPrefix(match[1], "."), ".")
+	guard, x := "", "object"
+	for i, s := range segs {
+		if !selectable(s) {
+			return "", refuse(where+".list", "list %q is not converted", ls)
+		}
+		step := present(x, s)
+		if i > 0 {
+			step = "type(" + x + ") == map && " + step
+		}
+		if guard == "" {
+			guard = step
+		} else {
+			guard += " && " + step
+		}
+		x = field(x, s)
+	}
+
+	var check string
+	var err error
+	switch {
+	case m["pattern"] != nil:
+		g := &patternGen{names: names}
+		check, err = g.pattern("element", m["pattern"], where+".pattern")
+	case m["anyPattern"] != nil:
+		check, err = anyPatternCEL(where+".anyPattern", "element", m["anyPattern"], names)
+	case m["deny"] != nil:
+		d, _ := m["deny"].(map[string]any)
+		var deny string
+		deny, err = denyCEL(where+".deny.conditions", d["conditions"])
+		check = "!(" + deny + ")"
+	default:
+		return "", refuse(where, "foreach without pattern, anyPattern or deny is not converted")
+	}
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("(!(%s) || (type(%s) == list && %s.all(element, element == null || %s)))", guard, x, x, check), nil
+}
+
+// anyPatternCEL is the CEL for an anyPattern: the value matches one of the patterns.
+func anyPatternCEL(where, x string, pats any, names *namer) (string, error) {
+	list, ok := pats.([]any)
+	if !ok || len(list) == 0 {
+		return "", refuse(where, "expected a non-empty list of patterns")
+	}
+	var alts []string
+	for i, p := range list {
+		g := &patternGen{names: names}
+		s, err := g.pattern(x, p, fmt.Sprintf("%s[%d]", where, i))
+		if err != nil {
+			return "", err
+		}
+		alts = append(alts, "("+s+")")
+	}
+	return strings.Join(alts, " || "), nil
+}

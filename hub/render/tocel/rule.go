@@ -1,0 +1,164 @@
+package tocel
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// convertedRule is one legacy rule in CEL form, before rules are joined into a policy.
+type convertedRule struct {
+	match      match
+	operations []string // resourceRules operations
+	background bool     // false when the legacy rule skipped background scans
+	action     string   // Enforce or Audit
+	validation map[string]any
+}
+
+// ruleKeys are the keys of a legacy rule the converter reads (others are refused).
+var ruleKeys = map[string]bool{"name": true, "match": true, "exclude": true, "validate": true, "preconditions": true, "skipBackgroundRequests": true}
+
+// validateKeys are the keys of validate the converter reads.
+var validateKeys = map[string]bool{
+	"message": true, "pattern": true, "anyPattern": true, "deny": true, "foreach": true,
+	"failureAction": true, "allowExistingViolations": true,
+}
+
+// admissionOperations are the operations a legacy rule without match operations sees.
+var admissionOperations = []string{"CREATE", "UPDATE", "DELETE", "CONNECT"}
+
+// convertRule converts one rule; specAction is the policy's validationFailureAction.
+func convertRule(rule map[string]any, specAction string) (convertedRule, RuleReport, error) {
+	name, _ := rule["name"].(string)
+	rep := RuleReport{Name: name}
+	cr := convertedRule{background: true}
+	for k := range rule {
+		if !ruleKeys[k] {
+			switch k {
+			case "context":
+				return cr, rep, refuse(k, "context (apiCall, configMap, variables) is not converted")
+			case "mutate", "generate", "verifyImages":
+				return cr, rep, refuse(k, "%s rules are not converted (validate only)", k)
+			default:
+				return cr, rep, refuse(k, "%s is not converted", k)
+			}
+		}
+	}
+	v, ok := rule["validate"].(map[string]any)
+	if !ok {
+		return cr, rep, refuse("", "not a validate rule")
+	}
+	for k := range v {
+		if !validateKeys[k] {
+			return cr, rep, refuse("validate."+k, "%s is not converted", k)
+		}
+	}
+
+	action := specAction
+	if a, ok := v["failureAction"].(string); ok {
+		action = a
+	}
+	switch strings.ToLower(action) {
+	case "enforce":
+		cr.action = "Enforce"
+		if allow, ok := v["allowExistingViolations"].(bool); !ok || allow {
+			return cr, rep, refuse("validate.allowExistingViolations", "Enforce with allowExistingViolations (Kyverno's default, true) lets UPDATEs of already-violating resources through; a ValidatingPolicy would deny them; set it to false to convert")
+		}
+	case "audit", "":
+		cr.action = "Audit"
+	default:
+		return cr, rep, refuse("validate.failureAction", "unknown action %q", action)
+	}
+
+	m, err := convertMatch(rule)
+	if err != nil {
+		return cr, rep, err
+	}
+	cr.match = m
+
+	allowed := append([]string(nil), legacyOperations...)
+	if rule["preconditions"] != nil {
+		if allowed, err = preconditionOps("preconditions", rule["preconditions"]); err != nil {
+			return cr, rep, err
+		}
+		rep.Converted = append(rep.Converted, "preconditions")
+	}
+	base := admissionOperations
+	if m.operations != nil {
+		base = m.operations
+	}
+	isDeny := v["deny"] != nil
+	for _, o := range base {
+		switch {
+		case !contains(allowed, o):
+		case o == "CONNECT":
+			// no kind in the table is matched by a CONNECT (only subresources are)
+		case o == "DELETE" && !isDeny:
+			// Kyverno skips pattern and foreach rules on DELETE (nothing to validate)
+		default:
+			cr.operations = append(cr.operations, o)
+		}
+	}
+	if len(cr.operations) == 0 {
+		return cr, rep, refuse("preconditions", "no admission operation is left to match")
+	}
+	if !contains(allowed, "BACKGROUND") {
+		cr.background = false
+		rep.Notes = append(rep.Notes, "the legacy rule skipped background scans (request.operation precondition): background evaluation is off")
+	}
+
+	msg, _ := v["message"].(string)
+	if strings.Contains(msg, "{{") {
+		return cr, rep, refuse("validate.message", "variables in the message are not converted")
+	}
+	if strings.ContainsAny(msg, "\r\n") {
+		msg = strings.Join(strings.Fields(msg), " ")
+		rep.Notes = append(rep.Notes, "the message's line breaks were joined (a ValidatingPolicy message is one line)")
+	}
+	if msg == "" {
+		msg = fmt.Sprintf("validation error: rule %s failed", name)
+	}
+
+	names := newNamer()
+	var expr string
+	switch {
+	case v["pattern"] != nil:
+		g := &patternGen{names: names}
+		expr, err = g.pattern("object", v["pattern"], "validate.pattern")
+		rep.Converted = append(rep.Converted, "pattern")
+	case v["anyPattern"] != nil:
+		expr, err = anyPatternCEL("validate.anyPattern", "object", v["anyPattern"], names)
+		rep.Converted = append(rep.Converted, "anyPattern")
+	case v["foreach"] != nil:
+		expr, err = foreachCEL("validate.foreach", v["foreach"], names)
+		rep.Converted = append(rep.Converted, "foreach")
+		rep.Notes = append(rep.Notes, "a resource whose foreach lists are all missing or empty passes (legacy: skip)")
+	case isDeny:
+		d, _ := v["deny"].(map[string]any)
+		var deny string
+		deny, err = denyCEL("validate.deny.conditions", d["conditions"])
+		expr = "!(" + deny + ")"
+		if deny == "true" {
+			expr = "false"
+		}
+		rep.Converted = append(rep.Converted, "deny")
+	default:
+		return cr, rep, refuse("validate", "no pattern, anyPattern, foreach or deny")
+	}
+	if err != nil {
+		rep.Converted = nil
+		return cr, rep, err
+	}
+	cr.validation = map[string]any{"expression": expr, "message": msg}
+	sort.Strings(rep.Converted)
+	return cr, rep, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
