@@ -1,0 +1,235 @@
+package tocel
+
+import (
+	"strings"
+	"testing"
+)
+
+// podPolicy wraps a validate block (YAML, indented for a rule's validate:) in a ClusterPolicy
+// matching Pods.
+func podPolicy(validate string) string {
+	return `apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: p
+spec:
+  validationFailureAction: Audit
+  rules:
+  - name: r
+    match:
+      any:
+      - resources:
+          kinds: [Pod]
+    validate:
+` + validate
+}
+
+// convertOne converts a policy that must convert to one validation and returns its expression.
+func convertOne(t *testing.T, policy string) string {
+	t.Helper()
+	res, err := ConvertYAML([]byte(policy))
+	if err != nil {
+		t.Fatalf("convert: %v", err)
+	}
+	if res.Policy == nil {
+		t.Fatalf("refused: %q", res.Report.Reasons())
+	}
+	v := res.Policy.Object["spec"].(map[string]any)["validations"].([]any)
+	return v[0].(map[string]any)["expression"].(string)
+}
+
+func TestPatternVerdicts(t *testing.T) {
+	ev := newEvaluator(t)
+	cases := []struct {
+		name, validate string
+		verdicts       map[string]bool // resource (YAML) → pass
+	}{{
+		name: "wildcard ?* needs a non-empty value",
+		validate: `      pattern:
+        metadata:
+          labels:
+            app.kubernetes.io/name: "?*"
+`,
+		verdicts: map[string]bool{
+			`metadata: {labels: {app.kubernetes.io/name: web}}`: true,
+			`metadata: {labels: {app.kubernetes.io/name: ""}}`:  false,
+			`metadata: {labels: {other: x}}`:                    false,
+			`metadata: {name: x}`:                               false,
+			`metadata: {labels: {app.kubernetes.io/name: 3}}`:   true, // Kyverno renders numbers
+		},
+	}, {
+		name: "list pattern applies to every element; * and ! wildcards",
+		validate: `      pattern:
+        spec:
+          containers:
+          - image: "!*:latest"
+`,
+		verdicts: map[string]bool{
+			`spec: {containers: [{image: "nginx:1.2"}, {image: "a:b"}]}`:      true,
+			`spec: {containers: [{image: "nginx:1.2"}, {image: "a:latest"}]}`: false,
+			`spec: {containers: [{name: "noimage"}]}`:                         false, // missing key fails
+			`spec: {containers: []}`:                                          true,
+			`spec: {}`:                                                        false,
+		},
+	}, {
+		name: "=() checks only when present; nested",
+		validate: `      pattern:
+        spec:
+          containers:
+          - =(securityContext):
+              =(privileged): "false"
+`,
+		verdicts: map[string]bool{
+			`spec: {containers: [{name: a}]}`:                                    true,
+			`spec: {containers: [{securityContext: {}}]}`:                        true,
+			`spec: {containers: [{securityContext: {privileged: false}}]}`:       true,
+			`spec: {containers: [{securityContext: {privileged: true}}]}`:        false,
+			`spec: {containers: [{securityContext: {privileged: "false"}}]}`:     true,
+			`spec: {containers: [{securityContext: {runAsUser: 1}}, {name: b}]}`: true,
+		},
+	}, {
+		name: "X() needs the key absent",
+		validate: `      pattern:
+        spec:
+          =(volumes):
+          - X(hostPath): "null"
+`,
+		verdicts: map[string]bool{
+			`spec: {}`: true,
+			`spec: {volumes: [{name: a, emptyDir: {}}]}`:                   true,
+			`spec: {volumes: [{name: a, hostPath: {path: /}}]}`:            false,
+			`spec: {volumes: [{name: a}, {name: b, hostPath: {path: /}}]}`: false,
+		},
+	}, {
+		name: "| alternatives and integers",
+		validate: `      pattern:
+        spec:
+          =(restartPolicy): "Always | Never"
+          =(priority): 0
+`,
+		verdicts: map[string]bool{
+			`spec: {restartPolicy: Always}`:    true,
+			`spec: {restartPolicy: OnFailure}`: false,
+			`spec: {priority: 0}`:              true,
+			`spec: {priority: 1}`:              false,
+			`spec: {priority: "0"}`:            true,
+		},
+	}, {
+		name: "a scalar pattern against a list checks each element",
+		validate: `      pattern:
+        spec:
+          =(args): "!*secret*"
+`,
+		verdicts: map[string]bool{
+			`spec: {args: [a, b]}`:         true,
+			`spec: {args: [a, my-secret]}`: false,
+			`spec: {args: "x"}`:            true,
+		},
+	}, {
+		name: "key: '*' needs the key present and not null",
+		validate: `      pattern:
+        spec:
+          serviceAccountName: "*"
+`,
+		verdicts: map[string]bool{
+			`spec: {serviceAccountName: x}`: true,
+			`spec: {}`:                      false,
+		},
+	}, {
+		name: "anyPattern: one alternative suffices",
+		validate: `      anyPattern:
+      - spec: {hostNetwork: false}
+      - metadata: {labels: {allow-host: "true"}}
+`,
+		verdicts: map[string]bool{
+			`{spec: {hostNetwork: false}, metadata: {}}`:                            true,
+			`{spec: {hostNetwork: true}, metadata: {labels: {allow-host: "true"}}}`: true,
+			`{spec: {hostNetwork: true}, metadata: {}}`:                             false,
+		},
+	}, {
+		name: "foreach pattern over containers and initContainers",
+		validate: `      foreach:
+      - list: request.object.spec.containers
+        pattern: {image: "*:*"}
+      - list: request.object.spec.initContainers
+        pattern: {image: "*:*"}
+`,
+		verdicts: map[string]bool{
+			`spec: {containers: [{image: "a:1"}]}`:                                 true,
+			`spec: {containers: [{image: "a"}]}`:                                   false,
+			`spec: {containers: [{image: "a:1"}], initContainers: [{image: "b"}]}`: false,
+		},
+	}, {
+		name: "foreach deny on element.keys(@)",
+		validate: `      foreach:
+      - list: request.object.spec.containers[]
+        deny:
+          conditions:
+            all:
+            - {key: livenessProbe, operator: AllNotIn, value: "{{ element.keys(@)[] }}"}
+            - {key: readinessProbe, operator: AllNotIn, value: "{{ element.keys(@)[] }}"}
+`,
+		verdicts: map[string]bool{
+			`spec: {containers: [{name: a, livenessProbe: {}}]}`:                     true,
+			`spec: {containers: [{name: a, readinessProbe: {}}, {name: b}]}`:         false,
+			`spec: {containers: [{name: a, readinessProbe: {}, livenessProbe: {}}]}`: true,
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			expr := convertOne(t, podPolicy(tc.validate))
+			for resource, want := range tc.verdicts {
+				obj, err := decodeYAML([]byte(resource))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := ev.eval(expr, obj)
+				if err != nil {
+					t.Fatalf("%s: %v", resource, err)
+				}
+				if got != want {
+					t.Errorf("%s: pass=%v, want %v\nexpression: %s", resource, got, want, expr)
+				}
+			}
+		})
+	}
+}
+
+func TestPatternGolden(t *testing.T) {
+	cases := map[string]string{
+		`      pattern:
+        metadata:
+          labels:
+            app: "?*"
+`: `has(object.metadata) && type(object.metadata) == map && has(object.metadata.labels) && type(object.metadata.labels) == map && has(object.metadata.labels.app) && (type(object.metadata.labels.app) == list ? object.metadata.labels.app.all(item, ((type(item) == string && (item != '')) || (type(item) == int && (string(item) != '')) || type(item) == bool || type(item) == double)) : ((type(object.metadata.labels.app) == string && (object.metadata.labels.app != '')) || (type(object.metadata.labels.app) == int && (string(object.metadata.labels.app) != '')) || type(object.metadata.labels.app) == bool || type(object.metadata.labels.app) == double))`,
+		`      pattern:
+        spec:
+          X(hostNetwork): "null"
+`: `has(object.spec) && type(object.spec) == map && !has(object.spec.hostNetwork)`,
+		`      deny: {}
+`: `false`,
+	}
+	for validate, want := range cases {
+		got := convertOne(t, podPolicy(validate))
+		if got != want {
+			t.Errorf("%s\n got: %s\nwant: %s", validate, got, want)
+		}
+	}
+}
+
+func TestWildcard(t *testing.T) {
+	for _, c := range []struct {
+		p, s string
+		want bool
+	}{
+		{"*", "", true}, {"?*", "", false}, {"?*", "a", true}, {"a?c", "abc", true}, {"a?c", "ac", false},
+		{"*:*", "a:b", true}, {"*:*", "ab", false}, {"", "", true}, {"", "a", false}, {"a*b*c", "aXbYc", true},
+	} {
+		if got := wildcardMatch(c.p, c.s); got != c.want {
+			t.Errorf("wildcardMatch(%q, %q) = %v", c.p, c.s, got)
+		}
+		if got := strings.HasPrefix(wildcardRegex(c.p), "(?s)^"); !got {
+			t.Errorf("wildcardRegex(%q) not anchored", c.p)
+		}
+	}
+}
