@@ -1,0 +1,202 @@
+package tocel
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// The oracle: legacy policies from kyverno/policies (testdata/kyverno-policies, see its README)
+// with the results their own kyverno CLI tests expect. Each policy is converted; every CEL
+// expression is compiled and evaluated against every resource its test names, and the verdict
+// must equal the legacy expected result. Pod controllers (Deployment, CronJob, ...) are evaluated
+// with the expression rewritten as ValidatingPolicy autogen rewrites it, and only when the
+// converted policy's autogen covers that controller.
+//
+// Both lists are asserted: a policy that starts converting, or stops, fails the test until the
+// table says so.
+
+var oracle = []struct {
+	name    string
+	refusal string // empty: must convert; otherwise a substring of a refusal reason
+}{
+	{name: "require-pod-requests-limits"},
+	{name: "require-probes"},
+	{name: "disallow-latest-tag"},
+	{name: "require-labels"},
+	{name: "disallow-privileged-containers"},
+	{name: "disallow-host-namespaces"},
+	{name: "require-run-as-nonroot"},
+	{name: "restrict-node-port"},
+	{name: "require-ro-rootfs"},
+	{name: "restrict-service-external-ips"},
+	{name: "disallow-host-path"},
+	{name: "disallow-host-ports"},
+	{name: "disallow-privilege-escalation"},
+	{name: "disallow-helm-tiller"},
+	{name: "disallow-capabilities", refusal: "rule adding-capabilities: validate.deny.conditions.all[0]: condition {{ request.object.spec.[ephemeralContainers, initContainers, containers][]"},
+	{name: "check-env-vars", refusal: "condition anchor (name) is not converted"},
+	{name: "restrict-jobs", refusal: "rule restrict-job-from-cronjob: validate.allowExistingViolations: Enforce with allowExistingViolations"},
+	{name: "allowed-pod-priorities", refusal: "context (apiCall, configMap, variables) is not converted"},
+}
+
+// legacyTest is the part of a kyverno CLI test file the oracle reads.
+type legacyTest struct {
+	Results []struct {
+		Kind      string   `json:"kind"`
+		Policy    string   `json:"policy"`
+		Resources []string `json:"resources"`
+		Result    string   `json:"result"`
+		Rule      string   `json:"rule"`
+	} `json:"results"`
+}
+
+// autogenKinds maps a controller kind to its ValidatingPolicy autogen name.
+var autogenKinds = map[string]string{
+	"Deployment": "deployments", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets",
+	"ReplicaSet": "replicasets", "Job": "jobs", "CronJob": "cronjobs",
+}
+
+func TestOracle(t *testing.T) {
+	ev := newEvaluator(t)
+	var table []string
+	for _, tc := range oracle {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join("testdata", "kyverno-policies", tc.name)
+			policy, err := os.ReadFile(filepath.Join(dir, tc.name+".yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := ConvertYAML(policy)
+			if err != nil {
+				t.Fatalf("convert: %v", err)
+			}
+			t.Log(res.Report.String())
+			if tc.refusal != "" {
+				if res.Policy != nil {
+					t.Fatalf("converted, want refused with %q", tc.refusal)
+				}
+				if !strings.Contains(strings.Join(res.Report.Reasons(), "\n"), tc.refusal) {
+					t.Fatalf("refused for %q, want a reason containing %q", res.Report.Reasons(), tc.refusal)
+				}
+				table = append(table, fmt.Sprintf("%-32s refused    %s", tc.name, res.Report.Reasons()[0]))
+				return
+			}
+			if res.Policy == nil {
+				t.Fatalf("refused: %q", res.Report.Reasons())
+			}
+			agree, total := checkOracle(t, ev, dir, res)
+			table = append(table, fmt.Sprintf("%-32s converted  %d/%d resources agree", tc.name, agree, total))
+		})
+	}
+	sort.Strings(table)
+	t.Log("oracle:\n" + strings.Join(table, "\n"))
+}
+
+// checkOracle evaluates the converted policy against the legacy test's resources.
+func checkOracle(t *testing.T, ev *evaluator, dir string, res Result) (agree, total int) {
+	t.Helper()
+	var lt legacyTest
+	raw, err := os.ReadFile(filepath.Join(dir, "kyverno-test.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(raw, &lt); err != nil {
+		t.Fatal(err)
+	}
+	resources := loadResources(t, filepath.Join(dir, "resource.yaml"))
+	spec := res.Policy.Object["spec"].(map[string]any)
+	validations := spec["validations"].([]any)
+	matched := map[string]bool{}
+	for _, r := range spec["matchConstraints"].(map[string]any)["resourceRules"].([]any) {
+		for _, name := range r.(map[string]any)["resources"].([]any) {
+			matched[name.(string)] = true
+		}
+	}
+	controllers := map[string]bool{}
+	if ag, ok := spec["autogen"].(map[string]any); ok {
+		for _, c := range ag["podControllers"].(map[string]any)["controllers"].([]any) {
+			controllers[c.(string)] = true
+		}
+	}
+	for i, v := range validations {
+		if _, err := ev.compile(v.(map[string]any)["expression"].(string)); err != nil {
+			t.Errorf("validation %d: %v", i, err)
+		}
+	}
+	for _, r := range lt.Results {
+		idx := -1
+		for i, rule := range res.Report.Rules {
+			if rule.Name == r.Rule {
+				idx = i
+			}
+		}
+		if idx < 0 {
+			t.Errorf("expected result for rule %q, which the report does not name", r.Rule)
+			continue
+		}
+		expr := validations[idx].(map[string]any)["expression"].(string)
+		if c, ok := autogenKinds[r.Kind]; ok {
+			if !controllers[c] {
+				t.Errorf("%s results expected, but autogen does not cover %s", r.Kind, c)
+				continue
+			}
+			expr = autogenRewrite(expr, c)
+		} else if kr, ok := kinds[r.Kind]; !ok || !matched[kr.resource] {
+			t.Errorf("%s results expected, but the policy does not match %s", r.Kind, r.Kind)
+			continue
+		}
+		for _, name := range r.Resources {
+			total++
+			obj, ok := resources[r.Kind+"/"+name]
+			if !ok {
+				t.Errorf("%s/%s: not in resource.yaml", r.Kind, name)
+				continue
+			}
+			pass, err := ev.eval(expr, obj)
+			got := "fail"
+			switch {
+			case err != nil:
+				got = "error: " + err.Error()
+			case pass:
+				got = "pass"
+			}
+			if got != r.Result {
+				t.Errorf("rule %s, %s/%s: converted says %s, legacy test expects %s", r.Rule, r.Kind, name, got, r.Result)
+				continue
+			}
+			agree++
+		}
+	}
+	return agree, total
+}
+
+// loadResources reads a multi-document YAML file into kind/name → object.
+func loadResources(t *testing.T, path string) map[string]map[string]any {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]any{}
+	for _, doc := range bytes.Split(raw, []byte("\n---")) {
+		obj, err := decodeYAML(doc)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		meta, _ := obj["metadata"].(map[string]any)
+		name, _ := meta["name"].(string)
+		kind, _ := obj["kind"].(string)
+		out[kind+"/"+name] = obj
+	}
+	return out
+}
