@@ -99,13 +99,14 @@ spec:
 			"validationActions":                  []any{"Deny"},
 			"autogen.podControllers.controllers": []any{},
 		}, ""},
-		"enforce keeps allowExistingViolations → refused": {policyHead + `spec:
+		"emitWarning with Enforce → refused": {policyHead + `spec:
   validationFailureAction: Enforce
+  emitWarning: true
   rules:
   - name: r
     match: {any: [{resources: {kinds: [Pod]}}]}
-    validate: {pattern: {metadata: {name: "?*"}}}
-`, nil, "Enforce with allowExistingViolations"},
+    validate: {allowExistingViolations: false, pattern: {metadata: {name: "?*"}}}
+`, nil, "spec.emitWarning with Enforce is not converted"},
 		"rule-level failureAction wins": {policyHead + `spec:
   validationFailureAction: Enforce
   rules:
@@ -202,6 +203,45 @@ spec:
 				}
 			}
 		})
+	}
+}
+
+// Kyverno's allowExistingViolations (default true, Enforce only) lets an UPDATE through when
+// the old object fails the rule too; the converted expression says the same.
+func TestAllowExistingViolations(t *testing.T) {
+	ev := newEvaluator(t)
+	for _, validate := range []string{
+		`{pattern: {spec: {=(hostNetwork): false}}}`,
+		`{foreach: [{list: request.object.spec.containers, pattern: {image: "!*:latest"}}]}`,
+	} {
+		policy := policyHead + `spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: r
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate: ` + validate + "\n"
+		expr := convertOne(t, policy)
+		good := map[string]any{"spec": map[string]any{"hostNetwork": false, "containers": []any{map[string]any{"image": "a:1"}}}}
+		bad := map[string]any{"spec": map[string]any{"hostNetwork": true, "containers": []any{map[string]any{"image": "a:latest"}}}}
+		for _, c := range []struct {
+			op       string
+			obj, old map[string]any
+			want     bool
+		}{
+			{"CREATE", good, nil, true},
+			{"CREATE", bad, nil, false},
+			{"UPDATE", bad, good, false}, // a new violation
+			{"UPDATE", bad, bad, true},   // an existing violation, allowed as Kyverno allows it
+			{"UPDATE", good, bad, true},
+		} {
+			got, err := ev.evalRequest(expr, c.op, c.obj, c.old)
+			if err != nil {
+				t.Fatalf("%s: %v", validate, err)
+			}
+			if got != c.want {
+				t.Errorf("%s: %s new=%v old=%v: pass=%v, want %v", validate, c.op, c.obj, c.old, got, c.want)
+			}
+		}
 	}
 }
 

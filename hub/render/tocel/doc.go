@@ -22,14 +22,16 @@
 //     deny: {} (always deny), and preconditions on request.operation (as resourceRules
 //     operations); see deny.go;
 //   - validationFailureAction / failureAction (Enforce → Deny, Audit → Audit; always written),
-//     background → evaluation.background.enabled, autogen (pod-policies.kyverno.io/autogen-controllers).
+//     with Kyverno's allowExistingViolations for Enforce (an UPDATE passes when the old object
+//     fails too), background → evaluation.background.enabled, autogen
+//     (pod-policies.kyverno.io/autogen-controllers).
 //
 // Refused, each with a reason in the Report: context entries (apiCall, configMap, variables),
 // {{ }} variables in patterns and messages, JMESPath beyond the forms above, the condition (),
 // global ^(), existence <() and add +() anchors, wildcard keys, numeric, quantity and duration
 // pattern operators (<, >, <=, >=, ranges) and literals that Kyverno would compare as a quantity or
 // duration, mutate/generate/verifyImages/podSecurity/manifests/cel rules, match by names,
-// annotations, subjects or roles, rules whose match, preconditions or action differ within one
-// policy, and Enforce rules that keep Kyverno's default allowExistingViolations (a ValidatingPolicy
-// has no such grace for UPDATEs of already-violating resources).
+// annotations, subjects or roles, namespaces with wildcards or cluster-scoped kinds, exclude by
+// selector or operation, rules whose match, preconditions or action differ within one policy,
+// and emitWarning with Enforce.
 package tocel

@@ -41,14 +41,23 @@ func (e *evaluator) compile(expr string) (cel.Program, error) {
 
 // eval runs expr against object as a CREATE request.
 func (e *evaluator) eval(expr string, object map[string]any) (bool, error) {
+	return e.evalRequest(expr, "CREATE", object, nil)
+}
+
+// evalRequest runs expr for an admission request of the given operation.
+func (e *evaluator) evalRequest(expr, operation string, object, oldObject map[string]any) (bool, error) {
 	prg, err := e.compile(expr)
 	if err != nil {
 		return false, err
 	}
+	var old any
+	if oldObject != nil {
+		old = oldObject
+	}
 	out, _, err := prg.Eval(map[string]any{
 		"object":          object,
-		"oldObject":       nil,
-		"request":         map[string]any{"operation": "CREATE", "object": object},
+		"oldObject":       old,
+		"request":         map[string]any{"operation": operation, "object": object, "oldObject": old},
 		"namespaceObject": nil,
 	})
 	if err != nil {

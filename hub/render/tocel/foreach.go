@@ -23,8 +23,9 @@ var listPath = regexp.MustCompile(`^request\.object((\.[A-Za-z_][A-Za-z0-9_]*)+)
 // foreachKeys are the keys of a foreach entry the converter reads.
 var foreachKeys = map[string]bool{"list": true, "pattern": true, "anyPattern": true, "deny": true}
 
-// foreachCEL is the CEL for a whole validate.foreach.
-func foreachCEL(where string, entries any, names *namer) (string, error) {
+// foreachCEL is the CEL for a whole validate.foreach over the resource at root (object, or
+// oldObject for Kyverno's allowExistingViolations).
+func foreachCEL(where, root string, entries any, names *namer) (string, error) {
 	list, ok := entries.([]any)
 	if !ok || len(list) == 0 {
 		return "", refuse(where, "expected a non-empty list")
@@ -32,7 +33,7 @@ func foreachCEL(where string, entries any, names *namer) (string, error) {
 	var parts []string
 	for i, e := range list {
 		at := fmt.Sprintf("%s[%d]", where, i)
-		s, err := foreachEntry(at, e, names)
+		s, err := foreachEntry(at, root, e, names)
 		if err != nil {
 			return "", err
 		}
@@ -41,7 +42,7 @@ func foreachCEL(where string, entries any, names *namer) (string, error) {
 	return strings.Join(parts, " && "), nil
 }
 
-func foreachEntry(where string, e any, names *namer) (string, error) {
+func foreachEntry(where, root string, e any, names *namer) (string, error) {
 	m, ok := e.(map[string]any)
 	if !ok {
 		return "", refuse(where, "expected a map")
@@ -57,7 +58,10 @@ func foreachEntry(where string, e any, names *namer) (string, error) {
 		return "", refuse(where+".list", "list %q is not converted (only request.object.<field>...)", ls)
 	}
 	segs := strings.Split(strings.TrimPrefix(match[1], "."), ".")
-	guard, x := "", "object"
+	guard, x := "", root
+	if root != "object" { // oldObject is null on CREATE
+		guard = "type(" + root + ") == map"
+	}
 	for i, s := range segs {
 		if !selectable(s) {
 			return "", refuse(where+".list", "list %q is not converted", ls)

@@ -58,12 +58,13 @@ func convertRule(rule map[string]any, specAction string) (convertedRule, RuleRep
 	if a, ok := v["failureAction"].(string); ok {
 		action = a
 	}
+	allowExisting := true // Kyverno's default
+	if allow, ok := v["allowExistingViolations"].(bool); ok {
+		allowExisting = allow
+	}
 	switch strings.ToLower(action) {
 	case "enforce":
 		cr.action = "Enforce"
-		if allow, ok := v["allowExistingViolations"].(bool); !ok || allow {
-			return cr, rep, refuse("validate.allowExistingViolations", "Enforce with allowExistingViolations (Kyverno's default, true) lets UPDATEs of already-violating resources through; a ValidatingPolicy would deny them; set it to false to convert")
-		}
 	case "audit", "":
 		cr.action = "Audit"
 	default:
@@ -120,38 +121,51 @@ func convertRule(rule map[string]any, specAction string) (convertedRule, RuleRep
 	}
 
 	names := newNamer()
-	var expr string
-	switch {
-	case v["pattern"] != nil:
-		g := &patternGen{names: names}
-		expr, err = g.pattern("object", v["pattern"], "validate.pattern")
-		rep.Converted = append(rep.Converted, "pattern")
-	case v["anyPattern"] != nil:
-		expr, err = anyPatternCEL("validate.anyPattern", "object", v["anyPattern"], names)
-		rep.Converted = append(rep.Converted, "anyPattern")
-	case v["foreach"] != nil:
-		expr, err = foreachCEL("validate.foreach", v["foreach"], names)
-		rep.Converted = append(rep.Converted, "foreach")
-		rep.Notes = append(rep.Notes, "a resource whose foreach lists are all missing or empty passes (legacy: skip)")
-	case isDeny:
-		d, _ := v["deny"].(map[string]any)
-		var deny string
-		deny, err = denyCEL("validate.deny.conditions", d["conditions"])
-		expr = "!(" + deny + ")"
-		if deny == "true" {
-			expr = "false"
-		}
-		rep.Converted = append(rep.Converted, "deny")
-	default:
-		return cr, rep, refuse("validate", "no pattern, anyPattern, foreach or deny")
-	}
+	expr, what, err := validationCEL(v, "object", names)
 	if err != nil {
-		rep.Converted = nil
 		return cr, rep, err
+	}
+	rep.Converted = append(rep.Converted, what)
+	if what == "foreach" {
+		rep.Notes = append(rep.Notes, "a resource whose foreach lists are all missing or empty passes (legacy: skip)")
+	}
+	if cr.action == "Enforce" && allowExisting {
+		// Kyverno lets an UPDATE through when the old object fails the rule too.
+		old, _, err := validationCEL(v, "oldObject", names)
+		if err != nil {
+			return cr, rep, err
+		}
+		expr = "(" + expr + ") || (oldObject != null && request.operation == 'UPDATE' && !(" + old + "))"
+		rep.Notes = append(rep.Notes, "Enforce with allowExistingViolations: an UPDATE passes when the old object fails too, as in Kyverno")
 	}
 	cr.validation = map[string]any{"expression": expr, "message": msg}
 	sort.Strings(rep.Converted)
 	return cr, rep, nil
+}
+
+// validationCEL is the CEL for the rule's check of the resource at root (object, or oldObject
+// for Kyverno's allowExistingViolations) and what it converted.
+func validationCEL(v map[string]any, root string, names *namer) (string, string, error) {
+	switch {
+	case v["pattern"] != nil:
+		g := &patternGen{names: names}
+		expr, err := g.pattern(root, v["pattern"], "validate.pattern")
+		return expr, "pattern", err
+	case v["anyPattern"] != nil:
+		expr, err := anyPatternCEL("validate.anyPattern", root, v["anyPattern"], names)
+		return expr, "anyPattern", err
+	case v["foreach"] != nil:
+		expr, err := foreachCEL("validate.foreach", root, v["foreach"], names)
+		return expr, "foreach", err
+	case v["deny"] != nil:
+		d, _ := v["deny"].(map[string]any)
+		deny, err := denyCEL("validate.deny.conditions", d["conditions"])
+		if deny == "true" {
+			return "false", "deny", err
+		}
+		return "!(" + deny + ")", "deny", err
+	}
+	return "", "", refuse("validate", "no pattern, anyPattern, foreach or deny")
 }
 
 func contains(list []string, s string) bool {
