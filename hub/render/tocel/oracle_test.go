@@ -42,13 +42,40 @@ var oracle = []struct {
 	{name: "disallow-helm-tiller"},
 	{name: "disallow-capabilities", refusal: "rule adding-capabilities: validate.deny.conditions.all[0]: condition {{ request.object.spec.[ephemeralContainers, initContainers, containers][]"},
 	{name: "check-env-vars", refusal: "condition anchor (name) is not converted"},
-	{name: "restrict-jobs", refusal: "rule restrict-job-from-cronjob: validate.allowExistingViolations: Enforce with allowExistingViolations"},
+	{name: "restrict-jobs", refusal: "rule restrict-job-from-cronjob: preconditions[0]: precondition on {{ request.object.metadata.ownerReferences[0].kind || '' }} is not converted"},
+	{name: "prevent-cr8escape", refusal: `pattern "!*+* & !*=*" could match a number's text; not converted`},
+	{name: "require-pod-priorityclassname"},
+	{name: "restrict-node-affinity"},
+	{name: "restrict-ingress-classes"},
+	{name: "restrict-loadbalancer"},
+	{name: "restrict-storageclass"},
+	{name: "imagepullpolicy-always", refusal: "condition anchor (image) is not converted"},
+	{name: "require-annotations"},
+	{name: "restrict-sa-automount-sa-token"},
+	{name: "disallow-localhost-services", refusal: "condition anchor (type) is not converted"},
+	{name: "deny-secret-service-account-token-type"},
+	{name: "require-deployments-have-multiple-replicas", refusal: `pattern operator > in ">1" is not converted`},
+	{name: "disallow-selinux"},
+	{name: "restrict-sysctls"},
+	{name: "disallow-proc-mount"},
+	{name: "restrict-seccomp"},
+	{name: "disallow-host-process"},
+	{name: "restrict-image-registries"},
+	{name: "block-ephemeral-containers"},
+	{name: "require-image-checksum"},
+	{name: "require-container-port-names"},
+	{name: "require-run-as-non-root-user", refusal: `pattern operator > in ">0" is not converted`},
+	{name: "forbid-cpu-limits", refusal: "condition anchor (name) is not converted"},
+	{name: "restrict-controlplane-scheduling"},
+	{name: "disallow-cri-sock-mount"},
+	{name: "disallow-all-secrets"},
 	{name: "allowed-pod-priorities", refusal: "context (apiCall, configMap, variables) is not converted"},
 }
 
 // legacyTest is the part of a kyverno CLI test file the oracle reads.
 type legacyTest struct {
-	Results []struct {
+	Resources []string `json:"resources"`
+	Results   []struct {
 		Kind      string   `json:"kind"`
 		Policy    string   `json:"policy"`
 		Resources []string `json:"resources"`
@@ -110,7 +137,13 @@ func checkOracle(t *testing.T, ev *evaluator, dir string, res Result) (agree, to
 	if err := yaml.Unmarshal(raw, &lt); err != nil {
 		t.Fatal(err)
 	}
-	resources := loadResources(t, filepath.Join(dir, "resource.yaml"))
+	// The test names its resource files relative to its own folder; the copies sit beside it.
+	resources := map[string]map[string]any{}
+	for _, f := range lt.Resources {
+		for k, v := range loadResources(t, filepath.Join(dir, filepath.Base(f))) {
+			resources[k] = v
+		}
+	}
 	spec := res.Policy.Object["spec"].(map[string]any)
 	validations := spec["validations"].([]any)
 	matched := map[string]bool{}
@@ -177,7 +210,7 @@ func checkOracle(t *testing.T, ev *evaluator, dir string, res Result) (agree, to
 	return agree, total
 }
 
-// loadResources reads a multi-document YAML file into kind/name → object.
+// loadResources reads a multi-document YAML file into kind/name and kind/namespace/name → object.
 func loadResources(t *testing.T, path string) map[string]map[string]any {
 	t.Helper()
 	raw, err := os.ReadFile(path)
@@ -196,7 +229,12 @@ func loadResources(t *testing.T, path string) map[string]map[string]any {
 		meta, _ := obj["metadata"].(map[string]any)
 		name, _ := meta["name"].(string)
 		kind, _ := obj["kind"].(string)
+		ns, _ := meta["namespace"].(string)
+		if ns == "" {
+			ns = "default" // as the kyverno CLI names a resource without one
+		}
 		out[kind+"/"+name] = obj
+		out[kind+"/"+ns+"/"+name] = obj // tests may name it namespace/name
 	}
 	return out
 }
