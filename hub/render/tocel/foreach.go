@@ -10,13 +10,14 @@ import (
 // checked against every element (bound to `element`, as Kyverno binds it). Kyverno skips an
 // entry whose list is missing and null elements; the rule passes when every entry passes. So:
 //
-//	!has(object.spec.initContainers) || (type(object.spec.initContainers) == list &&
-//	  object.spec.initContainers.all(element, element == null || <check>))
+//	!(has(object.spec) && type(object.spec) == map && has(object.spec.initContainers)) ||
+//	  (type(object.spec.initContainers) == list ? object.spec.initContainers :
+//	    [object.spec.initContainers]).all(element, element == null || <check>)
 //
-// Two differences, both only on resources the API server would not admit or that have nothing
-// to check: a list field that is present but not a list fails here where Kyverno reports an
-// error, and a resource whose lists are all missing or empty passes here where Kyverno reports
-// skip (a ValidatingPolicy has no skip).
+// (Kyverno reads a value that is not a list as a one-element list.) One difference: a resource
+// whose lists are all missing or empty passes here where Kyverno reports skip (a
+// ValidatingPolicy has no skip). On DELETE, request.object is null and Kyverno skips every
+// entry; the converted policy does not match DELETE for foreach rules.
 
 var listPath = regexp.MustCompile(`^request\.object((\.[A-Za-z_][A-Za-z0-9_]*)+)(\[\])?$`)
 
@@ -97,7 +98,8 @@ func foreachEntry(where, root string, e any, names *namer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("(!(%s) || (type(%s) == list && %s.all(element, element == null || %s)))", guard, x, x, check), nil
+	// Kyverno reads a value that is not a list as a list of that one value.
+	return fmt.Sprintf("(!(%s) || (type(%s) == list ? %s : [%s]).all(element, element == null || %s))", guard, x, x, x, check), nil
 }
 
 // anyPatternCEL is the CEL for an anyPattern: the value matches one of the patterns.

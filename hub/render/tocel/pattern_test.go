@@ -160,6 +160,17 @@ func TestPatternVerdicts(t *testing.T) {
 			`spec: {containers: [{image: "a:1"}], initContainers: [{image: "b"}]}`: false,
 		},
 	}, {
+		name: "foreach over a value that is not a list reads it as one element",
+		validate: `      foreach:
+      - list: request.object.spec.securityContext
+        pattern: {runAsNonRoot: true}
+`,
+		verdicts: map[string]bool{
+			`spec: {securityContext: {runAsNonRoot: true}}`:  true,
+			`spec: {securityContext: {runAsNonRoot: false}}`: false,
+			`spec: {}`: true, // missing: Kyverno skips the entry
+		},
+	}, {
 		name: "foreach deny on element.keys(@)",
 		validate: `      foreach:
       - list: request.object.spec.containers[]
