@@ -177,6 +177,9 @@ func assemble(legacy *unstructured.Unstructured, spec map[string]any, rules []co
 		"matchConstraints":  constraints,
 		"validations":       validations,
 	}
+	if len(first.match.conditions) > 0 {
+		outSpec["matchConditions"] = first.match.conditions
+	}
 	if fp, ok := spec["failurePolicy"].(string); ok {
 		outSpec["failurePolicy"] = fp
 	}
@@ -195,6 +198,9 @@ func assemble(legacy *unstructured.Unstructured, spec map[string]any, rules []co
 			legacyAnn[k] = v
 		}
 		controllers, notes := autogenControllers(legacyAnn)
+		if first.match.noAutogen {
+			controllers, notes = []string{}, nil
+		}
 		rep.Notes = append(rep.Notes, notes...)
 		outSpec["autogen"] = map[string]any{"podControllers": map[string]any{"controllers": toAny(controllers)}}
 	}

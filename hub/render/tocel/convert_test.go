@@ -245,6 +245,49 @@ func TestAllowExistingViolations(t *testing.T) {
 	}
 }
 
+// names filters become matchConditions on the name (the old object's on DELETE); legacy
+// autogen does not apply to them, so neither does the converted policy's.
+func TestNames(t *testing.T) {
+	ev := newEvaluator(t)
+	res, err := ConvertYAML([]byte(policyHead + `spec:
+  rules:
+  - name: r
+    match: {any: [{resources: {kinds: [Pod], names: ["web-*", db]}}]}
+    exclude: {any: [{resources: {names: [web-canary]}}]}
+    validate: {pattern: {metadata: {name: "?*"}}}
+`))
+	if err != nil || res.Policy == nil {
+		t.Fatalf("err %v, reasons %q", err, res.Report.Reasons())
+	}
+	spec := res.Policy.Object["spec"].(map[string]any)
+	if got := spec["autogen"].(map[string]any)["podControllers"].(map[string]any)["controllers"]; !reflect.DeepEqual(got, []any{}) {
+		t.Errorf("controllers = %v, want []", got)
+	}
+	conds := spec["matchConditions"].([]any)
+	for name, want := range map[string]bool{"web-1": true, "db": true, "dbx": false, "web-canary": false, "": false} {
+		obj := map[string]any{"metadata": map[string]any{}}
+		if name != "" {
+			obj["metadata"].(map[string]any)["name"] = name
+		}
+		all := true
+		for _, c := range conds {
+			ok, err := ev.eval(c.(map[string]any)["expression"].(string), obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = all && ok
+		}
+		if all != want {
+			t.Errorf("name %q: matched=%v, want %v", name, all, want)
+		}
+	}
+	// On DELETE the object is null and the old object's name is matched.
+	ok, err := ev.evalRequest(conds[0].(map[string]any)["expression"].(string), "DELETE", nil, map[string]any{"metadata": map[string]any{"name": "db"}})
+	if err != nil || !ok {
+		t.Errorf("DELETE of db: matched=%v, err %v", ok, err)
+	}
+}
+
 func TestNamespacedPolicy(t *testing.T) {
 	res, err := ConvertYAML([]byte(`apiVersion: kyverno.io/v1
 kind: Policy

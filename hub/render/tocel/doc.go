@@ -10,8 +10,9 @@
 // policy with any refused rule is refused as a whole (Result.Policy is nil, Result.Report says
 // why). Converted today:
 //
-//   - match/exclude of kinds (a fixed kind table), operations, namespaces (as a matchCondition),
-//     selector/namespaceSelector (match only);
+//   - match/exclude of kinds (a fixed kind table), operations, namespaces (as a namespaceSelector
+//     on kubernetes.io/metadata.name), names with wildcards (as matchConditions, autogen off as
+//     in Kyverno), selector/namespaceSelector (match only);
 //   - validate.pattern and validate.anyPattern with plain keys, the equality anchor =(), the
 //     negation anchor X(), lists (each element checked against the single element pattern),
 //     scalars checked against each element of a list, and string patterns with wildcards
@@ -30,8 +31,8 @@
 // {{ }} variables in patterns and messages, JMESPath beyond the forms above, the condition (),
 // global ^(), existence <() and add +() anchors, wildcard keys, numeric, quantity and duration
 // pattern operators (<, >, <=, >=, ranges) and literals that Kyverno would compare as a quantity or
-// duration, mutate/generate/verifyImages/podSecurity/manifests/cel rules, match by names,
-// annotations, subjects or roles, namespaces with wildcards or cluster-scoped kinds, exclude by
+// duration, mutate/generate/verifyImages/podSecurity/manifests/cel rules, match by annotations,
+// subjects or roles, namespaces with wildcards or cluster-scoped kinds, exclude by
 // selector or operation, rules whose match, preconditions or action differ within one policy,
 // and emitWarning with Enforce.
 package tocel

@@ -50,14 +50,17 @@ func (e *evaluator) evalRequest(expr, operation string, object, oldObject map[st
 	if err != nil {
 		return false, err
 	}
-	var old any
+	var obj, old any // a nil map would reach CEL as {}, not null
+	if object != nil {
+		obj = object
+	}
 	if oldObject != nil {
 		old = oldObject
 	}
 	out, _, err := prg.Eval(map[string]any{
-		"object":          object,
+		"object":          obj,
 		"oldObject":       old,
-		"request":         map[string]any{"operation": operation, "object": object, "oldObject": old},
+		"request":         map[string]any{"operation": operation, "object": obj, "oldObject": old},
 		"namespaceObject": nil,
 	})
 	if err != nil {

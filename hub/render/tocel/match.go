@@ -40,7 +40,6 @@ var kinds = map[string]gvr{
 	"RoleBinding":              {"rbac.authorization.k8s.io", "v1", "rolebindings"},
 	"ClusterRoleBinding":       {"rbac.authorization.k8s.io", "v1", "clusterrolebindings"},
 	"PodDisruptionBudget":      {"policy", "v1", "poddisruptionbudgets"},
-	"HorizontalPodAutoscaler":  {"autoscaling", "v2", "horizontalpodautoscalers"},
 	"StorageClass":             {"storage.k8s.io", "v1", "storageclasses"},
 	"PriorityClass":            {"scheduling.k8s.io", "v1", "priorityclasses"},
 	"CustomResourceDefinition": {"apiextensions.k8s.io", "v1", "customresourcedefinitions"},
@@ -54,12 +53,15 @@ type match struct {
 	nsSelector map[string]any
 	objSelect  map[string]any
 	nsExprs    []any // namespaceSelector matchExpressions from namespaces filters
+	conditions []any // matchConditions ({name, expression}) from names filters
 	podsOnly   bool
+	noAutogen  bool // legacy autogen does not apply (names filters)
 }
 
 // resourceFilterKeys are the keys of a legacy ResourceDescription the converter reads.
 var resourceFilterKeys = map[string]bool{
 	"kinds": true, "namespaces": true, "operations": true, "selector": true, "namespaceSelector": true,
+	"names": true,
 }
 
 // convertMatch converts a rule's match and exclude blocks.
@@ -100,6 +102,14 @@ func convertMatch(rule map[string]any) (match, error) {
 			}
 			m.nsExprs = append(m.nsExprs, expr)
 		}
+		if names, ok := it["names"]; ok {
+			expr, err := nameExpr(where, names)
+			if err != nil {
+				return m, err
+			}
+			m.conditions = append(m.conditions, map[string]any{"name": "match-names", "expression": expr})
+			m.noAutogen = true
+		}
 		if s, ok := it["selector"].(map[string]any); ok {
 			m.objSelect = s
 			m.podsOnly = false
@@ -130,6 +140,19 @@ func convertMatch(rule map[string]any) (match, error) {
 		}
 		_, hasKinds := it["kinds"]
 		ns, hasNS := it["namespaces"]
+		names, hasNames := it["names"]
+		if hasNames {
+			if hasKinds || hasNS {
+				return m, refuse(where+".names", "exclude of names together with kinds or namespaces is not converted")
+			}
+			expr, err := nameExpr(where, names)
+			if err != nil {
+				return m, err
+			}
+			m.conditions = append(m.conditions, map[string]any{"name": fmt.Sprintf("exclude-names-%d", i), "expression": "!(" + expr + ")"})
+			m.noAutogen = true
+			continue
+		}
 		switch {
 		case hasKinds && hasNS:
 			return m, refuse(where, "exclude of kinds within namespaces is not converted")
@@ -267,6 +290,25 @@ func namespaceExpr(where string, kindList, ns any, op string) (any, error) {
 		}
 	}
 	return map[string]any{"key": "kubernetes.io/metadata.name", "operator": op, "values": toAny(list)}, nil
+}
+
+// nameExpr turns a legacy names list (wildcards allowed) into CEL on the resource's name: the
+// new object's, or the old one's on DELETE, as Kyverno matches it. Kyverno's autogen does not
+// apply to rules filtered by name, so the policy turns autogen off.
+func nameExpr(where string, names any) (string, error) {
+	list, err := stringList(where+".names", names)
+	if err != nil {
+		return "", err
+	}
+	if len(list) == 0 {
+		return "", refuse(where+".names", "an empty names list is not converted")
+	}
+	const name = "(object != null ? object : oldObject).metadata.name"
+	var alts []string
+	for _, n := range list {
+		alts = append(alts, wildcardCEL(name, n))
+	}
+	return "has((object != null ? object : oldObject).metadata.name) && (" + strings.Join(alts, " || ") + ")", nil
 }
 
 func firstKinds(items []map[string]any) any {

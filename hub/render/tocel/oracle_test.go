@@ -158,6 +158,7 @@ func checkOracle(t *testing.T, ev *evaluator, dir string, res Result) (agree, to
 			controllers[c.(string)] = true
 		}
 	}
+	conditions, _ := spec["matchConditions"].([]any)
 	for i, v := range validations {
 		if _, err := ev.compile(v.(map[string]any)["expression"].(string)); err != nil {
 			t.Errorf("validation %d: %v", i, err)
@@ -192,14 +193,7 @@ func checkOracle(t *testing.T, ev *evaluator, dir string, res Result) (agree, to
 				t.Errorf("%s/%s: not in resource.yaml", r.Kind, name)
 				continue
 			}
-			pass, err := ev.eval(expr, obj)
-			got := "fail"
-			switch {
-			case err != nil:
-				got = "error: " + err.Error()
-			case pass:
-				got = "pass"
-			}
+			got := verdict(ev, conditions, expr, obj, autogenKinds[r.Kind])
 			if got != r.Result {
 				t.Errorf("rule %s, %s/%s: converted says %s, legacy test expects %s", r.Rule, r.Kind, name, got, r.Result)
 				continue
@@ -208,6 +202,33 @@ func checkOracle(t *testing.T, ev *evaluator, dir string, res Result) (agree, to
 		}
 	}
 	return agree, total
+}
+
+// verdict is what the converted policy says of obj: skip when a matchCondition is false, else
+// pass or fail by the validation (an error says so). controller, when set, rewrites the
+// matchConditions as autogen does.
+func verdict(ev *evaluator, conditions []any, expr string, obj map[string]any, controller string) string {
+	for _, c := range conditions {
+		ce := c.(map[string]any)["expression"].(string)
+		if controller != "" {
+			ce = autogenRewrite(ce, controller)
+		}
+		ok, err := ev.eval(ce, obj)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		if !ok {
+			return "skip"
+		}
+	}
+	pass, err := ev.eval(expr, obj)
+	switch {
+	case err != nil:
+		return "error: " + err.Error()
+	case pass:
+		return "pass"
+	}
+	return "fail"
 }
 
 // loadResources reads a multi-document YAML file into kind/name and kind/namespace/name → object.
