@@ -12,8 +12,8 @@ func TestRefusals(t *testing.T) {
 `, "rule r: validate.pattern.spec.containers[].(name): condition anchor (name) is not converted"},
 		"global anchor": {`      pattern: {spec: {^(hostNetwork): true}}
 `, "global anchor ^(hostNetwork) is not converted"},
-		"numeric operator": {`      pattern: {spec: {containers: [{resources: {limits: {memory: "<=1Gi"}}}]}}
-`, "pattern operator <= in \"<=1Gi\" is not converted"},
+		"quantity bound": {`      pattern: {spec: {containers: [{resources: {limits: {memory: "<=1Gi"}}}]}}
+`, "pattern operator <= in \"<=1Gi\" is not converted (only integer bounds"},
 		"quantity literal": {`      pattern: {spec: {containers: [{resources: {limits: {cpu: "1"}}}]}}
 `, `Kyverno compares "1" as a quantity`},
 		"range": {`      pattern: {spec: {=(priority): "1-5"}}

@@ -16,7 +16,9 @@
 //   - validate.pattern and validate.anyPattern with plain keys, the equality anchor =(), the
 //     negation anchor X(), lists (each element checked against the single element pattern),
 //     scalars checked against each element of a list, and string patterns with wildcards
-//     (star and question mark), the operator ! and the alternatives | and &;
+//     (star and question mark), the operator !, the alternatives | and &, and the comparisons
+//     >, >=, <, <= with an integer bound (ints exactly, strings as Kyverno reads them: a duration
+//     against 0, else a quantity; see numeric.go);
 //   - validate.foreach over a list at request.object.<path> with a nested pattern, anyPattern or
 //     deny;
 //   - validate.deny conditions that test a literal name against element.keys(@) in a foreach,
@@ -29,9 +31,9 @@
 //
 // Refused, each with a reason in the Report: context entries (apiCall, configMap, variables),
 // {{ }} variables in patterns and messages, JMESPath beyond the forms above, the condition (),
-// global ^(), existence <() and add +() anchors, wildcard keys, numeric, quantity and duration
-// pattern operators (<, >, <=, >=, ranges) and literals that Kyverno would compare as a quantity or
-// duration, mutate/generate/verifyImages/podSecurity/manifests/cel rules, match by annotations,
+// global ^(), existence <() and add +() anchors, wildcard keys, ranges, comparisons with a
+// quantity or duration bound, literals that Kyverno would compare as a quantity or duration,
+// wildcards whose answer on a floating-point number depends on its text, mutate/generate/verifyImages/podSecurity/manifests/cel rules, match by annotations,
 // subjects or roles, namespaces with wildcards or cluster-scoped kinds, exclude by
 // selector or operation, rules whose match, preconditions or action differ within one policy,
 // and emitWarning with Enforce.

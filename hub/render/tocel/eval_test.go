@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
+	"k8s.io/apiserver/pkg/cel/library"
 )
 
 // evaluator compiles and runs converted expressions the way a ValidatingPolicy binds them:
@@ -16,6 +17,8 @@ func newEvaluator(t *testing.T) *evaluator {
 	t.Helper()
 	env, err := cel.NewEnv(
 		cel.OptionalTypes(),
+		cel.CrossTypeNumericComparisons(true),
+		library.Quantity(), // Kyverno's environment has the Kubernetes CEL libraries
 		cel.Variable("object", cel.DynType),
 		cel.Variable("oldObject", cel.DynType),
 		cel.Variable("request", cel.DynType),

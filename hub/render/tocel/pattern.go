@@ -97,8 +97,8 @@ func (g *patternGen) mapPattern(x string, p map[string]any, where string) (strin
 		if err != nil {
 			return "", err
 		}
-		if sub == nil {
-			// null accepts a missing key (Kyverno reads it as null).
+		if nilPasses(sub) {
+			// Kyverno reads a missing key as null, which this pattern accepts.
 			parts = append(parts, "(!"+present(x, k)+" || "+c+")")
 		} else {
 			parts = append(parts, present(x, k)+" && "+c)
@@ -136,6 +136,19 @@ func (g *patternGen) listPattern(x string, p []any, where string) (string, error
 		return "", err
 	}
 	return fmt.Sprintf("type(%s) == list && %s.all(%s, %s)", x, x, v, elem), nil
+}
+
+// nilPasses reports whether Kyverno's pattern.Validate accepts a missing (null) value: a null
+// pattern does, and a string pattern whose comparisons hold for 0.
+func nilPasses(pat any) bool {
+	switch p := pat.(type) {
+	case nil:
+		return true
+	case string:
+		sp, err := parseStringPattern("", p)
+		return err == nil && sp.onNull()
+	}
+	return false
 }
 
 // scalar is the CEL for Kyverno's pattern.Validate(x, pat) with a scalar pat; x is not a list.

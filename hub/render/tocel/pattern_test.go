@@ -115,6 +115,29 @@ func TestPatternVerdicts(t *testing.T) {
 			`spec: {priority: "0"}`:            true,
 		},
 	}, {
+		name: "comparisons with an integer bound: ints, quantities, durations, missing reads 0",
+		validate: `      pattern:
+        spec:
+          =(runAsUser): ">0"
+          priority: ">=0 & <10"
+`,
+		verdicts: map[string]bool{
+			`spec: {runAsUser: 1, priority: 3}`:      true,
+			`spec: {runAsUser: 0, priority: 3}`:      false,
+			`spec: {runAsUser: "5", priority: 3}`:    true,  // a quantity
+			`spec: {runAsUser: "5s", priority: 3}`:   true,  // a duration, as the bound 0 is one
+			`spec: {runAsUser: "abc", priority: 3}`:  false, // neither: fails
+			`spec: {runAsUser: true, priority: 3}`:   false,
+			`spec: {runAsUser: 1.5, priority: 3}`:    true,
+			`spec: {priority: 3}`:                    true,
+			`spec: {runAsUser: 1, priority: 10}`:     false,
+			`spec: {runAsUser: 1, priority: "100m"}`: true, // 0.1
+			`spec: {runAsUser: 1, priority: "1k"}`:   false,
+			`spec: {runAsUser: 1}`:                   true, // missing reads 0
+			`spec: {runAsUser: 1, priority: -1}`:     false,
+			`spec: {runAsUser: 1, priority: null}`:   true,
+		},
+	}, {
 		name: "a scalar pattern against a list checks each element",
 		validate: `      pattern:
         spec:
@@ -212,7 +235,7 @@ func TestPatternGolden(t *testing.T) {
         metadata:
           labels:
             app: "?*"
-`: `has(object.metadata) && type(object.metadata) == map && has(object.metadata.labels) && type(object.metadata.labels) == map && has(object.metadata.labels.app) && (type(object.metadata.labels.app) == list ? object.metadata.labels.app.all(item, ((type(item) == string && (item != '')) || (type(item) == int && (string(item) != '')) || type(item) == bool || type(item) == double)) : ((type(object.metadata.labels.app) == string && (object.metadata.labels.app != '')) || (type(object.metadata.labels.app) == int && (string(object.metadata.labels.app) != '')) || type(object.metadata.labels.app) == bool || type(object.metadata.labels.app) == double))`,
+`: `has(object.metadata) && type(object.metadata) == map && has(object.metadata.labels) && type(object.metadata.labels) == map && has(object.metadata.labels.app) && (type(object.metadata.labels.app) == list ? object.metadata.labels.app.all(item, ((type(item) == string && (item != '')) || (type(item) == int && (string(item) != '')) || type(item) == double || type(item) == bool)) : ((type(object.metadata.labels.app) == string && (object.metadata.labels.app != '')) || (type(object.metadata.labels.app) == int && (string(object.metadata.labels.app) != '')) || type(object.metadata.labels.app) == double || type(object.metadata.labels.app) == bool))`,
 		`      pattern:
         spec:
           X(hostNetwork): "null"

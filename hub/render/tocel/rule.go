@@ -126,6 +126,9 @@ func convertRule(rule map[string]any, specAction string) (convertedRule, RuleRep
 		return cr, rep, err
 	}
 	rep.Converted = append(rep.Converted, what)
+	if strings.Contains(expr, "isQuantity(") {
+		rep.Notes = append(rep.Notes, "a comparison with a non-integer number uses its value; Kyverno compares its 6-decimal text, so a number within 0.0000005 of the bound may differ")
+	}
 	if what == "foreach" {
 		rep.Notes = append(rep.Notes, "a resource whose foreach lists are all missing or empty passes (legacy: skip)")
 	}

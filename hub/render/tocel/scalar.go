@@ -3,6 +3,7 @@ package tocel
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -10,14 +11,17 @@ import (
 )
 
 // A string pattern is Kyverno's little language for a scalar field: alternatives split on "|",
-// each a conjunction split on "&", each an optional operator and a wildcard pattern. Only the
-// operators "" (matches) and "!" (does not match) are converted: the others, ranges, and
-// literals Kyverno would compare as a duration or a quantity are refused.
+// each a conjunction split on "&", each an optional operator and an operand. Converted: the
+// operators "" (matches) and "!" (does not match) with a wildcard operand, and >, >=, <, <= with
+// an integer bound (see numeric.go). Ranges, other bounds, and wildcard operands Kyverno would
+// compare as a duration or a quantity are refused.
 
-// strAtom is one condition: the wildcard pattern and whether it is negated ("!").
+// strAtom is one condition: a wildcard pattern, negated for "!", or a comparison with a bound.
 type strAtom struct {
 	negate bool
 	pat    string
+	cmp    string // ">", ">=", "<", "<=" for a comparison; empty for a wildcard
+	bound  int64
 }
 
 // strPattern is a parsed string pattern; whole is the pattern as written (Kyverno first tests
@@ -30,6 +34,7 @@ type strPattern struct {
 var (
 	inRange    = regexp.MustCompile(`^([-|\+]?\d+(?:\.\d+)?[A-Za-z]*)-([-|\+]?\d+(?:\.\d+)?[A-Za-z]*)$`)
 	notInRange = regexp.MustCompile(`^([-|\+]?\d+(?:\.\d+)?[A-Za-z]*)!-([-|\+]?\d+(?:\.\d+)?[A-Za-z]*)$`)
+	intBound   = regexp.MustCompile(`^[-+]?[0-9]{1,15}$`)
 )
 
 // parseStringPattern parses s as Kyverno's pattern package reads it, refusing what is not
@@ -51,10 +56,18 @@ func parseStringPattern(where, s string) (strPattern, error) {
 					return sp, refuse(where, "pattern range %q is not converted", cond)
 				}
 			}
-			if op != "" && op != "!" {
-				return sp, refuse(where, "pattern operator %s in %q is not converted (numeric, quantity and duration comparisons)", op, s)
-			}
 			p := strings.TrimSpace(cond[len(op):])
+			if op != "" && op != "!" {
+				if !intBound.MatchString(p) {
+					return sp, refuse(where, "pattern operator %s in %q is not converted (only integer bounds; quantity and duration bounds are not)", op, s)
+				}
+				n, err := strconv.ParseInt(p, 10, 64)
+				if err != nil {
+					return sp, refuse(where, "pattern bound %q: %v", p, err)
+				}
+				conj = append(conj, strAtom{cmp: op, bound: n})
+				continue
+			}
 			if _, err := time.ParseDuration(p); err == nil {
 				return sp, refuse(where, "pattern %q: Kyverno compares %q as a duration; not converted", s, p)
 			}
@@ -68,56 +81,138 @@ func parseStringPattern(where, s string) (strPattern, error) {
 	return sp, nil
 }
 
-// body reports whether text (a value's rendering) satisfies the alternatives, as Kyverno does
-// after its equality shortcut.
-func (sp strPattern) body(text string) bool {
+// static decides the pattern for a value whose answer does not depend on it at run time:
+// each atom is asked through atom; nil from atom means "cannot be decided" (an error).
+func (sp strPattern) static(atom func(strAtom) (bool, error)) (bool, error) {
+	result := false
 	for _, conj := range sp.alts {
 		ok := true
 		for _, a := range conj {
-			if wildcardMatch(a.pat, text) == a.negate {
-				ok = false
-				break
+			m, err := atom(a)
+			if err != nil {
+				return false, err
 			}
+			ok = ok && m
 		}
-		if ok {
-			return true
-		}
+		result = result || ok
 	}
-	return false
+	return result, nil
 }
 
-// celBody is the CEL for the alternatives over the string expression x.
-func (sp strPattern) celBody(x string) string {
+// onText is Kyverno's answer for a string that is not a quantity or duration: true, false or
+// a bool's rendering. A comparison never holds for it.
+func (sp strPattern) onText(text string) bool {
+	b, _ := sp.static(func(a strAtom) (bool, error) {
+		if a.cmp != "" {
+			return false, nil
+		}
+		return wildcardMatch(a.pat, text) != a.negate, nil
+	})
+	return b
+}
+
+// onNull is Kyverno's answer for a missing or null value: wildcards fail, comparisons read 0.
+func (sp strPattern) onNull() bool {
+	b, _ := sp.static(func(a strAtom) (bool, error) {
+		if a.cmp != "" {
+			return compareInts(0, a.cmp, a.bound), nil
+		}
+		return false, nil
+	})
+	return b
+}
+
+// celFor writes the alternatives as CEL for x of one type: "string", "int" or "double"; a
+// constant true or false stands for an atom decided without x.
+func (sp strPattern) celFor(where, x, typ string) (string, error) {
 	var alts []string
 	for _, conj := range sp.alts {
 		var parts []string
+		dead := false
 		for _, a := range conj {
-			m := wildcardCEL(x, a.pat)
-			if a.negate {
-				m = "!(" + m + ")"
+			m, err := atomCEL(where, sp.whole, a, x, typ)
+			if err != nil {
+				return "", err
+			}
+			switch m {
+			case "true":
+				continue
+			case "false":
+				dead = true
 			}
 			parts = append(parts, m)
 		}
-		alts = append(alts, strings.Join(parts, " && "))
+		switch {
+		case dead:
+		case len(parts) == 0:
+			return "true", nil
+		default:
+			alts = append(alts, strings.Join(parts, " && "))
+		}
 	}
-	if len(alts) == 1 {
-		return alts[0]
+	switch len(alts) {
+	case 0:
+		return "false", nil
+	case 1:
+		return alts[0], nil
 	}
-	return "(" + strings.Join(alts, ") || (") + ")"
+	return "(" + strings.Join(alts, ") || (") + ")", nil
+}
+
+// atomCEL is one atom for x of type typ.
+func atomCEL(where, whole string, a strAtom, x, typ string) (string, error) {
+	if a.cmp != "" {
+		return compareCEL(x, typ, a.cmp, a.bound), nil
+	}
+	var m string
+	switch typ {
+	case "string":
+		m = wildcardCEL(x, a.pat)
+	case "int":
+		m = wildcardCEL("string("+x+")", a.pat)
+	case "double":
+		known, matches := onDoubleText(a.pat)
+		if !known {
+			return "", refuse(where, "pattern %q could match a number's text; not converted", whole)
+		}
+		if matches != a.negate {
+			return "true", nil
+		}
+		return "false", nil
+	}
+	if a.negate {
+		m = "!(" + m + ")"
+	}
+	return m, nil
 }
 
 // check is the CEL that is true when the value x (any type but a list; lists are handled by the
 // caller) satisfies the pattern, as Kyverno's pattern.Validate decides it for a string pattern.
 func (sp strPattern) check(where, x string) (string, error) {
 	var parts []string
-	str := sp.celBody(x)
-	if !sp.body(sp.whole) {
+	str, err := sp.celFor(where, x, "string")
+	if err != nil {
+		return "", err
+	}
+	if !sp.onText(sp.whole) {
 		// Kyverno accepts a string equal to the pattern before parsing it.
 		str = x + " == " + quote(sp.whole) + " || " + str
 	}
 	parts = append(parts, "(type("+x+") == string && ("+str+"))")
-	parts = append(parts, "(type("+x+") == int && ("+sp.celBody("string("+x+")")+"))")
-	t, f := sp.body("true"), sp.body("false")
+	for _, typ := range []string{"int", "double"} {
+		c, err := sp.celFor(where, x, typ)
+		if err != nil {
+			return "", err
+		}
+		switch c {
+		case "false":
+		case "true":
+			parts = append(parts, "type("+x+") == "+typ)
+		default:
+			parts = append(parts, "(type("+x+") == "+typ+" && ("+c+"))")
+		}
+	}
+	t, f := sp.onText("true"), sp.onText("false")
 	switch {
 	case t && f:
 		parts = append(parts, "type("+x+") == bool")
@@ -126,52 +221,30 @@ func (sp strPattern) check(where, x string) (string, error) {
 	case f:
 		parts = append(parts, "(type("+x+") == bool && !"+x+")")
 	}
-	d, err := sp.onDouble(where)
-	if err != nil {
-		return "", err
+	if sp.onNull() {
+		parts = append(parts, x+" == null")
 	}
-	if d {
-		parts = append(parts, "type("+x+") == double")
-	}
-	// null, maps and lists never satisfy a string pattern (no duration or quantity atoms here).
+	// maps and lists never satisfy a string pattern.
 	return "(" + strings.Join(parts, " || ") + ")", nil
 }
 
-// onDouble decides the pattern for a non-integer number, which Kyverno renders as Go's
-// strconv.FormatFloat(v, 'E', -1, 64) (e.g. "1.5E+00", at least five characters). It is decided
-// statically when no such rendering can change the answer, refused otherwise.
-func (sp strPattern) onDouble(where string) (bool, error) {
+// onDoubleText decides a wildcard for a non-integer number, which Kyverno renders as Go's
+// strconv.FormatFloat(v, 'E', -1, 64) (e.g. "1.5E+00", at least five characters): known when no
+// such rendering can change the answer.
+func onDoubleText(p string) (known, matches bool) {
 	const floatRunes = "0123456789.E+-"
-	fixed := func(p string) (bool, bool) {
-		if strings.Trim(p, "*?") == "" {
-			q := strings.Count(p, "?")
-			if strings.Contains(p, "*") && q <= 5 {
-				return true, true
-			}
-			return false, false
-		}
-		if strings.ContainsFunc(p, func(r rune) bool {
-			return r != '*' && r != '?' && !strings.ContainsRune(floatRunes, r)
-		}) {
-			return false, true // a rune no rendering has: never matches
+	if strings.Trim(p, "*?") == "" {
+		if strings.Contains(p, "*") && strings.Count(p, "?") <= 5 {
+			return true, true
 		}
 		return false, false
 	}
-	result := false
-	for _, conj := range sp.alts {
-		ok := true
-		for _, a := range conj {
-			m, known := fixed(a.pat)
-			if !known {
-				return false, refuse(where, "pattern %q could match a number's text; not converted", sp.whole)
-			}
-			if m == a.negate {
-				ok = false
-			}
-		}
-		result = result || ok
+	if strings.ContainsFunc(p, func(r rune) bool {
+		return r != '*' && r != '?' && !strings.ContainsRune(floatRunes, r)
+	}) {
+		return true, false // a rune no rendering has: never matches
 	}
-	return result, nil
+	return false, false
 }
 
 // wildcardMatch is Kyverno's wildcard match: * matches any run of runes, ? exactly one rune,
