@@ -34,7 +34,9 @@ func TestRefusals(t *testing.T) {
           conditions:
             any:
             - {key: "{{ to_upper(element.name) }}", operator: Equals, value: FOO}
-`, "JMESPath beyond element.keys(@)"},
+`, "JMESPath function to_upper in \"{{ to_upper(element.name) }}\" is not converted"},
+		"reference in a pattern": {`      pattern: {spec: {containers: [{name: "$(../image)"}]}}
+`, "reference \"$(../image)\" in a pattern is not converted"},
 		"podSecurity": {`      podSecurity: {level: baseline, version: latest}
 `, "validate.podSecurity: podSecurity is not converted"},
 		"foreach list beyond request.object": {`      foreach:
@@ -169,7 +171,7 @@ spec:
     context: [{name: x, apiCall: {urlPath: /api/v1/pods}}]
     match: {any: [{resources: {kinds: [Pod]}}]}
     validate: {pattern: {metadata: {name: "?*"}}}
-`, nil, "rule r: context: context (apiCall, configMap, variables) is not converted"},
+`, nil, "rule r: context: context apiCall x is not converted"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -22,8 +22,9 @@ import (
 // differently), is refused.
 
 var (
-	elementKeys = regexp.MustCompile(`^\{\{\s*(element\.keys\(@\)(\[\])?|keys\(element\))\s*\}\}$`)
-	operationOr = regexp.MustCompile(`^\{\{\s*request\.operation\s*\|\|\s*'BACKGROUND'\s*\}\}$`)
+	elementKeys  = regexp.MustCompile(`^\{\{\s*(element\.keys\(@\)(\[\])?|keys\(element\))\s*\}\}$`)
+	jmesFunction = regexp.MustCompile(`\{\{[^}]*?\b([a-z_][a-z0-9_]*)\(`)
+	operationOr  = regexp.MustCompile(`^\{\{\s*request\.operation\s*\|\|\s*'BACKGROUND'\s*\}\}$`)
 )
 
 // condList returns a conditions block as its any and all lists (a bare list is all).
@@ -99,6 +100,13 @@ func elementCondition(where string, c any) (string, error) {
 	ks, kok := key.(string)
 	vs, vok := value.(string)
 	if !kok || !vok || !elementKeys.MatchString(strings.TrimSpace(vs)) {
+		for _, operand := range []any{key, value} {
+			if s, ok := operand.(string); ok {
+				if m := jmesFunction.FindStringSubmatch(s); m != nil && m[1] != "keys" {
+					return "", refuse(where, "JMESPath function %s in %q is not converted", m[1], s)
+				}
+			}
+		}
 		return "", refuse(where, "condition %v %s %v: JMESPath beyond element.keys(@) is not converted", key, op, value)
 	}
 	if strings.Contains(ks, "{{") || strings.ContainsAny(ks, "*?") {

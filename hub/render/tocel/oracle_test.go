@@ -69,7 +69,7 @@ var oracle = []struct {
 	{name: "restrict-controlplane-scheduling"},
 	{name: "disallow-cri-sock-mount"},
 	{name: "disallow-all-secrets"},
-	{name: "allowed-pod-priorities", refusal: "context (apiCall, configMap, variables) is not converted"},
+	{name: "allowed-pod-priorities", refusal: "rule validate-pod-priority: context: context configMap podprioritydict is not converted"},
 }
 
 // legacyTest is the part of a kyverno CLI test file the oracle reads.

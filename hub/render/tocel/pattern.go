@@ -170,6 +170,9 @@ func (g *patternGen) scalar(where, x string, pat any) (string, error) {
 		if strings.Contains(p, "{{") {
 			return "", refuse(where, "variable %q in a pattern is not converted", p)
 		}
+		if strings.Contains(p, "$(") {
+			return "", refuse(where, "reference %q in a pattern is not converted", p)
+		}
 		sp, err := parseStringPattern(where, p)
 		if err != nil {
 			return "", err

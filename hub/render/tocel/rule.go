@@ -36,7 +36,7 @@ func convertRule(rule map[string]any, specAction string) (convertedRule, RuleRep
 		if !ruleKeys[k] {
 			switch k {
 			case "context":
-				return cr, rep, refuse(k, "context (apiCall, configMap, variables) is not converted")
+				return cr, rep, refuse(k, "%s is not converted", contextKinds(rule[k]))
 			case "mutate", "generate", "verifyImages":
 				return cr, rep, refuse(k, "%s rules are not converted (validate only)", k)
 			default:
@@ -169,6 +169,25 @@ func validationCEL(v map[string]any, root string, names *namer) (string, string,
 		return "!(" + deny + ")", "deny", err
 	}
 	return "", "", refuse("validate", "no pattern, anyPattern, foreach or deny")
+}
+
+// contextKinds names a rule's context entries for the report: "context apiCall podCount, configMap cm".
+func contextKinds(ctx any) string {
+	entries, _ := ctx.([]any)
+	var parts []string
+	for _, e := range entries {
+		m, _ := e.(map[string]any)
+		name, _ := m["name"].(string)
+		for _, k := range sortedKeys(m) {
+			if k != "name" {
+				parts = append(parts, k+" "+name)
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "context"
+	}
+	return "context " + strings.Join(parts, ", ")
 }
 
 func contains(list []string, s string) bool {
