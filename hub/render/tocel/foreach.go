@@ -14,7 +14,8 @@ import (
 //	  (type(object.spec.initContainers) == list ? object.spec.initContainers :
 //	    [object.spec.initContainers]).all(element, element == null || <check>)
 //
-// (Kyverno reads a value that is not a list as a one-element list.) One difference: a resource
+// (Kyverno reads a value that is not a list as a one-element list, and checks a pattern against
+// the whole resource for an element that is not a non-empty map.) One difference: a resource
 // whose lists are all missing or empty passes here where Kyverno reports skip (a
 // ValidatingPolicy has no skip). On DELETE, request.object is null and Kyverno skips every
 // entry; the converted policy does not match DELETE for foreach rules.
@@ -82,11 +83,8 @@ func foreachEntry(where, root string, e any, names *namer) (string, error) {
 	var check string
 	var err error
 	switch {
-	case m["pattern"] != nil:
-		g := &patternGen{names: names}
-		check, err = g.pattern("element", m["pattern"], where+".pattern")
-	case m["anyPattern"] != nil:
-		check, err = anyPatternCEL(where+".anyPattern", "element", m["anyPattern"], names)
+	case m["pattern"] != nil || m["anyPattern"] != nil:
+		check, err = scopedPattern(where, root, m, names)
 	case m["deny"] != nil:
 		d, _ := m["deny"].(map[string]any)
 		var deny string
@@ -100,6 +98,28 @@ func foreachEntry(where, root string, e any, names *namer) (string, error) {
 	}
 	// Kyverno reads a value that is not a list as a list of that one value.
 	return fmt.Sprintf("(!(%s) || (type(%s) == list ? %s : [%s]).all(element, element == null || %s))", guard, x, x, x, check), nil
+}
+
+// scopedPattern is a foreach pattern or anyPattern as Kyverno applies it: to the element when
+// the element is a non-empty map, and otherwise (a string, a number, {}) to the whole resource,
+// as Kyverno's element scope is off for such elements.
+func scopedPattern(where, root string, m map[string]any, names *namer) (string, error) {
+	build := func(x string) (string, error) {
+		if m["pattern"] != nil {
+			g := &patternGen{names: names}
+			return g.pattern(x, m["pattern"], where+".pattern")
+		}
+		return anyPatternCEL(where+".anyPattern", x, m["anyPattern"], names)
+	}
+	onElement, err := build("element")
+	if err != nil {
+		return "", err
+	}
+	onResource, err := build(root)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("(type(element) == map && size(element) > 0 ? (%s) : (%s))", onElement, onResource), nil
 }
 
 // anyPatternCEL is the CEL for an anyPattern: the value matches one of the patterns.

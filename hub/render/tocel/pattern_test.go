@@ -194,6 +194,17 @@ func TestPatternVerdicts(t *testing.T) {
 			`spec: {}`: true, // missing: Kyverno skips the entry
 		},
 	}, {
+		name: "foreach pattern on elements that are not maps checks the whole resource",
+		validate: `      foreach:
+      - list: request.object.spec.args
+        pattern: {metadata: {name: "ok-*"}}
+`,
+		verdicts: map[string]bool{
+			`{metadata: {name: ok-1}, spec: {args: [a, b]}}`: true,
+			`{metadata: {name: no}, spec: {args: [a]}}`:      false,
+			`{metadata: {name: no}, spec: {args: []}}`:       true,
+		},
+	}, {
 		name: "foreach deny on element.keys(@)",
 		validate: `      foreach:
       - list: request.object.spec.containers[]
