@@ -119,7 +119,11 @@ func TestOracle(t *testing.T) {
 				t.Fatalf("refused: %q", res.Report.Reasons())
 			}
 			agree, total := checkOracle(t, ev, dir, res)
-			table = append(table, fmt.Sprintf("%-32s converted  %d/%d resources agree", tc.name, agree, total))
+			longest := 0
+			for _, v := range res.Policy.Object["spec"].(map[string]any)["validations"].([]any) {
+				longest = max(longest, len(v.(map[string]any)["expression"].(string)))
+			}
+			table = append(table, fmt.Sprintf("%-32s converted  %d/%d resources agree (longest expression %d bytes)", tc.name, agree, total, longest))
 		})
 	}
 	sort.Strings(table)
