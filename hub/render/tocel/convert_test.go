@@ -8,8 +8,10 @@ import (
 
 func TestRefusals(t *testing.T) {
 	cases := map[string]struct{ validate, reason string }{
-		"condition anchor": {`      pattern: {spec: {containers: [{(name): "a*", image: "x"}]}}
-`, "rule r: validate.pattern.spec.containers[].(name): condition anchor (name) is not converted"},
+		"existence anchor": {`      pattern: {spec: {<(hostNetwork): true}}
+`, "rule r: validate.pattern.spec.<(hostNetwork): existence anchor <(hostNetwork) is not converted"},
+		"global anchor under a condition anchor": {`      pattern: {spec: {containers: [{(name): a, ^(image): x}]}}
+`, "anchor ^(image) is not converted"},
 		"global anchor": {`      pattern: {spec: {^(hostNetwork): true}}
 `, "global anchor ^(hostNetwork) is not converted"},
 		"quantity bound": {`      pattern: {spec: {containers: [{resources: {limits: {memory: "<=1Gi"}}}]}}

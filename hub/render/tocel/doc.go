@@ -6,7 +6,9 @@
 // It is pure: values in, values out, no clients, no global mutable state. The same input always
 // converts to the same output.
 //
-// It never silently changes a policy's meaning. What it cannot express exactly it refuses, and a
+// It never silently changes a policy's meaning. (A ValidatingPolicy has no "skip": where the
+// legacy rule skipped a resource, the converted policy passes it; where a legacy rule's
+// preconditions skipped, the policy does not match.) What it cannot express exactly it refuses, and a
 // policy with any refused rule is refused as a whole (Result.Policy is nil, Result.Report says
 // why). Converted today:
 //
@@ -14,7 +16,8 @@
 //     on kubernetes.io/metadata.name), names with wildcards (as matchConditions, autogen off as
 //     in Kyverno), selector/namespaceSelector (match only);
 //   - validate.pattern and validate.anyPattern with plain keys, the equality anchor =(), the
-//     negation anchor X(), lists (each element checked against the single element pattern),
+//     negation anchor X(), the condition anchor () (Kyverno's skip read as "does not fail", see
+//     condition.go), lists (each element checked against the single element pattern),
 //     scalars checked against each element of a list, and string patterns with wildcards
 //     (star and question mark), the operator !, the alternatives | and &, and the comparisons
 //     >, >=, <, <= with an integer bound (ints exactly, strings as Kyverno reads them: a duration
@@ -30,8 +33,8 @@
 //     (pod-policies.kyverno.io/autogen-controllers).
 //
 // Refused, each with a reason in the Report: context entries (apiCall, configMap, variables),
-// {{ }} variables in patterns and messages, JMESPath beyond the forms above, the condition (),
-// global ^(), existence <() and add +() anchors, wildcard keys, ranges, comparisons with a
+// {{ }} variables in patterns and messages, JMESPath beyond the forms above, the global ^(),
+// existence <() and add +() anchors, wildcard keys, ranges, comparisons with a
 // quantity or duration bound, literals that Kyverno would compare as a quantity or duration,
 // wildcards whose answer on a floating-point number depends on its text, mutate/generate/verifyImages/podSecurity/manifests/cel rules, match by annotations,
 // subjects or roles, namespaces with wildcards or cluster-scoped kinds, exclude by

@@ -107,7 +107,7 @@ func scopedPattern(where, root string, m map[string]any, names *namer) (string, 
 	build := func(x string) (string, error) {
 		if m["pattern"] != nil {
 			g := &patternGen{names: names}
-			return g.pattern(x, m["pattern"], where+".pattern")
+			return g.notFail(x, m["pattern"], where+".pattern")
 		}
 		return anyPatternCEL(where+".anyPattern", x, m["anyPattern"], names)
 	}
@@ -127,6 +127,19 @@ func anyPatternCEL(where, x string, pats any, names *namer) (string, error) {
 	list, ok := pats.([]any)
 	if !ok || len(list) == 0 {
 		return "", refuse(where, "expected a non-empty list of patterns")
+	}
+	if hasCondition(pats) {
+		// Kyverno: passes when one pattern passes, fails when none does and one fails.
+		var fails, notPass []string
+		for i, p := range list {
+			g := &patternGen{names: names}
+			f, s, err := g.tri(x, p, fmt.Sprintf("%s[%d]", where, i))
+			if err != nil {
+				return "", err
+			}
+			fails, notPass = append(fails, f), append(notPass, or(f, s))
+		}
+		return not(and(and(notPass...), or(fails...))), nil
 	}
 	var alts []string
 	for i, p := range list {

@@ -138,6 +138,48 @@ func TestPatternVerdicts(t *testing.T) {
 			`spec: {runAsUser: 1, priority: null}`:   true,
 		},
 	}, {
+		name: "condition anchor: an element whose condition fails is skipped",
+		validate: `      pattern:
+        spec:
+          containers:
+          - (name): "a*"
+            image: "!*:latest"
+`,
+		verdicts: map[string]bool{
+			`spec: {containers: [{name: app, image: "x:latest"}]}`:                               false,
+			`spec: {containers: [{name: b, image: "x:latest"}]}`:                                 true, // all skipped: skip
+			`spec: {containers: [{name: app, image: "x:1"}]}`:                                    true,
+			`spec: {containers: [{name: b, image: "x:latest"}, {name: app, image: "x:1"}]}`:      true,
+			`spec: {containers: [{name: b, image: "x:latest"}, {name: app, image: "x:latest"}]}`: false,
+			`spec: {containers: [{image: "x:latest"}]}`:                                          true, // condition key missing: skip
+		},
+	}, {
+		name: "condition anchor: a skip cuts the plain keys after it, in Kyverno's order",
+		validate: `      pattern:
+        spec:
+          containers:
+          - (name): a
+          hostNetwork: false
+`,
+		verdicts: map[string]bool{
+			`spec: {containers: [{name: b}], hostNetwork: true}`:  true, // containers skip first
+			`spec: {containers: [{name: a}], hostNetwork: true}`:  false,
+			`spec: {containers: [{name: a}], hostNetwork: false}`: true,
+			`spec: {containers: [], hostNetwork: true}`:           false, // an empty list passes
+		},
+	}, {
+		name: "condition anchor in anyPattern: fails when none passes and one fails",
+		validate: `      anyPattern:
+      - spec: {(type): NodePort, externalTrafficPolicy: Local}
+      - spec: {(type): LoadBalancer, loadBalancerIP: "?*"}
+`,
+		verdicts: map[string]bool{
+			`spec: {type: ClusterIP}`:                              true, // both skip
+			`spec: {type: NodePort, externalTrafficPolicy: Local}`: true,
+			`spec: {type: NodePort}`:                               false,
+			`spec: {type: LoadBalancer}`:                           false,
+		},
+	}, {
 		name: "a scalar pattern against a list checks each element",
 		validate: `      pattern:
         spec:

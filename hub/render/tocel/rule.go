@@ -152,7 +152,7 @@ func validationCEL(v map[string]any, root string, names *namer) (string, string,
 	switch {
 	case v["pattern"] != nil:
 		g := &patternGen{names: names}
-		expr, err := g.pattern(root, v["pattern"], "validate.pattern")
+		expr, err := g.notFail(root, v["pattern"], "validate.pattern")
 		return expr, "pattern", err
 	case v["anyPattern"] != nil:
 		expr, err := anyPatternCEL("validate.anyPattern", root, v["anyPattern"], names)
