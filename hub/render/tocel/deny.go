@@ -35,7 +35,8 @@ func condList(where string, block any) (anyC, allC []any, err error) {
 	case []any:
 		return nil, b, nil
 	case map[string]any:
-		for k, v := range b {
+		for _, k := range sortedKeys(b) {
+			v := b[k]
 			l, ok := v.([]any)
 			if !ok && v != nil {
 				return nil, nil, refuse(where+"."+k, "expected a list of conditions")
@@ -127,7 +128,7 @@ func splitCondition(where string, c any) (key any, op string, value any, err err
 	if !ok {
 		return nil, "", nil, refuse(where, "a condition must be a map")
 	}
-	for k := range m {
+	for _, k := range sortedKeys(m) {
 		if k != "key" && k != "operator" && k != "value" && k != "message" {
 			return nil, "", nil, refuse(where+"."+k, "%s is not converted", k)
 		}

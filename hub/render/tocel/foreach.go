@@ -49,7 +49,7 @@ func foreachEntry(where, root string, e any, names *namer) (string, error) {
 	if !ok {
 		return "", refuse(where, "expected a map")
 	}
-	for k := range m {
+	for _, k := range sortedKeys(m) {
 		if !foreachKeys[k] {
 			return "", refuse(where+"."+k, "foreach %s is not converted", k)
 		}

@@ -187,7 +187,8 @@ func filterItems(block any, where string) ([]map[string]any, error) {
 		return nil, refuse(where, "not a map")
 	}
 	var entries []any
-	for k, v := range b {
+	for _, k := range sortedKeys(b) {
+		v := b[k]
 		switch k {
 		case "any":
 			l, _ := v.([]any)
@@ -210,13 +211,13 @@ func filterItems(block any, where string) ([]map[string]any, error) {
 	var out []map[string]any
 	for i, e := range entries {
 		em, _ := e.(map[string]any)
-		for k := range em {
+		for _, k := range sortedKeys(em) {
 			if k != "resources" {
 				return nil, refuse(fmt.Sprintf("%s[%d].%s", where, i, k), "%s is not converted", k)
 			}
 		}
 		res, _ := em["resources"].(map[string]any)
-		for k := range res {
+		for _, k := range sortedKeys(res) {
 			if !resourceFilterKeys[k] {
 				return nil, refuse(fmt.Sprintf("%s[%d].resources.%s", where, i, k), "%s is not converted", k)
 			}

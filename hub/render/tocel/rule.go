@@ -32,7 +32,7 @@ func convertRule(rule map[string]any, specAction string) (convertedRule, RuleRep
 	name, _ := rule["name"].(string)
 	rep := RuleReport{Name: name}
 	cr := convertedRule{background: true}
-	for k := range rule {
+	for _, k := range sortedKeys(rule) {
 		if !ruleKeys[k] {
 			switch k {
 			case "context":
@@ -48,7 +48,7 @@ func convertRule(rule map[string]any, specAction string) (convertedRule, RuleRep
 	if !ok {
 		return cr, rep, refuse("", "not a validate rule")
 	}
-	for k := range v {
+	for _, k := range sortedKeys(v) {
 		if !validateKeys[k] {
 			return cr, rep, refuse("validate."+k, "%s is not converted", k)
 		}
