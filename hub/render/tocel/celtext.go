@@ -69,15 +69,6 @@ func quote(s string) string {
 	return b.String()
 }
 
-// quoteList writes strings as a CEL list literal.
-func quoteList(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = quote(s)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
-}
-
 // celNames are the names a ValidatingPolicy expression already binds or calls; a comprehension
 // variable never takes one.
 var celNames = map[string]bool{
