@@ -160,15 +160,11 @@ func (co *convertOptions) convertFleetPolicy(ctx context.Context) (convertedPoli
 		return p, nil
 	}
 	converted := &unstructured.Unstructured{Object: p.Object}
-	fp.Spec.Template = policyhubv1.PolicyTemplate{APIVersion: converted.GetAPIVersion(), Kind: converted.GetKind(), Metadata: fp.Spec.Template.Metadata}
-	if ann := converted.GetAnnotations(); len(ann) > 0 {
-		if fp.Spec.Template.Metadata.Annotations == nil {
-			fp.Spec.Template.Metadata.Annotations = map[string]string{}
-		}
-		for k, v := range ann {
-			fp.Spec.Template.Metadata.Annotations[k] = v
-		}
-	}
+	// The template's labels stay; its annotations are the converted policy's (the legacy ones but
+	// autogen's, which a ValidatingPolicy says in its spec, and where it was converted from).
+	metadata := fp.Spec.Template.Metadata
+	metadata.Annotations = converted.GetAnnotations()
+	fp.Spec.Template = policyhubv1.PolicyTemplate{APIVersion: converted.GetAPIVersion(), Kind: converted.GetKind(), Metadata: metadata}
 	spec, err := json.Marshal(converted.Object["spec"])
 	if err != nil {
 		return convertedPolicy{}, fmt.Errorf("the converted spec of FleetPolicy %s: %w", fp.Name, err)
@@ -183,17 +179,17 @@ func (co *convertOptions) convertFleetPolicy(ctx context.Context) (convertedPoli
 }
 
 // templateObject is the FleetPolicy's template as the policy object it is, named as the hub
-// names it in the clusters (the FleetPolicy's name).
+// names it in the clusters (the template's name, else the FleetPolicy's).
 func templateObject(fp *policyhubv1.FleetPolicy) (*unstructured.Unstructured, error) {
 	t := fp.Spec.Template
-	obj := map[string]any{"apiVersion": t.APIVersion, "kind": t.Kind, "metadata": map[string]any{"name": fp.Name}}
-	if len(t.Metadata.Annotations) > 0 {
-		ann := map[string]any{}
-		for k, v := range t.Metadata.Annotations {
-			ann[k] = v
-		}
-		obj["metadata"].(map[string]any)["annotations"] = ann
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": t.APIVersion, "kind": t.Kind}}
+	u.SetName(fp.Name)
+	if t.Metadata.Name != "" {
+		u.SetName(t.Metadata.Name)
 	}
+	u.SetNamespace(t.Metadata.Namespace)
+	u.SetAnnotations(t.Metadata.Annotations)
+	obj := u.Object
 	if t.Spec != nil && len(t.Spec.Raw) > 0 {
 		spec := map[string]any{}
 		if err := json.Unmarshal(t.Spec.Raw, &spec); err != nil {
@@ -201,7 +197,7 @@ func templateObject(fp *policyhubv1.FleetPolicy) (*unstructured.Unstructured, er
 		}
 		obj["spec"] = spec
 	}
-	return &unstructured.Unstructured{Object: obj}, nil
+	return u, nil
 }
 
 // cleanDeclaration is fp as a manifest to review and apply: its name, labels, annotations and
