@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 // kyvernoPolicy is a legacy policy of kyverno/policies, as the converter's tests hold it.
@@ -85,6 +88,29 @@ func TestConvertUsage(t *testing.T) {
 		var out, errOut bytes.Buffer
 		if code := Run(t.Context(), args, Streams{Out: &out, ErrOut: &errOut}); code != ExitError || out.Len() != 0 {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 2 and nothing printed", args, code, out.String(), errOut.String())
+		}
+	}
+}
+
+// A FleetPolicy's template converts under the name the hub gives its object in the clusters:
+// the template's own name when set, else the FleetPolicy's.
+func TestConvertTemplateObjectName(t *testing.T) {
+	spec := []byte(`{"rules":[{"name":"r","match":{"any":[{"resources":{"kinds":["Pod"]}}]},"validate":{"pattern":{"metadata":{"labels":{"team":"?*"}}}}}]}`)
+	for _, tc := range []struct{ templateName, want string }{{"", "fp"}, {"in-cluster", "in-cluster"}} {
+		fp := &policyhubv1.FleetPolicy{}
+		fp.Name = "fp"
+		fp.Spec.Template = policyhubv1.PolicyTemplate{APIVersion: "kyverno.io/v1", Kind: "ClusterPolicy",
+			Metadata: policyhubv1.TemplateMetadata{Name: tc.templateName}, Spec: &runtime.RawExtension{Raw: spec}}
+		obj, err := templateObject(fp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := convertOne(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Converted || p.Policy != "ClusterPolicy/"+tc.want {
+			t.Errorf("template name %q: converted %v as %q, want ClusterPolicy/%s (refusals %v)", tc.templateName, p.Converted, p.Policy, tc.want, p.Refusals)
 		}
 	}
 }
