@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,7 +61,21 @@ func TestKubeVelaAddonInstallsTheDefinitions(t *testing.T) {
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+fleetOf(t).Hub.Kubeconfig)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("vela addon disable policyhub: %v\n%s", err, out)
+			return
 		}
+		// vela returns before vela-core has deleted what the addon installed (its Application's
+		// finalizer deletes the definitions first): the next test's definitions, applied sooner,
+		// would be deleted under it. Gone, the Application has deleted them.
+		hub := directClient(t, fleetOf(t).Hub.Config)
+		eventually(t, 60*time.Second, 200*time.Millisecond, "the addon's Application gone", func() error {
+			app := &unstructured.Unstructured{}
+			app.SetGroupVersionKind(schema.GroupVersionKind{Group: "core.oam.dev", Version: "v1beta1", Kind: "Application"})
+			err := hub.Get(context.Background(), client.ObjectKey{Namespace: fleet.KubeVelaSystemNamespace, Name: "addon-policyhub"}, app)
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return errorf("still there (%v)", err)
+		})
 	})
 
 	hub := directClient(t, fleetOf(t).Hub.Config)
