@@ -138,27 +138,9 @@ func assemble(legacy *unstructured.Unstructured, spec map[string]any, rules []co
 		evaluation["admission"] = map[string]any{"enabled": false}
 	}
 
-	var resourceRules []any
-	for _, r := range first.match.rules {
-		rr := map[string]any{}
-		for k, v := range r.(map[string]any) {
-			rr[k] = v
-		}
-		rr["operations"] = toAny(first.operations)
-		resourceRules = append(resourceRules, rr)
-	}
-	constraints := map[string]any{"resourceRules": resourceRules}
+	constraints := map[string]any{"resourceRules": withOperations(first.match.rules, first.operations)}
 	if len(first.match.excluded) > 0 {
-		var ex []any
-		for _, r := range first.match.excluded {
-			rr := map[string]any{}
-			for k, v := range r.(map[string]any) {
-				rr[k] = v
-			}
-			rr["operations"] = toAny(first.operations)
-			ex = append(ex, rr)
-		}
-		constraints["excludeResourceRules"] = ex
+		constraints["excludeResourceRules"] = withOperations(first.match.excluded, first.operations)
 	}
 	if ns := namespaceSelector(first.match); ns != nil {
 		constraints["namespaceSelector"] = ns
@@ -249,4 +231,18 @@ func sortedKeys(m map[string]any) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// withOperations copies resource rules, each with the operations set.
+func withOperations(rules []any, operations []string) []any {
+	var out []any
+	for _, r := range rules {
+		rr := map[string]any{}
+		for k, v := range r.(map[string]any) {
+			rr[k] = v
+		}
+		rr["operations"] = toAny(operations)
+		out = append(out, rr)
+	}
+	return out
 }
