@@ -15,6 +15,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.kind) || !(self.kind == 'Policy' || self.kind == 'PolicyException' || self.kind.startsWith('Namespaced')) || (has(self.metadata) && has(self.metadata.namespace) && size(self.metadata.namespace) > 0)",message="template.metadata.namespace is required for a namespaced Kyverno kind (Policy, PolicyException, Namespaced*)"
 // +kubebuilder:validation:XValidation:rule="!has(self.metadata) || !has(self.metadata.name) || size(self.metadata.name) <= 63",message="template.metadata.name is longer than 63 characters: Kyverno refuses policy names longer than that"
 // +kubebuilder:validation:XValidation:rule="!has(self.metadata) || !has(self.metadata.name) || size(self.metadata.name) > 63 || self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="template.metadata.name must be lowercase letters, digits, '-' and '.', starting and ending with a letter or digit (a DNS-1123 subdomain): the clusters refuse any other policy name"
+// +kubebuilder:validation:XValidation:rule="!has(self.metadata) || !has(self.metadata.name) || !self.metadata.name.startsWith('policyhub-shadow-')",message="template.metadata.name may not start with policyhub-shadow-: policyhub names its report-only shadows so, and their results never count as compliance"
 // +kubebuilder:validation:XValidation:rule="!has(self.kind) || self.kind != 'PolicyException'",message="template.kind: a template may not be a PolicyException: exceptions are FleetPolicyExceptions (requested, approved by someone else, expiring)"
 // +kubebuilder:validation:XValidation:rule="!has(self.apiVersion) || !has(self.kind) || self.kind == 'PolicyException' || (self.apiVersion.startsWith('kyverno.io/') && self.kind in ['ClusterPolicy', 'Policy', 'ClusterCleanupPolicy', 'CleanupPolicy']) || (self.apiVersion.startsWith('policies.kyverno.io/') && self.kind in ['ValidatingPolicy', 'NamespacedValidatingPolicy', 'MutatingPolicy', 'NamespacedMutatingPolicy', 'GeneratingPolicy', 'NamespacedGeneratingPolicy', 'ImageValidatingPolicy', 'NamespacedImageValidatingPolicy', 'DeletingPolicy', 'NamespacedDeletingPolicy']) || !(self.apiVersion.startsWith('kyverno.io/') || self.apiVersion.startsWith('policies.kyverno.io/'))",message="template.kind: not a Kyverno policy kind policyhub ships (kyverno.io: ClusterPolicy, Policy, ClusterCleanupPolicy, CleanupPolicy; policies.kyverno.io: ValidatingPolicy, MutatingPolicy, GeneratingPolicy, ImageValidatingPolicy, DeletingPolicy and their Namespaced forms)"
 // +kubebuilder:validation:XValidation:rule="!has(self.metadata) || !has(self.metadata.namespace) || self.metadata.namespace != 'policyhub-system'",message="template.metadata.namespace may not be policyhub-system: it is the hub's own namespace in every cluster (its sync Lease, and Kyverno's exception namespace)"
@@ -96,6 +97,7 @@ type ClusterOverride struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.mode)",message="spec.mode cannot be set with spec.rollout: the rollout runs each wave in Audit, then Enforce"
 // +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.clusterOverrides) || self.clusterOverrides.all(o, !has(o.mode))",message="spec.clusterOverrides[].mode cannot be set with spec.rollout: the rollout decides each cluster's mode"
 // +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.placementRef) || (has(self.placement.placementRef.namespace) && size(self.placement.placementRef.namespace) > 0)",message="placement.placementRef.namespace is required on a FleetPolicy, which is cluster-scoped"
+// +kubebuilder:validation:XValidation:rule="!has(self.preview) || has(self.preview.template) || has(oldSelf.preview)",message="spec.preview without a template holds spec.template back (nothing but its shadow ships) and may only be set when the FleetPolicy is created: to preview a change to a policy already in force, put the candidate in spec.preview.template (the live one keeps running)"
 type FleetPolicySpec struct {
 	// Template is the Kyverno policy to run in every selected cluster.
 	Template PolicyTemplate `json:"template"`
@@ -111,6 +113,13 @@ type FleetPolicySpec struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=4
 	Allow []PolicyCapability `json:"allow,omitempty"`
+
+	// Preview ships a report-only shadow of a candidate to every placed cluster and shows, in
+	// status.preview, what it would fail there (in total, per cluster, newly against the live
+	// version, the first ones named). The shadow never denies a request and never counts toward
+	// compliance; it is removed when spec.preview is.
+	// +optional
+	Preview *PreviewSpec `json:"preview,omitempty"`
 }
 
 // FleetPolicyStatus is the observed state of a FleetPolicy across its clusters.
@@ -133,6 +142,10 @@ type FleetPolicyStatus struct {
 	// Rollout is the progressive rollout's state, when spec.rollout is set.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
+	// Preview is what the preview asked for in spec.preview has learned so far.
+	// +optional
+	Preview *PreviewStatus `json:"preview,omitempty"`
 }
 
 // FleetPolicy runs one Kyverno policy in every cluster its placement selects.
@@ -146,6 +159,7 @@ type FleetPolicyStatus struct {
 // +kubebuilder:printcolumn:name="Synced",type=integer,JSONPath=`.status.summary.synced`
 // +kubebuilder:printcolumn:name="Wave",type=string,JSONPath=`.status.rollout.currentWave`
 // +kubebuilder:printcolumn:name="Violations",type=integer,JSONPath=`.status.summary.violations`
+// +kubebuilder:printcolumn:name="Would-Fail",type=integer,priority=1,JSONPath=`.status.preview.wouldFail`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:printcolumn:name="Allows",type=string,priority=1,JSONPath=`.spec.allow`
 // +kubebuilder:printcolumn:name="Status",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].message`

@@ -386,6 +386,14 @@ type PolicyReportSummarySpec struct {
 	// +kubebuilder:validation:MaxItems=200
 	Exceptions []ExceptionResults `json:"exceptions,omitempty"`
 
+	// Shadows are the results of the report-only shadows policyhub shipped (their names start
+	// with policyhub-shadow-), each compared per resource with the live policy it shadows. They
+	// are in no other field: a shadow's results never count as compliance. At most 50.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	Shadows []ShadowResults `json:"shadows,omitempty"`
+
 	// Truncated says what was cut to keep the summary bounded; absent when nothing was.
 	// +optional
 	Truncated *Truncation `json:"truncated,omitempty"`

@@ -368,6 +368,11 @@ type ClusterStatus struct {
 	// that writes the declaration's status gates the wave on it. Absent for clusters not rolling.
 	// +optional
 	ReportsFresh *bool `json:"reportsFresh,omitempty"`
+
+	// Preview is the declaration's preview in this cluster (spec.preview), when one runs.
+	// +optional
+	Preview *ClusterPreview `json:"preview,omitempty"`
+
 	// Violating are the PolicySet's members Kyverno reports fail or error results of in this
 	// cluster, most first, at most 50: the replica that writes the set's status counts them for
 	// the clusters other replicas work.

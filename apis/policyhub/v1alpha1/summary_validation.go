@@ -73,6 +73,7 @@ func (s *PolicyReportSummarySpec) Validate() error {
 		v.violation(fmt.Sprintf("spec.violations[%d]", i), &s.Violations[i])
 	}
 	v.exceptions(s.Exceptions)
+	v.shadows(s.Shadows)
 	if t := s.Truncated; t != nil {
 		v.count("spec.truncated.policies", int64(t.Policies))
 		v.count("spec.truncated.applications", int64(t.Applications))
@@ -236,5 +237,54 @@ func (v *validator) violation(path string, x *Violation) {
 	v.resource(path+".resource", &x.Resource)
 	if x.Result != "fail" && x.Result != "error" {
 		v.fail("%s.result: %q, want fail or error", path, x.Result)
+	}
+}
+
+// maxShadowHashLength bounds a shadow entry's content hash ("sha256:" and 64 hex digits).
+const maxShadowHashLength = 100
+
+// shadows checks spec.shadows: bounded, one entry per shadow, every name a shadow's, the counts
+// consistent (a shadow cannot fail more resources than it has results for), the verdicts known.
+func (v *validator) shadows(shadows []ShadowResults) {
+	v.items("spec.shadows", len(shadows), MaxSummaryShadows)
+	seen := make(map[PolicySummaryKey]struct{}, len(shadows))
+	for i := range shadows {
+		s := &shadows[i]
+		path := fmt.Sprintf("spec.shadows[%d]", i)
+		key := PolicySummaryKey{Name: s.Name, Namespace: s.Namespace, Kind: s.Kind}
+		if _, dup := seen[key]; dup {
+			v.fail("%s: a second entry for shadow %q (namespace %q, kind %q)", path, s.Name, s.Namespace, s.Kind)
+		}
+		seen[key] = struct{}{}
+		if !IsShadowName(s.Name) {
+			v.fail("%s.name: %q is not a shadow's name (it must start with %s)", path, s.Name, ShadowPrefix)
+		}
+		v.str(path+".name", s.Name, MaxSummaryNameLength)
+		v.str(path+".namespace", s.Namespace, MaxSummaryNamespaceLength)
+		v.str(path+".kind", s.Kind, MaxSummaryKindLength)
+		v.str(path+".of", s.Of, MaxSummaryKindLength+1+MaxSummaryRefLength)
+		v.str(path+".contentHash", s.ContentHash, maxShadowHashLength)
+		for _, c := range []struct {
+			field string
+			n     int64
+		}{{"resources", s.Resources}, {"wouldFail", s.WouldFail}, {"newlyFailing", s.NewlyFailing}, {"same", s.Same}, {"differ", s.Differ}, {"onlyShadow", s.OnlyShadow}, {"onlyLive", s.OnlyLive}} {
+			v.count(path+"."+c.field, c.n)
+		}
+		if s.WouldFail > s.Resources || s.NewlyFailing > s.WouldFail || s.Same > s.Resources || s.Differ > s.Resources || s.OnlyShadow > s.Resources {
+			v.fail("%s: counts disagree: wouldFail ≤ resources, newlyFailing ≤ wouldFail and same, differ, onlyShadow ≤ resources must hold", path)
+		}
+		v.items(path+".firstNewlyFailing", len(s.FirstNewlyFailing), MaxShadowNamed)
+		for j := range s.FirstNewlyFailing {
+			v.resource(fmt.Sprintf("%s.firstNewlyFailing[%d]", path, j), &s.FirstNewlyFailing[j])
+		}
+		v.items(path+".firstDiffering", len(s.FirstDiffering), MaxShadowNamed)
+		for j := range s.FirstDiffering {
+			d := &s.FirstDiffering[j]
+			p := fmt.Sprintf("%s.firstDiffering[%d]", path, j)
+			v.resource(p+".resource", &d.Resource)
+			if !d.Shadow.Known() || !d.Live.Known() {
+				v.fail("%s: verdicts %q and %q: each must be pass, fail, skip or none", p, d.Shadow, d.Live)
+			}
+		}
 	}
 }
