@@ -98,6 +98,7 @@ type ClusterOverride struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.clusterOverrides) || self.clusterOverrides.all(o, !has(o.mode))",message="spec.clusterOverrides[].mode cannot be set with spec.rollout: the rollout decides each cluster's mode"
 // +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.placementRef) || (has(self.placement.placementRef.namespace) && size(self.placement.placementRef.namespace) > 0)",message="placement.placementRef.namespace is required on a FleetPolicy, which is cluster-scoped"
 // +kubebuilder:validation:XValidation:rule="!has(self.preview) || has(self.preview.template) || has(oldSelf.preview)",message="spec.preview without a template holds spec.template back (nothing but its shadow ships) and may only be set when the FleetPolicy is created: to preview a change to a policy already in force, put the candidate in spec.preview.template (the live one keeps running)"
+// +kubebuilder:validation:XValidation:rule="!has(self.preview) || !has(self.rollout) || !has(self.rollout.previewGate)",message="spec.preview cannot be set with spec.rollout.previewGate: the rollout previews each new version itself"
 type FleetPolicySpec struct {
 	// Template is the Kyverno policy to run in every selected cluster.
 	Template PolicyTemplate `json:"template"`

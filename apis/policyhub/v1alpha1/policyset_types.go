@@ -46,6 +46,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.placement) || !has(self.placement.placementRef) || (has(self.placement.placementRef.namespace) && size(self.placement.placementRef.namespace) > 0)",message="placement.placementRef.namespace is required on a PolicySet, which is cluster-scoped"
 // +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.mode)",message="spec.mode cannot be set with spec.rollout: the rollout runs each wave in Audit, then Enforce"
 // +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.clusterOverrides) || self.clusterOverrides.all(o, !has(o.mode))",message="spec.clusterOverrides[].mode cannot be set with spec.rollout: the rollout decides each cluster's mode"
+// +kubebuilder:validation:XValidation:rule="!has(self.rollout) || !has(self.rollout.previewGate)",message="spec.rollout.previewGate is not supported on a PolicySet yet: preview a member as a FleetPolicy (spec.preview)"
 type PolicySetSpec struct {
 	// Source is where the policies come from: an OCI artifact, a Flux source, labelled
 	// ConfigMaps on the hub, or the policies listed here.

@@ -28,6 +28,27 @@ type Rollout struct {
 	// Paused holds every wave where it is.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+
+	// PreviewGate, when set, previews every new version before its first wave: a report-only
+	// shadow of it in every placed cluster (beside what each runs), and wave 1 starts only once
+	// every placed cluster has reported the shadow's results and they are within the gate.
+	// A version over the gate never ships; a new version, or a wider gate, is previewed again.
+	// FleetPolicy only.
+	// +optional
+	PreviewGate *PreviewGate `json:"previewGate,omitempty"`
+}
+
+// PreviewGate is what a new version's preview must show, over every placed cluster, before its
+// first wave starts.
+type PreviewGate struct {
+	// MaxWouldFail bounds the resources the new version would fail, summed over the clusters.
+	// +kubebuilder:validation:Minimum=0
+	MaxWouldFail int64 `json:"maxWouldFail"`
+
+	// MaxNewlyFailing, when set, bounds those of them the running version does not fail.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxNewlyFailing *int64 `json:"maxNewlyFailing,omitempty"`
 }
 
 // RolloutWave is a set of placed clusters promoted together.

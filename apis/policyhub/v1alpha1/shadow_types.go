@@ -49,6 +49,9 @@ func shortHashedName(name string, n int) string {
 	return base + "-" + hash
 }
 
+// IsShadow says whether an object with these labels is a shadow.
+func IsShadow(labels map[string]string) bool { return labels[LabelShadow] == ShadowValue }
+
 // IsShadowName says whether a policy's name is a shadow's: its results are a preview's, never
 // compliance.
 func IsShadowName(name string) bool { return strings.HasPrefix(name, ShadowPrefix) }
@@ -257,7 +260,15 @@ type ClusterPreview struct {
 	// only one of them judges.
 	// +optional
 	Differ int64 `json:"differ,omitempty"`
+	// FirstNewlyFailing names the first newly failing resources in the cluster; at most 3 (the
+	// agent's summary names up to 10).
+	// +optional
+	// +kubebuilder:validation:MaxItems=3
+	FirstNewlyFailing []ResourceRef `json:"firstNewlyFailing,omitempty"`
 }
+
+// MaxClusterPreviewNamed bounds the resources a cluster's preview entry names.
+const MaxClusterPreviewNamed = 3
 
 // ClusterResource is a resource in a cluster.
 type ClusterResource struct {
