@@ -153,7 +153,52 @@ func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, placed []plac
 		t.Objects[target.Cluster] = []*unstructured.Unstructured{obj}
 		t.DryRun[target.Cluster] = target.DryRun
 	}
+	if p := fp.Spec.Preview; p != nil {
+		tmpl, holdBack := p.Template, p.Template == nil
+		if holdBack {
+			tmpl = &fp.Spec.Template
+		}
+		if err := AddPreview(hubID, fp, *tmpl, holdBack, placed, t); err != nil {
+			return nil, err
+		}
+	}
 	return t, nil
+}
+
+// AddPreview adds the shadow of a FleetPolicy's candidate tmpl (spec.preview's, or the version a
+// rollout previews) to every placed cluster of t, compared there with the live version the
+// cluster gets (none for a held cluster). holdBack ships the shadow alone, the live version
+// not at all.
+func AddPreview(hubID string, fp *policyhubv1.FleetPolicy, tmpl policyhubv1.PolicyTemplate, holdBack bool, placed []placement.Target, t *Targets) error {
+	if err := checkTemplate(hubID, fp, tmpl); err != nil {
+		return err
+	}
+	candidate, err := Template(FleetPolicyOwner(hubID, fp.Name), tmpl, fp.Name, nil)
+	if err != nil {
+		return &InvalidError{Reason: "InvalidPreview", Err: fmt.Errorf("FleetPolicy %s spec.preview: %w", fp.Name, err)}
+	}
+	// One shadow per live version (clusters share them, as they share the live objects).
+	lists := map[*unstructured.Unstructured][]*unstructured.Unstructured{}
+	for _, target := range placed {
+		var live *unstructured.Unstructured
+		if objs := t.Objects[target.Cluster]; len(objs) == 1 && !holdBack {
+			live = objs[0]
+		}
+		list, ok := lists[live]
+		if !ok {
+			shadow, err := Shadow(candidate, live)
+			if err != nil {
+				return &InvalidError{Reason: "InvalidPreview", Err: fmt.Errorf("FleetPolicy %s spec.preview: %w", fp.Name, err)}
+			}
+			if list = []*unstructured.Unstructured{shadow}; live != nil {
+				list = []*unstructured.Unstructured{live, shadow}
+			}
+			lists[live] = list
+		}
+		t.Objects[target.Cluster] = list
+		t.DryRun[target.Cluster] = target.DryRun
+	}
+	return nil
 }
 
 // checkTemplate refuses a FleetPolicy template its spec.allow does not let it ship: an
