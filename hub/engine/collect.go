@@ -14,6 +14,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
+	"github.com/policyhub/policyhub/hub/render"
 	"github.com/policyhub/policyhub/hub/rollout"
 )
 
@@ -149,6 +150,9 @@ func ownedPolicies(objects map[string][]*unstructured.Unstructured) map[string][
 		}
 		policies := make([]aggregate.Policy, 0, len(objs))
 		for _, obj := range objs {
+			if policyhubv1.IsShadow(obj.GetLabels()) {
+				continue // a preview's: its results are never the declaration's (setPreviews)
+			}
 			policies = append(policies, aggregate.Policy{Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName()})
 		}
 		shared[key], owned[cluster] = policies, policies
@@ -303,4 +307,37 @@ func freshReport(res aggregate.Results, lastHeard, arrived time.Time, written bo
 		return false
 	}
 	return res.Unlisted == 0 || !res.Observed.Before(arrived.Add(reportGrace)) || quiet
+}
+
+// setPreviews sets each cluster's preview (spec.preview) from its summary: for the shadows the
+// declaration ships there at their rendered content; none where it ships none, or only plans
+// (dry-run: a shadow that is never written never reports). A cluster whose summary could not
+// be read keeps what is known.
+func setPreviews(clusters []policyhubv1.ClusterStatus, read SummaryRead, t *render.Targets) []policyhubv1.ClusterStatus {
+	for i := range clusters {
+		c := &clusters[i]
+		if read.Unread[c.Name] {
+			continue
+		}
+		var shadows []aggregate.Shadow
+		if !t.DryRun[c.Name] {
+			for _, obj := range t.Objects[c.Name] {
+				if policyhubv1.IsShadow(obj.GetLabels()) {
+					shadows = append(shadows, aggregate.Shadow{Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(),
+						ContentHash: obj.GetAnnotations()[policyhubv1.AnnotationContentHash]})
+				}
+			}
+		}
+		if len(shadows) == 0 {
+			c.Preview = nil
+			continue
+		}
+		var summary *policyhubv1.PolicyReportSummary
+		if s, ok := read.Summaries[c.Name]; ok {
+			summary = s
+		}
+		p := aggregate.ForShadows(summary, shadows)
+		c.Preview = &p
+	}
+	return clusters
 }

@@ -60,6 +60,7 @@ func (e Engine) statusHalf(ctx context.Context, key types.NamespacedName, d Decl
 	read := readSummaries(ctx, e.reader, e.summaryMetas, clusters, sh)
 	read.Heard = e.heard
 	clusters = d.SetResults(clusters, read, owned, now)
+	clusters = setPreviews(clusters, read, sent.Targets)
 	clusters, recheck := gateReports(sent.Rollout, sent.kept, clusters, read, owned, now)
 	if !sh.writes {
 		// Another replica writes the declaration's status: this one keeps its clusters' entries.

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/plan"
 )
 
@@ -87,8 +88,8 @@ func (s *Syncer) unconfirmed(ctx context.Context, cluster string, d Declaration)
 	waiting := map[plan.Key]bool{}
 	for _, obj := range d.Objects {
 		gvk := obj.GroupVersionKind()
-		if !reportsReadiness(gvk.GroupKind()) {
-			continue
+		if !reportsReadiness(gvk.GroupKind()) || policyhubv1.IsShadow(obj.GetLabels()) {
+			continue // a shadow is never in force: whether Kyverno took it is the preview's business
 		}
 		key := plan.KeyOf(obj)
 		if flooded != nil {
@@ -114,4 +115,14 @@ func (s *Syncer) unconfirmed(ctx context.Context, cluster string, d Declaration)
 		}
 	}
 	return waiting
+}
+
+// onlyShadows says whether everything d ships to the cluster is a preview's shadow.
+func onlyShadows(d Declaration) bool {
+	for _, obj := range d.Objects {
+		if !policyhubv1.IsShadow(obj.GetLabels()) {
+			return false
+		}
+	}
+	return len(d.Objects) > 0
 }

@@ -188,7 +188,8 @@ func (ws *Workers) pass(ctx context.Context, w *worker, decls []Declaration, tok
 	for i, r := range res.Declarations {
 		if r.Phase == policyhubv1.ClusterPhaseSynced {
 			waiting[i] = ws.syncer.unconfirmed(ctx, cluster.Name, decls[i])
-			r.InForce = ptr.To(len(waiting[i]) == 0)
+			// A cluster given only a preview's shadow is not protected by it: a shadow never denies.
+			r.InForce = ptr.To(len(waiting[i]) == 0 && !onlyShadows(decls[i]))
 		}
 	}
 	w.seq++
