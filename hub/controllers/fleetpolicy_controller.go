@@ -141,6 +141,7 @@ func (d *fleetPolicy) RenderInput() string {
 }
 
 func (d *fleetPolicy) Progress(r *engine.Rendering, outcomes []engine.Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) engine.Progress {
+	d.Status.Preview = previewStatus(d.FleetPolicy, r.Rollout, clusters, d.Status.Preview, now)
 	return d.progressRollout(r.Rollout, outcomes, clusters, now)
 }
 
@@ -166,7 +167,7 @@ func (d *fleetPolicy) progressRollout(plan *rollout.Plan, outcomes []engine.Outc
 		d.Status.Rollout = nil
 		return engine.Progress{}
 	}
-	step := stepRollout(plan, outcomes, clusters, d.legacy, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
+	step := stepRollout(plan, outcomes, clusters, d.legacy, previewMeasure(d.Status.Preview, plan.Revision), now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
 		func() *policyhubv1.StableVersion {
 			return &policyhubv1.StableVersion{Revision: plan.Revision, Template: d.Spec.Template.DeepCopy()}
 		})

@@ -303,7 +303,7 @@ func (d *policySet) rolloutProgress(r *engine.Rendering, outcomes []engine.Outco
 	}
 	// The gates sum what the set's members measured in each cluster of the wave (owned): the set
 	// is promoted as a unit.
-	step := stepRollout(r.Rollout, outcomes, clusters, d.legacy, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
+	step := stepRollout(r.Rollout, outcomes, clusters, d.legacy, nil, now, d.GetAnnotations(), d.Spec.Rollout.Paused, d.Status.Rollout,
 		func() *policyhubv1.StableVersion {
 			return &policyhubv1.StableVersion{Revision: r.Rollout.Revision, Snapshot: d.Status.Source.Snapshot, MembersDigest: d.Status.Source.MembersDigest}
 		})

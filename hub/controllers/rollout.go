@@ -32,9 +32,10 @@ type rolloutStep struct {
 
 // stepRollout makes one step of a declaration's rollout plan from its clusters' outcomes and
 // state (their results, and whether the engine judged their reports fresh) and their legacy
-// objects (legacyCounts): annotations hold the approvals, paused holds every wave, prev is the
+// objects (legacyCounts), the version's preview (nil: none; the plan's preview gate reads it):
+// annotations hold the approvals, paused holds every wave, prev is the
 // state before, and done names the current version once it completes every wave.
-func stepRollout(plan *rollout.Plan, outcomes []engine.Outcome, clusters []policyhubv1.ClusterStatus, legacy map[string]*int64, now time.Time,
+func stepRollout(plan *rollout.Plan, outcomes []engine.Outcome, clusters []policyhubv1.ClusterStatus, legacy map[string]*int64, preview *rollout.Preview, now time.Time,
 	annotations map[string]string, paused bool, prev *policyhubv1.RolloutStatus, done func() *policyhubv1.StableVersion) rolloutStep {
 	measures := map[string]rollout.Measure{}
 	entries := make(map[string]*policyhubv1.ClusterStatus, len(clusters))
@@ -62,7 +63,8 @@ func stepRollout(plan *rollout.Plan, outcomes []engine.Outcome, clusters []polic
 	for _, w := range plan.Waves {
 		approved[w.Name] = policyhubv1.RolloutApproved(annotations, w.Name, plan.Revision)
 	}
-	out := rollout.Next(rollout.Input{Waves: plan.Waves, Previous: plan.States, Measures: measures, Approved: approved, Paused: paused, Now: now})
+	out := rollout.Next(rollout.Input{Waves: plan.Waves, Previous: plan.States, Measures: measures, Approved: approved, Paused: paused, Now: now,
+		PreviewGate: plan.PreviewGate(), Preview: preview})
 
 	next := &policyhubv1.RolloutStatus{Revision: plan.Revision, Waves: rollout.Statuses(out.Waves, plan.Waves)}
 	if prev != nil {

@@ -50,13 +50,13 @@ func TestRolloutWaitsForNotEnforcedCluster(t *testing.T) {
 		{Cluster: "b", Result: &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseNotEnforced, InForce: new(bool)}},
 	}
 	done := func() *policyhubv1.StableVersion { return &policyhubv1.StableVersion{Revision: "r1"} }
-	step := stepRollout(plan, outcomes, nil, nil, now, nil, false, nil, done)
+	step := stepRollout(plan, outcomes, nil, nil, nil, now, nil, false, nil, done)
 	w := step.status.Waves[0]
 	if w.Phase != policyhubv1.WaveEnforcing || !strings.Contains(w.Reason, "b") || strings.Contains(w.Reason, "a,") {
 		t.Errorf("wave %s (%q), want Enforcing waiting for b", w.Phase, w.Reason)
 	}
 	outcomes[1].Result = &work.DeclarationResult{Phase: policyhubv1.ClusterPhaseSynced, InForce: &inForce}
-	if w := stepRollout(plan, outcomes, nil, nil, now, nil, false, nil, done).status.Waves[0]; w.Phase != policyhubv1.WaveDone {
+	if w := stepRollout(plan, outcomes, nil, nil, nil, now, nil, false, nil, done).status.Waves[0]; w.Phase != policyhubv1.WaveDone {
 		t.Errorf("every cluster in force: wave %s (%q), want Done", w.Phase, w.Reason)
 	}
 }
@@ -86,12 +86,12 @@ func TestLegacyGateReadsOtherReplicasClusters(t *testing.T) {
 		t.Fatalf("recorded %v and %v, want mine's 0 and theirs kept at 2", clusters[0].LegacyObjects, clusters[1].LegacyObjects)
 	}
 	done := func() *policyhubv1.StableVersion { return &policyhubv1.StableVersion{Revision: "r1"} }
-	w := stepRollout(plan, outcomes, clusters, legacy, now, nil, false, nil, done).status.Waves[0]
+	w := stepRollout(plan, outcomes, clusters, legacy, nil, now, nil, false, nil, done).status.Waves[0]
 	if w.Phase != policyhubv1.WaveWaiting || !strings.Contains(w.Reason, "theirs (2)") || w.LegacyObjects == nil || *w.LegacyObjects != 2 {
 		t.Errorf("wave %s (%q, %v), want Waiting on theirs' 2 legacy objects", w.Phase, w.Reason, w.LegacyObjects)
 	}
 	clusters[1].LegacyObjects = &zero
-	if w := stepRollout(plan, outcomes, clusters, legacy, now, nil, false, nil, done).status.Waves[0]; w.Phase == policyhubv1.WaveWaiting {
+	if w := stepRollout(plan, outcomes, clusters, legacy, nil, now, nil, false, nil, done).status.Waves[0]; w.Phase == policyhubv1.WaveWaiting {
 		t.Errorf("every cluster reports none: wave %s (%q), want it to proceed", w.Phase, w.Reason)
 	}
 	// A declaration whose rollout has no such gate carries no counts: an inventory's change

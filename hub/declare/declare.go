@@ -67,6 +67,12 @@ func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, inv placement
 	if err != nil {
 		return nil, plan, err
 	}
+	if plan != nil && plan.Previewing() && fp.Spec.Preview == nil {
+		// The rollout's preview gate: the version's shadow beside what each cluster runs.
+		if err := render.AddPreview(hubID, fp, fp.Spec.Template, false, sel.Targets, t); err != nil {
+			return nil, plan, err
+		}
+	}
 	t.Unknown = sel.Unknown
 	t.MissingPlacement = placement.MissingPlacement(fp.Spec.Placement, inv, "", "spec.placement")
 	return t, plan, nil

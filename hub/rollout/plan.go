@@ -22,6 +22,25 @@ type Plan struct {
 	// stable is the last version that completed the rollout, when it is not the current one:
 	// the clusters of waves not reached yet keep it.
 	stable *policyhubv1.StableVersion
+	// previewGate is the rollout's preview gate (nil: none).
+	previewGate *policyhubv1.PreviewGate
+}
+
+// PreviewGate is the rollout's preview gate (nil: none).
+func (p *Plan) PreviewGate() *policyhubv1.PreviewGate { return p.previewGate }
+
+// Previewing says whether the version is being previewed: the rollout has a preview gate and
+// its first wave has not started.
+func (p *Plan) Previewing() bool {
+	if p.previewGate == nil || len(p.Waves) == 0 {
+		return false
+	}
+	for _, s := range p.States {
+		if s.Name == p.Waves[0].Name {
+			return s.Phase == Pending || s.Phase == ""
+		}
+	}
+	return true
 }
 
 // NewPlan is a FleetPolicy's rollout over the clusters its placement selected (placed, sorted),
@@ -50,7 +69,7 @@ func Rollout(revision string, spec *policyhubv1.Rollout, status *policyhubv1.Rol
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Revision: revision, Waves: waves}
+	p := &Plan{Revision: revision, Waves: waves, previewGate: spec.PreviewGate}
 	if st := status; st != nil {
 		if st.Revision == revision {
 			p.States = StatesOf(st.Waves)

@@ -94,6 +94,21 @@ type Input struct {
 	Approved map[string]bool
 	Paused   bool
 	Now      time.Time
+	// PreviewGate, when set, holds the first wave Pending until the version's preview is
+	// complete and within it; Preview is what the preview measured (nil: none yet).
+	PreviewGate *policyhubv1.PreviewGate
+	Preview     *Preview
+}
+
+// Preview is what a version's preview measured over the placed clusters.
+type Preview struct {
+	// Complete: every placed cluster reported the shadow's results.
+	Complete bool
+	// Clusters and Reported count the placed clusters and those that reported.
+	Clusters, Reported int32
+	// WouldFail and NewlyFailing: the resources the version would fail, and those of them the
+	// running version does not fail.
+	WouldFail, NewlyFailing int64
 }
 
 // Output is the next state.
@@ -122,12 +137,16 @@ func Next(in Input) Output {
 	}
 	out := Output{Modes: map[string]policyhubv1.Mode{}, Done: true}
 	reached := true // every wave before this one is Done
-	for _, w := range in.Waves {
+	for i, w := range in.Waves {
 		s, ok := prev[w.Name]
 		if !ok || s.Phase == "" {
 			s = WaveState{Name: w.Name, Phase: Pending}
 		}
-		if !in.Paused && reached {
+		switch {
+		case in.Paused || !reached:
+		case i == 0 && s.Phase == Pending && in.PreviewGate != nil:
+			s = previewGate(s, in)
+		default:
 			s = step(w, s, in)
 		}
 		switch s.Phase {
@@ -221,6 +240,29 @@ func step(w Wave, s WaveState, in Input) WaveState {
 		enter(Done)
 	}
 	return s
+}
+
+// previewGate starts the first wave (s, Pending) once the version's preview is complete and
+// within the gate; until then it stays Pending, saying why. Over the gate it stays there: the
+// version never ships (a new version, or a wider gate, is judged again).
+func previewGate(s WaveState, in Input) WaveState {
+	p, g := in.Preview, in.PreviewGate
+	switch {
+	case p == nil || !p.Complete:
+		reported, clusters := int32(0), int32(0)
+		if p != nil {
+			reported, clusters = p.Reported, p.Clusters
+		}
+		s.Reason = fmt.Sprintf("previewing the version: %d of %d clusters reported", reported, clusters)
+		return s
+	case p.WouldFail > g.MaxWouldFail:
+		s.Reason = fmt.Sprintf("preview gate exceeded: the version would fail %d resources, at most %d allowed; it is not shipped", p.WouldFail, g.MaxWouldFail)
+		return s
+	case g.MaxNewlyFailing != nil && p.NewlyFailing > *g.MaxNewlyFailing:
+		s.Reason = fmt.Sprintf("preview gate exceeded: the version would newly fail %d resources, at most %d allowed; it is not shipped", p.NewlyFailing, *g.MaxNewlyFailing)
+		return s
+	}
+	return step(Wave{}, s, in) // Pending → Auditing
 }
 
 // maxNamedClusters bounds the clusters a reason names.
