@@ -21,7 +21,9 @@ func TestPreviewStatus(t *testing.T) {
 		t.Fatal("a preview status without spec.preview")
 	}
 	fp.Spec.Preview = &policyhubv1.PreviewSpec{}
-	ref := func(n int) policyhubv1.ResourceRef { return policyhubv1.ResourceRef{Kind: "Deployment", Name: fmt.Sprint("d-", n)} }
+	ref := func(n int) policyhubv1.ResourceRef {
+		return policyhubv1.ResourceRef{Kind: "Deployment", Name: fmt.Sprint("d-", n)}
+	}
 	var clusters []policyhubv1.ClusterStatus
 	for i := range 30 {
 		clusters = append(clusters, policyhubv1.ClusterStatus{Name: fmt.Sprintf("c-%02d", i), Preview: &policyhubv1.ClusterPreview{
