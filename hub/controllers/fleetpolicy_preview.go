@@ -19,7 +19,7 @@ func previewCandidate(fp *policyhubv1.FleetPolicy, plan *rollout.Plan) *policyhu
 	switch {
 	case fp.Spec.Preview != nil && fp.Spec.Preview.Template != nil:
 		return fp.Spec.Preview.Template
-	case fp.Spec.Preview != nil, plan != nil && plan.Previewing():
+	case fp.Spec.Preview != nil, plan != nil && len(plan.PreviewClusters()) > 0:
 		return &fp.Spec.Template
 	}
 	return nil

@@ -59,12 +59,18 @@ func stepRollout(plan *rollout.Plan, outcomes []engine.Outcome, clusters []polic
 		}
 		measures[o.Cluster] = m
 	}
+	parity := map[string]rollout.Parity{}
+	for _, c := range clusters {
+		if c.Preview != nil {
+			parity[c.Name] = rollout.Parity{Reported: c.Preview.Reported, Differ: c.Preview.Differ}
+		}
+	}
 	approved := map[string]bool{}
 	for _, w := range plan.Waves {
 		approved[w.Name] = policyhubv1.RolloutApproved(annotations, w.Name, plan.Revision)
 	}
 	out := rollout.Next(rollout.Input{Waves: plan.Waves, Previous: plan.States, Measures: measures, Approved: approved, Paused: paused, Now: now,
-		PreviewGate: plan.PreviewGate(), Preview: preview})
+		PreviewGate: plan.PreviewGate(), Preview: preview, Parity: parity, Swap: plan.Swaps()})
 
 	next := &policyhubv1.RolloutStatus{Revision: plan.Revision, Waves: rollout.Statuses(out.Waves, plan.Waves)}
 	if prev != nil {

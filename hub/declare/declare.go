@@ -67,15 +67,37 @@ func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, inv placement
 	if err != nil {
 		return nil, plan, err
 	}
-	if plan != nil && plan.Previewing() && fp.Spec.Preview == nil {
+	if previewed := previewTargets(plan, sel.Targets); len(previewed) > 0 && fp.Spec.Preview == nil {
 		// The rollout's preview gate: the version's shadow beside what each cluster runs.
-		if err := render.AddPreview(hubID, fp, fp.Spec.Template, false, sel.Targets, t); err != nil {
+		if err := render.AddPreview(hubID, fp, fp.Spec.Template, false, previewed, t); err != nil {
 			return nil, plan, err
 		}
 	}
 	t.Unknown = sel.Unknown
 	t.MissingPlacement = placement.MissingPlacement(fp.Spec.Placement, inv, "", "spec.placement")
 	return t, plan, nil
+}
+
+// previewTargets are the placed clusters the rollout's preview gate previews its version in.
+func previewTargets(plan *rollout.Plan, placed []placement.Target) []placement.Target {
+	if plan == nil {
+		return nil
+	}
+	clusters := plan.PreviewClusters()
+	if len(clusters) == 0 {
+		return nil
+	}
+	in := make(map[string]bool, len(clusters))
+	for _, c := range clusters {
+		in[c] = true
+	}
+	var out []placement.Target
+	for _, target := range placed {
+		if in[target.Cluster] {
+			out = append(out, target)
+		}
+	}
+	return out
 }
 
 // PolicySetTargets runs a PolicySet down the flow — select its members from the source's

@@ -102,6 +102,9 @@ type Version struct {
 	// Revision names a Template given (it keys the renderings shared between clusters).
 	Revision string
 	Mode     policyhubv1.Mode
+	// Keep, in a swap, is the version kept beside this one until the cluster's wave is done (the
+	// stable version, in Enforce): the cluster never enforces neither.
+	Keep *Version
 }
 
 // FleetPolicyTargets renders a FleetPolicy for the clusters its placement selected (placed).
@@ -115,7 +118,6 @@ func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, placed []plac
 		Objects: map[string][]*unstructured.Unstructured{}, DryRun: map[string]bool{},
 	}
 	choose := versions != nil
-	var err error
 	// The spec's template is checked whether or not any cluster is placed yet.
 	if err := checkTemplate(hubID, fp, fp.Spec.Template); err != nil {
 		return nil, err
@@ -138,19 +140,20 @@ func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, placed []plac
 			}
 			mode = &v.Mode
 		}
-		key := revision + "/"
-		if mode != nil {
-			key += string(*mode)
-		}
-		obj, ok := rendered[key]
-		if !ok {
-			owner := FleetPolicyOwner(hubID, fp.Name)
-			if obj, err = Template(owner, *tmpl, fp.Name, mode); err != nil {
-				return nil, &InvalidError{Reason: "InvalidTemplate", Err: fmt.Errorf("render FleetPolicy %s: %w", fp.Name, err)}
-			}
-			rendered[key] = obj
+		obj, err := renderVersion(hubID, fp, tmpl, revision, mode, rendered)
+		if err != nil {
+			return nil, err
 		}
 		t.Objects[target.Cluster] = []*unstructured.Unstructured{obj}
+		if v, ok := versions[target.Cluster]; ok && v.Keep != nil && v.Keep.Template != nil {
+			kept, err := renderVersion(hubID, fp, v.Keep.Template, v.Keep.Revision, &v.Keep.Mode, rendered)
+			if err != nil {
+				return nil, err
+			}
+			if kept.GroupVersionKind().GroupKind() != obj.GroupVersionKind().GroupKind() || kept.GetNamespace() != obj.GetNamespace() || kept.GetName() != obj.GetName() {
+				t.Objects[target.Cluster] = append(t.Objects[target.Cluster], kept)
+			}
+		}
 		t.DryRun[target.Cluster] = target.DryRun
 	}
 	if p := fp.Spec.Preview; p != nil {
@@ -199,6 +202,24 @@ func AddPreview(hubID string, fp *policyhubv1.FleetPolicy, tmpl policyhubv1.Poli
 		t.DryRun[target.Cluster] = target.DryRun
 	}
 	return nil
+}
+
+// renderVersion renders a version of the FleetPolicy's template in mode (nil: the template's
+// own), once per revision and mode: clusters share it.
+func renderVersion(hubID string, fp *policyhubv1.FleetPolicy, tmpl *policyhubv1.PolicyTemplate, revision string, mode *policyhubv1.Mode, rendered map[string]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	key := revision + "/"
+	if mode != nil {
+		key += string(*mode)
+	}
+	if obj, ok := rendered[key]; ok {
+		return obj, nil
+	}
+	obj, err := Template(FleetPolicyOwner(hubID, fp.Name), *tmpl, fp.Name, mode)
+	if err != nil {
+		return nil, &InvalidError{Reason: "InvalidTemplate", Err: fmt.Errorf("render FleetPolicy %s: %w", fp.Name, err)}
+	}
+	rendered[key] = obj
+	return obj, nil
 }
 
 // checkTemplate refuses a FleetPolicy template its spec.allow does not let it ship: an

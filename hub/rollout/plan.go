@@ -29,19 +29,41 @@ type Plan struct {
 // PreviewGate is the rollout's preview gate (nil: none).
 func (p *Plan) PreviewGate() *policyhubv1.PreviewGate { return p.previewGate }
 
-// Previewing says whether the version is being previewed: the rollout has a preview gate and
-// its first wave has not started.
-func (p *Plan) Previewing() bool {
-	if p.previewGate == nil || len(p.Waves) == 0 {
-		return false
+// PreviewClusters are the clusters the version's shadow runs in (nil: none): under a preview
+// gate, every cluster of a wave until the first wave starts; with parity, after that, the
+// clusters of the waves not started yet (each wave's start waits on their results).
+func (p *Plan) PreviewClusters() []string {
+	g := p.previewGate
+	if g == nil {
+		return nil
 	}
+	phases := map[string]Phase{}
 	for _, s := range p.States {
-		if s.Name == p.Waves[0].Name {
-			return s.Phase == Pending || s.Phase == ""
+		phases[s.Name] = s.Phase
+	}
+	pending := func(w Wave) bool { return phases[w.Name] == Pending || phases[w.Name] == "" }
+	fleetWide := (g.MaxWouldFail != nil || g.MaxNewlyFailing != nil) && len(p.Waves) > 0 && pending(p.Waves[0])
+	if !fleetWide && !p.swaps() {
+		return nil
+	}
+	var out []string
+	for _, w := range p.Waves {
+		if pending(w) {
+			out = append(out, w.Clusters...)
 		}
 	}
-	return true
+	return out
 }
+
+// swaps says whether the rollout swaps versions (a preview gate with parity, and a stable
+// version to swap): a wave goes straight to Enforce, the stable version kept beside the new one
+// until the wave is done.
+func (p *Plan) swaps() bool {
+	return p.previewGate != nil && p.previewGate.Parity != nil && p.stable != nil
+}
+
+// Swaps says whether the rollout swaps the stable version for the current one (see swaps).
+func (p *Plan) Swaps() bool { return p.swaps() }
 
 // NewPlan is a FleetPolicy's rollout over the clusters its placement selected (placed, sorted),
 // with their labels from inv (see Rollout). Versions says what each cluster gets.
@@ -87,20 +109,26 @@ func Rollout(revision string, spec *policyhubv1.Rollout, status *policyhubv1.Rol
 func (p *Plan) Stable() *policyhubv1.StableVersion { return p.stable }
 
 // Assignment is what a cluster of a wave gets: the current version in Mode, or (Stable) the
-// last version that completed the rollout, in Enforce.
+// last version that completed the rollout, in Enforce; KeepStable: the current version in
+// Enforce with the stable one kept beside it (a swap, until the wave is done).
 type Assignment struct {
-	Stable bool
-	Mode   policyhubv1.Mode
+	Stable     bool
+	KeepStable bool
+	Mode       policyhubv1.Mode
 }
 
 // Assignments say what each cluster of a wave gets; clusters left out get nothing (held).
 func (p *Plan) Assignments() map[string]Assignment {
 	out := map[string]Assignment{}
+	enforcing := map[string]bool{}
+	for _, s := range p.States {
+		enforcing[s.Name] = s.Phase == Enforcing
+	}
 	for _, w := range p.Waves {
 		for _, c := range w.Clusters {
 			switch mode, ok := p.Modes[c]; {
 			case ok:
-				out[c] = Assignment{Mode: mode}
+				out[c] = Assignment{Mode: mode, KeepStable: p.swaps() && enforcing[w.Name] && p.stable != nil}
 			case p.stable != nil:
 				out[c] = Assignment{Stable: true, Mode: policyhubv1.ModeEnforce}
 			}
@@ -116,6 +144,8 @@ func (p *Plan) Versions() map[string]render.Version {
 	out := map[string]render.Version{}
 	for c, a := range p.Assignments() {
 		switch {
+		case a.KeepStable && p.stable.Template != nil:
+			out[c] = render.Version{Mode: a.Mode, Keep: &render.Version{Template: p.stable.Template, Revision: p.stable.Revision, Mode: policyhubv1.ModeEnforce}}
 		case !a.Stable:
 			out[c] = render.Version{Mode: a.Mode}
 		case p.stable.Template != nil:

@@ -95,9 +95,22 @@ type Input struct {
 	Paused   bool
 	Now      time.Time
 	// PreviewGate, when set, holds the first wave Pending until the version's preview is
-	// complete and within it; Preview is what the preview measured (nil: none yet).
+	// complete and within it; Preview is what the preview measured (nil: none yet). With
+	// parity, every wave waits for its clusters' Parity (by cluster) and swaps.
 	PreviewGate *policyhubv1.PreviewGate
 	Preview     *Preview
+	Parity      map[string]Parity
+	// Swap: there is a running (stable) version to swap for the new one; a first version has
+	// nothing to be alike with, and rolls out as without parity.
+	Swap bool
+}
+
+// Parity is what one cluster's shadow of the new version says against the running version.
+type Parity struct {
+	// Reported: the cluster's agent reported the shadow's results for the new version.
+	Reported bool
+	// Differ counts the resources the two judge differently, or only one of them judges.
+	Differ int64
 }
 
 // Preview is what a version's preview measured over the placed clusters.
@@ -144,8 +157,8 @@ func Next(in Input) Output {
 		}
 		switch {
 		case in.Paused || !reached:
-		case i == 0 && s.Phase == Pending && in.PreviewGate != nil:
-			s = previewGate(s, in)
+		case s.Phase == Pending && in.PreviewGate != nil:
+			s = previewGates(i == 0, w, s, in)
 		default:
 			s = step(w, s, in)
 		}
@@ -242,27 +255,63 @@ func step(w Wave, s WaveState, in Input) WaveState {
 	return s
 }
 
-// previewGate starts the first wave (s, Pending) once the version's preview is complete and
-// within the gate; until then it stays Pending, saying why. Over the gate it stays there: the
-// version never ships (a new version, or a wider gate, is judged again).
-func previewGate(s WaveState, in Input) WaveState {
-	p, g := in.Preview, in.PreviewGate
-	switch {
-	case p == nil || !p.Complete:
-		reported, clusters := int32(0), int32(0)
-		if p != nil {
-			reported, clusters = p.Reported, p.Clusters
+// previewGates starts a Pending wave w (s) under a preview gate: the first wave only once the
+// version's preview is complete and within the gate's fleet-wide bounds; with parity, any wave
+// only once its clusters have reported the shadow and differ in at most the accepted number of
+// resources, and then straight into Enforcing (a swap: the running version stays beside the new
+// one until that is in force). Until then it stays Pending, saying why. Over a bound it stays
+// there: the version does not ship further (a new version, or a wider gate, is judged again).
+func previewGates(first bool, w Wave, s WaveState, in Input) WaveState {
+	g := in.PreviewGate
+	if first && (g.MaxWouldFail != nil || g.MaxNewlyFailing != nil) {
+		p := in.Preview
+		switch {
+		case p == nil || !p.Complete:
+			reported, clusters := int32(0), int32(0)
+			if p != nil {
+				reported, clusters = p.Reported, p.Clusters
+			}
+			s.Reason = fmt.Sprintf("previewing the version: %d of %d clusters reported", reported, clusters)
+			return s
+		case g.MaxWouldFail != nil && p.WouldFail > *g.MaxWouldFail:
+			s.Reason = fmt.Sprintf("preview gate exceeded: the version would fail %d resources, at most %d allowed; it is not shipped", p.WouldFail, *g.MaxWouldFail)
+			return s
+		case g.MaxNewlyFailing != nil && p.NewlyFailing > *g.MaxNewlyFailing:
+			s.Reason = fmt.Sprintf("preview gate exceeded: the version would newly fail %d resources, at most %d allowed; it is not shipped", p.NewlyFailing, *g.MaxNewlyFailing)
+			return s
 		}
-		s.Reason = fmt.Sprintf("previewing the version: %d of %d clusters reported", reported, clusters)
+	}
+	if g.Parity == nil || !in.Swap {
+		return step(w, s, in) // Pending → Auditing
+	}
+	var differ int64
+	var waiting []string
+	for _, c := range w.Clusters {
+		p := in.Parity[c]
+		if !p.Reported {
+			waiting = append(waiting, c)
+		}
+		differ = aggregate.AddCount(differ, p.Differ)
+	}
+	switch {
+	case len(waiting) > 0:
+		s.Reason = "parity: waiting for the shadow's results from " + namedClusters(waiting)
 		return s
-	case p.WouldFail > g.MaxWouldFail:
-		s.Reason = fmt.Sprintf("preview gate exceeded: the version would fail %d resources, at most %d allowed; it is not shipped", p.WouldFail, g.MaxWouldFail)
-		return s
-	case g.MaxNewlyFailing != nil && p.NewlyFailing > *g.MaxNewlyFailing:
-		s.Reason = fmt.Sprintf("preview gate exceeded: the version would newly fail %d resources, at most %d allowed; it is not shipped", p.NewlyFailing, *g.MaxNewlyFailing)
+	case differ > g.Parity.MaxDiffering:
+		s.Reason = fmt.Sprintf("parity: the new version judges %d resources of the wave differently from the running one, at most %d accepted; not swapped", differ, g.Parity.MaxDiffering)
 		return s
 	}
-	return step(Wave{}, s, in) // Pending → Auditing
+	s.Phase, s.Since, s.Reason = Enforcing, in.Now, ""
+	s.SyncedAt, s.HoldingSince, s.Fail, s.Blocked, s.LegacyObjects = nil, nil, 0, 0, nil
+	return s
+}
+
+// namedClusters names at most maxNamedClusters of clusters, and says how many more there are.
+func namedClusters(clusters []string) string {
+	if len(clusters) <= maxNamedClusters {
+		return strings.Join(clusters, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(clusters[:maxNamedClusters], ", "), len(clusters)-maxNamedClusters)
 }
 
 // maxNamedClusters bounds the clusters a reason names.

@@ -38,17 +38,39 @@ type Rollout struct {
 	PreviewGate *PreviewGate `json:"previewGate,omitempty"`
 }
 
-// PreviewGate is what a new version's preview must show, over every placed cluster, before its
-// first wave starts.
+// PreviewGate is what a new version's preview must show before its waves start.
+// +kubebuilder:validation:XValidation:rule="has(self.maxWouldFail) || has(self.maxNewlyFailing) || has(self.parity)",message="rollout.previewGate needs maxWouldFail, maxNewlyFailing or parity"
 type PreviewGate struct {
-	// MaxWouldFail bounds the resources the new version would fail, summed over the clusters.
+	// MaxWouldFail bounds the resources the new version would fail, summed over every placed
+	// cluster, before the first wave starts.
+	// +optional
 	// +kubebuilder:validation:Minimum=0
-	MaxWouldFail int64 `json:"maxWouldFail"`
+	MaxWouldFail *int64 `json:"maxWouldFail,omitempty"`
 
-	// MaxNewlyFailing, when set, bounds those of them the running version does not fail.
+	// MaxNewlyFailing bounds those of them the running version does not fail.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MaxNewlyFailing *int64 `json:"maxNewlyFailing,omitempty"`
+
+	// Parity, when set, swaps the running version for the new one (e.g. a legacy ClusterPolicy
+	// for its CEL conversion) wave by wave, each wave once its clusters show the two judge
+	// every resource alike: the shadow keeps running in the waves not reached, a wave starts
+	// only when its clusters have reported and differ in at most maxDiffering resources, and
+	// it goes straight to Enforce with the running version kept until the new one is in force
+	// (a cluster never enforces neither). The swapped objects must differ in kind or name.
+	// +optional
+	Parity *ParityGate `json:"parity,omitempty"`
+}
+
+// ParityGate is how alike the new version and the running one must judge a wave's resources
+// before the wave swaps them.
+type ParityGate struct {
+	// MaxDiffering bounds the resources of the wave's clusters the two versions judge
+	// differently, or only one of them judges: 0 (the default) is full parity; more accepts
+	// differences the user reviewed (kubectl policyhub preview names them).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxDiffering int64 `json:"maxDiffering,omitempty"`
 }
 
 // RolloutWave is a set of placed clusters promoted together.
