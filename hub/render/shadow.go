@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"maps"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -11,15 +12,19 @@ import (
 
 // Shadow renders the report-only shadow of a rendered candidate policy: the same rules under
 // the shadow's name (policyhubv1.ShadowName), labelled a shadow and, when live is given, naming
-// the live policy it is compared with in the cluster. It can never deny a request:
-//   - policies.kyverno.io ValidatingPolicy and NamespacedValidatingPolicy: Kyverno's admission
-//     evaluation is off (spec.evaluation.admission.enabled: false), background scans on, and the
-//     only action Audit;
-//   - kyverno.io ClusterPolicy and Policy: spec.admission false, spec.background true, and every
-//     validate rule's failure action Audit (no enforcing override kept).
+// the live policy it is compared with in the cluster. It evaluates where the candidate does, and
+// can never deny a request:
+//   - a candidate that scans in background (the default) is evaluated in background only:
+//     Kyverno's admission evaluation of the shadow is off (policies.kyverno.io kinds:
+//     spec.evaluation.admission.enabled false; kyverno.io kinds: spec.admission false);
+//   - a candidate that is evaluated at admission only (background off: e.g. a legacy rule on
+//     request.operation, converted) is evaluated at admission, its only action Audit and its
+//     webhook's failure policy Ignore, so that neither a failing rule nor an unreachable Kyverno
+//     refuses a request because of it;
+//   - either way every failure action is Audit (no enforcing override kept).
 //
-// Any other kind, or a legacy policy with a rule that does more than validate, is refused: a
-// shadow must only judge.
+// Any other kind than ValidatingPolicy, NamespacedValidatingPolicy, ClusterPolicy and Policy,
+// or a legacy policy with a rule that does more than validate, is refused: a shadow only judges.
 func Shadow(candidate, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	owner, ok := ParseSource(candidate.GetAnnotations()[policyhubv1.AnnotationSource])
 	if !ok {
@@ -28,16 +33,24 @@ func Shadow(candidate, live *unstructured.Unstructured) (*unstructured.Unstructu
 	owner.HubID = candidate.GetLabels()[policyhubv1.LabelManagedBy]
 	shadow := candidate.DeepCopy()
 	gvk := shadow.GroupVersionKind()
+	set := func(value any, path ...string) error {
+		if err := unstructured.SetNestedField(shadow.Object, value, path...); err != nil {
+			return fmt.Errorf("shadow of %s: %s: %w", candidate.GetName(), strings.Join(path, "."), err)
+		}
+		return nil
+	}
 	switch {
 	case gvk.Group == policiesGroup && (gvk.Kind == "ValidatingPolicy" || gvk.Kind == "NamespacedValidatingPolicy"):
+		background, found, _ := unstructured.NestedBool(shadow.Object, "spec", "evaluation", "background", "enabled")
+		background = background || !found
 		if err := unstructured.SetNestedSlice(shadow.Object, []any{"Audit"}, "spec", "validationActions"); err != nil {
 			return nil, fmt.Errorf("shadow of %s: %w", candidate.GetName(), err)
 		}
-		if err := unstructured.SetNestedField(shadow.Object, false, "spec", "evaluation", "admission", "enabled"); err != nil {
-			return nil, fmt.Errorf("shadow of %s: spec.evaluation: %w", candidate.GetName(), err)
+		if err := set(!background, "spec", "evaluation", "admission", "enabled"); err != nil {
+			return nil, err
 		}
-		if err := unstructured.SetNestedField(shadow.Object, true, "spec", "evaluation", "background", "enabled"); err != nil {
-			return nil, fmt.Errorf("shadow of %s: spec.evaluation: %w", candidate.GetName(), err)
+		if err := set("Ignore", "spec", "failurePolicy"); err != nil {
+			return nil, err
 		}
 	case ruleFailureActions(gvk):
 		if err := onlyValidates(shadow); err != nil {
@@ -46,11 +59,13 @@ func Shadow(candidate, live *unstructured.Unstructured) (*unstructured.Unstructu
 		if err := SetMode(shadow, policyhubv1.ModeAudit); err != nil {
 			return nil, fmt.Errorf("shadow of %s: %w", candidate.GetName(), err)
 		}
-		if err := unstructured.SetNestedField(shadow.Object, false, "spec", "admission"); err != nil {
-			return nil, fmt.Errorf("shadow of %s: %w", candidate.GetName(), err)
+		background, found, _ := unstructured.NestedBool(shadow.Object, "spec", "background")
+		background = background || !found
+		if err := set(!background, "spec", "admission"); err != nil {
+			return nil, err
 		}
-		if err := unstructured.SetNestedField(shadow.Object, true, "spec", "background"); err != nil {
-			return nil, fmt.Errorf("shadow of %s: %w", candidate.GetName(), err)
+		if err := set("Ignore", "spec", "failurePolicy"); err != nil {
+			return nil, err
 		}
 	default:
 		return nil, fmt.Errorf("shadow of %s %s: only ValidatingPolicy, NamespacedValidatingPolicy, ClusterPolicy and Policy can be previewed", gvk.GroupKind(), candidate.GetName())

@@ -78,9 +78,13 @@ func TestShadowNeverDenies(t *testing.T) {
 		reportOnly map[string]any // path → value the shadow must have
 	}{
 		{"ValidatingPolicy", enforcingValidatingPolicy, map[string]any{
-			"spec.evaluation.admission.enabled": false, "spec.evaluation.background.enabled": true,
+			"spec.evaluation.admission.enabled": false, "spec.failurePolicy": "Ignore",
 		}},
-		{"ClusterPolicy", enforcingClusterPolicy, map[string]any{"spec.admission": false, "spec.background": true}},
+		{"ValidatingPolicy evaluated at admission only", strings.Replace(enforcingValidatingPolicy, "admission:\n      enabled: true", "background:\n      enabled: false", 1), map[string]any{
+			"spec.evaluation.admission.enabled": true, "spec.evaluation.background.enabled": false, "spec.failurePolicy": "Ignore",
+		}},
+		{"ClusterPolicy evaluated at admission only", enforcingClusterPolicy, map[string]any{"spec.admission": true, "spec.background": false, "spec.failurePolicy": "Ignore"}},
+		{"ClusterPolicy", strings.Replace(enforcingClusterPolicy, "background: false", "background: true", 1), map[string]any{"spec.admission": false, "spec.background": true, "spec.failurePolicy": "Ignore"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			candidate := renderedTemplate(t, tc.yaml)
