@@ -81,11 +81,11 @@ func Run(ctx context.Context, args []string, streams Streams) int {
 func newRootCommand(o *options) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "kubectl-policyhub",
-		Short: "Kyverno policies across a fleet of clusters: status, results, dry-runs, pre-deploy checks and rollouts",
+		Short: "Kyverno policies across a fleet of clusters: status, results, dry-runs, pre-deploy checks, previews and rollouts",
 		Long: `kubectl policyhub talks to the policyhub hub (your current kubeconfig context) and, through
 cluster-gateway, to the managed clusters.
 
-Exit codes: 0 ok, 1 violations or denials found, 2 usage or runtime error.`,
+Exit codes: 0 ok, 1 violations or denials found (or a preview over --max-would-fail), 2 usage or runtime error.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// --version prints it.
