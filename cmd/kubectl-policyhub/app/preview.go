@@ -226,7 +226,7 @@ func (po *previewOptions) run(ctx context.Context, name string) error {
 		}
 		if !po.wait {
 			return po.printReport(res, func(w io.Writer) error {
-				_, err := fmt.Fprintln(w, res.String())
+				_, err := fmt.Fprintf(w, "%s\n%s\n", res, res.nextStep())
 				return err
 			})
 		}
@@ -407,6 +407,11 @@ func (r *previewStarted) String() string {
 		s += ", replacing revision " + r.Replaced
 	}
 	return s + unchanged(r.Changed)
+}
+
+// nextStep says how to read the preview just started.
+func (r *previewStarted) nextStep() string {
+	return fmt.Sprintf("Its results come as each cluster's agent reports: `kubectl policyhub preview %s` shows them, with --wait once every cluster reported.", r.FleetPolicy)
 }
 
 // withPreview is fp with spec.preview.template set to tmpl.

@@ -704,6 +704,9 @@ func TestPreviewMessages(t *testing.T) {
 			t.Errorf("got %q\nwant %q", got, tc.want)
 		}
 	}
+	if got, want := (&previewStarted{FleetPolicy: "fp"}).nextStep(), "`kubectl policyhub preview fp` shows them, with --wait once every cluster reported."; !strings.HasSuffix(got, want) {
+		t.Errorf("next step %q, want it to end with %q", got, want)
+	}
 }
 
 // previewHub is a hub that answers reads only: a FleetPolicy that changes with each read (the
