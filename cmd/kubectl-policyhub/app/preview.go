@@ -79,7 +79,7 @@ CI pipeline: exit 1 when more than N resources would fail, summed over the clust
 
 The header says which candidate (its template revision, and where it is: spec.preview.template;
 spec.template held back, for a preview without a template, which ships nothing but the shadow
-until it ends; or spec.template before a rollout's first wave), the shadow's name, when the
+until it ends; or spec.template before a rollout's waves start), the shadow's name, when the
 preview started, when it completed or how many of the clusters reported so far, and the totals
 over the clusters that reported: resources that would fail, newly failing ones, resources with a
 result, and, when any is non-zero, how the candidate's verdicts compare with the running version's
@@ -96,10 +96,10 @@ candidate refused.
 "upToDate" (false while the results are of an older spec or candidate), "revision" (the one the
 results are of), "shadow", "startedAt", "completedAt", "complete", "clusters", "reported",
 "resources", "wouldFail", "newlyFailing", "same", "differ", "onlyShadow", "onlyLive", "gate"
-({"maxWouldFail", "maxNewlyFailing"}: spec.rollout.previewGate), "perCluster": [{"name",
-"reported", "resources", "wouldFail", "newlyFailing", "differ", "firstNewlyFailing": [{"apiVersion",
-"kind", "namespace", "name"}]}], "firstNewlyFailing": [{"cluster", "apiVersion", "kind",
-"namespace", "name"}]}. -f without --wait prints {"fleetPolicy", "candidate", "revision",
+({"maxWouldFail", "maxNewlyFailing", "parity": {"maxDiffering"}}: spec.rollout.previewGate),
+"perCluster": [{"name", "reported", "resources", "wouldFail", "newlyFailing", "differ",
+"firstNewlyFailing": [{"apiVersion", "kind", "namespace", "name"}]}], "firstNewlyFailing":
+[{"cluster", "apiVersion", "kind", "namespace", "name"}]}. -f without --wait prints {"fleetPolicy", "candidate", "revision",
 "shadow", "generation", "changed", "replaced" (the revision of the candidate it replaced)};
 --end prints {"fleetPolicy", "ended", "heldBack" (spec.template was held back and now ships)}.`,
 		Example: `  # Preview a new version of a policy in force
@@ -539,7 +539,7 @@ func endPreview(ctx context.Context, c client.Client, name string) (*previewEnde
 const (
 	candidatePreviewTemplate = "spec.preview.template"
 	candidateHeldBack        = "spec.template (held back: only its shadow ships until the preview ends)"
-	candidateRolloutGate     = "spec.template (spec.rollout.previewGate: before the first wave)"
+	candidateRolloutGate     = "spec.template (spec.rollout.previewGate: before its waves start)"
 )
 
 // previewTarget is the preview a FleetPolicy asks for: its candidate's revision and where the
@@ -566,7 +566,7 @@ func previewTargetOf(fp *policyhubv1.FleetPolicy) (previewTarget, error) {
 	case fp.Spec.Rollout != nil && fp.Spec.Rollout.PreviewGate != nil && fp.Status.Preview != nil:
 		t.candidate = candidateRolloutGate
 	case fp.Spec.Rollout != nil && fp.Spec.Rollout.PreviewGate != nil:
-		return t, fmt.Errorf("FleetPolicy %s has no preview running: its rollout previews each new version of spec.template before the first wave (spec.rollout.previewGate), and none is waiting for it", fp.Name)
+		return t, fmt.Errorf("FleetPolicy %s has no preview running: its rollout previews each new version of spec.template before its waves start (spec.rollout.previewGate), and no wave is waiting for one", fp.Name)
 	default:
 		return t, fmt.Errorf("FleetPolicy %s has no preview running: start one with `kubectl policyhub preview %s -f CANDIDATE`", fp.Name, fp.Name)
 	}
@@ -583,7 +583,7 @@ type previewState struct {
 	// line says it in one line; the command prints it when it changes.
 	line string
 	done bool
-	// movedOn: the rollout's preview completed within its gate and the first wave started, so
+	// movedOn: the rollout's preview completed within its gate and the waves started, so
 	// the hub no longer shows it (status.preview is gone).
 	movedOn bool
 	// err: it will not complete (the candidate changed, the hub cannot run it).
@@ -593,7 +593,7 @@ type previewState struct {
 // previewProgress is where the preview target asks for stands in fp, as read now.
 func previewProgress(fp *policyhubv1.FleetPolicy, target previewTarget) previewState {
 	if rolloutMovedOn(fp, target) {
-		return previewState{movedOn: true, line: fmt.Sprintf("FleetPolicy %s: the preview of revision %s passed spec.rollout.previewGate and the rollout started its first wave (kubectl policyhub rollout status %s)", fp.Name, target.revision, fp.Name)}
+		return previewState{movedOn: true, line: fmt.Sprintf("FleetPolicy %s: the preview of revision %s passed spec.rollout.previewGate and the rollout started its waves (kubectl policyhub rollout status %s)", fp.Name, target.revision, fp.Name)}
 	}
 	now, err := previewTargetOf(fp)
 	switch {
@@ -615,7 +615,7 @@ func previewProgress(fp *policyhubv1.FleetPolicy, target previewTarget) previewS
 }
 
 // rolloutMovedOn says whether the rollout's preview of target has ended because it passed the
-// gate: the hub shows a rollout's preview only until the first wave starts, so a complete preview
+// gate: the hub shows a rollout's preview only until the waves it holds start, so a complete preview
 // may be gone before a poll sees it.
 func rolloutMovedOn(fp *policyhubv1.FleetPolicy, target previewTarget) bool {
 	if target.candidate != candidateRolloutGate || fp.Spec.Preview != nil || fp.Status.Preview != nil ||
@@ -809,12 +809,18 @@ func (r *previewReport) parity() string {
 func printPreview(w io.Writer, r *previewReport, now time.Time) {
 	tableRow(w, "FleetPolicy:", r.FleetPolicy)
 	tableRow(w, "Candidate:", fmt.Sprintf("revision %s, %s", r.CandidateRevision, r.Candidate))
-	if r.Gate != nil {
-		gate := fmt.Sprintf("would fail at most %d", r.Gate.MaxWouldFail)
-		if r.Gate.MaxNewlyFailing != nil {
-			gate += fmt.Sprintf(", newly failing at most %d", *r.Gate.MaxNewlyFailing)
+	if g := r.Gate; g != nil {
+		var bounds []string
+		if g.MaxWouldFail != nil {
+			bounds = append(bounds, fmt.Sprintf("would fail at most %d", *g.MaxWouldFail))
 		}
-		tableRow(w, "Gate:", gate+" (spec.rollout.previewGate; the first wave waits for it)")
+		if g.MaxNewlyFailing != nil {
+			bounds = append(bounds, fmt.Sprintf("newly failing at most %d", *g.MaxNewlyFailing))
+		}
+		if g.Parity != nil {
+			bounds = append(bounds, fmt.Sprintf("each wave's clusters differ in at most %d (parity)", g.Parity.MaxDiffering))
+		}
+		tableRow(w, "Gate:", strings.Join(bounds, ", ")+" (spec.rollout.previewGate: the waves wait for it)")
 	}
 	if r.Revision == "" {
 		tableRow(w, "Started:", fmt.Sprintf("not yet: the hub has not started the preview (status.observedGeneration %d, generation %d)", r.observed, r.generation))

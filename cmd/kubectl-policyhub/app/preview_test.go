@@ -183,22 +183,27 @@ func TestPreviewTableNotes(t *testing.T) {
 	max := int64(2)
 	gated := &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: "g", Generation: 1}}
 	gated.Spec.Template = *previewCandidateTemplate("")
-	gated.Spec.Rollout = &policyhubv1.Rollout{Waves: []policyhubv1.RolloutWave{{Name: "all"}}, PreviewGate: &policyhubv1.PreviewGate{MaxWouldFail: 10, MaxNewlyFailing: &max}}
+	gated.Spec.Rollout = &policyhubv1.Rollout{Waves: []policyhubv1.RolloutWave{{Name: "all"}}, PreviewGate: &policyhubv1.PreviewGate{MaxWouldFail: ptrTo(int64(10)), MaxNewlyFailing: &max}}
 	gated.Status.ObservedGeneration = 1
 	gated.Status.Preview = &policyhubv1.PreviewStatus{Revision: mustRevision(t, gated.Spec.Template), Shadow: "policyhub-shadow-g", Clusters: 2}
 	r = buildPreviewReport(gated, nil)
 	got := renderPreviewTable(r)
 	for _, want := range []string{
-		"Candidate:       revision " + r.CandidateRevision + ", spec.template (spec.rollout.previewGate: before the first wave)\n",
-		"Gate:            would fail at most 10, newly failing at most 2 (spec.rollout.previewGate; the first wave waits for it)\n",
+		"Candidate:       revision " + r.CandidateRevision + ", spec.template (spec.rollout.previewGate: before its waves start)\n",
+		"Gate:            would fail at most 10, newly failing at most 2 (spec.rollout.previewGate: the waves wait for it)\n",
 		"Reported:        0 of 2 clusters reported",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("rollout preview: lacks %q:\n%s", want, got)
 		}
 	}
-	if !r.UpToDate || r.Gate == nil || r.Gate.MaxWouldFail != 10 {
+	if !r.UpToDate || r.Gate == nil || r.Gate.MaxWouldFail == nil || *r.Gate.MaxWouldFail != 10 {
 		t.Errorf("rollout preview report %+v", r)
+	}
+	// A parity gate alone.
+	gated.Spec.Rollout.PreviewGate = &policyhubv1.PreviewGate{Parity: &policyhubv1.ParityGate{MaxDiffering: 3}}
+	if got := renderPreviewTable(buildPreviewReport(gated, nil)); !strings.Contains(got, "Gate:            each wave's clusters differ in at most 3 (parity) (spec.rollout.previewGate: the waves wait for it)\n") {
+		t.Errorf("parity gate:\n%s", got)
 	}
 }
 
@@ -346,7 +351,7 @@ func TestPreviewTargetOf(t *testing.T) {
 			fp.Status.Preview = &policyhubv1.PreviewStatus{}
 		}, candidate: candidateRolloutGate, previewsSpec: true},
 		{name: "rollout gate, nothing previewed", change: func(fp *policyhubv1.FleetPolicy) { fp.Spec.Rollout = gate },
-			wantErrSubstr: "FleetPolicy fp has no preview running: its rollout previews each new version of spec.template before the first wave (spec.rollout.previewGate)"},
+			wantErrSubstr: "FleetPolicy fp has no preview running: its rollout previews each new version of spec.template before its waves start (spec.rollout.previewGate)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fp := base()
@@ -594,10 +599,10 @@ func TestPreviewProgress(t *testing.T) {
 		})
 	}
 
-	// A rollout's preview is gone once it passed the gate and the first wave started.
+	// A rollout's preview is gone once it passed the gate and its waves started.
 	gated := &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: "g", Generation: 2}}
 	gated.Spec.Template = *previewCandidateTemplate("")
-	gated.Spec.Rollout = &policyhubv1.Rollout{Waves: []policyhubv1.RolloutWave{{Name: "all"}}, PreviewGate: &policyhubv1.PreviewGate{MaxWouldFail: 1}}
+	gated.Spec.Rollout = &policyhubv1.Rollout{Waves: []policyhubv1.RolloutWave{{Name: "all"}}, PreviewGate: &policyhubv1.PreviewGate{MaxWouldFail: ptrTo(int64(1))}}
 	gated.Status.ObservedGeneration = 2
 	gated.Status.Preview = &policyhubv1.PreviewStatus{Clusters: 1}
 	gateTarget, err := previewTargetOf(gated)
