@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	openreportsv1alpha1 "github.com/openreports/reports-api/apis/openreports.io/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -78,5 +79,49 @@ func TestPolicyItemKeepsShadowAnnotationsOfShadowsOnly(t *testing.T) {
 	}}}
 	if err := spec.Validate(); err != nil {
 		t.Errorf("a shadow entry with the longest values kept: %v", err)
+	}
+}
+
+// A report about one Deployment with results of a live policy and of its shadow: the shadow's
+// results are counted (the summary compares them per resource), but its violations and the
+// exceptions it honoured are not kept.
+const shadowReport = `
+apiVersion: wgpolicyk8s.io/v1alpha2
+kind: PolicyReport
+metadata: {name: 8d3e, namespace: shop}
+scope: {apiVersion: apps/v1, kind: Deployment, namespace: shop, name: web, uid: 8d3e}
+results:
+- {policy: require-team, rule: need-team, result: pass, source: kyverno}
+- {policy: policyhub-shadow-require-team, rule: need-team-and-tier, result: fail, source: KyvernoValidatingPolicy, message: "tier is required"}
+- {policy: policyhub-shadow-require-team, rule: other, result: error, source: KyvernoValidatingPolicy, message: boom}
+- {policy: policyhub-shadow-require-team, rule: exempt, result: skip, source: KyvernoValidatingPolicy, properties: {exceptions: shadow-exception}}
+- {policy: disallow-latest, rule: check, result: fail, source: kyverno, message: "latest tag"}
+`
+
+func TestDigestReportKeepsShadowResultsApart(t *testing.T) {
+	digests := DigestReport(typedReport(t, ReportKinds[0], shadowReport, &openreportsv1alpha1.Report{}))
+	if len(digests) != 1 {
+		t.Fatalf("%d digests, want 1", len(digests))
+	}
+	d := digests[0]
+	want := map[PolicyKey]Counts{
+		{Kind: "ClusterPolicy", Name: "require-team"}:                     {Pass: 1},
+		{Kind: "ValidatingPolicy", Name: "policyhub-shadow-require-team"}: {Fail: 1, Error: 1, Skip: 1},
+		{Kind: "ClusterPolicy", Name: "disallow-latest"}:                  {Fail: 1},
+	}
+	if len(d.Policies) != len(want) {
+		t.Fatalf("%d policies, want %d", len(d.Policies), len(want))
+	}
+	for i := range d.Policies {
+		pc := &d.Policies[i]
+		if w, ok := want[pc.Policy()]; !ok || pc.Counts != w {
+			t.Errorf("%+v: counts %+v, want %+v (known %v)", pc.Policy(), pc.Counts, w, ok)
+		}
+	}
+	if len(d.Violations) != 1 || d.Violations[0].Policy.Name != "disallow-latest" {
+		t.Errorf("violations %+v: want disallow-latest's only", d.Violations)
+	}
+	if d.Exceptions != nil {
+		t.Errorf("exceptions %+v: a shadow's exempted results count for no exception", d.Exceptions)
 	}
 }
