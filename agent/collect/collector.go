@@ -354,11 +354,35 @@ func (c *Collector) watchPolicies(ctx context.Context, kind PolicyKind, version 
 		if !ok {
 			return obj, nil
 		}
-		a := m.Annotations
-		return &item{ObjectMeta: slim(m.ObjectMeta), policy: &PolicyKey{Kind: kind.Kind, Namespace: m.Namespace, Name: m.Name},
-			info: PolicyInfo{Title: Cut(a[annotationTitle], 256), Category: a[annotationCategory], Severity: a[annotationSeverity]}}, nil
+		return policyItem(kind.Kind, m), nil
 	})
 	return &policyInformer{version: version, informer: inf, stop: stop}
+}
+
+// policyItem is what a policy informer keeps of a policy of kind: its key and the title,
+// category and severity its annotations give. A shadow (labelled policyhub.io/shadow=true) also
+// keeps that label and its shadow-of and content-hash annotations, cut to their bounds, in the
+// item's own label and annotation maps: an ordinary policy leaves them nil and costs what it did.
+func policyItem(kind string, m *metav1.PartialObjectMetadata) *item {
+	a := m.Annotations
+	it := &item{ObjectMeta: slim(m.ObjectMeta), policy: &PolicyKey{Kind: kind, Namespace: m.Namespace, Name: m.Name},
+		info: PolicyInfo{Title: Cut(a[annotationTitle], 256), Category: a[annotationCategory], Severity: a[annotationSeverity]}}
+	if m.Labels[policyhubv1.LabelShadow] == policyhubv1.ShadowValue {
+		it.Labels = map[string]string{policyhubv1.LabelShadow: policyhubv1.ShadowValue}
+		it.Annotations = map[string]string{
+			policyhubv1.AnnotationShadowOf:    Cut(a[policyhubv1.AnnotationShadowOf], MaxShadowOf),
+			policyhubv1.AnnotationContentHash: Cut(a[policyhubv1.AnnotationContentHash], MaxShadowContentHash),
+		}
+	}
+	return it
+}
+
+// shadow is what a policy item kept of a shadow's annotations; ok is false for any other item.
+func (i *item) shadow() (info ShadowInfo, ok bool) {
+	if i.policy == nil || i.Labels[policyhubv1.LabelShadow] != policyhubv1.ShadowValue {
+		return ShadowInfo{}, false
+	}
+	return ShadowInfo{Of: i.Annotations[policyhubv1.AnnotationShadowOf], ContentHash: i.Annotations[policyhubv1.AnnotationContentHash]}, true
 }
 
 // watchApplications starts, once per kind, a metadata informer that keeps only the application
@@ -461,6 +485,7 @@ func (c *Collector) snapshot() Snapshot {
 	defer c.mu.Unlock()
 	s := Snapshot{
 		Policies:     map[PolicyKey]PolicyInfo{},
+		Shadows:      map[PolicyKey]ShadowInfo{},
 		Applications: map[types.UID]string{},
 		Engine:       policyhubv1.EngineInfo{ReportAPIs: append([]string(nil), c.served...), KyvernoWebhooks: c.webhooks},
 	}
@@ -483,6 +508,9 @@ func (c *Collector) snapshot() Snapshot {
 		for _, obj := range p.informer.GetStore().List() {
 			if it, ok := obj.(*item); ok && it.policy != nil {
 				s.Policies[*it.policy] = it.info
+				if shadow, ok := it.shadow(); ok {
+					s.Shadows[*it.policy] = shadow
+				}
 			}
 		}
 	}

@@ -115,6 +115,11 @@ func addResult(d *Digest, res *openreportsv1alpha1.ReportResult) {
 	case "skip":
 		pc.Counts.Skip++
 	}
+	// A shadow's results are a preview, compared per resource by their counts alone: its
+	// violations and the exceptions it honoured are never compliance, and are not kept.
+	if policyhubv1.IsShadowName(key.Name) {
+		return
+	}
 	if result == "fail" || result == "error" {
 		d.Violations = append(d.Violations, Violation{
 			Policy: key, Rule: shared(res.Rule), Result: shared(result), Severity: severity, Category: category,

@@ -149,11 +149,31 @@ type PolicyInfo struct {
 	Title, Category, Severity string
 }
 
+// ShadowInfo is what a shadow policy's annotations say about it: the live policy it is compared
+// with (policyhub.io/shadow-of, empty when none) and which version of the candidate it is
+// (policyhub.io/content-hash). Each is cut to its bound (MaxShadowOf, MaxShadowContentHash)
+// with a mark that no policy name or hash contains, so a cut value never names another policy.
+type ShadowInfo struct {
+	Of, ContentHash string
+}
+
+// Bounds of a shadow's annotations as kept: MaxShadowOf is the longest value Validate accepts
+// in spec.shadows[].of (a kind, a '/' and a "namespace/name" reference: 381 bytes; the CRD
+// allows 400) and MaxShadowContentHash the CRD's and Validate's bound of its contentHash.
+const (
+	MaxShadowOf          = policyhubv1.MaxSummaryKindLength + 1 + policyhubv1.MaxSummaryRefLength
+	MaxShadowContentHash = 100
+)
+
 // Snapshot is everything the agent knows about the cluster's compliance at one moment.
 type Snapshot struct {
 	Digests  []*Digest
 	Blocks   []*Block
 	Policies map[PolicyKey]PolicyInfo
+	// Shadows are the policies labelled policyhub.io/shadow=true, with their annotations; each
+	// is in Policies too. Results of shadows (known here or not: a shadow is told by its name)
+	// are never compliance: a summary reports them apart.
+	Shadows map[PolicyKey]ShadowInfo
 	// Applications maps a resource's UID to its application (the value of its application
 	// label); resources without the label are absent.
 	Applications map[types.UID]string

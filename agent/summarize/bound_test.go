@@ -126,6 +126,14 @@ func shuffled(s collect.Snapshot, r *rand.Rand) collect.Snapshot {
 	for _, k := range pk {
 		out.Policies[k] = s.Policies[k]
 	}
+	if s.Shadows != nil {
+		out.Shadows = map[collect.PolicyKey]collect.ShadowInfo{}
+		sk := slices.Collect(maps.Keys(s.Shadows))
+		r.Shuffle(len(sk), func(i, j int) { sk[i], sk[j] = sk[j], sk[i] })
+		for _, k := range sk {
+			out.Shadows[k] = s.Shadows[k]
+		}
+	}
 	uids := slices.Collect(maps.Keys(s.Applications))
 	r.Shuffle(len(uids), func(i, j int) { uids[i], uids[j] = uids[j], uids[i] })
 	for _, u := range uids {

@@ -35,6 +35,10 @@ type policy struct {
 	severity  tally
 	category  tally
 	info      collect.PolicyInfo
+	// shadow: the policy is a shadow (by its name, known to the collector or not), whose
+	// results are never compliance: no total, policy, application, namespace, violation or
+	// blocked count holds them.
+	shadow bool
 }
 
 type app struct{ namespace, name string }
@@ -208,7 +212,7 @@ func (f *fold) resolve() {
 		}
 		p := f.policies[k]
 		if p == nil {
-			p = &policy{key: k, ref: f.ref(policyRef(k)), info: f.info(k)}
+			p = &policy{key: k, ref: f.ref(policyRef(k)), info: f.info(k), shadow: policyhubv1.IsShadowName(k.Name)}
 			f.policies[k] = p
 		}
 		f.rawPols[ri] = p
@@ -258,6 +262,9 @@ func (f *fold) count(apps *topK[appEntry]) {
 		}
 		n := blockCount(b)
 		p := f.rawPols[f.rawIndex[b.Policy]]
+		if p.shadow {
+			continue // a shadow never denies; should an Event say so, it is not compliance
+		}
 		p.blocked += n
 		if p.lastBlock == nil || newerBlock(b, p.lastBlock) {
 			p.lastBlock = b
@@ -305,10 +312,21 @@ func (f *fold) count(apps *topK[appEntry]) {
 			}
 			cur = d.app
 		}
-		ns := f.namespace(d.Resource.Namespace)
+		// Made on the first result counted, so that a resource only shadows judge makes no
+		// namespace; a digest of no result at all still shows its namespace, empty.
+		var ns *namespaceCounts
+		if len(d.Policies) == 0 {
+			ns = f.namespace(d.Resource.Namespace)
+		}
 		for i := range d.Policies {
 			pc := &d.Policies[i]
 			p := f.rawPols[f.rawAt(i, pc)]
+			if p.shadow {
+				continue
+			}
+			if ns == nil {
+				ns = f.namespace(d.Resource.Namespace)
+			}
 			addCounts(&p.counts, pc.Counts)
 			addCounts(&f.totals, pc.Counts)
 			if ns != nil {
@@ -326,6 +344,9 @@ func (f *fold) count(apps *topK[appEntry]) {
 		for i := range d.Violations {
 			v := &d.Violations[i]
 			p := f.rawPols[f.rawIndex[v.Policy]]
+			if p.shadow {
+				continue
+			}
 			p.severity.add(v.Severity)
 			p.category.add(v.Category)
 		}

@@ -14,10 +14,16 @@ import (
 // What a bounded summary keeps: the most important policies, applications and violations, in
 // the API's form.
 
-// topPolicies is the n policies to keep, most failing first, and how many policies there are.
+// topPolicies is the n policies to keep, most failing first, and how many policies there are
+// (shadows are none of them).
 func (f *fold) topPolicies(n int) ([]policyhubv1.PolicySummary, int) {
 	top := newTopK(n, comparePolicyPriority)
+	all := 0
 	for _, p := range f.policies {
+		if p.shadow {
+			continue // reported apart, in spec.shadows
+		}
+		all++
 		top.offer(policyhubv1.PolicySummary{
 			Name:           p.key.Name,
 			Namespace:      p.key.Namespace,
@@ -32,7 +38,7 @@ func (f *fold) topPolicies(n int) ([]policyhubv1.PolicySummary, int) {
 			LastBlocked:    lastBlocked(p.lastBlock),
 		})
 	}
-	return top.sorted(), len(f.policies)
+	return top.sorted(), all
 }
 
 // topExceptions is the n exceptions to keep, most results first, ties by name (the API's order),
@@ -118,7 +124,7 @@ func (f *fold) topViolations(n int) ([]policyhubv1.Violation, int64) {
 		for i := range d.Violations {
 			v := &d.Violations[i]
 			result := resultOf(v.Result)
-			if result == "" {
+			if result == "" || f.rawPols[f.rawIndex[v.Policy]].shadow {
 				continue
 			}
 			eligible++

@@ -84,6 +84,9 @@ func Summarize(s collect.Snapshot, o Options) policyhubv1.PolicyReportSummarySpe
 	excs, allExcs := f.topExceptions(o.MaxExceptions)
 	nss, allNss := f.topNamespaces(o.MaxNamespaces)
 	nPol, nApp, nViol, nExc, nNs := len(pols), len(apps), len(viols), len(excs), len(nss)
+	// Shadows are few (at most 50), and count towards the byte bound as all the rest does.
+	shadows := f.shadowResults()
+	nShadow, nNamed := len(shadows), policyhubv1.MaxShadowNamed
 
 	base := policyhubv1.PolicyReportSummarySpec{
 		Cluster:        o.Cluster,
@@ -94,14 +97,17 @@ func Summarize(s collect.Snapshot, o Options) policyhubv1.PolicyReportSummarySpe
 	}
 	for {
 		spec := assemble(base, pols[:nPol], apps[:nApp], viols[:nViol], excs[:nExc], nss[:nNs])
+		spec.Shadows = cutShadows(shadows, nShadow, nNamed)
 		spec.Truncated = truncation(allPols-nPol, allApps-nApp, allViols-int64(nViol), allExcs-nExc, allNss-nNs)
-		if size(spec) < o.MaxBytes || nPol+nApp+nViol+nExc+nNs == 0 {
+		if size(spec) < o.MaxBytes || nPol+nApp+nViol+nExc+nNs+nShadow == 0 {
 			spec.ContentHash = Hash(spec)
 			return spec
 		}
 		// Applications are the most numerous, and the per-policy view stands without them;
-		// namespaces next (a view of their own); violations are examples; exceptions (at most 200
-		// short entries) and policies go last.
+		// namespaces next (a view of their own); violations are examples, and so are the
+		// resources shadows name; exceptions (at most 200 short entries) next; then the shadows
+		// themselves, previews, before the policies, which are compliance. The API has no count
+		// of cut shadows: a shadow left out is one the hub has not heard of from this cluster.
 		switch {
 		case nApp > 0:
 			nApp /= 2
@@ -109,8 +115,12 @@ func Summarize(s collect.Snapshot, o Options) policyhubv1.PolicyReportSummarySpe
 			nNs /= 2
 		case nViol > 0:
 			nViol /= 2
+		case nShadow > 0 && nNamed > 0:
+			nNamed /= 2
 		case nExc > 0:
 			nExc /= 2
+		case nShadow > 0:
+			nShadow /= 2
 		default:
 			nPol /= 2
 		}
