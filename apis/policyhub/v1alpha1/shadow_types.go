@@ -119,7 +119,7 @@ type ShadowResults struct {
 	Kind string `json:"kind,omitempty"`
 	// Of is the live policy compared with, as AnnotationShadowOf names it; empty when none.
 	// +optional
-	// +kubebuilder:validation:MaxLength=400
+	// +kubebuilder:validation:MaxLength=381
 	Of string `json:"of,omitempty"`
 	// ContentHash is the shadow object's policyhub.io/content-hash: which version of the
 	// candidate these results are of.
