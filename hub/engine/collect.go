@@ -312,8 +312,16 @@ func freshReport(res aggregate.Results, lastHeard, arrived time.Time, written bo
 // setPreviews sets each cluster's preview (spec.preview) from its summary: for the shadows the
 // declaration ships there at their rendered content; none where it ships none, or only plans
 // (dry-run: a shadow that is never written never reports). A cluster whose summary could not
-// be read keeps what is known.
-func setPreviews(clusters []policyhubv1.ClusterStatus, read SummaryRead, t *render.Targets) []policyhubv1.ClusterStatus {
+// be read keeps what is known. A cluster counts as reported only once Kyverno has had time to
+// scan every resource for the shadow (settled): an agent lists a new shadow at once, with the
+// results Kyverno has made so far. recheck is how soon a cluster not settled yet may be (zero:
+// none).
+func setPreviews(clusters []policyhubv1.ClusterStatus, read SummaryRead, t *render.Targets, own []Outcome, now time.Time) ([]policyhubv1.ClusterStatus, time.Duration) {
+	wrote := make(map[string]time.Time, len(own))
+	for _, o := range own {
+		wrote[o.Cluster] = o.WroteAt
+	}
+	var recheck time.Time
 	for i := range clusters {
 		c := &clusters[i]
 		if read.Unread[c.Name] {
@@ -332,12 +340,48 @@ func setPreviews(clusters []policyhubv1.ClusterStatus, read SummaryRead, t *rend
 			c.Preview = nil
 			continue
 		}
-		var summary *policyhubv1.PolicyReportSummary
-		if s, ok := read.Summaries[c.Name]; ok {
-			summary = s
+		s := read.Summaries[c.Name]
+		p := aggregate.ForShadows(s, shadows)
+		// The shadows arrived when the worker wrote them; a worker that did not (the hub
+		// restarted, another replica wrote) counts from the cluster's last sync.
+		arrived := wrote[c.Name]
+		if arrived.IsZero() && c.LastSyncTime != nil {
+			arrived = c.LastSyncTime.Time
 		}
-		p := aggregate.ForShadows(summary, shadows)
+		if p.Reported {
+			if at, ok := settledAt(s, read, arrived, now); !ok {
+				p.Reported = false
+				if recheck.IsZero() || at.Before(recheck) {
+					recheck = at
+				}
+			}
+		}
 		c.Preview = &p
 	}
-	return clusters
+	if recheck.IsZero() {
+		return clusters, 0
+	}
+	return clusters, max(recheck.Sub(now)+time.Second, time.Millisecond)
+}
+
+// settledAt says whether the summary s speaks of shadows that arrived at arrived after Kyverno
+// has had reportGrace to scan every resource for them: the hub saw it that long after, or heard
+// the agent (its Lease) quietProof after, with nothing new to push (see freshReport). When not,
+// at is when it may be.
+func settledAt(s *policyhubv1.PolicyReportSummary, read SummaryRead, arrived, now time.Time) (at time.Time, ok bool) {
+	if arrived.IsZero() {
+		return now.Add(quietProof), false
+	}
+	observed, _ := aggregate.ObservedAt(s, now)
+	if !observed.Before(arrived.Add(reportGrace)) || !read.LastHeard(s, now).Before(arrived.Add(quietProof)) {
+		return time.Time{}, true
+	}
+	at = arrived.Add(quietProof)
+	if next := read.LastHeard(s, now).Add(aggregate.Heartbeat(s)); next.After(at) {
+		at = next
+	}
+	if !at.After(now) {
+		at = now.Add(aggregate.Heartbeat(s))
+	}
+	return at, false
 }

@@ -60,8 +60,9 @@ func (e Engine) statusHalf(ctx context.Context, key types.NamespacedName, d Decl
 	read := readSummaries(ctx, e.reader, e.summaryMetas, clusters, sh)
 	read.Heard = e.heard
 	clusters = d.SetResults(clusters, read, owned, now)
-	clusters = setPreviews(clusters, read, sent.Targets)
+	clusters, previewRecheck := setPreviews(clusters, read, sent.Targets, sent.kept, now)
 	clusters, recheck := gateReports(sent.Rollout, sent.kept, clusters, read, owned, now)
+	recheck = MinPositive(recheck, previewRecheck)
 	if !sh.writes {
 		// Another replica writes the declaration's status: this one keeps its clusters' entries.
 		if err := e.writeSlices(ctx, d, clusters, have); err != nil {
@@ -125,6 +126,7 @@ func (e Engine) statusHalf(ctx context.Context, key types.NamespacedName, d Decl
 		if prog.Holding != "" {
 			wake = MinPositive(wake, recheck) // a wave waits on reports not fresh yet
 		}
+		wake = MinPositive(wake, previewRecheck) // a preview waits on clusters not settled yet
 		return ctrl.Result{RequeueAfter: MinPositive(wake, prog.Wake)}
 	})
 	return ctrl.Result{}, nil
