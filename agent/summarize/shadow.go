@@ -152,8 +152,10 @@ func (f *fold) compareShadows(entries []*shadowEntry) {
 
 // judge counts one resource the shadow or its live policy (or both) gave a verdict.
 func (e *shadowEntry) judge(r collect.Resource, shadow, live policyhubv1.Verdict) {
-	none := policyhubv1.VerdictNone
-	if shadow == none && live == none {
+	none, skip := policyhubv1.VerdictNone, policyhubv1.VerdictSkip
+	// A skip says the policy did not apply to the resource, as no result does (a legacy rule
+	// skipped in background scans, its conversion evaluated at admission only): alike.
+	if shadow == none && (live == none || live == skip) {
 		return
 	}
 	o := &e.out
@@ -169,7 +171,7 @@ func (e *shadowEntry) judge(r collect.Resource, shadow, live policyhubv1.Verdict
 		}
 	}
 	switch {
-	case shadow != none && live != none && shadow == live:
+	case shadow != none && (shadow == live || shadow == skip && live == none):
 		o.Same++
 		return
 	case shadow != none && live != none:

@@ -67,8 +67,9 @@ var (
 
 // shadowSnapshot is a cluster with a live Audit ClusterPolicy requiring a team label and its
 // shadow, a ValidatingPolicy requiring team and tier: web has both labels, api team only, db
-// neither; the shadow does not match jobs (the live policy skips it) and matches cron, which the
-// live policy does not.
+// neither; the shadow does not match jobs (the live policy skips it: alike), skips batch (the
+// live policy does not match it: alike too) and matches cron, which the live policy does not;
+// the live policy passes queue, which the shadow does not match.
 func shadowSnapshot() collect.Snapshot {
 	return collect.Snapshot{
 		Digests: []*collect.Digest{
@@ -77,6 +78,8 @@ func shadowSnapshot() collect.Snapshot {
 			judged(deployment("shop", "db"), counts(liveTeam, collect.Counts{Fail: 1}), counts(shadowTeam, collect.Counts{Fail: 2})),
 			judged(deployment("shop", "jobs"), counts(liveTeam, skipped)),
 			judged(deployment("shop", "cron"), counts(shadowTeam, collect.Counts{Warn: 1})),
+			judged(deployment("shop", "batch"), counts(shadowTeam, skipped)),
+			judged(deployment("shop", "queue"), counts(liveTeam, passed)),
 		},
 		Policies: map[collect.PolicyKey]collect.PolicyInfo{liveTeam: {Severity: "high"}, shadowTeam: {Severity: "high"}},
 		Shadows:  map[collect.PolicyKey]collect.ShadowInfo{shadowTeam: {Of: "ClusterPolicy/require-team", ContentHash: "sha256:abc"}},
@@ -95,12 +98,12 @@ func TestSummarizeShadows(t *testing.T) {
 			in:   shadowSnapshot(),
 			want: []policyhubv1.ShadowResults{{
 				Name: shadowName, Kind: "ValidatingPolicy", Of: "ClusterPolicy/require-team", ContentHash: "sha256:abc",
-				Resources: 4, WouldFail: 2, NewlyFailing: 1, Same: 2, Differ: 1, OnlyShadow: 1, OnlyLive: 1,
+				Resources: 5, WouldFail: 2, NewlyFailing: 1, Same: 3, Differ: 1, OnlyShadow: 1, OnlyLive: 1,
 				FirstNewlyFailing: []policyhubv1.ResourceRef{deploymentRef("shop", "api")},
 				FirstDiffering: []policyhubv1.VerdictDifference{
 					{Resource: deploymentRef("shop", "api"), Shadow: policyhubv1.VerdictFail, Live: policyhubv1.VerdictPass},
 					{Resource: deploymentRef("shop", "cron"), Shadow: policyhubv1.VerdictPass, Live: policyhubv1.VerdictNone},
-					{Resource: deploymentRef("shop", "jobs"), Shadow: policyhubv1.VerdictNone, Live: policyhubv1.VerdictSkip},
+					{Resource: deploymentRef("shop", "queue"), Shadow: policyhubv1.VerdictNone, Live: policyhubv1.VerdictPass},
 				},
 			}},
 		},
@@ -293,7 +296,7 @@ func TestShadowResultsAreNeverCompliance(t *testing.T) {
 	got := Summarize(s, Options{Cluster: "east-1"})
 	assertNoShadowCounted(t, got)
 	// Stated: the live policy's own counts, nothing of the shadow's.
-	wantTotals := policyhubv1.ResultCounts{Pass: 2, Fail: 1, Skip: 1}
+	wantTotals := policyhubv1.ResultCounts{Pass: 3, Fail: 1, Skip: 1}
 	if got.Totals != wantTotals || got.Blocked != 0 {
 		t.Errorf("totals %+v blocked %d, want %+v and 0", got.Totals, got.Blocked, wantTotals)
 	}

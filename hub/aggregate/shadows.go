@@ -14,7 +14,7 @@ type Shadow struct {
 // ForShadows is a declaration's preview in one cluster, from the cluster's summary (nil: none
 // yet): reported once the summary holds the results of every one of the shadows at their
 // content, the counts summed over them (as AddCount sums), and up to
-// MaxClusterPreviewNamed newly failing resources named. A summary's shadow entry for an older
+// MaxClusterPreviewNamed newly failing and differing resources named. A summary's shadow entry for an older
 // content is not reported: the candidate changed since.
 func ForShadows(s *policyhubv1.PolicyReportSummary, shadows []Shadow) policyhubv1.ClusterPreview {
 	p := policyhubv1.ClusterPreview{Reported: s != nil && len(shadows) > 0}
@@ -27,14 +27,21 @@ func ForShadows(s *policyhubv1.PolicyReportSummary, shadows []Shadow) policyhubv
 		p.Resources = AddCount(p.Resources, entry.Resources)
 		p.WouldFail = AddCount(p.WouldFail, entry.WouldFail)
 		p.NewlyFailing = AddCount(p.NewlyFailing, entry.NewlyFailing)
-		for _, n := range []int64{entry.Differ, entry.OnlyShadow, entry.OnlyLive} {
-			p.Differ = AddCount(p.Differ, n)
-		}
+		p.Same = AddCount(p.Same, entry.Same)
+		p.Differ = AddCount(p.Differ, entry.Differ)
+		p.OnlyShadow = AddCount(p.OnlyShadow, entry.OnlyShadow)
+		p.OnlyLive = AddCount(p.OnlyLive, entry.OnlyLive)
 		for _, r := range entry.FirstNewlyFailing {
 			if len(p.FirstNewlyFailing) == policyhubv1.MaxClusterPreviewNamed {
 				break
 			}
 			p.FirstNewlyFailing = append(p.FirstNewlyFailing, r)
+		}
+		for _, d := range entry.FirstDiffering {
+			if len(p.FirstDiffering) == policyhubv1.MaxClusterPreviewNamed {
+				break
+			}
+			p.FirstDiffering = append(p.FirstDiffering, d)
 		}
 	}
 	return p

@@ -73,7 +73,10 @@ func previewStatus(fp *policyhubv1.FleetPolicy, plan *rollout.Plan, clusters []p
 		p.Resources = aggregate.AddCount(p.Resources, cp.Resources)
 		p.WouldFail = aggregate.AddCount(p.WouldFail, cp.WouldFail)
 		p.NewlyFailing = aggregate.AddCount(p.NewlyFailing, cp.NewlyFailing)
+		p.Same = aggregate.AddCount(p.Same, cp.Same)
 		p.Differ = aggregate.AddCount(p.Differ, cp.Differ)
+		p.OnlyShadow = aggregate.AddCount(p.OnlyShadow, cp.OnlyShadow)
+		p.OnlyLive = aggregate.AddCount(p.OnlyLive, cp.OnlyLive)
 	}
 	if p.Clusters > 0 && p.Reported == p.Clusters {
 		p.CompletedAt = &at
@@ -81,10 +84,10 @@ func previewStatus(fp *policyhubv1.FleetPolicy, plan *rollout.Plan, clusters []p
 			p.CompletedAt = prev.CompletedAt
 		}
 	}
-	// Clusters with the most newly failing first (then would-fail, then by name): their
-	// resources are the ones named.
+	// Clusters with the most newly failing first (then differing, then would-fail, then by
+	// name): their resources are the ones named.
 	slices.SortFunc(reported, func(a, b policyhubv1.ClusterPreview) int {
-		return cmp.Or(cmp.Compare(b.NewlyFailing, a.NewlyFailing), cmp.Compare(b.WouldFail, a.WouldFail), cmp.Compare(a.Cluster, b.Cluster))
+		return cmp.Or(cmp.Compare(b.NewlyFailing, a.NewlyFailing), cmp.Compare(b.Differing(), a.Differing()), cmp.Compare(b.WouldFail, a.WouldFail), cmp.Compare(a.Cluster, b.Cluster))
 	})
 	for _, cp := range reported {
 		for _, r := range cp.FirstNewlyFailing {
@@ -92,8 +95,13 @@ func previewStatus(fp *policyhubv1.FleetPolicy, plan *rollout.Plan, clusters []p
 				p.FirstNewlyFailing = append(p.FirstNewlyFailing, policyhubv1.ClusterResource{Cluster: cp.Cluster, Resource: r})
 			}
 		}
-		if len(p.TopClusters) < policyhubv1.MaxPreviewClusters && cp.WouldFail > 0 {
-			cp.FirstNewlyFailing = nil
+		for _, d := range cp.FirstDiffering {
+			if len(p.FirstDiffering) < policyhubv1.MaxPreviewNamed {
+				p.FirstDiffering = append(p.FirstDiffering, policyhubv1.ClusterDifference{Cluster: cp.Cluster, VerdictDifference: d})
+			}
+		}
+		if len(p.TopClusters) < policyhubv1.MaxPreviewClusters && (cp.WouldFail > 0 || cp.Differing() > 0) {
+			cp.FirstNewlyFailing, cp.FirstDiffering = nil, nil
 			p.TopClusters = append(p.TopClusters, cp)
 		}
 	}

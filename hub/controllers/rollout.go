@@ -62,7 +62,7 @@ func stepRollout(plan *rollout.Plan, outcomes []engine.Outcome, clusters []polic
 	parity := map[string]rollout.Parity{}
 	for _, c := range clusters {
 		if c.Preview != nil {
-			parity[c.Name] = rollout.Parity{Reported: c.Preview.Reported, Differ: c.Preview.Differ}
+			parity[c.Name] = rollout.Parity{Reported: c.Preview.Reported, Differ: c.Preview.Differing()}
 		}
 	}
 	approved := map[string]bool{}

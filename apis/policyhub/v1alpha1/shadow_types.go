@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"math"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -138,7 +139,8 @@ type ShadowResults struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	NewlyFailing int64 `json:"newlyFailing,omitempty"`
-	// Same counts the resources both policies have the same verdict for.
+	// Same counts the resources both policies have the same verdict for (a skip and no result
+	// are alike: the policy did not apply).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Same int64 `json:"same,omitempty"`
@@ -237,6 +239,19 @@ type PreviewStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
 	FirstNewlyFailing []ClusterResource `json:"firstNewlyFailing,omitempty"`
+	// FirstDiffering names resources the candidate and the live version judge differently, with
+	// their cluster and both verdicts; at most 20.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	FirstDiffering []ClusterDifference `json:"firstDiffering,omitempty"`
+}
+
+// ClusterDifference is a resource of a cluster two policies judge differently.
+type ClusterDifference struct {
+	// Cluster is the cluster's name.
+	Cluster string `json:"cluster"`
+	// VerdictDifference is the resource and both verdicts.
+	VerdictDifference `json:",inline"`
 }
 
 // ClusterPreview is a preview's counts in one cluster.
@@ -256,15 +271,45 @@ type ClusterPreview struct {
 	// NewlyFailing counts those the live version does not fail.
 	// +optional
 	NewlyFailing int64 `json:"newlyFailing,omitempty"`
-	// Differ counts the resources the candidate and the live version judge differently, or
-	// only one of them judges.
+	// Same counts the resources the candidate and the live version judge alike.
+	// +optional
+	Same int64 `json:"same,omitempty"`
+	// Differ counts the resources both judge, differently.
 	// +optional
 	Differ int64 `json:"differ,omitempty"`
+	// OnlyShadow counts the resources only the candidate judges.
+	// +optional
+	OnlyShadow int64 `json:"onlyShadow,omitempty"`
+	// OnlyLive counts the resources only the live version judges.
+	// +optional
+	OnlyLive int64 `json:"onlyLive,omitempty"`
 	// FirstNewlyFailing names the first newly failing resources in the cluster; at most 3 (the
 	// agent's summary names up to 10).
 	// +optional
 	// +kubebuilder:validation:MaxItems=3
 	FirstNewlyFailing []ResourceRef `json:"firstNewlyFailing,omitempty"`
+	// FirstDiffering names the first resources the candidate and the live version judge
+	// differently in the cluster, with both verdicts; at most 3.
+	// +optional
+	// +kubebuilder:validation:MaxItems=3
+	FirstDiffering []VerdictDifference `json:"firstDiffering,omitempty"`
+}
+
+// Differing counts the resources the candidate and the live version do not judge alike: judged
+// differently, or by one of them only.
+func (p *ClusterPreview) Differing() int64 {
+	return satAdd(satAdd(p.Differ, p.OnlyShadow), p.OnlyLive)
+}
+
+// satAdd adds two counts, a negative one as 0, stopping at the largest int64.
+func satAdd(a, b int64) int64 {
+	if b <= 0 {
+		return a
+	}
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // MaxClusterPreviewNamed bounds the resources a cluster's preview entry names.

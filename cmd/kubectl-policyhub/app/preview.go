@@ -726,6 +726,9 @@ type previewReport struct {
 	PerCluster []previewCluster `json:"perCluster"`
 	// FirstNewlyFailing names the fleet's first newly failing resources (at most 20).
 	FirstNewlyFailing []previewResource `json:"firstNewlyFailing"`
+	// FirstDiffering names resources the candidate and the running version judge differently,
+	// with both verdicts (at most 20).
+	FirstDiffering []previewDifference `json:"firstDiffering"`
 
 	// generation and observed are the FleetPolicy's, for the table's note.
 	generation, observed int64
@@ -752,10 +755,18 @@ type previewResource struct {
 	Name       string `json:"name"`
 }
 
+// previewDifference is a resource of a cluster the candidate (shadow) and the running version
+// (live) judge differently.
+type previewDifference struct {
+	previewResource
+	Shadow policyhubv1.Verdict `json:"shadow"`
+	Live   policyhubv1.Verdict `json:"live"`
+}
+
 // buildPreviewReport is fp's preview, with each cluster's part from its state (its
 // ClusterStatusSlices entry); clusters without a preview entry are not the preview's.
 func buildPreviewReport(fp *policyhubv1.FleetPolicy, clusters []policyhubv1.ClusterStatus) *previewReport {
-	r := &previewReport{FleetPolicy: fp.Name, PerCluster: []previewCluster{}, FirstNewlyFailing: []previewResource{},
+	r := &previewReport{FleetPolicy: fp.Name, PerCluster: []previewCluster{}, FirstNewlyFailing: []previewResource{}, FirstDiffering: []previewDifference{},
 		generation: fp.Generation, observed: fp.Status.ObservedGeneration}
 	if t, err := previewTargetOf(fp); err == nil {
 		r.Candidate, r.CandidateRevision = t.candidate, t.revision
@@ -779,7 +790,7 @@ func buildPreviewReport(fp *policyhubv1.FleetPolicy, clusters []policyhubv1.Clus
 		}
 		row := previewCluster{Name: c.Name, Reported: c.Preview.Reported}
 		if row.Reported {
-			row.Resources, row.WouldFail, row.NewlyFailing, row.Differ = c.Preview.Resources, c.Preview.WouldFail, c.Preview.NewlyFailing, c.Preview.Differ
+			row.Resources, row.WouldFail, row.NewlyFailing, row.Differ = c.Preview.Resources, c.Preview.WouldFail, c.Preview.NewlyFailing, c.Preview.Differing()
 			for _, ref := range c.Preview.FirstNewlyFailing {
 				row.FirstNewlyFailing = append(row.FirstNewlyFailing, toResourceRef(ref))
 			}
@@ -792,6 +803,10 @@ func buildPreviewReport(fp *policyhubv1.FleetPolicy, clusters []policyhubv1.Clus
 	for _, cr := range p.FirstNewlyFailing {
 		r.FirstNewlyFailing = append(r.FirstNewlyFailing, previewResource{Cluster: cr.Cluster, APIVersion: cr.Resource.APIVersion,
 			Kind: cr.Resource.Kind, Namespace: cr.Resource.Namespace, Name: cr.Resource.Name})
+	}
+	for _, d := range p.FirstDiffering {
+		r.FirstDiffering = append(r.FirstDiffering, previewDifference{Shadow: d.Shadow, Live: d.Live, previewResource: previewResource{Cluster: d.Cluster,
+			APIVersion: d.Resource.APIVersion, Kind: d.Resource.Kind, Namespace: d.Resource.Namespace, Name: d.Resource.Name}})
 	}
 	return r
 }
@@ -862,6 +877,14 @@ func printPreview(w io.Writer, r *previewReport, now time.Time) {
 		}
 		if more := r.NewlyFailing - int64(len(r.FirstNewlyFailing)); more > 0 {
 			fmt.Fprintf(w, "(and %d more not named: the status names the first %d)\n", more, policyhubv1.MaxPreviewNamed)
+		}
+	}
+	if len(r.FirstDiffering) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "First judged differently (candidate / running version):")
+		tableRow(w, "CLUSTER", "NAMESPACE", "KIND", "NAME", "CANDIDATE", "RUNNING")
+		for _, d := range r.FirstDiffering {
+			tableRow(w, d.Cluster, d.Namespace, d.Kind, d.Name, string(d.Shadow), string(d.Live))
 		}
 	}
 }

@@ -263,7 +263,9 @@ func TestPreviewTableLongLists(t *testing.T) {
 // -o json: every count printed, zeros too; every cluster; the clusters not yet reported with 0.
 func TestPreviewReportJSON(t *testing.T) {
 	fp := previewFleetPolicy(t, &policyhubv1.PreviewStatus{Shadow: "policyhub-shadow-require-team-v2", Clusters: 2, Reported: 1, WouldFail: 1,
-		FirstNewlyFailing: []policyhubv1.ClusterResource{{Cluster: "a", Resource: refOf("shop", "Deployment", "web")}}})
+		FirstNewlyFailing: []policyhubv1.ClusterResource{{Cluster: "a", Resource: refOf("shop", "Deployment", "web")}},
+		FirstDiffering: []policyhubv1.ClusterDifference{{Cluster: "a", VerdictDifference: policyhubv1.VerdictDifference{
+			Resource: refOf("shop", "Deployment", "web"), Shadow: policyhubv1.VerdictFail, Live: policyhubv1.VerdictPass}}}})
 	r := buildPreviewReport(fp, []policyhubv1.ClusterStatus{
 		{Name: "b", Preview: &policyhubv1.ClusterPreview{Reported: false, WouldFail: 7}},
 		{Name: "a", Preview: &policyhubv1.ClusterPreview{Reported: true, WouldFail: 1, NewlyFailing: 1, FirstNewlyFailing: []policyhubv1.ResourceRef{refOf("shop", "Deployment", "web")}}},
@@ -277,7 +279,7 @@ func TestPreviewReportJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range []string{"fleetPolicy", "candidate", "candidateRevision", "upToDate", "revision", "shadow", "complete", "clusters", "reported",
-		"resources", "wouldFail", "newlyFailing", "same", "differ", "onlyShadow", "onlyLive", "perCluster", "firstNewlyFailing"} {
+		"resources", "wouldFail", "newlyFailing", "same", "differ", "onlyShadow", "onlyLive", "perCluster", "firstNewlyFailing", "firstDiffering"} {
 		if _, ok := got[key]; !ok {
 			t.Errorf("-o json lacks %q:\n%s", key, out.String())
 		}
@@ -315,6 +317,17 @@ func TestPreviewReportJSON(t *testing.T) {
       "kind": "Deployment",
       "namespace": "shop",
       "name": "web"
+    }
+  ],
+  "firstDiffering": [
+    {
+      "cluster": "a",
+      "apiVersion": "apps/v1",
+      "kind": "Deployment",
+      "namespace": "shop",
+      "name": "web",
+      "shadow": "fail",
+      "live": "pass"
     }
   ]
 }
