@@ -130,6 +130,18 @@ spec:
 			"evaluation.background.enabled":  false,
 			"matchConstraints.resourceRules": []any{map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "resources": []any{"pods"}, "operations": []any{"UPDATE"}}},
 		}, ""},
+		"precondition letting CREATE through → background on (Kyverno's scans evaluate CREATE)": {policyHead + `spec:
+  rules:
+  - name: r
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    preconditions:
+      all:
+      - {key: "{{request.operation || 'BACKGROUND'}}", operator: AnyIn, value: [CREATE, UPDATE]}
+    validate: {pattern: {metadata: {name: "?*"}}}
+`, map[string]any{
+			"evaluation.background.enabled":  true,
+			"matchConstraints.resourceRules": []any{map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "resources": []any{"pods"}, "operations": []any{"CREATE", "UPDATE"}}},
+		}, ""},
 		"namespaces → namespaceSelector; kinds grouped": {policyHead + `spec:
   rules:
   - name: r

@@ -15,8 +15,9 @@ import (
 //     ways; the name must hold no wildcard, and the keys of a Kubernetes object are schema field
 //     names, which hold none either, so this is key membership;
 //   - preconditions on "{{ request.operation || 'BACKGROUND' }}" against literal operations,
-//     which become the resourceRules' operations (and, when BACKGROUND is excluded, background
-//     evaluation off, as the legacy rule skipped every background scan).
+//     which become the resourceRules' operations (and, when CREATE is excluded, background
+//     evaluation off: Kyverno's background scans evaluate request.operation as CREATE, so the
+//     'BACKGROUND' default never applies there).
 //
 // Everything else, request.object paths included (a missing field's null meets each operator
 // differently), is refused.
@@ -137,9 +138,9 @@ func splitCondition(where string, c any) (key any, op string, value any, err err
 	return m["key"], op, m["value"], nil
 }
 
-// legacyOperations are the operations a legacy precondition on request.operation can see;
-// BACKGROUND is what the rule's default gives in a background scan.
-var legacyOperations = []string{"CREATE", "UPDATE", "DELETE", "CONNECT", "BACKGROUND"}
+// legacyOperations are the operations a legacy precondition on request.operation can see (a
+// background scan's is CREATE).
+var legacyOperations = []string{"CREATE", "UPDATE", "DELETE", "CONNECT"}
 
 // preconditionOps reads preconditions made only of all conditions on
 // "{{ request.operation || 'BACKGROUND' }}" and returns the operations they let through.

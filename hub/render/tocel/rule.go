@@ -103,9 +103,13 @@ func convertRule(rule map[string]any, specAction string) (convertedRule, RuleRep
 	if len(cr.operations) == 0 {
 		return cr, rep, refuse("preconditions", "no admission operation is left to match")
 	}
-	if !contains(allowed, "BACKGROUND") {
+	// Kyverno's background scans evaluate a rule with request.operation CREATE (seen with
+	// Kyverno 1.19 on the local fleet: require-probes' "{{request.operation || 'BACKGROUND'}}"
+	// AnyIn [CREATE, UPDATE] reports pass and fail from the background scan): a rule whose
+	// preconditions let CREATE through is scanned in background, one that excludes it is not.
+	if !contains(allowed, "CREATE") {
 		cr.background = false
-		rep.Notes = append(rep.Notes, "the legacy rule skipped background scans (request.operation precondition): background evaluation is off")
+		rep.Notes = append(rep.Notes, "the legacy rule skipped background scans (its request.operation precondition excludes CREATE, the operation Kyverno's background scans evaluate): background evaluation is off")
 	}
 
 	msg, _ := v["message"].(string)
