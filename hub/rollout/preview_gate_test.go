@@ -92,9 +92,17 @@ func TestParityGateSwapsWaveByWave(t *testing.T) {
 	if got := plan.PreviewClusters(); !reflect.DeepEqual(got, []string{"p-1"}) {
 		t.Errorf("previewed in %v, want prod only", got)
 	}
-	done := in(swapping.Waves, map[string]Parity{"p-1": {Reported: true}}, map[string]Measure{"s-1": {Synced: true}})
+	settling := in(swapping.Waves, map[string]Parity{"p-1": {Reported: true}}, map[string]Measure{"s-1": {Synced: true}})
+	if got := phases(settling); !reflect.DeepEqual(got, []Phase{Enforcing, Pending}) || !strings.Contains(settling.Waves[0].Reason, "swapping: the new version is in force") {
+		t.Fatalf("phases %v (%s): staging keeps the running version while the new one settles", got, settling.Waves[0].Reason)
+	}
+	if due := NextWake(waves, settling.Waves); !due.Equal(t0.Add(SwapSettle)) {
+		t.Errorf("next wake %v, want when the swap has settled", due)
+	}
+	done := Next(Input{Waves: waves, Previous: settling.Waves, Now: t0.Add(SwapSettle), PreviewGate: gate, Swap: true,
+		Parity: map[string]Parity{"p-1": {Reported: true}}, Measures: map[string]Measure{"s-1": {Synced: true}}})
 	if got := phases(done); !reflect.DeepEqual(got, []Phase{Done, Enforcing}) {
-		t.Fatalf("phases %v: staging done once in force, then prod swaps", got)
+		t.Fatalf("phases %v: staging done once in force long enough, then prod swaps", got)
 	}
 	plan = &Plan{Waves: waves, States: done.Waves, Modes: done.Modes, previewGate: gate, stable: stable}
 	if v := plan.Versions()["s-1"]; v.Keep != nil {

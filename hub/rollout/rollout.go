@@ -248,12 +248,32 @@ func step(w Wave, s WaveState, in Input) WaveState {
 	if s.Phase == Enforcing {
 		if syncing := unsynced(w.Clusters, in.Measures); len(syncing) > 0 {
 			s.Reason = "syncing Enforce: waiting for " + strings.Join(syncing, ", ")
+			s.HoldingSince = nil
 			return s
 		}
+		if in.Swap && in.PreviewGate != nil && in.PreviewGate.Parity != nil {
+			// A swap: the running version goes only once the new one has been in force a while.
+			if s.HoldingSince == nil {
+				since := in.Now
+				s.HoldingSince = &since
+			}
+			if held := in.Now.Sub(*s.HoldingSince); held < SwapSettle {
+				s.Reason = fmt.Sprintf("swapping: the new version is in force, the running one is removed once it has been for %s (%s so far)", SwapSettle, held.Round(time.Second))
+				return s
+			}
+		}
 		enter(Done)
+		s.HoldingSince = nil
 	}
 	return s
 }
+
+// SwapSettle is how long a swapped-in version must have been in force in a wave's clusters
+// before the version it replaces is removed there. Kyverno reports a policy ready once its
+// webhook is configured, and its admission controller may take a moment more to judge with it:
+// on the local fleet, a violating request was admitted within a second of the legacy policy's
+// removal when the removal followed the readiness at once.
+const SwapSettle = 15 * time.Second
 
 // previewGates starts a Pending wave w (s) under a preview gate: the first wave only once the
 // version's preview is complete and within the gate's fleet-wide bounds; with parity, any wave

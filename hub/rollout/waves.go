@@ -54,8 +54,11 @@ func Waves(spec []policyhubv1.RolloutWave, placed []Cluster) ([]Wave, error) {
 	return waves, nil
 }
 
-// soakDue is when the wave's soak ends, while it soaks.
+// soakDue is when the wave's soak ends, while it soaks (or a swap's settling, see SwapSettle).
 func (w Wave) soakDue(s WaveState) (time.Time, bool) {
+	if s.Phase == Enforcing && s.HoldingSince != nil {
+		return s.HoldingSince.Add(SwapSettle), true // a swap settling
+	}
 	if s.Phase != Waiting || s.HoldingSince == nil || w.Gate.Soak == 0 {
 		return time.Time{}, false
 	}
