@@ -28,18 +28,10 @@ spec:
     kind: ValidatingPolicy
     spec:
       validationActions: [Deny]
-      matchConstraints:
-        resourceRules:
-        - apiGroups: [apps]
-          apiVersions: [v1]
-          operations: [CREATE, UPDATE]
-          resources: [deployments]
-        namespaceSelector:
-          matchLabels: {kubernetes.io/metadata.name: %s}
-      validations:
+%s      validations:
       - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
         message: Deployments need a team label
-`, name, ns))
+`, name, deploymentsMatch(ns, 6)))
 	waitFleetPolicy(t, name, "in force in cluster-1", allInForce)
 
 	if err := c1.Create(ctx, shopDeployment(ns, "web", "")); err != nil {

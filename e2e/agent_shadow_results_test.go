@@ -81,19 +81,11 @@ spec:
   evaluation:
     admission: {enabled: false}
     background: {enabled: true}
-  matchConstraints:
-    resourceRules:
-    - apiGroups: [apps]
-      apiVersions: [v1]
-      operations: [CREATE, UPDATE]
-      resources: [deployments]
-    namespaceSelector:
-      matchLabels: {kubernetes.io/metadata.name: %s}
-  validations:
+%s  validations:
   - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels && 'tier' in object.metadata.labels"
     message: Deployments need a team and a tier label
 `, shadow, policyhubv1.LabelShadow, policyhubv1.ShadowValue,
-		policyhubv1.AnnotationShadowOf, policyhubv1.ShadowOfValue("ClusterPolicy", "", live), policyhubv1.AnnotationContentHash, contentHash, ns))
+		policyhubv1.AnnotationShadowOf, policyhubv1.ShadowOfValue("ClusterPolicy", "", live), policyhubv1.AnnotationContentHash, contentHash, deploymentsMatch(ns, 2)))
 	for _, p := range []*unstructured.Unstructured{livePolicy, shadowPolicy} {
 		apply(ctx, t, c1, p)
 		t.Cleanup(func() { _ = c1.Delete(context.Background(), p) })

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,3 +107,17 @@ var testScheme = func() *runtime.Scheme {
 
 // listAll lists every object (no selector).
 var listAll = metav1.ListOptions{}
+
+// deploymentsMatch is a ValidatingPolicy's matchConstraints for the Deployments of namespace ns
+// (created or updated), as YAML indented by indent spaces, ending in a newline.
+func deploymentsMatch(ns string, indent int) string {
+	pad := strings.Repeat(" ", indent)
+	var b strings.Builder
+	for _, line := range []string{
+		"matchConstraints:", "  resourceRules:", "  - apiGroups: [apps]", "    apiVersions: [v1]", "    operations: [CREATE, UPDATE]",
+		"    resources: [deployments]", "  namespaceSelector:", "    matchLabels: {kubernetes.io/metadata.name: " + ns + "}",
+	} {
+		b.WriteString(pad + line + "\n")
+	}
+	return b.String()
+}

@@ -36,18 +36,10 @@ spec:
       evaluation:
         admission: {enabled: false}
         background: {enabled: true}
-      matchConstraints:
-        resourceRules:
-        - apiGroups: [apps]
-          apiVersions: [v1]
-          operations: [CREATE, UPDATE]
-          resources: [deployments]
-        namespaceSelector:
-          matchLabels: {kubernetes.io/metadata.name: %s}
-      validations:
+%s      validations:
       - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
         message: Deployments need a team label
-`, name, ns))
+`, name, deploymentsMatch(ns, 6)))
 	waitFleetPolicy(t, name, "synced in cluster-1", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
 	fails := func(what string, n int64) {
 		t.Helper()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,33 +48,9 @@ func TestPreviewOfANewEnforcePolicy(t *testing.T) {
 		}
 	}
 
-	createFleetPolicy(t, fmt.Sprintf(`
-apiVersion: policyhub.io/v1alpha1
-kind: FleetPolicy
-metadata: {name: %s}
-spec:
-  mode: Enforce
-  placement: {clusters: [cluster-1, cluster-2]}
-  preview: {}
-  template:
-    apiVersion: kyverno.io/v1
-    kind: ClusterPolicy
-    spec:
-      background: true
-      rules:
-      - name: need-team
-        match:
-          any:
-          - resources:
-              kinds: [Deployment]
-              namespaces: [%s]
-        validate:
-          message: "Deployments need a team label"
-          pattern:
-            metadata:
-              labels:
-                team: "?*"
-`, name, ns))
+	// teamLabelPolicy in Enforce, previewed when created: spec.preview without a template holds
+	// it back, nothing but its shadow ships.
+	createFleetPolicy(t, strings.Replace(teamLabelPolicy(name, ns, "Enforce", "cluster-1", "cluster-2"), "\nspec:\n", "\nspec:\n  preview: {}\n", 1))
 
 	// While the preview runs, a Deployment the policy forbids is admitted: the shadow never
 	// denies (Kyverno had the shadow before this create: the first result below shows it).
