@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -425,6 +426,50 @@ func TestAdmissionRefusesInvalidDeclarations(t *testing.T) {
 			change: set("forever", "spec", "heartbeatInterval"),
 			want:   []string{"spec.heartbeatInterval"},
 		},
+		{
+			name: "FleetPolicy template taking a shadow's name", base: validFleetPolicy,
+			change: set("policyhub-shadow-disallow-latest-tag", "spec", "template", "metadata", "name"),
+			want:   []string{"template.metadata.name may not start with policyhub-shadow-"},
+		},
+		{
+			name: "valid FleetPolicy created previewed (spec.preview without a template)", base: validFleetPolicy,
+			change: set(map[string]any{}, "spec", "preview"),
+		},
+		{
+			name: "FleetPolicy preview candidate taking a shadow's name", base: validFleetPolicy,
+			change: set(map[string]any{"template": map[string]any{"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy",
+				"metadata": map[string]any{"name": "policyhub-shadow-x"}, "spec": map[string]any{}}}, "spec", "preview"),
+			want: []string{"spec.preview.template", "may not start with policyhub-shadow-"},
+		},
+		{
+			name: "FleetPolicy preview with a rollout's preview gate", base: validFleetPolicy,
+			change: func(u *unstructured.Unstructured) {
+				rollout(wave("staging", "cluster-1"))(u)
+				set(map[string]any{"maxWouldFail": int64(0)}, "spec", "rollout", "previewGate")(u)
+				set(map[string]any{}, "spec", "preview")(u)
+			},
+			want: []string{"spec.preview cannot be set with spec.rollout.previewGate"},
+		},
+		{
+			name: "valid FleetPolicy rollout with a parity gate", base: validFleetPolicy,
+			change: func(u *unstructured.Unstructured) {
+				rollout(wave("staging", "cluster-1"))(u)
+				set(map[string]any{"parity": map[string]any{"maxDiffering": int64(0)}}, "spec", "rollout", "previewGate")(u)
+			},
+		},
+		{
+			name: "FleetPolicy rollout with an empty preview gate", base: validFleetPolicy,
+			change: func(u *unstructured.Unstructured) {
+				rollout(wave("staging", "cluster-1"))(u)
+				set(map[string]any{}, "spec", "rollout", "previewGate")(u)
+			},
+			want: []string{"rollout.previewGate needs maxWouldFail, maxNewlyFailing or parity"},
+		},
+		{
+			name: "PolicySet rollout with a preview gate", base: validPolicySet,
+			change: set(map[string]any{"waves": []any{map[string]any{"name": "all"}}, "previewGate": map[string]any{"maxWouldFail": int64(0)}}, "spec", "rollout"),
+			want:   []string{"spec.rollout.previewGate is not supported on a PolicySet yet"},
+		},
 		{name: "valid PolicySet from OCI", base: validPolicySet},
 		{
 			name: "valid PolicySet inline", base: validPolicySet,
@@ -507,5 +552,37 @@ func TestAdmissionRefusesInvalidDeclarations(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A FleetPolicy already stored may not get spec.preview without a template: that would hold its
+// live policy back (withdraw it from every cluster). A candidate in spec.preview.template is
+// admitted, and so is keeping a preview it was created with.
+func TestAdmissionRefusesHoldingBackAPolicyInForce(t *testing.T) {
+	inParallel(t)
+	ctx := testContext(t)
+	hub := directClient(t, fleetOf(t).Hub.Config)
+	fp := object(t, strings.Replace(validFleetPolicy, "name: disallow-latest-tag", "name: admission-hold-back", 1))
+	unstructured.RemoveNestedField(fp.Object, "spec", "placement") // no cluster: nothing is dispatched
+	if err := hub.Create(ctx, fp); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hub.Delete(context.Background(), fp) })
+
+	held := fp.DeepCopy()
+	if err := unstructured.SetNestedField(held.Object, map[string]any{}, "spec", "preview"); err != nil {
+		t.Fatal(err)
+	}
+	err := hub.Update(ctx, held, client.DryRunAll)
+	if err == nil || !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "may only be set when the FleetPolicy is created") {
+		t.Errorf("adding spec.preview without a template to a stored FleetPolicy: %v, want refused", err)
+	}
+	candidate := fp.DeepCopy()
+	tmpl, _, _ := unstructured.NestedMap(fp.Object, "spec", "template")
+	if err := unstructured.SetNestedMap(candidate.Object, map[string]any{"template": tmpl}, "spec", "preview"); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Update(ctx, candidate, client.DryRunAll); err != nil {
+		t.Errorf("adding a candidate in spec.preview.template: %v, want admitted", err)
 	}
 }
