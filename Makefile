@@ -14,7 +14,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 60m
 # How many of the e2e tests that run side by side on the one local fleet run at once.
 E2E_PARALLEL ?= 8
 
-.PHONY: all build generate manifests verify-generated testbin test unit fuzz lint fmt vet staticcheck leftovers bench-sync bench-agent bench-inventory bench-scale demo images push release actionlint help
+.PHONY: all build generate manifests verify-generated testbin test unit fuzz lint fmt vet staticcheck leftovers bench-sync bench-agent bench-inventory bench-preview bench-scale demo images push release actionlint help
 all: build
 
 help: ## Show the targets.
@@ -146,6 +146,9 @@ bench-agent: ## Benchmark: policyhub-agent on a cluster of 100,000 report result
 
 bench-inventory: ## Benchmark: the legacy inventory's cost per cluster at 1,000 clusters × 200 unowned legacy objects: summary bytes, hub memory, series, CLI and view (prints a table).
 	go run ./e2e/bench/inventorybench $(BENCH_INVENTORY_FLAGS)
+
+bench-preview: ## Benchmark: a preview's cost at 1,000 clusters: agent bytes per push, hub memory and status bytes per cluster, hub CPU per status pass (prints a table; runs two go test benchmarks).
+	go run ./e2e/bench/previewbench $(BENCH_PREVIEW_FLAGS)
 
 bench-scale: ## Benchmark: the hub binary at fleet scale (real, virtual and dark clusters) on a local fleet (prints a table).
 	hack/testbin.sh $(TESTBIN_FLEET)
