@@ -63,7 +63,8 @@ func metaString(obj *unstructured.Unstructured, field, key string) string {
 
 // Make plans one declaration (source) of hub hubID in one cluster. live holds the cluster's objects
 // at the desired keys that exist, and every object there carrying hubID's managed-by label (of any
-// source); each is matched by key. Prune off keeps owned objects no longer desired.
+// source); each is matched by key. Prune off keeps owned objects no longer desired, except a
+// preview's shadows.
 func Make(hubID, source string, desired, live []*unstructured.Unstructured, prune bool) Plan {
 	return NewLive(hubID, live).Make(source, desired, prune)
 }
@@ -110,11 +111,11 @@ func (l *Live) Make(source string, desired []*unstructured.Unstructured, prune b
 			p.Conflicts = append(p.Conflicts, Conflict{Desired: obj, Reason: ownerOf(existing, l.hubID, key)})
 		}
 	}
-	if prune {
-		for _, obj := range l.owned[source] {
-			if !wanted[KeyOf(obj)] {
-				p.Delete = append(p.Delete, obj)
-			}
+	for _, obj := range l.owned[source] {
+		// A preview's shadow goes when it is no longer wanted, prune or not: it only ever
+		// reports, and a preview that ended must leave nothing behind.
+		if !wanted[KeyOf(obj)] && (prune || policyhubv1.IsShadow(obj.GetLabels())) {
+			p.Delete = append(p.Delete, obj)
 		}
 	}
 	sortByKey(p.Apply)

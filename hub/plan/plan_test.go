@@ -32,6 +32,17 @@ func obj(apiVersion, kind, namespace, name, managedBy, src string) *unstructured
 	return u
 }
 
+// shadowObj labels o a preview's shadow.
+func shadowObj(o *unstructured.Unstructured) *unstructured.Unstructured {
+	labels := o.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[policyhubv1.LabelShadow] = policyhubv1.ShadowValue
+	o.SetLabels(labels)
+	return o
+}
+
 func keys(objs []*unstructured.Unstructured) []string {
 	var out []string
 	for _, o := range objs {
@@ -102,6 +113,16 @@ func TestMake(t *testing.T) {
 		{
 			name: "prune off keeps owned objects",
 			live: []*unstructured.Unstructured{obj("kyverno.io/v1", "ClusterPolicy", "", "old", hub, source)},
+		},
+		{
+			name: "prune off still removes a preview's shadow no longer wanted, and only its own",
+			live: []*unstructured.Unstructured{
+				shadowObj(obj("kyverno.io/v1", "ClusterPolicy", "", "policyhub-shadow-old", hub, source)),
+				shadowObj(obj("kyverno.io/v1", "ClusterPolicy", "", "policyhub-shadow-other", hub, "FleetPolicy/other")),
+				shadowObj(obj("kyverno.io/v1", "ClusterPolicy", "", "policyhub-shadow-not-ours", "", "")),
+				obj("kyverno.io/v1", "ClusterPolicy", "", "old", hub, source),
+			},
+			wantDelete: []string{"ClusterPolicy.kyverno.io/policyhub-shadow-old"},
 		},
 		{
 			name:      "desired and pruned together, sorted by key",
