@@ -34,17 +34,22 @@ spec:
     apiVersion: kyverno.io/v1
     kind: ClusterPolicy
     spec: `+indentedSpec("hub-conflict"))
-	fp := waitFleetPolicy(t, "e2e-hub-conflict", "conflict in cluster-1 only",
-		wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Conflict", "cluster-2": "Synced"}))
-	ready := findCondition(fp, policyhubv1.ConditionReady)
-	if ready == nil || ready.Status != "False" || ready.Reason != "Conflict" {
-		t.Errorf("Ready condition %+v, want False/Conflict", ready)
-	}
+	// The clusters' slices are written before the declaration's status: wait for both.
+	phases := wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Conflict", "cluster-2": "Synced"})
+	fp := waitFleetPolicy(t, "e2e-hub-conflict", "conflict in cluster-1 only, in the slices and the status", func(fp *fleetView) error {
+		if err := phases(fp); err != nil {
+			return err
+		}
+		if ready := findCondition(fp, policyhubv1.ConditionReady); ready == nil || ready.Status != "False" || ready.Reason != "Conflict" {
+			return errorf("Ready condition %+v, want False/Conflict", ready)
+		}
+		if fp.Status.Summary.Clusters != 2 || fp.Status.Summary.Synced != 1 || fp.Status.Summary.Failed != 1 {
+			return errorf("summary %+v, want 2 clusters, 1 synced, 1 failed", fp.Status.Summary)
+		}
+		return nil
+	})
 	if fp.Clusters[0].Actions.Conflict != 1 || !strings.Contains(fp.Clusters[0].Message, "not managed by policyhub") {
 		t.Errorf("cluster-1 status %+v", fp.Clusters[0])
-	}
-	if fp.Status.Summary.Clusters != 2 || fp.Status.Summary.Synced != 1 || fp.Status.Summary.Failed != 1 {
-		t.Errorf("summary %+v, want 2 clusters, 1 synced, 1 failed", fp.Status.Summary)
 	}
 
 	hub := directClient(t, fleetOf(t).Hub.Config)
