@@ -212,7 +212,8 @@ func (s *Server) declaration(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := r.PathValue("name")
-	d := pages.BuildDeclaration(snap, kind, namespace, name, pageParam(r.URL.Query().Get("page")))
+	q := r.URL.Query()
+	d := pages.BuildDeclaration(snap, kind, namespace, name, pageParam(q.Get("page")), pageParam(q.Get(pages.PreviewPageParam)))
 	if !d.Found {
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("%s %s not found (or you may not read it)", kind, policyhubv1.PolicyRef(namespace, name)))
 		return

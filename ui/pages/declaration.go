@@ -15,8 +15,8 @@ import (
 )
 
 // Declaration is the page of a FleetPolicy, PolicySet or ApplicationPolicy: its conditions and
-// totals, its state in each cluster (worst first, a page at a time), its rollout's waves with
-// their gates and measured values, and the exceptions to it.
+// totals, a FleetPolicy's preview, its state in each cluster (worst first, a page at a time), its
+// rollout's waves with their gates and measured values, and the exceptions to it.
 type Declaration struct {
 	Kind, Namespace, Name string
 	Found                 bool
@@ -28,7 +28,9 @@ type Declaration struct {
 	Clusters     []ClusterState
 	ClusterPages Pages
 	Rollout      *Rollout
-	Exceptions   []Exception
+	// Preview is a FleetPolicy's preview, when its status has one (nil otherwise).
+	Preview    *Preview
+	Exceptions []Exception
 }
 
 // ClusterState is the declaration in one cluster.
@@ -52,6 +54,51 @@ type Wave struct {
 	Gate policyhubv1.RolloutGate
 }
 
+// Preview is what a FleetPolicy's preview (status.preview) learned: where its candidate is, the
+// totals over the clusters that reported, each cluster's part (from the page's per-cluster
+// states: most newly failing first, a page at a time, as the clusters' table) and the first
+// resources the status names.
+type Preview struct {
+	policyhubv1.PreviewStatus
+	// Candidate says where the candidate is (one of the Candidate... texts); CandidatePolicy is
+	// the Kyverno policy it is, kind and name.
+	Candidate, CandidatePolicy string
+	// Gate lists the bounds of the rollout's preview gate, when the rollout previews.
+	Gate []string
+	// Compared: some resource was compared with the running version (same, differ, only
+	// candidate or only running is not 0).
+	Compared bool
+	// NotNamed counts the newly failing resources the status does not name.
+	NotNamed int64
+	// PerCluster are the clusters with a preview entry, this page of them.
+	PerCluster      []PreviewCluster
+	PerClusterPages Pages
+}
+
+// PreviewCluster is a preview in one cluster. The counts are 0 until the cluster reported.
+type PreviewCluster struct {
+	Name     string
+	Reported bool
+	// Differing counts the resources the candidate and the running version do not judge alike
+	// (differ, only candidate, only running).
+	Resources, WouldFail, NewlyFailing, Differing int64
+	// FirstNewlyFailing names the first of them (at most 3); MoreNewlyFailing counts the others
+	// (0 when none is named: the count says it).
+	FirstNewlyFailing []policyhubv1.ResourceRef
+	MoreNewlyFailing  int64
+}
+
+// Where a preview's candidate is, as the hub decides it.
+const (
+	CandidatePreviewTemplate = "spec.preview.template, beside spec.template (which keeps running)"
+	CandidateHeldBack        = "spec.template, held back: nothing but its shadow ships until spec.preview is removed"
+	CandidateRolloutGate     = "spec.template, a new version previewed before the rollout's first wave (spec.rollout.previewGate)"
+	CandidateGone            = "no longer asked for (neither spec.preview nor spec.rollout.previewGate): the last results the hub wrote"
+)
+
+// PreviewPageParam is the URL's query parameter for the page of a preview's clusters.
+const PreviewPageParam = "ppage"
+
 // Exception is an exception to the declaration (or to a member of the set).
 type Exception struct {
 	Namespace, Name, State, Member, Owner, Ticket, Reason string
@@ -63,11 +110,13 @@ type Exception struct {
 }
 
 // BuildDeclaration computes the page of the declaration kind/namespace/name, showing the given
-// page of its clusters.
-func BuildDeclaration(s *read.Snapshot, kind, namespace, name string, page int) *Declaration {
+// page of its clusters and, for a FleetPolicy's preview, previewPage of the preview's clusters
+// (both from 0).
+func BuildDeclaration(s *read.Snapshot, kind, namespace, name string, page, previewPage int) *Declaration {
 	d := &Declaration{Kind: kind, Namespace: namespace, Name: name}
 	var rollout *policyhubv1.Rollout
 	var rolloutStatus *policyhubv1.RolloutStatus
+	var preview *policyhubv1.FleetPolicy
 	switch kind {
 	case policyhubv1.KindFleetPolicy:
 		for i := range s.FleetPolicies {
@@ -77,6 +126,9 @@ func BuildDeclaration(s *read.Snapshot, kind, namespace, name string, page int) 
 				d.Policy = t.Kind + " " + policyhubv1.PolicyRef(t.Metadata.Namespace, cmp.Or(t.Metadata.Name, fp.Name))
 				d.Mode = modeOf(fp.Spec.Mode)
 				rollout, rolloutStatus = fp.Spec.Rollout, fp.Status.Rollout
+				if fp.Status.Preview != nil {
+					preview = fp
+				}
 			}
 		}
 	case policyhubv1.KindPolicySet:
@@ -129,11 +181,37 @@ func BuildDeclaration(s *read.Snapshot, kind, namespace, name string, page int) 
 		return cmp.Or(cmp.Compare(PhaseRank(b.Phase), PhaseRank(a.Phase)), cmp.Compare(b.Violations, a.Violations),
 			compareBool(b.Stale, a.Stale), strings.Compare(a.Name, b.Name))
 	})
+	// Each pager keeps the other table's page (a page without a preview has none).
+	var rows []PreviewCluster
+	if preview != nil {
+		rows = previewClusters(clusters)
+		previewPage = pageIndex(len(rows), previewPage)
+	} else {
+		previewPage = 0
+	}
+	page = pageIndex(len(clusters), page)
 	d.ClusterPages = paginate(len(clusters), page, func(p int) string {
-		return DeclarationURL(kind, namespace, name) + "?page=" + strconv.Itoa(p+1)
+		u := DeclarationURL(kind, namespace, name) + "?page=" + strconv.Itoa(p+1)
+		if previewPage > 0 {
+			u += "&" + PreviewPageParam + "=" + strconv.Itoa(previewPage+1)
+		}
+		return u
 	})
 	if d.ClusterPages.Total > 0 {
 		d.Clusters = clusters[d.ClusterPages.From-1 : d.ClusterPages.To]
+	}
+	if preview != nil {
+		d.Preview = previewOf(preview)
+		d.Preview.PerClusterPages = paginate(len(rows), previewPage, func(p int) string {
+			u := DeclarationURL(kind, namespace, name) + "?"
+			if page > 0 {
+				u += "page=" + strconv.Itoa(page+1) + "&"
+			}
+			return u + PreviewPageParam + "=" + strconv.Itoa(p+1) + "#preview-clusters"
+		})
+		if d.Preview.PerClusterPages.Total > 0 {
+			d.Preview.PerCluster = rows[d.Preview.PerClusterPages.From-1 : d.Preview.PerClusterPages.To]
+		}
 	}
 
 	if kind != policyhubv1.KindApplicationPolicy {
@@ -151,6 +229,70 @@ func BuildDeclaration(s *read.Snapshot, kind, namespace, name string, page int) 
 		})
 	}
 	return d
+}
+
+// previewOf is fp's preview (fp.Status.Preview is set) without its clusters: where the candidate
+// is, as the hub decides it (spec.preview's template; else spec.template, held back by
+// spec.preview or previewed by the rollout's gate), and the totals.
+func previewOf(fp *policyhubv1.FleetPolicy) *Preview {
+	p := &Preview{PreviewStatus: *fp.Status.Preview}
+	tmpl := &fp.Spec.Template
+	switch {
+	case fp.Spec.Preview != nil && fp.Spec.Preview.Template != nil:
+		tmpl, p.Candidate = fp.Spec.Preview.Template, CandidatePreviewTemplate
+	case fp.Spec.Preview != nil:
+		p.Candidate = CandidateHeldBack
+	case fp.Spec.Rollout != nil && fp.Spec.Rollout.PreviewGate != nil:
+		p.Candidate = CandidateRolloutGate
+		p.Gate = gateBounds(fp.Spec.Rollout.PreviewGate)
+	default:
+		p.Candidate = CandidateGone
+	}
+	p.CandidatePolicy = tmpl.Kind + " " + policyhubv1.PolicyRef(tmpl.Metadata.Namespace, cmp.Or(tmpl.Metadata.Name, fp.Name))
+	p.Compared = p.Same != 0 || p.Differ != 0 || p.OnlyShadow != 0 || p.OnlyLive != 0
+	p.NotNamed = max(0, p.NewlyFailing-int64(len(p.FirstNewlyFailing)))
+	return p
+}
+
+// gateBounds are a preview gate's bounds, as sentences' parts.
+func gateBounds(g *policyhubv1.PreviewGate) []string {
+	var bounds []string
+	if g.MaxWouldFail != nil {
+		bounds = append(bounds, "would fail at most "+strconv.FormatInt(*g.MaxWouldFail, 10))
+	}
+	if g.MaxNewlyFailing != nil {
+		bounds = append(bounds, "newly failing at most "+strconv.FormatInt(*g.MaxNewlyFailing, 10))
+	}
+	if g.Parity != nil {
+		bounds = append(bounds, "parity: each wave's clusters judged differently in at most "+strconv.FormatInt(g.Parity.MaxDiffering, 10)+" resources")
+	}
+	return bounds
+}
+
+// previewClusters are the clusters with a preview entry, most newly failing first (then would
+// fail, differing, name). A cluster that has not reported counts nothing yet.
+func previewClusters(clusters []ClusterState) []PreviewCluster {
+	var rows []PreviewCluster
+	for i := range clusters {
+		c := clusters[i].Preview
+		if c == nil {
+			continue
+		}
+		row := PreviewCluster{Name: clusters[i].Name, Reported: c.Reported}
+		if c.Reported {
+			row.Resources, row.WouldFail, row.NewlyFailing, row.Differing = c.Resources, c.WouldFail, c.NewlyFailing, c.Differing()
+			row.FirstNewlyFailing = c.FirstNewlyFailing[:min(len(c.FirstNewlyFailing), policyhubv1.MaxClusterPreviewNamed)]
+			if len(row.FirstNewlyFailing) > 0 {
+				row.MoreNewlyFailing = max(0, c.NewlyFailing-int64(len(row.FirstNewlyFailing)))
+			}
+		}
+		rows = append(rows, row)
+	}
+	slices.SortFunc(rows, func(a, b PreviewCluster) int {
+		return cmp.Or(cmp.Compare(b.NewlyFailing, a.NewlyFailing), cmp.Compare(b.WouldFail, a.WouldFail),
+			cmp.Compare(b.Differing, a.Differing), strings.Compare(a.Name, b.Name))
+	})
+	return rows
 }
 
 func rolloutOf(spec *policyhubv1.Rollout, status *policyhubv1.RolloutStatus) *Rollout {

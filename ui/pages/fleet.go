@@ -285,7 +285,7 @@ func level(v int64) int {
 // paginate cuts total items into pages of PageSize, keeping page within them.
 func paginate(total, page int, url func(int) string) Pages {
 	count := max(1, (total+PageSize-1)/PageSize)
-	page = min(max(page, 0), count-1)
+	page = pageIndex(total, page)
 	p := Pages{Page: page, Count: count, Total: total, From: page*PageSize + 1, To: min(total, (page+1)*PageSize)}
 	if total == 0 {
 		p.From, p.To = 0, 0
@@ -297,6 +297,12 @@ func paginate(total, page int, url func(int) string) Pages {
 		p.Next = url(page + 1)
 	}
 	return p
+}
+
+// pageIndex is page (from 0) within the pages of total rows: the last one past the end.
+func pageIndex(total, page int) int {
+	count := max(1, (total+PageSize-1)/PageSize)
+	return min(max(page, 0), count-1)
 }
 
 func compareBool(a, b bool) int {
