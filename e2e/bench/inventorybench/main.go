@@ -18,12 +18,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
-	"github.com/policyhub/policyhub/hub/metrics"
+	"github.com/policyhub/policyhub/e2e/bench/benchkit"
 	"github.com/policyhub/policyhub/ui"
 	"github.com/policyhub/policyhub/ui/pages"
 	"github.com/policyhub/policyhub/ui/read"
@@ -96,31 +95,14 @@ func fleet(clusters, objects, policies int, inventory bool) (*measure, error) {
 	m.summaryBytes = len(raw[0])
 
 	// The cache: the summaries decoded from the apiserver's JSON, as an informer holds them.
-	heap := heapNow()
-	cached := make([]policyhubv1.PolicyReportSummary, clusters)
-	for i, data := range raw {
-		if err := json.Unmarshal(data, &cached[i]); err != nil {
-			return nil, err
-		}
-	}
-	m.cacheHeap = heapNow() - heap
-	runtime.KeepAlive(raw) // the JSON, counted in both readings: freed in between, it would be subtracted
-
-	// The metrics keep a copy of each spec.
-	heap = heapNow()
-	reg := prometheus.NewRegistry()
-	compliance := metrics.NewCompliance(reg, func() time.Time { return now }, nil)
-	for i := range cached {
-		compliance.Set(cached[i].Namespace, &cached[i])
-	}
-	m.metricsHeap = heapNow() - heap
-	families, err := reg.Gather()
+	held, err := benchkit.HoldSummaries(raw, now)
 	if err != nil {
 		return nil, err
 	}
+	cached, families := held.Cached, held.Families
+	m.cacheHeap, m.metricsHeap, m.series = held.CacheHeap, held.MetricsHeap, held.Series
 	var scrape countingWriter
 	for _, f := range families {
-		m.series += len(f.GetMetric())
 		if _, err := expfmt.MetricFamilyToText(&scrape, f); err != nil {
 			return nil, err
 		}
@@ -195,14 +177,6 @@ func summary(cluster string, objects, policies int, inventory bool, now time.Tim
 	}
 	s.Spec.Engine.Legacy = inv
 	return s
-}
-
-func heapNow() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }
 
 type countingWriter int

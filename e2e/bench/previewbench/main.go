@@ -27,7 +27,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,9 +39,9 @@ import (
 	"github.com/policyhub/policyhub/agent/push"
 	"github.com/policyhub/policyhub/agent/summarize"
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/e2e/bench/benchkit"
 	"github.com/policyhub/policyhub/hub/aggregate"
 	"github.com/policyhub/policyhub/hub/declare"
-	"github.com/policyhub/policyhub/hub/metrics"
 	"github.com/policyhub/policyhub/hub/placement"
 )
 
@@ -230,31 +229,12 @@ func fleet(clusters, policies, resources int, shadow shadowInfo, preview bool) (
 		}
 		raw[i] = data
 	}
-	heap := heapNow()
-	cached := make([]policyhubv1.PolicyReportSummary, clusters)
-	for i, data := range raw {
-		if err := json.Unmarshal(data, &cached[i]); err != nil {
-			return nil, err
-		}
-	}
-	m.cacheHeap = heapNow() - heap
-	runtime.KeepAlive(raw) // the JSON, counted in both readings: freed in between, it would be subtracted
-
-	// The metrics keep a copy of each spec.
-	heap = heapNow()
-	reg := prometheus.NewRegistry()
-	compliance := metrics.NewCompliance(reg, func() time.Time { return now }, nil)
-	for i := range cached {
-		compliance.Set(cached[i].Namespace, &cached[i])
-	}
-	m.metricsHeap = heapNow() - heap
-	families, err := reg.Gather()
+	held, err := benchkit.HoldSummaries(raw, now)
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range families {
-		m.series += len(f.GetMetric())
-	}
+	cached := held.Cached
+	m.cacheHeap, m.metricsHeap, m.series = held.CacheHeap, held.MetricsHeap, held.Series
 
 	// Each cluster's entry in the FleetPolicy's ClusterStatusSlices, its preview as setPreviews
 	// sets it (aggregate.ForShadows), and the slices as the hub's cache holds them.
@@ -267,17 +247,16 @@ func fleet(clusters, policies, resources int, shadow shadowInfo, preview bool) (
 		return nil, err
 	}
 	m.sliceEntryBytes = entryBytes
-	heap = heapNow()
+	heap := benchkit.HeapNow()
 	decoded := make([]policyhubv1.ClusterStatusSlice, len(slices))
 	for i, data := range slices {
 		if err := json.Unmarshal(data, &decoded[i]); err != nil {
 			return nil, err
 		}
 	}
-	m.slicesHeap = heapNow() - heap
+	m.slicesHeap = benchkit.HeapNow() - heap
 	runtime.KeepAlive(slices) // the JSON, counted in both readings: freed in between, it would be subtracted
-	runtime.KeepAlive(cached)
-	runtime.KeepAlive(compliance)
+	runtime.KeepAlive(held)
 	runtime.KeepAlive(decoded)
 	return m, nil
 }
@@ -540,12 +519,4 @@ func comma(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
-}
-
-func heapNow() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
 }
