@@ -147,7 +147,7 @@ func CheckPolicy(obj map[string]any) error {
 
 // CheckPolicyShape says what is wrong with a Kyverno object's shape (its JSON as a map): an
 // apiVersion of Kyverno's groups, a kind, a spec, a namespace where the kind has one, a name
-// Kyverno takes. A policy library is read by its shape; what of it a set may ship is judged on
+// Kyverno takes and that is not a shadow's. A policy library is read by its shape; what of it a set may ship is judged on
 // the members it selects (CheckAllowed), so that a library that also holds exceptions can be
 // used without them (spec.select.excludeKinds).
 func CheckPolicyShape(obj map[string]any) error {
@@ -176,6 +176,8 @@ func CheckPolicyShape(obj map[string]any) error {
 		errs = append(errs, fmt.Errorf("metadata.name %q is longer than 63 characters: Kyverno refuses policy names longer than that", name))
 	case name != "" && len(validation.IsDNS1123Subdomain(name)) > 0:
 		errs = append(errs, fmt.Errorf("metadata.name %q must be lowercase letters, digits, '-' and '.', starting and ending with a letter or digit (a DNS-1123 subdomain)", name))
+	case IsShadowName(name):
+		errs = append(errs, fmt.Errorf("metadata.name %q may not start with %s: policyhub names its report-only shadows so, and their results never count as compliance", name, ShadowPrefix))
 	}
 	return errors.Join(errs...)
 }

@@ -78,6 +78,7 @@ func TestCheckPolicyAgreesWithTheCRD(t *testing.T) {
 		{"a name of 64", policy("kyverno.io/v1", "ClusterPolicy", "", strings.Repeat("a", 64), true)},
 		{"an upper-case name", policy("kyverno.io/v1", "ClusterPolicy", "", "Require", true)},
 		{"a dotted name", policy("kyverno.io/v1", "ClusterPolicy", "", "pss.baseline", true)},
+		{"a shadow's name", policy("kyverno.io/v1", "ClusterPolicy", "", ShadowName("a"), true)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs, _ := validator.Validate(context.Background(), field.NewPath("spec", "template"), s, tc.obj, nil, math.MaxInt64)
@@ -96,7 +97,7 @@ func TestCheckPolicyAgreesWithTheCRD(t *testing.T) {
 // refused: the cases above that name a fault.
 func refused(name string) bool {
 	for _, fault := range []string{"no apiVersion", "not Kyverno's", "look-alike", "no kind", "no spec", "without a namespace", "of 64", "upper-case",
-		"an exception", "not a policy kind", "the hub's namespace"} {
+		"an exception", "not a policy kind", "the hub's namespace", "shadow's name"} {
 		if strings.Contains(name, fault) {
 			return true
 		}
