@@ -7,8 +7,8 @@
 //
 // It is pure: values in, values out, no clients and no clock, so it is tested without a cluster.
 // It is bounded: a cluster of 50k resources and 200 policies still yields a summary well under
-// etcd's request limit; what is cut is counted in spec.truncated (but for shadows, which the API
-// does not count), and the totals always cover everything. It is deterministic: the same snapshot, whatever the order of its slices and maps,
+// etcd's request limit; what is cut is counted in spec.truncated, and the totals always cover
+// everything. It is deterministic: the same snapshot, whatever the order of its slices and maps,
 // gives the same bytes and the same content hash, so an unchanged cluster pushes nothing.
 //
 // Files: summarize.go (Summarize, the options, the size bound, Hash), fold.go (interning and

@@ -29,26 +29,27 @@ type shadowEntry struct {
 }
 
 // shadowResults compares every shadow with its live policy: one entry per shadow, by namespace,
-// name and kind, at most MaxSummaryShadows (those after are left out, and still count nowhere).
-func (f *fold) shadowResults() []policyhubv1.ShadowResults {
-	entries := f.shadowEntries()
+// name and kind, at most MaxSummaryShadows (those after are left out, and still count nowhere;
+// cut says how many).
+func (f *fold) shadowResults() (out []policyhubv1.ShadowResults, cut int) {
+	entries, cut := f.shadowEntries()
 	if len(entries) == 0 {
-		return nil
+		return nil, cut
 	}
 	f.compareShadows(entries)
-	out := make([]policyhubv1.ShadowResults, len(entries))
+	out = make([]policyhubv1.ShadowResults, len(entries))
 	for i, e := range entries {
 		out[i] = e.out
 		out[i].FirstNewlyFailing = nilIfEmpty(e.newly.sorted())
 		out[i].FirstDiffering = nilIfEmpty(e.differing.sorted())
 	}
-	return out
+	return out, cut
 }
 
 // shadowEntries are the shadows the summary reports: those the collector watches (so a shadow
 // with no result yet has an entry, saying which live policy and version it is) and those only
 // reports name (with no shadow-of or content hash to say).
-func (f *fold) shadowEntries() []*shadowEntry {
+func (f *fold) shadowEntries() (entries []*shadowEntry, cut int) {
 	keys := map[collect.PolicyKey]struct{}{}
 	for k, p := range f.policies {
 		if p.shadow {
@@ -68,8 +69,9 @@ func (f *fold) shadowEntries() []*shadowEntry {
 	sorted := slices.SortedFunc(maps.Keys(keys), func(a, b collect.PolicyKey) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(a.Kind, b.Kind))
 	})
-	sorted = sorted[:min(len(sorted), policyhubv1.MaxSummaryShadows)]
-	entries := make([]*shadowEntry, len(sorted))
+	cut = max(len(sorted)-policyhubv1.MaxSummaryShadows, 0)
+	sorted = sorted[:len(sorted)-cut]
+	entries = make([]*shadowEntry, len(sorted))
 	for i, k := range sorted {
 		info := f.s.Shadows[k]
 		e := &shadowEntry{
@@ -87,7 +89,7 @@ func (f *fold) shadowEntries() []*shadowEntry {
 		}
 		entries[i] = e
 	}
-	return entries
+	return entries, cut
 }
 
 // compareShadows judges every resource a shadow or its live policy has a result for. Each raw

@@ -401,6 +401,9 @@ func TestSummarizeKeepsAtMostMaxSummaryShadows(t *testing.T) {
 	if got.Totals != (policyhubv1.ResultCounts{Pass: 1}) || len(got.Policies) != 1 {
 		t.Errorf("totals %+v, policies %+v: want require-team's pass alone", got.Totals, got.Policies)
 	}
+	if got.Truncated == nil || got.Truncated.Shadows != 10 {
+		t.Errorf("truncated %+v, want the 10 shadows left out counted", got.Truncated)
+	}
 	if err := got.Validate(); err != nil {
 		t.Errorf("the summary breaks the API's rules: %v", err)
 	}
@@ -454,6 +457,9 @@ func TestSummarizeMaxBytesWithShadows(t *testing.T) {
 		}
 		if len(got.Shadows) < len(full.Shadows) {
 			cut["shadows"] = true
+			if tr == nil || int(tr.Shadows) != len(full.Shadows)-len(got.Shadows) {
+				t.Errorf("limit %d: %d shadows left out, truncated says %+v", limit, len(full.Shadows)-len(got.Shadows), tr)
+			}
 			if len(got.Exceptions) > 0 {
 				t.Errorf("limit %d: %d shadows left out while %d exceptions remain", limit, len(full.Shadows)-len(got.Shadows), len(got.Exceptions))
 			}

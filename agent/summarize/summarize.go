@@ -85,7 +85,7 @@ func Summarize(s collect.Snapshot, o Options) policyhubv1.PolicyReportSummarySpe
 	nss, allNss := f.topNamespaces(o.MaxNamespaces)
 	nPol, nApp, nViol, nExc, nNs := len(pols), len(apps), len(viols), len(excs), len(nss)
 	// Shadows are few (at most 50), and count towards the byte bound as all the rest does.
-	shadows := f.shadowResults()
+	shadows, shadowsCut := f.shadowResults()
 	nShadow, nNamed := len(shadows), policyhubv1.MaxShadowNamed
 
 	base := policyhubv1.PolicyReportSummarySpec{
@@ -98,7 +98,7 @@ func Summarize(s collect.Snapshot, o Options) policyhubv1.PolicyReportSummarySpe
 	for {
 		spec := assemble(base, pols[:nPol], apps[:nApp], viols[:nViol], excs[:nExc], nss[:nNs])
 		spec.Shadows = cutShadows(shadows, nShadow, nNamed)
-		spec.Truncated = truncation(allPols-nPol, allApps-nApp, allViols-int64(nViol), allExcs-nExc, allNss-nNs)
+		spec.Truncated = truncation(allPols-nPol, allApps-nApp, allViols-int64(nViol), allExcs-nExc, allNss-nNs, shadowsCut+len(shadows)-nShadow)
 		if size(spec) < o.MaxBytes || nPol+nApp+nViol+nExc+nNs+nShadow == 0 {
 			spec.ContentHash = Hash(spec)
 			return spec
@@ -106,8 +106,8 @@ func Summarize(s collect.Snapshot, o Options) policyhubv1.PolicyReportSummarySpe
 		// Applications are the most numerous, and the per-policy view stands without them;
 		// namespaces next (a view of their own); violations are examples, and so are the
 		// resources shadows name; exceptions (at most 200 short entries) next; then the shadows
-		// themselves, previews, before the policies, which are compliance. The API has no count
-		// of cut shadows: a shadow left out is one the hub has not heard of from this cluster.
+		// themselves, previews, before the policies, which are compliance (a shadow left out is
+		// counted in spec.truncated.shadows; the hub has not heard of it from this cluster).
 		switch {
 		case nApp > 0:
 			nApp /= 2
@@ -189,11 +189,11 @@ func assemble(base policyhubv1.PolicyReportSummarySpec, pols []policyhubv1.Polic
 	return spec
 }
 
-func truncation(pols, apps int, viols int64, excs, nss int) *policyhubv1.Truncation {
-	if pols == 0 && apps == 0 && viols == 0 && excs == 0 && nss == 0 {
+func truncation(pols, apps int, viols int64, excs, nss, shadows int) *policyhubv1.Truncation {
+	if pols == 0 && apps == 0 && viols == 0 && excs == 0 && nss == 0 && shadows == 0 {
 		return nil
 	}
-	return &policyhubv1.Truncation{Policies: int32(pols), Applications: int32(apps), Violations: viols, Exceptions: int32(excs), Namespaces: int32(nss)}
+	return &policyhubv1.Truncation{Policies: int32(pols), Applications: int32(apps), Violations: viols, Exceptions: int32(excs), Namespaces: int32(nss), Shadows: int32(shadows)}
 }
 
 func copyEngine(e policyhubv1.EngineInfo) policyhubv1.EngineInfo {

@@ -291,6 +291,11 @@ type Truncation struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	Exceptions int32 `json:"exceptions,omitempty"`
+	// Shadows is how many preview shadows were left out of spec.shadows (past 50, or to fit the
+	// size bound): the hub does not count such a cluster as having reported them.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Shadows int32 `json:"shadows,omitempty"`
 }
 
 // PolicyReportSummarySpec is one cluster's compliance, as its agent saw it.

@@ -80,6 +80,7 @@ func (s *PolicyReportSummarySpec) Validate() error {
 		v.count("spec.truncated.namespaces", int64(t.Namespaces))
 		v.count("spec.truncated.violations", t.Violations)
 		v.count("spec.truncated.exceptions", int64(t.Exceptions))
+		v.count("spec.truncated.shadows", int64(t.Shadows))
 	}
 	return v.err
 }
