@@ -178,7 +178,7 @@ func TestAdmissionRefusesInvalidDeclarations(t *testing.T) {
 		{
 			name: "FleetPolicy template that is not a Kyverno policy", base: validFleetPolicy,
 			change: set("apps/v1", "spec", "template", "apiVersion"),
-			want:   []string{"template must be a Kyverno policy: the group of its apiVersion must be kyverno.io or policies.kyverno.io"},
+			want:   []string{"template must be a Kyverno policy or a Kubernetes ValidatingAdmissionPolicy: the group of its apiVersion must be kyverno.io, policies.kyverno.io or admissionregistration.k8s.io"},
 		},
 		{
 			name: "FleetPolicy template in a look-alike group", base: validFleetPolicy,
@@ -425,6 +425,22 @@ func TestAdmissionRefusesInvalidDeclarations(t *testing.T) {
 			name: "PolicyReportSummary with a heartbeat Go cannot parse", base: validPolicyReportSummary,
 			change: set("forever", "spec", "heartbeatInterval"),
 			want:   []string{"spec.heartbeatInterval"},
+		},
+		{
+			name: "valid FleetPolicy of a ValidatingAdmissionPolicy", base: validFleetPolicy,
+			change: func(u *unstructured.Unstructured) {
+				set("admissionregistration.k8s.io/v1", "spec", "template", "apiVersion")(u)
+				set("ValidatingAdmissionPolicy", "spec", "template", "kind")(u)
+				set(map[string]any{"validations": []any{map[string]any{"expression": "true"}}}, "spec", "template", "spec")(u)
+			},
+		},
+		{
+			name: "FleetPolicy of a ValidatingAdmissionPolicyBinding", base: validFleetPolicy,
+			change: func(u *unstructured.Unstructured) {
+				set("admissionregistration.k8s.io/v1", "spec", "template", "apiVersion")(u)
+				set("ValidatingAdmissionPolicyBinding", "spec", "template", "kind")(u)
+			},
+			want: []string{"template.kind: not a policy kind policyhub ships", "ValidatingAdmissionPolicy, whose binding policyhub writes"},
 		},
 		{
 			name: "FleetPolicy template taking a shadow's name", base: validFleetPolicy,

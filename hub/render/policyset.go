@@ -156,10 +156,15 @@ func PolicySetTargets(hubID string, ps *policyhubv1.PolicySet, current, stable S
 			objs = make([]*unstructured.Unstructured, 0, len(version.Members))
 			for _, m := range version.Members {
 				obj, err := Member(owner, m, mode)
+				if err == nil {
+					var unit []*unstructured.Unstructured
+					if unit, err = withCompanions(obj, mode); err == nil {
+						objs = append(objs, unit...)
+					}
+				}
 				if err != nil {
 					return nil, &InvalidError{Reason: "InvalidMember", Err: fmt.Errorf("render PolicySet %s member %s %s: %w", ps.Name, m.GetKind(), m.GetName(), err)}
 				}
-				objs = append(objs, obj)
 			}
 			rendered[key] = objs
 		}

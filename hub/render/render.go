@@ -122,7 +122,8 @@ func Template(owner Owner, tmpl policyhubv1.PolicyTemplate, defaultName string, 
 	obj.SetName(name)
 	obj.SetNamespace(tmpl.Metadata.Namespace)
 
-	if mode != nil {
+	// An admission policy's mode is its binding's (AdmissionBinding).
+	if mode != nil && !IsAdmissionPolicy(obj.GroupVersionKind()) {
 		if err := SetMode(obj, *mode); err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -123,7 +124,7 @@ func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, placed []plac
 		return nil, err
 	}
 	// The policy depends only on the version and the mode: render it once per pair, and share it.
-	rendered := map[string]*unstructured.Unstructured{} // mode "" is the template's own
+	rendered := map[string][]*unstructured.Unstructured{} // mode "" is the template's own
 	for _, target := range placed {
 		tmpl, revision, mode := &fp.Spec.Template, "", target.Mode
 		if choose {
@@ -140,18 +141,18 @@ func FleetPolicyTargets(hubID string, fp *policyhubv1.FleetPolicy, placed []plac
 			}
 			mode = &v.Mode
 		}
-		obj, err := renderVersion(hubID, fp, tmpl, revision, mode, rendered)
+		objs, err := renderVersion(hubID, fp, tmpl, revision, mode, rendered)
 		if err != nil {
 			return nil, err
 		}
-		t.Objects[target.Cluster] = []*unstructured.Unstructured{obj}
+		t.Objects[target.Cluster] = objs
 		if v, ok := versions[target.Cluster]; ok && v.Keep != nil && v.Keep.Template != nil {
 			kept, err := renderVersion(hubID, fp, v.Keep.Template, v.Keep.Revision, &v.Keep.Mode, rendered)
 			if err != nil {
 				return nil, err
 			}
-			if kept.GroupVersionKind().GroupKind() != obj.GroupVersionKind().GroupKind() || kept.GetNamespace() != obj.GetNamespace() || kept.GetName() != obj.GetName() {
-				t.Objects[target.Cluster] = append(t.Objects[target.Cluster], kept)
+			if obj := objs[0]; kept[0].GroupVersionKind().GroupKind() != obj.GroupVersionKind().GroupKind() || kept[0].GetNamespace() != obj.GetNamespace() || kept[0].GetName() != obj.GetName() {
+				t.Objects[target.Cluster] = append(slices.Clip(objs), kept...)
 			}
 		}
 		t.DryRun[target.Cluster] = target.DryRun
@@ -184,7 +185,7 @@ func AddPreview(hubID string, fp *policyhubv1.FleetPolicy, tmpl policyhubv1.Poli
 	lists := map[*unstructured.Unstructured][]*unstructured.Unstructured{}
 	for _, target := range placed {
 		var live *unstructured.Unstructured
-		if objs := t.Objects[target.Cluster]; len(objs) == 1 && !holdBack {
+		if objs := t.Objects[target.Cluster]; len(objs) > 0 && !holdBack && !IsAdmissionPolicy(objs[0].GroupVersionKind()) {
 			live = objs[0]
 		}
 		list, ok := lists[live]
@@ -194,7 +195,7 @@ func AddPreview(hubID string, fp *policyhubv1.FleetPolicy, tmpl policyhubv1.Poli
 				return &InvalidError{Reason: "InvalidPreview", Err: fmt.Errorf("FleetPolicy %s spec.preview: %w", fp.Name, err)}
 			}
 			if list = []*unstructured.Unstructured{shadow}; live != nil {
-				list = []*unstructured.Unstructured{live, shadow}
+				list = append(slices.Clip(t.Objects[target.Cluster]), shadow)
 			}
 			lists[live] = list
 		}
@@ -205,21 +206,26 @@ func AddPreview(hubID string, fp *policyhubv1.FleetPolicy, tmpl policyhubv1.Poli
 }
 
 // renderVersion renders a version of the FleetPolicy's template in mode (nil: the template's
-// own), once per revision and mode: clusters share it.
-func renderVersion(hubID string, fp *policyhubv1.FleetPolicy, tmpl *policyhubv1.PolicyTemplate, revision string, mode *policyhubv1.Mode, rendered map[string]*unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// own), with what goes beside it (an admission policy's binding), once per revision and mode:
+// clusters share it. The policy is first.
+func renderVersion(hubID string, fp *policyhubv1.FleetPolicy, tmpl *policyhubv1.PolicyTemplate, revision string, mode *policyhubv1.Mode, rendered map[string][]*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	key := revision + "/"
 	if mode != nil {
 		key += string(*mode)
 	}
-	if obj, ok := rendered[key]; ok {
-		return obj, nil
+	if objs, ok := rendered[key]; ok {
+		return objs, nil
 	}
 	obj, err := Template(FleetPolicyOwner(hubID, fp.Name), *tmpl, fp.Name, mode)
 	if err != nil {
 		return nil, &InvalidError{Reason: "InvalidTemplate", Err: fmt.Errorf("render FleetPolicy %s: %w", fp.Name, err)}
 	}
-	rendered[key] = obj
-	return obj, nil
+	objs, err := withCompanions(obj, mode)
+	if err != nil {
+		return nil, &InvalidError{Reason: "InvalidTemplate", Err: fmt.Errorf("render FleetPolicy %s: %w", fp.Name, err)}
+	}
+	rendered[key] = objs
+	return objs, nil
 }
 
 // checkTemplate refuses a FleetPolicy template its spec.allow does not let it ship: an

@@ -18,9 +18,14 @@ var shippedKinds = map[string][]string{
 	"policies.kyverno.io": {"ValidatingPolicy", "NamespacedValidatingPolicy", "MutatingPolicy", "NamespacedMutatingPolicy",
 		"GeneratingPolicy", "NamespacedGeneratingPolicy", "ImageValidatingPolicy", "NamespacedImageValidatingPolicy",
 		"DeletingPolicy", "NamespacedDeletingPolicy"},
+	// Kubernetes' own admission policy; its binding is policyhub's (render).
+	AdmissionGroup: {"ValidatingAdmissionPolicy"},
 }
 
-const shippedKindsText = "kyverno.io: ClusterPolicy, Policy, ClusterCleanupPolicy, CleanupPolicy; policies.kyverno.io: ValidatingPolicy, MutatingPolicy, GeneratingPolicy, ImageValidatingPolicy, DeletingPolicy and their Namespaced forms"
+// AdmissionGroup is the group of Kubernetes' own admission policies.
+const AdmissionGroup = "admissionregistration.k8s.io"
+
+const shippedKindsText = "kyverno.io: ClusterPolicy, Policy, ClusterCleanupPolicy, CleanupPolicy; policies.kyverno.io: ValidatingPolicy, MutatingPolicy, GeneratingPolicy, ImageValidatingPolicy, DeletingPolicy and their Namespaced forms; admissionregistration.k8s.io: ValidatingAdmissionPolicy"
 
 // kindCapability is what a policies.kyverno.io kind (or a kyverno.io cleanup kind) does beyond
 // validating, whatever its spec says; ClusterPolicy and Policy do what their rules do.
@@ -107,6 +112,11 @@ func CheckAllowed(obj map[string]any, allow []PolicyCapability) error {
 	if err := CheckPolicy(obj); err != nil {
 		return err
 	}
+	if kind, _ := obj["kind"].(string); kind == "ValidatingAdmissionPolicy" {
+		if spec, _ := obj["spec"].(map[string]any); spec["paramKind"] != nil {
+			return errors.New("spec.paramKind: a ValidatingAdmissionPolicy with parameters needs parameter objects and a paramRef, which policyhub does not ship; write the values into the policy's expressions or variables")
+		}
+	}
 	needs, err := capabilitiesOf(obj)
 	if err != nil {
 		return err
@@ -136,8 +146,8 @@ func CheckPolicy(obj map[string]any) error {
 	switch {
 	case kind == "PolicyException":
 		errs = append(errs, errors.New("kind PolicyException: exceptions never arrive through a template or a policy library: they are FleetPolicyExceptions (requested, approved by someone else, expiring)"))
-	case kind != "" && (group == "kyverno.io" || group == "policies.kyverno.io") && !slices.Contains(shippedKinds[group], kind):
-		errs = append(errs, fmt.Errorf("kind %s of %s: not a Kyverno policy kind policyhub ships (%s)", kind, group, shippedKindsText))
+	case kind != "" && (group == "kyverno.io" || group == "policies.kyverno.io" || group == AdmissionGroup) && !slices.Contains(shippedKinds[group], kind):
+		errs = append(errs, fmt.Errorf("kind %s of %s: not a policy kind policyhub ships (%s)", kind, group, shippedKindsText))
 	}
 	if namespace == SyncLeaseNamespace {
 		errs = append(errs, fmt.Errorf("metadata.namespace may not be %s: it is the hub's own namespace in every cluster (its sync Lease, and Kyverno's exception namespace)", namespace))
@@ -159,8 +169,8 @@ func CheckPolicyShape(obj map[string]any) error {
 	var errs []error
 	if apiVersion == "" {
 		errs = append(errs, errors.New("apiVersion is required: the Kyverno policy's apiVersion, e.g. kyverno.io/v1 or policies.kyverno.io/v1"))
-	} else if !strings.HasPrefix(apiVersion, "kyverno.io/") && !strings.HasPrefix(apiVersion, "policies.kyverno.io/") {
-		errs = append(errs, fmt.Errorf("apiVersion %q: not a Kyverno policy: the group must be kyverno.io or policies.kyverno.io", apiVersion))
+	} else if !strings.HasPrefix(apiVersion, "kyverno.io/") && !strings.HasPrefix(apiVersion, "policies.kyverno.io/") && !strings.HasPrefix(apiVersion, AdmissionGroup+"/") {
+		errs = append(errs, fmt.Errorf("apiVersion %q: not a Kyverno policy or a ValidatingAdmissionPolicy: the group must be kyverno.io, policies.kyverno.io or %s", apiVersion, AdmissionGroup))
 	}
 	if kind == "" {
 		errs = append(errs, errors.New("kind is required: the Kyverno policy's kind, e.g. ClusterPolicy or ValidatingPolicy"))

@@ -79,6 +79,10 @@ func TestCheckPolicyAgreesWithTheCRD(t *testing.T) {
 		{"an upper-case name", policy("kyverno.io/v1", "ClusterPolicy", "", "Require", true)},
 		{"a dotted name", policy("kyverno.io/v1", "ClusterPolicy", "", "pss.baseline", true)},
 		{"a shadow's name", policy("kyverno.io/v1", "ClusterPolicy", "", ShadowName("a"), true)},
+		{"a ValidatingAdmissionPolicy", policy("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "", "require-team", true)},
+		{"a ValidatingAdmissionPolicyBinding, not a policy kind", policy("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "", "a", true)},
+		{"a ValidatingWebhookConfiguration, not a policy kind", policy("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "", "a", true)},
+		{"a look-alike admission group", policy("admissionregistration.k8s.io.evil/v1", "ValidatingAdmissionPolicy", "", "a", true)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs, _ := validator.Validate(context.Background(), field.NewPath("spec", "template"), s, tc.obj, nil, math.MaxInt64)
@@ -160,7 +164,7 @@ func TestCheckAllowed(t *testing.T) {
 			allow:  []PolicyCapability{CapabilityMutate, CapabilityGenerate, CapabilityCleanup, CapabilityVerifyImages},
 			refuse: []string{"kind PolicyException", "FleetPolicyExceptions"}},
 		{name: "a CEL PolicyException", obj: kind("policies.kyverno.io/v1", "PolicyException", "shop"), refuse: []string{"kind PolicyException"}},
-		{name: "a GlobalContextEntry", obj: kind("kyverno.io/v2alpha1", "GlobalContextEntry", ""), refuse: []string{"kind GlobalContextEntry of kyverno.io: not a Kyverno policy kind"}},
+		{name: "a GlobalContextEntry", obj: kind("kyverno.io/v2alpha1", "GlobalContextEntry", ""), refuse: []string{"kind GlobalContextEntry of kyverno.io: not a policy kind"}},
 		{name: "a Policy in policyhub-system", obj: kind("kyverno.io/v1", "Policy", SyncLeaseNamespace), refuse: []string{"metadata.namespace may not be policyhub-system"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
