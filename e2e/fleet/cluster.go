@@ -39,11 +39,18 @@ type Cluster struct {
 	// (http://127.0.0.1:<port>/metrics; "" when no Kyverno), for the agent's
 	// --kyverno-metrics-url: the fleet's Kyverno runs as processes, not Pods it could find.
 	KyvernoMetricsURL string
+	// GatekeeperVersion is the Gatekeeper the fleet runs in the cluster ("" when none).
+	GatekeeperVersion string
+	// GatekeeperMetricsURL is Gatekeeper's Prometheus metrics endpoint
+	// (http://127.0.0.1:<port>/metrics; "" when no Gatekeeper). It listens on every interface.
+	GatekeeperMetricsURL string
 
 	dir       string
 	token     string
 	apiserver *process
 	kyverno   []*process
+	// gatekeeper runs with ManagedCluster.Gatekeeper.
+	gatekeeper *process
 	// controllerManager runs with Options.ControllerManager.
 	controllerManager *process
 	launch            *launcher

@@ -3,7 +3,7 @@
 // cluster-gateway registered with the hub through the aggregation layer and reachable directly, each
 // managed cluster registered as a gateway credential Secret, the CRDs of policyhub, Kyverno,
 // openreports, OCM and KubeVela installed, and, per cluster, real Kyverno admission and reports
-// controllers.
+// controllers and a real OPA Gatekeeper (webhook, audit and status).
 //
 // The binaries come from `make testbin` (a cache outside the clone, see hack/testbin.sh). Every
 // process writes its log under Fleet.LogDir; every port is picked free, so two fleets can run at

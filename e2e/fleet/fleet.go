@@ -60,6 +60,13 @@ type ManagedCluster struct {
 	// KyvernoVersion is the Kyverno the cluster runs, with its own CRDs: KyvernoVersion (the
 	// default, when empty) or Kyverno116Version.
 	KyvernoVersion string
+	// Gatekeeper runs OPA Gatekeeper (GatekeeperVersion) in the cluster: its CRDs, namespace and
+	// validating webhook, and one process running its webhook, audit, status and generate
+	// operations (see gatekeeper.go). Beside Kyverno or instead of it.
+	Gatekeeper bool
+	// GatekeeperArgs are extra flags for Gatekeeper, e.g. --audit-interval=30 (the last of a
+	// flag given twice wins) or --log-denies.
+	GatekeeperArgs []string
 }
 
 // kyvernoVersion is the Kyverno version the cluster runs (and whose CRDs it serves).
@@ -111,8 +118,8 @@ func DefaultManaged() []ManagedCluster {
 
 // Start starts a fleet and returns when every part is ready: apiservers serving, CRDs Established,
 // the gateway Available through the hub and proxying to every managed cluster, Kyverno's webhooks
-// registered where asked. On error everything already started is stopped; the error names the
-// log directory.
+// registered and Gatekeeper's webhook answering where asked. On error everything already started
+// is stopped; the error names the log directory.
 func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 	if len(opts.Managed) == 0 {
 		opts.Managed = DefaultManaged()
@@ -129,7 +136,8 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 			kyvernoVersions = append(kyvernoVersions, m.kyvernoVersion())
 		}
 	}
-	b, err := findBinaries(kyvernoVersions, opts.KubeVela, opts.ControllerManager, opts.Flux)
+	withGatekeeper := slices.ContainsFunc(opts.Managed, func(m ManagedCluster) bool { return m.Gatekeeper })
+	b, err := findBinaries(kyvernoVersions, opts.KubeVela, opts.ControllerManager, opts.Flux, withGatekeeper)
 	if err != nil {
 		return nil, err
 	}
@@ -239,6 +247,12 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 			return f, err
 		}
 	}
+	var gatekeeperCRDObjs []*unstructured.Unstructured
+	if withGatekeeper {
+		if gatekeeperCRDObjs, err = loadCRDs(ctx, gatekeeperCRDs); err != nil {
+			return f, err
+		}
+	}
 	hub, err := client.New(f.Hub.Config, client.Options{})
 	if err != nil {
 		return f, fmt.Errorf("hub client: %w", err)
@@ -285,11 +299,19 @@ func Start(ctx context.Context, opts Options) (f *Fleet, err error) {
 			if m.kyvernoVersion() == Kyverno116Version {
 				crds = kyverno116CRDObjs
 			}
+			if m.Gatekeeper {
+				crds = append(slices.Clone(crds), gatekeeperCRDObjs...)
+			}
 			if err := c.installCRDs(gctx, cl, crds); err != nil {
 				return fmt.Errorf("cluster %s CRDs: %w", c.Name, err)
 			}
 			if m.Kyverno {
-				return f.startKyverno(gctx, b, c, m.kyvernoVersion(), m.KyvernoReportsArgs)
+				if err := f.startKyverno(gctx, b, c, m.kyvernoVersion(), m.KyvernoReportsArgs); err != nil {
+					return err
+				}
+			}
+			if m.Gatekeeper {
+				return f.startGatekeeper(gctx, b.gatekeeper, servingCA, c, m.GatekeeperArgs)
 			}
 			return nil
 		})
@@ -352,9 +374,9 @@ func WriteKubeconfig(path, name string, cfg *rest.Config) error {
 
 func (f *Fleet) Keep() { f.keep = true }
 
-// Stop ends every process of the fleet (Kyverno and the gateway, then the apiservers, then etcd:
-// apiservers hang when etcd goes first), checks that none is left, and removes the fleet's files
-// unless Keep was called. Safe to call more than once.
+// Stop ends every process of the fleet (Kyverno, Gatekeeper and the gateway, then the apiservers,
+// then etcd: apiservers hang when etcd goes first), checks that none is left, and removes the
+// fleet's files unless Keep was called. Safe to call more than once.
 func (f *Fleet) Stop() error {
 	f.stopOnce.Do(func() { f.stopErr = f.stop() })
 	return f.stopErr
@@ -386,6 +408,7 @@ func (f *Fleet) stop() error {
 	var first []*process
 	for _, c := range f.Managed {
 		first = append(first, c.kyverno...)
+		first = append(first, c.gatekeeper)
 	}
 	for _, c := range f.all() {
 		first = append(first, c.controllerManager)

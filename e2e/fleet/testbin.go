@@ -35,7 +35,7 @@ const (
 
 // binaries are the paths of the programs a fleet runs.
 type binaries struct {
-	etcd, kubeAPIServer, kubeControllerManager, clusterGateway, velaCore, sourceController string
+	etcd, kubeAPIServer, kubeControllerManager, clusterGateway, velaCore, sourceController, gatekeeper string
 	// kyverno are Kyverno's admission and reports controllers, by Kyverno version.
 	kyverno map[string]kyvernoBinaries
 }
@@ -73,8 +73,8 @@ func KyvernoCLI() (string, error) {
 // findBinaries locates the programs, all in the testbin directory at the versions above (never
 // one on PATH, such as Debian's older etcd, so every run sees the same parts); Kyverno's only of
 // the kyvernoVersions asked for (it is the slowest to build), vela-core only when withKubeVela,
-// source-controller only when withFlux.
-func findBinaries(kyvernoVersions []string, withKubeVela, withControllerManager, withFlux bool) (binaries, error) {
+// source-controller only when withFlux, Gatekeeper only when withGatekeeper.
+func findBinaries(kyvernoVersions []string, withKubeVela, withControllerManager, withFlux, withGatekeeper bool) (binaries, error) {
 	dir, err := TestbinDir()
 	if err != nil {
 		return binaries{}, err
@@ -87,6 +87,7 @@ func findBinaries(kyvernoVersions []string, withKubeVela, withControllerManager,
 		kyverno:               map[string]kyvernoBinaries{},
 		velaCore:              filepath.Join(dir, "kubevela-"+KubeVelaVersion, "vela-core"),
 		sourceController:      filepath.Join(dir, "source-controller-"+SourceControllerVersion, "source-controller"),
+		gatekeeper:            filepath.Join(dir, "gatekeeper-"+GatekeeperVersion, "gatekeeper"),
 	}
 	need := []string{b.etcd, b.kubeAPIServer, b.clusterGateway}
 	for _, version := range kyvernoVersions {
@@ -102,6 +103,9 @@ func findBinaries(kyvernoVersions []string, withKubeVela, withControllerManager,
 	}
 	if withFlux {
 		need = append(need, b.sourceController)
+	}
+	if withGatekeeper {
+		need = append(need, b.gatekeeper)
 	}
 	for _, path := range need {
 		if _, err := os.Stat(path); err != nil {
