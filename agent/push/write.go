@@ -87,9 +87,9 @@ func (w *APIWrites) Summary(ctx context.Context, spec policyhubv1.PolicyReportSu
 	if err != nil {
 		return err
 	}
-	patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec", "value": obj.Object["spec"]}})
+	patch, err := summaryPatch(obj)
 	if err != nil {
-		return fmt.Errorf("push: encode the summary: %w", err)
+		return err
 	}
 	target := &unstructured.Unstructured{}
 	target.SetGroupVersionKind(obj.GroupVersionKind())
@@ -97,6 +97,33 @@ func (w *APIWrites) Summary(ctx context.Context, spec policyhubv1.PolicyReportSu
 	target.SetName(obj.GetName())
 	return w.patchOrApply(ctx, &w.summaryApplied, "PolicyReportSummary "+w.cluster+"/"+SummaryName,
 		target, client.RawPatch(types.JSONPatchType, patch), client.ApplyConfigurationFromUnstructured(obj))
+}
+
+// summaryPatch is the JSON patch that replaces the summary obj's spec.
+func summaryPatch(obj *unstructured.Unstructured) ([]byte, error) {
+	patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec", "value": obj.Object["spec"]}})
+	if err != nil {
+		return nil, fmt.Errorf("push: encode the summary: %w", err)
+	}
+	return patch, nil
+}
+
+// SummaryBodies are the bodies an agent of cluster, renewing every beat, sends to write spec
+// generated at at: the apply of the whole summary (its first write) and the JSON patch of its
+// spec (every write after). Benchmarks measure them; nothing is sent.
+func SummaryBodies(cluster string, beat time.Duration, spec policyhubv1.PolicyReportSummarySpec, at time.Time) (apply, patch []byte, err error) {
+	w := &APIWrites{cluster: cluster, beat: beat}
+	obj, err := w.summaryObject(spec, at)
+	if err != nil {
+		return nil, nil, err
+	}
+	if apply, err = json.Marshal(obj.Object); err != nil {
+		return nil, nil, fmt.Errorf("push: encode the summary: %w", err)
+	}
+	if patch, err = summaryPatch(obj); err != nil {
+		return nil, nil, err
+	}
+	return apply, patch, nil
 }
 
 // summaryObject is the object applied: only apiVersion, kind, namespace, name and spec, so the

@@ -3,7 +3,7 @@
 // agent's summary push, the hub memory of a thousand such summaries (the summary cache, and the
 // metrics' copy), the preview in each cluster's ClusterStatusSlice entry and the FleetPolicy's
 // status.preview, and the hub's CPU for one status pass's preview work over the fleet. It runs in process: the summaries are made by the agent's own summarize.Summarize from a
-// collect.Snapshot and written through its push.APIWrites (to a client that records the requests),
+// collect.Snapshot, and the bodies its push.APIWrites would send (push.SummaryBodies),
 // the shadow is rendered by the hub's declare.FleetPolicyTargets, and the clusters' preview entries
 // by aggregate.ForShadows, what the engine's setPreviews calls. The CPU figures are two `go test`
 // benchmarks it runs (BenchmarkSetPreviews1000 in hub/engine, BenchmarkPreviewStatus1000 in
@@ -15,7 +15,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -30,10 +29,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/policyhub/policyhub/agent/collect"
 	"github.com/policyhub/policyhub/agent/push"
@@ -313,42 +308,14 @@ func snapshot(policies, resources int, shadow shadowInfo, preview bool, now time
 	return s
 }
 
-// pushed writes spec as the agent's pusher does, twice, to a client that records the requests'
-// bodies instead of sending them: the first write (an apply of the whole summary) and the second
-// (a JSON patch of spec, what every push after an agent's first sends).
+// pushed is what the agent's pusher sends to write spec (push.SummaryBodies): the first write (an
+// apply of the whole summary) and every one after (a JSON patch of spec).
 func pushed(spec policyhubv1.PolicyReportSummarySpec, now time.Time) (apply, patch int, err error) {
-	scheme := kruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return 0, 0, err
-	}
-	if err := policyhubv1.AddToScheme(scheme); err != nil {
-		return 0, 0, err
-	}
-	hub := fake.NewClientBuilder().WithScheme(scheme).WithInterceptorFuncs(interceptor.Funcs{
-		Apply: func(_ context.Context, _ client.WithWatch, obj kruntime.ApplyConfiguration, _ ...client.ApplyOption) error {
-			data, err := json.Marshal(obj)
-			apply = len(data)
-			return err
-		},
-		Patch: func(_ context.Context, _ client.WithWatch, obj client.Object, p client.Patch, _ ...client.PatchOption) error {
-			data, err := p.Data(obj)
-			patch = len(data)
-			return err
-		},
-	}).Build()
-	pusher, err := push.New(hub, push.Options{Cluster: "cluster-0000"})
+	a, p, err := push.SummaryBodies("cluster-0000", push.DefaultHeartbeat, spec, now)
 	if err != nil {
 		return 0, 0, err
 	}
-	for range 2 {
-		if err := pusher.Write(context.Background(), spec, now); err != nil {
-			return 0, 0, err
-		}
-	}
-	if apply == 0 || patch == 0 {
-		return 0, 0, fmt.Errorf("the pusher applied %d bytes and patched %d: want one of each", apply, patch)
-	}
-	return apply, patch, nil
+	return len(a), len(p), nil
 }
 
 // stored is the i-th cluster's summary as the hub's cache holds it: spec as its agent pushed it, the
