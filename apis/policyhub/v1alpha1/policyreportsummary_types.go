@@ -48,6 +48,20 @@ type EngineInfo struct {
 	// relies on); absent when the agent found no Kyverno admission controller.
 	// +optional
 	Kyverno *KyvernoFacts `json:"kyverno,omitempty"`
+	// Engines are the policy engines that run in the cluster: Kyverno (its admission webhooks
+	// registered), Kubernetes (the API server serves admissionregistration.k8s.io/v1
+	// ValidatingAdmissionPolicy) and Gatekeeper (its Constraint API served).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=3
+	Engines []PolicyEngine `json:"engines,omitempty"`
+	// Gatekeeper is what the cluster's Gatekeeper says of itself; absent when it runs none.
+	// +optional
+	Gatekeeper *GatekeeperFacts `json:"gatekeeper,omitempty"`
+	// AdmissionPolicies is what the agent reads of the API server's own admission policies;
+	// absent when the cluster serves none.
+	// +optional
+	AdmissionPolicies *AdmissionPolicyFacts `json:"admissionPolicies,omitempty"`
 	// Legacy is the cluster's inventory of Kyverno's legacy objects (the kyverno.io kinds Kyverno
 	// 1.20 no longer executes and whose presence stops its Helm upgrade), owned by policyhub or not;
 	// absent when the agent could not read them.
@@ -167,6 +181,10 @@ type PolicySummary struct {
 	// +kubebuilder:default=""
 	// +kubebuilder:validation:MaxLength=63
 	Kind string `json:"kind,omitempty"`
+	// Engine that enforces and reports the policy; empty from agents older than the field, which
+	// reported Kyverno's results only.
+	// +optional
+	Engine PolicyEngine `json:"engine,omitempty"`
 	// Title from the policy's policies.kyverno.io/title annotation.
 	// +optional
 	// +kubebuilder:validation:MaxLength=256

@@ -161,6 +161,9 @@ func (v *validator) policies(policies []PolicySummary) {
 		v.str(path+".name", p.Name, MaxSummaryNameLength)
 		v.str(path+".namespace", p.Namespace, MaxSummaryNamespaceLength)
 		v.str(path+".kind", p.Kind, MaxSummaryKindLength)
+		if p.Engine != "" {
+			v.policyEngine(path+".engine", p.Engine)
+		}
 		v.str(path+".title", p.Title, MaxSummaryTitleLength)
 		v.str(path+".category", p.Category, MaxSummaryCategoryLength)
 		v.str(path+".severity", p.Severity, MaxSummarySeverityLength)

@@ -48,6 +48,31 @@ func (v *validator) engine(e *EngineInfo) {
 	if e.Legacy != nil {
 		v.legacy(e.Legacy)
 	}
+	v.items("spec.engine.engines", len(e.Engines), len(PolicyEngines()))
+	for i, name := range e.Engines {
+		path := fmt.Sprintf("spec.engine.engines[%d]", i)
+		v.policyEngine(path, name)
+		if slices.Index(e.Engines, name) != i {
+			v.fail("%s: %q listed twice", path, name)
+		}
+	}
+	if g := e.Gatekeeper; g != nil {
+		v.str("spec.engine.gatekeeper.version", g.Version, MaxKyvernoVersionLength)
+		if !kyvernoVersionPattern.MatchString(g.Version) {
+			v.fail("spec.engine.gatekeeper.version: %q is not a version such as v3.23.1", g.Version)
+		}
+		v.str("spec.engine.gatekeeper.versionSource", g.VersionSource, MaxKyvernoVersionSourceLength)
+	}
+	if a := e.AdmissionPolicies; a != nil {
+		v.str("spec.engine.admissionPolicies.refusalsNotCounted", a.RefusalsNotCounted, MaxDryRunsNotCountedLength)
+	}
+}
+
+// policyEngine checks that name is one of PolicyEngines (the CRD's enum).
+func (v *validator) policyEngine(path string, name PolicyEngine) {
+	if !slices.Contains(PolicyEngines(), name) {
+		v.fail("%s: %q, want one of Kyverno, Kubernetes, Gatekeeper", path, name)
+	}
 }
 
 type legacyCountKey struct {
