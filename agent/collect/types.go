@@ -10,8 +10,10 @@ import (
 )
 
 // PolicyKey names a policy: its kind (e.g. ClusterPolicy, ValidatingPolicy; empty when a report
-// does not say), namespace (empty for cluster-scoped policies) and name.
+// does not say), namespace (empty for cluster-scoped policies) and name, and the engine whose it
+// is (empty: Kyverno, whose reports name no engine).
 type PolicyKey struct {
+	Engine    policyhubv1.PolicyEngine
 	Kind      string
 	Namespace string
 	Name      string

@@ -28,6 +28,7 @@ func (f *fold) topPolicies(n int) ([]policyhubv1.PolicySummary, int) {
 			Name:           p.key.Name,
 			Namespace:      p.key.Namespace,
 			Kind:           p.key.Kind,
+			Engine:         engineNamed(p.key.Engine),
 			Title:          policyhubv1.CutUTF8(p.info.Title, policyhubv1.MaxSummaryTitleLength),
 			Category:       policyhubv1.CutUTF8(cmp.Or(p.info.Category, p.category.best()), policyhubv1.MaxSummaryCategoryLength),
 			Severity:       policyhubv1.CutUTF8(p.resolvedSeverity(), policyhubv1.MaxSummarySeverityLength),
@@ -195,4 +196,13 @@ func compareCandidates(a, b candidate) int {
 		return c
 	}
 	return strings.Compare(a.v.Message, b.v.Message)
+}
+
+// engineNamed is the engine a summary names: none for Kyverno, whose results every summary has
+// always held (the hub reads none as Kyverno), so its summaries stay as they were.
+func engineNamed(e policyhubv1.PolicyEngine) policyhubv1.PolicyEngine {
+	if e == policyhubv1.EngineKyverno {
+		return ""
+	}
+	return e
 }

@@ -181,8 +181,8 @@ type PolicySummary struct {
 	// +kubebuilder:default=""
 	// +kubebuilder:validation:MaxLength=63
 	Kind string `json:"kind,omitempty"`
-	// Engine that enforces and reports the policy; empty from agents older than the field, which
-	// reported Kyverno's results only.
+	// Engine that enforces and reports the policy; empty means Kyverno (agents name only the
+	// others, and agents older than the field reported Kyverno's results only).
 	// +optional
 	Engine PolicyEngine `json:"engine,omitempty"`
 	// Title from the policy's policies.kyverno.io/title annotation.
