@@ -26,7 +26,7 @@ type Compliance struct {
 	summaries map[string]*policyhubv1.PolicyReportSummary
 
 	policyResults, policyBlocked, appResults, clusterResults, clusterBlocked, age *prometheus.Desc
-	legacyObjects, kyvernoInfo                                                    *prometheus.Desc
+	legacyObjects, kyvernoInfo, engineInfo                                        *prometheus.Desc
 }
 
 // NewCompliance creates the compliance metrics and registers them with reg. now is the clock the
@@ -41,11 +41,11 @@ func NewCompliance(reg prometheus.Registerer, now func() time.Time, heard func(c
 		heard:     heard,
 		summaries: map[string]*policyhubv1.PolicyReportSummary{},
 		policyResults: prometheus.NewDesc("policyhub_policy_results",
-			"Policy report results in a cluster, by policy, result (pass, fail, warn, error, skip), severity and category.",
-			[]string{"cluster", "policy_namespace", "policy", "kind", "result", "severity", "category"}, nil),
+			"Policy report results in a cluster, by policy, engine (Kyverno, Kubernetes, Gatekeeper), result (pass, fail, warn, error, skip), severity and category; a result kind the engine does not count (Gatekeeper counts only fail) has no series.",
+			[]string{"cluster", "policy_namespace", "policy", "kind", "engine", "result", "severity", "category"}, nil),
 		policyBlocked: prometheus.NewDesc("policyhub_policy_blocked_admissions",
-			"Admissions a policy refused in a cluster, from Kyverno's Events still in the cluster.",
-			[]string{"cluster", "policy_namespace", "policy", "kind"}, nil),
+			"Admissions a policy refused in a cluster, by engine: Kyverno's from its Events still in the cluster, Kubernetes admission policies' from the API server's metrics where the agent may read them.",
+			[]string{"cluster", "policy_namespace", "policy", "kind", "engine"}, nil),
 		appResults: prometheus.NewDesc("policyhub_application_results",
 			"Policy report results of an application's resources in a cluster, by result.",
 			[]string{"cluster", "app_namespace", "application", "result"}, nil),
@@ -61,6 +61,9 @@ func NewCompliance(reg prometheus.Registerer, now func() time.Time, heard func(c
 		legacyObjects: prometheus.NewDesc("policyhub_cluster_legacy_objects",
 			"Kyverno legacy objects (kyverno.io ClusterPolicy, Policy, ClusterCleanupPolicy, CleanupPolicy, PolicyException) in a cluster, by kind and owner (policyhub, other), as its agent reported them; every kind and owner, zeros included, for a cluster whose agent reports an inventory, none otherwise. Kyverno 1.20's Helm upgrade refuses while any exists.",
 			[]string{"cluster", "kind", "owner"}, nil),
+		engineInfo: prometheus.NewDesc("policyhub_cluster_engine_info",
+			"1 for each policy engine a cluster runs, as its agent reported them (Kyverno, Kubernetes: the API server's own admission policies, Gatekeeper), with the engine's version where the agent could tell it.",
+			[]string{"cluster", "engine", "version"}, nil),
 		kyvernoInfo: prometheus.NewDesc("policyhub_kyverno_info",
 			"1 for each cluster with a summary: its Kyverno's version as its agent read it (\"\" when the agent could not tell) and whether that version still enforces the legacy kinds (yes, no, unknown).",
 			[]string{"cluster", "version", "enforces_legacy"}, nil),
@@ -99,7 +102,7 @@ func (c *Compliance) Forget(cluster string) {
 
 // Describe implements prometheus.Collector.
 func (c *Compliance) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.policyResults, c.policyBlocked, c.appResults, c.clusterResults, c.clusterBlocked, c.age, c.legacyObjects, c.kyvernoInfo} {
+	for _, d := range []*prometheus.Desc{c.policyResults, c.policyBlocked, c.appResults, c.clusterResults, c.clusterBlocked, c.age, c.legacyObjects, c.kyvernoInfo, c.engineInfo} {
 		ch <- d
 	}
 }
@@ -141,7 +144,8 @@ func (c *Compliance) collectCluster(ch chan<- prometheus.Metric, cluster string,
 	for result, n := range byResult(s.Spec.Totals, reported) {
 		gauge(c.clusterResults, n, cluster, result)
 	}
-	// One entry per policy: a policy listed twice counts once, as its first entry says.
+	// One entry per policy: a policy listed twice counts once, as its first entry says. The
+	// engine is one of three values (any other reads as Kyverno): no new series per policy.
 	type policy struct{ namespace, name, kind string }
 	policies := make(map[policy]bool, len(s.Spec.Policies))
 	for i := range s.Spec.Policies {
@@ -152,10 +156,11 @@ func (c *Compliance) collectCluster(ch chan<- prometheus.Metric, cluster string,
 		}
 		policies[key] = true
 		severity, category := labelValue(p.Severity), labelValue(p.Category)
-		for result, n := range byResult(p.Results, reported) {
-			gauge(c.policyResults, n, cluster, key.namespace, key.name, key.kind, result, severity, category)
+		engine := knownEngine(p.Engine)
+		for result, n := range byEngineResult(p.Results, engine, reported) {
+			gauge(c.policyResults, n, cluster, key.namespace, key.name, key.kind, string(engine), result, severity, category)
 		}
-		gauge(c.policyBlocked, count(p.Blocked), cluster, key.namespace, key.name, key.kind)
+		gauge(c.policyBlocked, count(p.Blocked), cluster, key.namespace, key.name, key.kind, string(engine))
 	}
 	// A summary has one entry per application and policy; the metric is per application.
 	type app struct{ namespace, name string }
@@ -194,6 +199,26 @@ func count(n int64) float64 {
 	return float64(max(n, 0))
 }
 
+// knownEngine is a summary entry's engine as a label value: one of PolicyEngines (none, or one
+// an older CRD let through, reads as Kyverno), so the label has three values at most.
+func knownEngine(e policyhubv1.PolicyEngine) policyhubv1.PolicyEngine {
+	if slices.Contains(policyhubv1.PolicyEngines(), e) {
+		return e
+	}
+	return policyhubv1.EngineKyverno
+}
+
+// byEngineResult is byResult for one policy of engine: only the result kinds its engine counts.
+func byEngineResult(r policyhubv1.ResultCounts, engine policyhubv1.PolicyEngine, info *policyhubv1.EngineInfo) map[string]float64 {
+	out := byResult(r, nil)
+	for kind := range out {
+		if !engine.ReportsResult(info, kind) {
+			delete(out, kind)
+		}
+	}
+	return out
+}
+
 // byResult spells out every result the cluster's Kyverno writes, zeros included: a violation
 // that was fixed reads 0 instead of vanishing, which is what alerts and dashboards expect. A kind
 // its Kyverno does not write (--allowedResults) has no series: unknown, never 0.
@@ -225,6 +250,21 @@ func (c *Compliance) collectEngine(ch chan<- prometheus.Metric, cluster string, 
 		enforces = map[bool]string{true: "yes", false: "no"}[yes]
 	}
 	ch <- prometheus.MustNewConstMetric(c.kyvernoInfo, prometheus.GaugeValue, 1, cluster, labelValue(version), enforces)
+	for _, engine := range policyhubv1.PolicyEngines() {
+		if !slices.Contains(e.Engines, engine) {
+			continue
+		}
+		v := ""
+		switch engine {
+		case policyhubv1.EngineKyverno:
+			v = version
+		case policyhubv1.EngineGatekeeper:
+			if e.Gatekeeper != nil {
+				v = e.Gatekeeper.Version
+			}
+		}
+		ch <- prometheus.MustNewConstMetric(c.engineInfo, prometheus.GaugeValue, 1, cluster, string(engine), labelValue(v))
+	}
 	if e.Legacy == nil {
 		return
 	}

@@ -39,13 +39,13 @@ policyhub_application_results{app_namespace="shop",application="shop",cluster="c
 policyhub_application_results{app_namespace="shop",application="shop",cluster="cluster-1",result="pass"} 4
 policyhub_application_results{app_namespace="shop",application="shop",cluster="cluster-1",result="skip"} 0
 policyhub_application_results{app_namespace="shop",application="shop",cluster="cluster-1",result="warn"} 0
-# HELP policyhub_policy_results Policy report results in a cluster, by policy, result (pass, fail, warn, error, skip), severity and category.
+# HELP policyhub_policy_results Policy report results in a cluster, by policy, engine (Kyverno, Kubernetes, Gatekeeper), result (pass, fail, warn, error, skip), severity and category; a result kind the engine does not count (Gatekeeper counts only fail) has no series.
 # TYPE policyhub_policy_results gauge
-policyhub_policy_results{category="Best Practices",cluster="cluster-1",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="error",severity="medium"} 0
-policyhub_policy_results{category="Best Practices",cluster="cluster-1",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="fail",severity="medium"} 2
-policyhub_policy_results{category="Best Practices",cluster="cluster-1",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="pass",severity="medium"} 4
-policyhub_policy_results{category="Best Practices",cluster="cluster-1",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="skip",severity="medium"} 0
-policyhub_policy_results{category="Best Practices",cluster="cluster-1",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="warn",severity="medium"} 0
+policyhub_policy_results{category="Best Practices",cluster="cluster-1",engine="Kyverno",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="error",severity="medium"} 0
+policyhub_policy_results{category="Best Practices",cluster="cluster-1",engine="Kyverno",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="fail",severity="medium"} 2
+policyhub_policy_results{category="Best Practices",cluster="cluster-1",engine="Kyverno",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="pass",severity="medium"} 4
+policyhub_policy_results{category="Best Practices",cluster="cluster-1",engine="Kyverno",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="skip",severity="medium"} 0
+policyhub_policy_results{category="Best Practices",cluster="cluster-1",engine="Kyverno",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="warn",severity="medium"} 0
 # HELP policyhub_summary_age_seconds Seconds since the hub last heard from the cluster's agent, by the hub's clock: its Lease renewed (every heartbeat) or a new summary.
 # TYPE policyhub_summary_age_seconds gauge
 policyhub_summary_age_seconds{cluster="cluster-1"} 25
@@ -134,13 +134,13 @@ func TestComplianceSurvivesAHostileSummary(t *testing.T) {
 		t.Errorf("hostile blocked admissions %v, want 0", got)
 	}
 	want := `
-# HELP policyhub_policy_results Policy report results in a cluster, by policy, result (pass, fail, warn, error, skip), severity and category.
+# HELP policyhub_policy_results Policy report results in a cluster, by policy, engine (Kyverno, Kubernetes, Gatekeeper), result (pass, fail, warn, error, skip), severity and category; a result kind the engine does not count (Gatekeeper counts only fail) has no series.
 # TYPE policyhub_policy_results gauge
-policyhub_policy_results{category="",cluster="honest",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="error",severity=""} 0
-policyhub_policy_results{category="",cluster="honest",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="fail",severity=""} 2
-policyhub_policy_results{category="",cluster="honest",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="pass",severity=""} 0
-policyhub_policy_results{category="",cluster="honest",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="skip",severity=""} 0
-policyhub_policy_results{category="",cluster="honest",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="warn",severity=""} 0
+policyhub_policy_results{category="",cluster="honest",engine="Kyverno",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="error",severity=""} 0
+policyhub_policy_results{category="",cluster="honest",engine="Kyverno",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="fail",severity=""} 2
+policyhub_policy_results{category="",cluster="honest",engine="Kyverno",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="pass",severity=""} 0
+policyhub_policy_results{category="",cluster="honest",engine="Kyverno",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="skip",severity=""} 0
+policyhub_policy_results{category="",cluster="honest",engine="Kyverno",kind="ClusterPolicy",policy="require-labels",policy_namespace="",result="warn",severity=""} 0
 `
 	if err := testutil.GatherAndCompare(honestOnly{reg}, strings.NewReader(want), "policyhub_policy_results"); err != nil {
 		t.Error(err)

@@ -88,3 +88,18 @@ type AdmissionPolicyFacts struct {
 	// +kubebuilder:validation:MaxLength=256
 	RefusalsNotCounted string `json:"refusalsNotCounted,omitempty"`
 }
+
+// ReportsResult says whether the engine's results of kind result (pass, fail, warn, error,
+// skip) are known in a cluster of engine facts info; a kind not known is unknown, never 0.
+// Kyverno writes the kinds its --allowedResults lets it (info.ReportsResult); the agent's own
+// background evaluation of Kubernetes admission policies counts every kind; Gatekeeper's audit
+// counts violations only (a Constraint's status.totalViolations), so only fail is known.
+func (e PolicyEngine) ReportsResult(info *EngineInfo, result string) bool {
+	switch EngineOrKyverno(e) {
+	case EngineKubernetes:
+		return true
+	case EngineGatekeeper:
+		return result == "fail"
+	}
+	return info.ReportsResult(result)
+}
