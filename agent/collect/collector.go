@@ -490,6 +490,9 @@ func (c *Collector) snapshot() Snapshot {
 		Engine:       policyhubv1.EngineInfo{ReportAPIs: append([]string(nil), c.served...), KyvernoWebhooks: c.webhooks},
 	}
 	c.engineSnapshot(&s.Engine)
+	if c.webhooks {
+		s.Engine.AddEngine(policyhubv1.EngineKyverno)
+	}
 	for _, inf := range c.reports {
 		for _, obj := range inf.GetStore().List() {
 			if it, ok := obj.(*item); ok {

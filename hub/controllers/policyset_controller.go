@@ -273,7 +273,7 @@ func (d *policySet) SetResults(clusters []policyhubv1.ClusterStatus, read engine
 // workers' outcomes: a member Kyverno refuses fails alone, and says so here with Kyverno's words.
 func (d *policySet) Progress(r *engine.Rendering, outcomes []engine.Outcome, clusters []policyhubv1.ClusterStatus, now time.Time) engine.Progress {
 	members, _ := r.Detail.([]*unstructured.Unstructured) // the members rendered (of the current version)
-	d.Status.Members = policyhubv1.MemberCounts{Total: int32(len(members))}
+	d.Status.Members = policyhubv1.MemberCounts{Total: int32(len(members)), ByEngine: membersByEngine(members)}
 	d.Status.AttentionMembers, d.Status.Members.Failed, d.Status.Members.Conflict = memberAttention(outcomes)
 	violating := memberViolations(clusters)
 	d.Status.Members.Violating = int32(len(violating))
@@ -293,6 +293,24 @@ func (d *policySet) Progress(r *engine.Rendering, outcomes []engine.Outcome, clu
 		}
 	}
 	return p
+}
+
+// membersByEngine counts members by the engine of their kind's group, in PolicyEngines' order;
+// a member of no engine's group (none is admitted) is counted nowhere.
+func membersByEngine(members []*unstructured.Unstructured) []policyhubv1.EngineCount {
+	counts := map[policyhubv1.PolicyEngine]int32{}
+	for _, m := range members {
+		if e, ok := policyhubv1.EngineOfAPIVersion(m.GetAPIVersion()); ok {
+			counts[e]++
+		}
+	}
+	var out []policyhubv1.EngineCount
+	for _, e := range policyhubv1.PolicyEngines() {
+		if n := counts[e]; n > 0 {
+			out = append(out, policyhubv1.EngineCount{Engine: e, Count: n})
+		}
+	}
+	return out
 }
 
 // rolloutProgress steps the set's rollout, when it has one.

@@ -2,11 +2,13 @@ package controllers
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/hub/aggregate"
@@ -125,5 +127,32 @@ func TestPolicySetSourceHolding(t *testing.T) {
 	if p.Reason != ReasonSourceNotReady || p.Stalled || !strings.Contains(p.Holding, "the source cannot be read: registry unreachable") ||
 		!strings.Contains(p.Holding, "the clusters keep version sha256:aaa (reg/p:stable)") {
 		t.Errorf("progress %+v: want SourceNotReady naming the failure and the version kept", p)
+	}
+}
+
+// A set's members counted by engine: by their kind's group, engines in a fixed order, none
+// listed with no member.
+func TestMembersByEngine(t *testing.T) {
+	member := func(apiVersion string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(apiVersion)
+		return u
+	}
+	for _, tc := range []struct {
+		name    string
+		members []*unstructured.Unstructured
+		want    []policyhubv1.EngineCount
+	}{
+		{"none", nil, nil},
+		{"Kyverno only", []*unstructured.Unstructured{member("kyverno.io/v1"), member("policies.kyverno.io/v1")},
+			[]policyhubv1.EngineCount{{Engine: policyhubv1.EngineKyverno, Count: 2}}},
+		{"three engines", []*unstructured.Unstructured{member("constraints.gatekeeper.sh/v1beta1"), member("templates.gatekeeper.sh/v1"),
+			member("admissionregistration.k8s.io/v1"), member("kyverno.io/v1")},
+			[]policyhubv1.EngineCount{{Engine: policyhubv1.EngineKyverno, Count: 1}, {Engine: policyhubv1.EngineKubernetes, Count: 1}, {Engine: policyhubv1.EngineGatekeeper, Count: 2}}},
+		{"no engine's group", []*unstructured.Unstructured{member("v1"), member("apps/v1")}, nil},
+	} {
+		if got := membersByEngine(tc.members); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

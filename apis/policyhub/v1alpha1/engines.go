@@ -1,5 +1,10 @@
 package v1alpha1
 
+import (
+	"slices"
+	"strings"
+)
+
 // A fleet runs more than one policy engine: Kyverno, Kubernetes' own admission policies
 // (ValidatingAdmissionPolicy, evaluated by the API server) and Gatekeeper. Agent, hub, CLI and
 // web view name them with these values, told apart by the API group of the policy's kind (a
@@ -44,6 +49,28 @@ func EngineOfGroup(group string) (PolicyEngine, bool) {
 		return EngineGatekeeper, true
 	}
 	return "", false
+}
+
+// EngineOfAPIVersion is the engine of a policy object of apiVersion (group/version); false when
+// no engine the hub ships to owns its group (a core "v1" object has none).
+func EngineOfAPIVersion(apiVersion string) (PolicyEngine, bool) {
+	group, _, found := strings.Cut(apiVersion, "/")
+	if !found {
+		return "", false
+	}
+	return EngineOfGroup(group)
+}
+
+// MaxEngineCounts bounds a list of counts by engine: one per engine.
+const MaxEngineCounts = 3
+
+// EngineCount is how many of something (a set's members) one engine enforces.
+type EngineCount struct {
+	// Engine enforcing them.
+	Engine PolicyEngine `json:"engine"`
+	// Count of them.
+	// +kubebuilder:validation:Minimum=0
+	Count int32 `json:"count"`
 }
 
 // EngineOrKyverno is a summary entry's engine: an agent older than the field names none, and
@@ -102,4 +129,15 @@ func (e PolicyEngine) ReportsResult(info *EngineInfo, result string) bool {
 		return result == "fail"
 	}
 	return info.ReportsResult(result)
+}
+
+// AddEngine records that the cluster runs engine, once, keeping PolicyEngines' order (so a
+// summary's content does not change with the order its parts were read in).
+func (e *EngineInfo) AddEngine(engine PolicyEngine) {
+	if slices.Contains(e.Engines, engine) {
+		return
+	}
+	e.Engines = append(e.Engines, engine)
+	order := PolicyEngines()
+	slices.SortFunc(e.Engines, func(a, b PolicyEngine) int { return slices.Index(order, a) - slices.Index(order, b) })
 }

@@ -303,6 +303,13 @@ type MemberCounts struct {
 	// Violating members: with fail or error results in at least one cluster.
 	// +optional
 	Violating int32 `json:"violating,omitempty"`
+	// ByEngine counts the members by the engine that enforces them (Kyverno, Kubernetes,
+	// Gatekeeper): a set may hold members of several.
+	// +optional
+	// +listType=map
+	// +listMapKey=engine
+	// +kubebuilder:validation:MaxItems=3
+	ByEngine []EngineCount `json:"byEngine,omitempty"`
 }
 
 // MemberRef names a member: kind, namespace (namespaced kinds) and name.

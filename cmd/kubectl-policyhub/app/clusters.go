@@ -95,6 +95,14 @@ type clusterSummary struct {
 	// LegacyObjects counts the cluster's Kyverno legacy objects, owned by policyhub or not (see
 	// `kubectl policyhub inventory`); null when the agent sent no inventory.
 	LegacyObjects *int64 `json:"legacyObjects"`
+	// Engines are the policy engines the cluster runs (Kyverno, Kubernetes: the API server's own
+	// admission policies, Gatekeeper); null from an agent older than the field.
+	Engines []string `json:"engines"`
+	// Gatekeeper is what the cluster's Gatekeeper says of itself; null when it runs none.
+	Gatekeeper *policyhubv1.GatekeeperFacts `json:"gatekeeper"`
+	// AdmissionPolicies is what the agent reads of the API server's own admission policies:
+	// whether it evaluates existing resources, whether it counts refusals; null when unknown.
+	AdmissionPolicies *policyhubv1.AdmissionPolicyFacts `json:"admissionPolicies"`
 }
 
 // kyvernoReport is what a cluster's Kyverno says of itself, as its agent reported it.
@@ -179,8 +187,12 @@ Naming clusters restricts the list to them; an unknown name is an error.
 "kyvernoAPIs", "summary": {"generatedAt", "ageSeconds", "stale", "results": {"pass", "fail",
 "warn", "error", "skip"}, "violations", "blocked", "kyvernoWebhooks", "reportAPIs", "policyAPIs",
 "kyverno": {"version", "versionSource", "enforcesLegacy", "policyExceptions", "exceptionNamespace",
-"reportedResults"} | null, "legacyObjects"} | null, "replica"}]}. A result kind the cluster's
-Kyverno does not write (its --allowedResults, kyverno.reportedResults) is null, never 0.
+"reportedResults"} | null, "legacyObjects", "engines", "gatekeeper": {"version", "versionSource",
+"webhook"} | null, "admissionPolicies": {"evaluated", "refusalsCounted", "refusalsNotCounted"} |
+null} | null, "replica"}]}. A result kind the cluster's Kyverno does not write (its
+--allowedResults, kyverno.reportedResults) is null, never 0. ENGINES lists the policy engines
+the cluster's agent found: Kyverno, Kubernetes (the API server's own admission policies) and
+Gatekeeper (with its version).
 
 When the hub's replicas share the fleet (policyhub-hub --share-fleet), a REPLICA column names
 the replica that works each cluster, computed as the replicas compute it from their live Leases;
@@ -373,6 +385,13 @@ func toClusterSummary(s *policyhubv1.PolicyReportSummary, live liveness, now tim
 		Results: results, Violations: results.violations(), Blocked: s.Spec.Blocked,
 		KyvernoWebhooks: s.Spec.Engine.KyvernoWebhooks, ReportAPIs: slices.Clone(s.Spec.Engine.ReportAPIs),
 		PolicyAPIs: slices.Sorted(slices.Values(s.Spec.Engine.PolicyAPIs)), Kyverno: toKyvernoReport(s.Spec.Engine.Kyverno),
+		Gatekeeper: s.Spec.Engine.Gatekeeper, AdmissionPolicies: s.Spec.Engine.AdmissionPolicies,
+	}
+	if s.Spec.Engine.Engines != nil {
+		out.Engines = []string{}
+		for _, e := range s.Spec.Engine.Engines {
+			out.Engines = append(out.Engines, string(e))
+		}
 	}
 	if s.Spec.Engine.Legacy != nil {
 		total := s.Spec.Engine.Legacy.Total()
@@ -451,12 +470,25 @@ func servedKyvernoAPIs(groups metav1.APIGroupList) []string {
 	return out
 }
 
+// engineCell lists the engines a cluster runs, Gatekeeper with its version where known, e.g.
+// "Kyverno,Kubernetes" or "Kubernetes,Gatekeeper(v3.23.1)"; <none> when it runs none.
+func engineCell(s *clusterSummary) string {
+	cells := make([]string, 0, len(s.Engines))
+	for _, e := range s.Engines {
+		if e == string(policyhubv1.EngineGatekeeper) && s.Gatekeeper != nil && s.Gatekeeper.Version != "" {
+			e += "(" + s.Gatekeeper.Version + ")"
+		}
+		cells = append(cells, e)
+	}
+	return listString(cells)
+}
+
 func printClustersTable(w io.Writer, report *clustersReport) {
 	if len(report.Clusters) == 0 {
 		return
 	}
 	shared := slices.ContainsFunc(report.Clusters, func(c clusterReport) bool { return c.Replica != "" })
-	header := []string{"CLUSTER", "REACHABLE", "VERSION", "KYVERNO", "KYVERNO-VERSION", "LEGACY-ENFORCED", "EXCEPTIONS", "LEGACY",
+	header := []string{"CLUSTER", "REACHABLE", "VERSION", "ENGINES", "KYVERNO", "KYVERNO-VERSION", "LEGACY-ENFORCED", "EXCEPTIONS", "LEGACY",
 		"SUMMARY-AGE", "FAIL", "ERROR", "BLOCKED", "LABELS"}
 	if shared {
 		header = slices.Insert(header, 1, "REPLICA")
@@ -470,7 +502,7 @@ func printClustersTable(w io.Writer, report *clustersReport) {
 		if c.KyvernoAPIs == nil {
 			kyverno = "<unknown>"
 		}
-		age, fail, errs, blocked := "<none>", "-", "-", "-"
+		age, fail, errs, blocked, engines := "<none>", "-", "-", "-", "<unknown>"
 		kyvernoVersion, legacyEnforced, exceptions, legacy := "<unknown>", "unknown", "<unknown>", "<unknown>"
 		if s := c.Summary; s != nil {
 			if k := s.Kyverno; k != nil {
@@ -487,8 +519,11 @@ func printClustersTable(w io.Writer, report *clustersReport) {
 				age += " (stale)"
 			}
 			fail, errs, blocked = s.Results.cell("fail"), s.Results.cell("error"), itoa(s.Blocked)
+			if s.Engines != nil {
+				engines = engineCell(s)
+			}
 		}
-		row := []string{c.Name, reachable, c.Version, kyverno, kyvernoVersion, legacyEnforced, exceptions, legacy,
+		row := []string{c.Name, reachable, c.Version, engines, kyverno, kyvernoVersion, legacyEnforced, exceptions, legacy,
 			age, fail, errs, blocked, labelString(c.Labels)}
 		if shared {
 			replica := c.Replica

@@ -32,12 +32,15 @@ func TestClustersTable(t *testing.T) {
 	fresh := seenAt(now.Add(-42*time.Second), policyhubv1.PolicyReportSummarySpec{GeneratedAt: &metav1.Time{Time: now.Add(time.Hour)},
 		Totals: policyhubv1.ResultCounts{Pass: 5, Fail: 2, Error: 1}, Blocked: 3,
 		Engine: policyhubv1.EngineInfo{PolicyAPIs: []string{"policies.kyverno.io/v1", "kyverno.io/v1"},
+			Engines: []policyhubv1.PolicyEngine{policyhubv1.EngineKyverno, policyhubv1.EngineKubernetes},
 			Kyverno: &policyhubv1.KyvernoFacts{Version: "v1.19.1", PolicyExceptions: ptrTo(true), ExceptionNamespace: "kyverno-exceptions"},
 			Legacy: &policyhubv1.LegacyInventory{Counts: []policyhubv1.LegacyCount{
 				{Kind: "ClusterPolicy", Owner: policyhubv1.LegacyOwnerOther, Count: 4}, {Kind: "PolicyException", Owner: policyhubv1.LegacyOwnerPolicyhub, Count: 1}}}}})
 	// A fail-only Kyverno 1.20 (--allowedResults=fail): pass is unknown, never 0.
 	old := seenAt(now.Add(-10*time.Minute), policyhubv1.PolicyReportSummarySpec{GeneratedAt: &metav1.Time{Time: now.Add(-time.Hour)},
 		Engine: policyhubv1.EngineInfo{Kyverno: &policyhubv1.KyvernoFacts{Version: "v1.20.0", PolicyExceptions: ptrTo(false), ReportedResults: []string{"fail"}},
+			Engines:    []policyhubv1.PolicyEngine{policyhubv1.EngineKyverno, policyhubv1.EngineGatekeeper},
+			Gatekeeper: &policyhubv1.GatekeeperFacts{Version: "v3.23.1", Webhook: true},
 			Legacy: &policyhubv1.LegacyInventory{}}})
 	report := &clustersReport{Clusters: []clusterReport{
 		{Name: "cluster-1", Labels: map[string]string{"env": "prod", "region": "eu"}, Reachable: true, Version: "v1.35.0",
@@ -67,10 +70,10 @@ func TestClustersTable(t *testing.T) {
 	tw := newTableWriter(&out)
 	printClustersTable(tw, report)
 	_ = tw.Flush()
-	want := `CLUSTER     REACHABLE   VERSION   KYVERNO                                KYVERNO-VERSION   LEGACY-ENFORCED   EXCEPTIONS                  LEGACY      SUMMARY-AGE   FAIL   ERROR   BLOCKED   LABELS
-cluster-1   yes         v1.35.0   kyverno.io/v1,policies.kyverno.io/v1   v1.19.1           yes               on(ns=kyverno-exceptions)   5           42s           2      1       3         env=prod,region=eu
-cluster-2   yes         v1.30.0   <none>                                 v1.20.0           no                off                         0           10m (stale)   0      -       0         <none>
-cluster-3   no          -         <unknown>                              <unknown>         unknown           <unknown>                   <unknown>   <none>        -      -       -         <none>
+	want := `CLUSTER     REACHABLE   VERSION   ENGINES                       KYVERNO                                KYVERNO-VERSION   LEGACY-ENFORCED   EXCEPTIONS                  LEGACY      SUMMARY-AGE   FAIL   ERROR   BLOCKED   LABELS
+cluster-1   yes         v1.35.0   Kyverno,Kubernetes            kyverno.io/v1,policies.kyverno.io/v1   v1.19.1           yes               on(ns=kyverno-exceptions)   5           42s           2      1       3         env=prod,region=eu
+cluster-2   yes         v1.30.0   Kyverno,Gatekeeper(v3.23.1)   <none>                                 v1.20.0           no                off                         0           10m (stale)   0      -       0         <none>
+cluster-3   no          -         <unknown>                     <unknown>                              <unknown>         unknown           <unknown>                   <unknown>   <none>        -      -       -         <none>
 `
 	if out.String() != want {
 		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
@@ -103,9 +106,9 @@ func TestClustersTableNamesTheReplica(t *testing.T) {
 	tw := newTableWriter(&out)
 	printClustersTable(tw, report)
 	_ = tw.Flush()
-	want := `CLUSTER     REPLICA                 REACHABLE   VERSION   KYVERNO     KYVERNO-VERSION   LEGACY-ENFORCED   EXCEPTIONS   LEGACY      SUMMARY-AGE   FAIL   ERROR   BLOCKED   LABELS
-cluster-1   policyhub-hub-7d9f-x2   yes         v1.36.3   <none>      <unknown>         unknown           <unknown>    <unknown>   <none>        -      -       -         <none>
-ocm-only    <none>                  no          -         <unknown>   <unknown>         unknown           <unknown>    <unknown>   <none>        -      -       -         <none>
+	want := `CLUSTER     REPLICA                 REACHABLE   VERSION   ENGINES     KYVERNO     KYVERNO-VERSION   LEGACY-ENFORCED   EXCEPTIONS   LEGACY      SUMMARY-AGE   FAIL   ERROR   BLOCKED   LABELS
+cluster-1   policyhub-hub-7d9f-x2   yes         v1.36.3   <unknown>   <none>      <unknown>         unknown           <unknown>    <unknown>   <none>        -      -       -         <none>
+ocm-only    <none>                  no          -         <unknown>   <unknown>   <unknown>         unknown           <unknown>    <unknown>   <none>        -      -       -         <none>
 `
 	if out.String() != want {
 		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)

@@ -45,6 +45,9 @@ type declarationStatus struct {
 	Application string `json:"application,omitempty"`
 	// Mode is the declared mode (Enforce or Audit); absent when a FleetPolicy keeps its template's.
 	Mode string `json:"mode,omitempty"`
+	// Engines are the engines that enforce what the declaration ships (Kyverno, Kubernetes,
+	// Gatekeeper): a FleetPolicy's template's, a PolicySet's members' (several may be).
+	Engines []string `json:"engines"`
 	// Revision is a PolicySet's source revision (e.g. an OCI tag, main@sha1:…) and Digest the
 	// version it pins; Members counts its members.
 	Revision string `json:"revision,omitempty"`
@@ -102,6 +105,9 @@ type declarationCluster struct {
 	Stale bool `json:"stale"`
 	// Revision is the version of a PolicySet the cluster last synced in full (its digest).
 	Revision string `json:"revision,omitempty"`
+	// Engines are the engines the cluster runs, as its agent reported them; null before it did
+	// (or from an agent older than the field).
+	Engines []string `json:"engines"`
 }
 
 // actionTally is a sync's action counts, every one always printed.
@@ -199,7 +205,7 @@ is an error.
 Exit codes: 0 when no declaration shown has violations, 1 when any has (results fail + error > 0;
 blocked admissions alone do not count), 2 on errors.
 
--o json|yaml prints {"declarations": [{"kind", "namespace", "name", "application", "mode",
+-o json|yaml prints {"declarations": [{"kind", "namespace", "name", "application", "mode", "engines",
 "revision", "digest", "members" (a PolicySet's source version and member count), "source":
 {"ready", "reason", "message"} (a PolicySet's SourceReady condition: False while its source cannot
 be read, saying which version the clusters keep), "ready",
@@ -207,14 +213,21 @@ be read, saying which version the clusters keep), "ready",
 "violations", "blocked", "clusters": [{"name", "phase", "message", "lastSyncTime", "actions":
 {"created", "updated", "unchanged", "deleted", "conflict", "failed"}, "results" (null before the
 cluster's agent reported), "violations", "blocked", "reportTime", "stale", "revision" (the
-PolicySet version the cluster runs)}], "exceptions": [{"namespace", "name", "member", "expiresAt",
+PolicySet version the cluster runs), "engines" (the engines the cluster runs, as its agent
+reported them)}], "exceptions": [{"namespace", "name", "member", "expiresAt",
 "inForce", "exempted"}] (the active FleetPolicyExceptions from the declaration's policies, the first
 to end first, at most 10), "moreExceptions"}]}. The table lists those exceptions under the clusters.
 
 The table has a row per cluster, and rows for what no cluster's row says: CLUSTER <source> when a
 PolicySet's source cannot be read (the clusters keep the version read last: the message names it),
 and <all> when the declaration is not Ready for a reason of its own (its source, a rollout waiting
-or stalled, a placement missing, places not granted...).`,
+or stalled, a placement missing, places not granted...).
+
+ENGINE names the engine that enforces what the declaration ships: Kyverno, Kubernetes (a
+ValidatingAdmissionPolicy, enforced by the API server itself) or Gatekeeper (several for a
+PolicySet of mixed members). A cluster whose agent reports it does not run that engine says so in
+its message. A result kind an engine does not count is null in -o json, never 0: Gatekeeper's
+audit counts violations only, so its pass, warn, error and skip are null.`,
 		Example: `  # Every FleetPolicy, and the ApplicationPolicies of the current namespace
   kubectl policyhub status
 
@@ -353,12 +366,13 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 			return nil, err
 		}
 	}
-	passUnknown := passUnknownClusters(ctx, c, len(fps)+len(sets)+len(aps))
+	facts := readClusterFacts(ctx, c, len(fps)+len(sets)+len(aps))
 	report := &statusReport{Declarations: []declarationStatus{}}
 	slices.SortFunc(fps, func(a, b policyhubv1.FleetPolicy) int { return strings.Compare(a.Name, b.Name) })
 	for i := range fps {
 		fp := &fps[i]
-		d := declarationStatus{Kind: kindFleetPolicy, Name: fp.Name, UpToDate: fp.Status.ObservedGeneration == fp.Generation}
+		d := declarationStatus{Kind: kindFleetPolicy, Name: fp.Name, UpToDate: fp.Status.ObservedGeneration == fp.Generation,
+			Engines: templateEngines(fp.Spec.Template.APIVersion)}
 		if fp.Spec.Mode != nil {
 			d.Mode = string(*fp.Spec.Mode)
 		}
@@ -366,14 +380,15 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 		if err != nil {
 			return nil, err
 		}
-		d.fill(fp.Status.Conditions, clusters, passUnknown)
+		d.fill(fp.Status.Conditions, clusters, facts)
 		d.Exceptions, d.MoreExceptions = exceptionsFrom(active, policyhubv1.KindFleetPolicy, fp.Name)
 		report.Declarations = append(report.Declarations, d)
 	}
 	slices.SortFunc(sets, func(a, b policyhubv1.PolicySet) int { return strings.Compare(a.Name, b.Name) })
 	for i := range sets {
 		ps := &sets[i]
-		d := declarationStatus{Kind: kindPolicySet, Name: ps.Name, UpToDate: ps.Status.ObservedGeneration == ps.Generation, Members: ps.Status.Members.Total}
+		d := declarationStatus{Kind: kindPolicySet, Name: ps.Name, UpToDate: ps.Status.ObservedGeneration == ps.Generation, Members: ps.Status.Members.Total,
+			Engines: memberEngines(ps.Status.Members.ByEngine)}
 		if ps.Spec.Mode != nil {
 			d.Mode = string(*ps.Spec.Mode)
 		}
@@ -387,7 +402,7 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 		if err != nil {
 			return nil, err
 		}
-		d.fill(ps.Status.Conditions, clusters, passUnknown)
+		d.fill(ps.Status.Conditions, clusters, facts)
 		d.Exceptions, d.MoreExceptions = exceptionsFrom(active, policyhubv1.KindPolicySet, ps.Name)
 		report.Declarations = append(report.Declarations, d)
 	}
@@ -397,12 +412,13 @@ func (o *options) status(ctx context.Context, args []string, allNamespaces bool)
 	for i := range aps {
 		ap := &aps[i]
 		d := declarationStatus{Kind: kindApplicationPolicy, Namespace: ap.Namespace, Name: ap.Name, Application: ap.Spec.Application,
-			Mode: string(ap.Spec.Mode), UpToDate: ap.Status.ObservedGeneration == ap.Generation}
+			Mode: string(ap.Spec.Mode), UpToDate: ap.Status.ObservedGeneration == ap.Generation,
+			Engines: []string{string(policyhubv1.EngineKyverno)}} // its rules are Kyverno's
 		clusters, err := clusterStates(ctx, c, ap, policyhubv1.KindApplicationPolicy)
 		if err != nil {
 			return nil, err
 		}
-		d.fill(ap.Status.Conditions, clusters, passUnknown)
+		d.fill(ap.Status.Conditions, clusters, facts)
 		report.Declarations = append(report.Declarations, d)
 	}
 	return report, nil
@@ -416,11 +432,14 @@ func notFound(err error, msg string) error {
 	return err
 }
 
-// passUnknownClusters are the clusters whose Kyverno writes no pass results (their summaries'
-// engine.kyverno.reportedResults), when there are declarations to show; none when the summaries
-// may not be read (the status shows without them).
-func passUnknownClusters(ctx context.Context, c client.Client, declarations int) map[string]bool {
-	out := map[string]bool{}
+// clusterFacts are what the clusters' summaries say that the status shows: the engines each
+// runs, and whether its Kyverno writes pass results (engine.kyverno.reportedResults).
+type clusterFacts map[string]*policyhubv1.EngineInfo
+
+// readClusterFacts reads the clusters' engine facts from their summaries, when there are
+// declarations to show; none when the summaries may not be read (the status shows without them).
+func readClusterFacts(ctx context.Context, c client.Client, declarations int) clusterFacts {
+	out := clusterFacts{}
 	if declarations == 0 {
 		return out
 	}
@@ -429,16 +448,64 @@ func passUnknownClusters(ctx context.Context, c client.Client, declarations int)
 		return out
 	}
 	for cluster, s := range summaries {
-		if !s.Spec.Engine.ReportsResult("pass") {
-			out[cluster] = true
+		out[cluster] = &s.Spec.Engine
+	}
+	return out
+}
+
+// counts are a declaration's results c in cluster, the kinds one of its engines does not count
+// there unknown (Gatekeeper's audit counts fail only; a Kyverno may write no pass results).
+func (f clusterFacts) counts(cluster string, engines []string, c policyhubv1.ResultCounts) reportCounts {
+	if len(engines) == 0 {
+		engines = []string{string(policyhubv1.EngineKyverno)} // not known: as before engines were
+	}
+	out := toReportCounts(c)
+	for _, kind := range resultKinds {
+		for _, e := range engines {
+			if !policyhubv1.PolicyEngine(e).ReportsResult(f[cluster], kind) {
+				out.add(reportCounts{unknown: map[string]bool{kind: true}})
+				break
+			}
 		}
 	}
 	return out
 }
 
-// fill sets the Ready condition's fields and the per-cluster state with their totals; the pass
-// results of the clusters in passUnknown are unknown.
-func (d *declarationStatus) fill(conditions []metav1.Condition, clusters []policyhubv1.ClusterStatus, passUnknown map[string]bool) {
+// engines are the engines the cluster's agent reported it runs; nil when unknown.
+func (f clusterFacts) engines(cluster string) []string {
+	info := f[cluster]
+	if info == nil || info.Engines == nil {
+		return nil
+	}
+	out := make([]string, 0, len(info.Engines))
+	for _, e := range info.Engines {
+		out = append(out, string(e))
+	}
+	return out
+}
+
+// templateEngines is the engine of a FleetPolicy's template, as a list.
+func templateEngines(apiVersion string) []string {
+	if e, ok := policyhubv1.EngineOfAPIVersion(apiVersion); ok {
+		return []string{string(e)}
+	}
+	return []string{}
+}
+
+// memberEngines are the engines of a PolicySet's members, as its status counts them.
+func memberEngines(counts []policyhubv1.EngineCount) []string {
+	out := []string{}
+	for _, c := range counts {
+		if c.Count > 0 {
+			out = append(out, string(c.Engine))
+		}
+	}
+	return out
+}
+
+// fill sets the Ready condition's fields and the per-cluster state with their totals, with the
+// clusters' engine facts (pass results unknown where an engine does not count them).
+func (d *declarationStatus) fill(conditions []metav1.Condition, clusters []policyhubv1.ClusterStatus, facts clusterFacts) {
 	d.Ready = string(metav1.ConditionUnknown)
 	if ready := meta.FindStatusCondition(conditions, policyhubv1.ConditionReady); ready != nil {
 		d.Ready, d.Reason, d.Message = string(ready.Status), ready.Reason, ready.Message
@@ -449,10 +516,10 @@ func (d *declarationStatus) fill(conditions []metav1.Condition, clusters []polic
 			Name: s.Name, Phase: string(s.Phase), Message: s.Message, LastSyncTime: s.LastSyncTime,
 			Actions: actionTally{Created: s.Actions.Created, Updated: s.Actions.Updated, Unchanged: s.Actions.Unchanged,
 				Deleted: s.Actions.Deleted, Conflict: s.Actions.Conflict, Failed: s.Actions.Failed},
-			Blocked: s.Blocked, ReportTime: s.ReportTime, Stale: s.Stale, Revision: s.Revision,
+			Blocked: s.Blocked, ReportTime: s.ReportTime, Stale: s.Stale, Revision: s.Revision, Engines: facts.engines(s.Name),
 		}
 		if s.Results != nil {
-			r := passKnown(toReportCounts(*s.Results), !passUnknown[s.Name])
+			r := facts.counts(s.Name, d.Engines, *s.Results)
 			c.Results, c.Violations = &r, r.violations()
 			d.Results.add(r)
 		}
@@ -475,8 +542,9 @@ func printStatusTable(w io.Writer, report *statusReport) {
 	if len(report.Declarations) == 0 {
 		return
 	}
-	tableRow(w, "DECLARATION", "CLUSTER", "PHASE", "ACTIONS", "FAIL", "ERROR", "BLOCKED", "MESSAGE")
+	tableRow(w, "DECLARATION", "CLUSTER", "ENGINE", "PHASE", "ACTIONS", "FAIL", "ERROR", "BLOCKED", "MESSAGE")
 	for _, d := range report.Declarations {
+		engine := cmp.Or(strings.Join(d.Engines, ","), "-")
 		if len(d.Clusters) == 0 {
 			// No cluster to show: the declaration's own state says why (no cluster selected,
 			// suspended, invalid, not reconciled yet).
@@ -488,16 +556,16 @@ func printStatusTable(w io.Writer, report *statusReport) {
 			if msg == "" && !d.UpToDate {
 				msg = "not reconciled yet"
 			}
-			tableRow(w, d.ref(), "<none>", phase, "-", "-", "-", "-", oneLine(msg))
+			tableRow(w, d.ref(), "<none>", engine, phase, "-", "-", "-", "-", oneLine(msg))
 			continue
 		}
 		// What the clusters' rows cannot say: the declaration's own state (its source, a
 		// rollout waiting, a placement missing...), when it is why the declaration is not Ready.
 		if src := d.Source; src != nil && src.Ready != string(metav1.ConditionTrue) && d.Reason != policyhubv1.ReasonSourceNotReady {
-			tableRow(w, d.ref(), "<source>", src.Reason, "-", "-", "-", "-", oneLine(src.Message))
+			tableRow(w, d.ref(), "<source>", engine, src.Reason, "-", "-", "-", "-", oneLine(src.Message))
 		}
 		if d.Ready == string(metav1.ConditionFalse) && !slices.ContainsFunc(d.Clusters, func(c declarationCluster) bool { return c.Phase == d.Reason }) {
-			tableRow(w, d.ref(), "<all>", cmp.Or(d.Reason, "Unknown"), "-", "-", "-", "-", oneLine(d.Message))
+			tableRow(w, d.ref(), "<all>", engine, cmp.Or(d.Reason, "Unknown"), "-", "-", "-", "-", oneLine(d.Message))
 		}
 		for _, c := range d.Clusters {
 			fail, errs := "-", "-"
@@ -508,7 +576,10 @@ func printStatusTable(w io.Writer, report *statusReport) {
 			if c.Stale {
 				msg = strings.TrimSuffix("results are stale (the agent missed three heartbeats); "+msg, "; ")
 			}
-			tableRow(w, d.ref(), c.Name, c.Phase, c.Actions.String(), fail, errs, itoa(c.Blocked), oneLine(msg))
+			if c.Engines != nil && !slices.ContainsFunc(d.Engines, func(e string) bool { return slices.Contains(c.Engines, e) }) {
+				msg = strings.TrimSuffix(fmt.Sprintf("the cluster runs %s, not %s; %s", cmp.Or(strings.Join(c.Engines, ","), "no policy engine"), engine, msg), "; ")
+			}
+			tableRow(w, d.ref(), c.Name, engine, c.Phase, c.Actions.String(), fail, errs, itoa(c.Blocked), oneLine(msg))
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,7 +55,7 @@ func TestDeclarationStatusPassUnknown(t *testing.T) {
 	d.fill(nil, []policyhubv1.ClusterStatus{
 		{Name: "fail-only", Phase: policyhubv1.ClusterPhaseSynced, Results: &policyhubv1.ResultCounts{Fail: 2}},
 		{Name: "every-result", Phase: policyhubv1.ClusterPhaseSynced, Results: &policyhubv1.ResultCounts{Pass: 5, Fail: 1}},
-	}, map[string]bool{"fail-only": true})
+	}, clusterFacts{"fail-only": {Kyverno: &policyhubv1.KyvernoFacts{ReportedResults: []string{"fail"}}}})
 	data, err := json.Marshal(d)
 	if err != nil {
 		t.Fatal(err)
@@ -87,13 +88,13 @@ func TestDeclarationStatusFill(t *testing.T) {
 	var out bytes.Buffer
 	tw := newTableWriter(&out)
 	printStatusTable(tw, &statusReport{Declarations: []declarationStatus{d,
-		{Kind: kindApplicationPolicy, Namespace: "shop", Name: "limits", Ready: "True", Reason: "NoClusters", Message: "the placement selects no cluster", UpToDate: true}}})
+		{Kind: kindApplicationPolicy, Namespace: "shop", Name: "limits", Ready: "True", Reason: "NoClusters", Message: "the placement selects no cluster", UpToDate: true, Engines: []string{"Kyverno"}}}})
 	_ = tw.Flush()
 	want := []string{
-		"DECLARATION                     CLUSTER     PHASE        ACTIONS       FAIL   ERROR   BLOCKED   MESSAGE",
-		"FleetPolicy/team                cluster-1   Synced       unchanged=1   2      1       4         results are stale (the agent missed three heartbeats)",
-		"FleetPolicy/team                cluster-2   Failed       -             -      -       0         unreachable",
-		"ApplicationPolicy/shop/limits   <none>      NoClusters   -             -      -       -         the placement selects no cluster",
+		"DECLARATION                     CLUSTER     ENGINE    PHASE        ACTIONS       FAIL   ERROR   BLOCKED   MESSAGE",
+		"FleetPolicy/team                cluster-1   -         Synced       unchanged=1   2      1       4         results are stale (the agent missed three heartbeats)",
+		"FleetPolicy/team                cluster-2   -         Failed       -             -      -       0         unreachable",
+		"ApplicationPolicy/shop/limits   <none>      Kyverno   NoClusters   -             -      -       -         the placement selects no cluster",
 	}
 	if got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("table:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -123,10 +124,10 @@ func TestStatusTableSaysWhatNoClusterRowSays(t *testing.T) {
 	_ = tw.Flush()
 	got := out.String()
 	for _, want := range []string{
-		"PolicySet/lib      <all>       SourceNotReady       -         -      -       -         the source cannot be read: dial tcp: refused; the clusters keep version sha256:aaa (reg/lib:stable)",
-		"PolicySet/lib2     <source>    ReadFailed           -         -      -       -         dial tcp: refused; the clusters keep version sha256:bbb",
-		"PolicySet/lib2     cluster-1   Failed ",
-		"FleetPolicy/team   <all>       WaitingForApproval   -         -      -       -         wave canary waits for approval",
+		"PolicySet/lib      <all>       -        SourceNotReady       -         -      -       -         the source cannot be read: dial tcp: refused; the clusters keep version sha256:aaa (reg/lib:stable)",
+		"PolicySet/lib2     <source>    -        ReadFailed           -         -      -       -         dial tcp: refused; the clusters keep version sha256:bbb",
+		"PolicySet/lib2     cluster-1   -        Failed ",
+		"FleetPolicy/team   <all>       -        WaitingForApproval   -         -      -       -         wave canary waits for approval",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, got)
@@ -135,4 +136,52 @@ func TestStatusTableSaysWhatNoClusterRowSays(t *testing.T) {
 	if strings.Contains(got, "PolicySet/lib      <source>") || strings.Contains(got, "PolicySet/lib2     <all>") || strings.Contains(got, "FleetPolicy/fine   <") {
 		t.Errorf("a row says again what another says:\n%s", got)
 	}
+}
+
+// A mixed fleet: a Gatekeeper declaration's pass results are unknown everywhere (its audit counts
+// violations only); a cluster whose agent says it does not run the declaration's engine says so
+// in its row; the ENGINE column names the declaration's engines.
+func TestStatusOfEachEngine(t *testing.T) {
+	facts := clusterFacts{
+		"gk":      {Engines: []policyhubv1.PolicyEngine{policyhubv1.EngineKubernetes, policyhubv1.EngineGatekeeper}},
+		"kyverno": {Engines: []policyhubv1.PolicyEngine{policyhubv1.EngineKyverno, policyhubv1.EngineKubernetes}},
+	}
+	gk := declarationStatus{Kind: kindFleetPolicy, Name: "must-have-team", Engines: templateEngines("constraints.gatekeeper.sh/v1beta1")}
+	gk.fill(nil, []policyhubv1.ClusterStatus{
+		{Name: "gk", Phase: policyhubv1.ClusterPhaseSynced, Results: &policyhubv1.ResultCounts{Fail: 4}},
+		{Name: "kyverno", Phase: policyhubv1.ClusterPhaseUnsupported, Message: "cluster kyverno does not serve constraints.gatekeeper.sh/v1beta1 K8sRequiredLabels"},
+	}, facts)
+	vap := declarationStatus{Kind: kindFleetPolicy, Name: "vap-team", Engines: templateEngines("admissionregistration.k8s.io/v1")}
+	vap.fill(nil, []policyhubv1.ClusterStatus{{Name: "kyverno", Phase: policyhubv1.ClusterPhaseSynced, Results: &policyhubv1.ResultCounts{Pass: 3, Fail: 1}}}, facts)
+	if j := marshal(t, gk.Results); j != `{"pass":null,"fail":4,"warn":null,"error":null,"skip":null}` || marshal(t, gk.Clusters[0].Results) != j {
+		t.Errorf("Gatekeeper results %s (cluster gk %s): only fail is known", j, marshal(t, gk.Clusters[0].Results))
+	}
+	if j := marshal(t, vap.Results); j != `{"pass":3,"fail":1,"warn":0,"error":0,"skip":0}` {
+		t.Errorf("Kubernetes admission policy results %s: every kind is known", j)
+	}
+	if !slices.Equal(gk.Clusters[0].Engines, []string{"Kubernetes", "Gatekeeper"}) {
+		t.Errorf("cluster gk's engines %v", gk.Clusters[0].Engines)
+	}
+	var out bytes.Buffer
+	tw := newTableWriter(&out)
+	printStatusTable(tw, &statusReport{Declarations: []declarationStatus{gk, vap}})
+	_ = tw.Flush()
+	for _, want := range []string{
+		"FleetPolicy/must-have-team   gk        Gatekeeper   Synced ",
+		"FleetPolicy/must-have-team   kyverno   Gatekeeper   Unsupported   -         -      -       0         the cluster runs Kyverno,Kubernetes, not Gatekeeper; cluster kyverno does not serve",
+		"FleetPolicy/vap-team         kyverno   Kubernetes   Synced ",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func marshal(t *testing.T, v any) string {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }

@@ -168,7 +168,7 @@ func TestStatusMessageWithEscapes(t *testing.T) {
 		t.Errorf("ESC or CR reached the terminal:\n%q", out.String())
 	}
 	// (The status table puts messages on one line by their words: the CR goes with the spaces.)
-	if !strings.Contains(out.String(), `cluster-1   Failed   -         -      -       0         \x1b[2J\x1b[31mEVIL`+"\n") {
+	if !strings.Contains(out.String(), `cluster-1   -        Failed   -         -      -       0         \x1b[2J\x1b[31mEVIL`+"\n") {
 		t.Errorf("the message is not shown escaped in its cell:\n%s", out.String())
 	}
 }
