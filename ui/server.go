@@ -172,7 +172,7 @@ func (s *Server) fleet(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	f := pages.BuildFleet(snap, pages.FleetQuery{
-		Selector: q.Get("selector"), Kind: q.Get("kind"), Severity: q.Get("severity"), Category: q.Get("category"),
+		Selector: q.Get("selector"), Engine: q.Get("engine"), Kind: q.Get("kind"), Severity: q.Get("severity"), Category: q.Get("category"),
 		RowPage: pageParam(q.Get("page")), ColPage: pageParam(q.Get("cpage")),
 	})
 	s.render(w, r, "fleet", view{Title: "Fleet", Watch: read.TopicAll, Scope: snap.Scope, Now: snap.Now, Page: f})

@@ -29,7 +29,7 @@ type Cluster struct {
 	PassUnknown bool
 	// Legacy is the cluster's Kyverno engine facts and legacy objects (see Inventory).
 	Legacy InventoryCluster
-	// Policies are the cluster's Kyverno policies, worst first.
+	// Policies are the cluster's policies of every engine, worst first.
 	Policies     []ClusterPolicy
 	Declarations []ClusterDeclaration
 	Namespaces   []NamespaceResults
@@ -41,11 +41,15 @@ type Cluster struct {
 	NamespacesDerived bool
 }
 
-// ClusterPolicy is one Kyverno policy's results in the cluster.
+// ClusterPolicy is one policy's results in the cluster, of any engine.
 type ClusterPolicy struct {
 	policyhubv1.PolicySummary
 	Violations  int64
 	Declaration string
+	// EngineName is the engine enforcing it; PassKnown and SkipKnown whether that engine counts
+	// those results in the cluster (Gatekeeper's audit counts violations only).
+	EngineName           policyhubv1.PolicyEngine
+	PassKnown, SkipKnown bool
 }
 
 // ClusterDeclaration is a declaration's state in the cluster.
@@ -103,7 +107,9 @@ func BuildCluster(s *read.Snapshot, name string, full *policyhubv1.PolicyReportS
 			ns.Results, ns.Blocked = n.Results, n.Blocked
 		}
 		for _, p := range full.Spec.Policies {
-			cp := ClusterPolicy{PolicySummary: p, Violations: aggregate.AddCount(p.Results.Fail, p.Results.Error)}
+			engine := policyhubv1.EngineOrKyverno(p.Engine)
+			cp := ClusterPolicy{PolicySummary: p, Violations: aggregate.AddCount(p.Results.Fail, p.Results.Error), EngineName: engine,
+				PassKnown: engine.ReportsResult(&full.Spec.Engine, "pass"), SkipKnown: engine.ReportsResult(&full.Spec.Engine, "skip")}
 			cp.Declaration = cmp.Or(declarations[policyKey{p.Kind, p.Namespace, p.Name}], declarations[policyKey{"", p.Namespace, p.Name}])
 			c.Policies = append(c.Policies, cp)
 			if p.Namespace != "" && c.NamespacesDerived {

@@ -23,6 +23,9 @@ type Declaration struct {
 	// Policy is the Kyverno policy it ships (a FleetPolicy's), or what it ships from (a
 	// PolicySet's source revision, an ApplicationPolicy's application).
 	Policy, Mode string
+	// Engines enforce what it ships: a FleetPolicy's template's engine, a PolicySet's members by
+	// engine, an ApplicationPolicy's Kyverno.
+	Engines      []policyhubv1.EngineCount
 	Conditions   []metav1.Condition
 	Summary      policyhubv1.StatusSummary
 	Clusters     []ClusterState
@@ -125,6 +128,9 @@ func BuildDeclaration(s *read.Snapshot, kind, namespace, name string, page, prev
 				t := fp.Spec.Template
 				d.Policy = t.Kind + " " + policyhubv1.PolicyRef(t.Metadata.Namespace, cmp.Or(t.Metadata.Name, fp.Name))
 				d.Mode = modeOf(fp.Spec.Mode)
+				if e, ok := policyhubv1.EngineOfAPIVersion(t.APIVersion); ok {
+					d.Engines = []policyhubv1.EngineCount{{Engine: e, Count: 1}}
+				}
 				rollout, rolloutStatus = fp.Spec.Rollout, fp.Status.Rollout
 				if fp.Status.Preview != nil {
 					preview = fp
@@ -139,6 +145,7 @@ func BuildDeclaration(s *read.Snapshot, kind, namespace, name string, page, prev
 					d.Policy = src.Revision
 				}
 				d.Mode = modeOf(ps.Spec.Mode)
+				d.Engines = ps.Status.Members.ByEngine
 				rollout, rolloutStatus = ps.Spec.Rollout, ps.Status.Rollout
 			}
 		}
@@ -147,6 +154,7 @@ func BuildDeclaration(s *read.Snapshot, kind, namespace, name string, page, prev
 			if ap := &s.ApplicationPolicies[i]; ap.Namespace == namespace && ap.Name == name {
 				d.Found, d.Conditions, d.Summary = true, ap.Status.Conditions, ap.Status.Summary
 				d.Policy = ap.Spec.Application
+				d.Engines = []policyhubv1.EngineCount{{Engine: policyhubv1.EngineKyverno, Count: 1}}
 			}
 		}
 	}

@@ -22,8 +22,8 @@ const PageSize = 50
 type FleetQuery struct {
 	// Selector filters clusters by label (kubectl's syntax: env=prod,tier!=edge).
 	Selector string
-	// Kind, Severity and Category filter policies.
-	Kind, Severity, Category string
+	// Engine, Kind, Severity and Category filter policies.
+	Engine, Kind, Severity, Category string
 	// RowPage and ColPage are the page of clusters and of policies, from 0.
 	RowPage, ColPage int
 }
@@ -34,8 +34,8 @@ type Fleet struct {
 	// SelectorError says why Selector was not understood (the grid then shows every cluster).
 	SelectorError string
 	Totals        FleetTotals
-	// Kinds, Severities and Categories are the filters' choices.
-	Kinds, Severities, Categories []string
+	// Engines, Kinds, Severities and Categories are the filters' choices.
+	Engines, Kinds, Severities, Categories []string
 	Columns                       []Column
 	Rows                          []Row
 	RowPages, ColPages            Pages
@@ -66,6 +66,8 @@ type Pages struct {
 // Column is one Kyverno policy as the clusters' summaries report it.
 type Column struct {
 	Kind, Namespace, Name, Severity, Category string
+	// Engine enforcing the policy: Kyverno, Kubernetes or Gatekeeper.
+	Engine string
 	// Violations sums fail and error results over the filtered clusters; Failing counts them.
 	Violations int64
 	Failing    int
@@ -81,6 +83,8 @@ func (c Column) Ref() string { return policyhubv1.PolicyRef(c.Namespace, c.Name)
 type Row struct {
 	Cluster string
 	Labels  map[string]string
+	// Engines are the policy engines the cluster's agent reported it runs (nil: not reported).
+	Engines []policyhubv1.PolicyEngine
 	// Violations sums fail and error over the filtered policies, Results every result.
 	Violations                   int64
 	Results                      policyhubv1.ResultCounts
@@ -121,22 +125,23 @@ func BuildFleet(s *read.Snapshot, q FleetQuery) *Fleet {
 	// Columns: every policy any summary reports, then the filters.
 	colIndex := map[policyKey]int{}
 	var columns []Column
-	kinds, severities, categories := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	engines, kinds, severities, categories := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for i := range s.Summaries {
 		for _, p := range s.Summaries[i].Spec.Policies {
 			k := policyKey{p.Kind, p.Namespace, p.Name}
 			if _, ok := colIndex[k]; ok {
 				continue
 			}
-			kinds[p.Kind], severities[p.Severity], categories[p.Category] = true, true, true
+			engine := string(policyhubv1.EngineOrKyverno(p.Engine))
+			engines[engine], kinds[p.Kind], severities[p.Severity], categories[p.Category] = true, true, true, true
 			colIndex[k] = len(columns)
-			columns = append(columns, Column{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, Severity: p.Severity, Category: p.Category})
+			columns = append(columns, Column{Kind: p.Kind, Namespace: p.Namespace, Name: p.Name, Severity: p.Severity, Category: p.Category, Engine: engine})
 		}
 	}
-	f.Kinds, f.Severities, f.Categories = sortedKeys(kinds), sortedKeys(severities), sortedKeys(categories)
+	f.Engines, f.Kinds, f.Severities, f.Categories = sortedKeys(engines), sortedKeys(kinds), sortedKeys(severities), sortedKeys(categories)
 	keepCol := make([]bool, len(columns))
 	for i, c := range columns {
-		keepCol[i] = (q.Kind == "" || c.Kind == q.Kind) && (q.Severity == "" || c.Severity == q.Severity) &&
+		keepCol[i] = (q.Engine == "" || c.Engine == q.Engine) && (q.Kind == "" || c.Kind == q.Kind) && (q.Severity == "" || c.Severity == q.Severity) &&
 			(q.Category == "" || c.Category == q.Category)
 	}
 	declarations := declarationsByPolicy(s)
@@ -170,6 +175,7 @@ func BuildFleet(s *read.Snapshot, q FleetQuery) *Fleet {
 		r.row.Unreachable, r.row.NotSynced, r.row.Phase = st.unreachable, st.notSynced, st.worst
 		if sum := summaries[name]; sum != nil {
 			r.row.Reported = true
+			r.row.Engines = sum.Spec.Engine.Engines
 			r.row.Stale = aggregate.JudgedStale(sum)
 			r.row.PassUnknown = !sum.Spec.Engine.ReportsResult("pass")
 			if at, _ := aggregate.ObservedAt(sum, s.Now); !at.IsZero() {

@@ -17,6 +17,7 @@ func FleetURL(q FleetQuery) string {
 		}
 	}
 	set("selector", q.Selector)
+	set("engine", q.Engine)
 	set("kind", q.Kind)
 	set("severity", q.Severity)
 	set("category", q.Category)
