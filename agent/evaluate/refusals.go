@@ -110,4 +110,3 @@ func denials(family *dto.MetricFamily) (denied map[dryruns.Key]float64, invalid 
 	}
 	return denied, invalid
 }
-

@@ -59,7 +59,7 @@ type Options struct {
 	// Bounds: policies and bindings read, resource types listed, objects per type and in all,
 	// namespaces read, objects a list request asks for.
 	MaxPolicies, MaxBindings, MaxResourceTypes, MaxObjectsPerType, MaxObjects, MaxNamespaces int
-	PageSize                                                                               int64
+	PageSize                                                                                 int64
 	// ApplicationLabel names a resource's application; empty means app.oam.dev/name.
 	ApplicationLabel string
 }

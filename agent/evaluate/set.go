@@ -125,7 +125,9 @@ func NewSet(in SetInput) (*Set, []Skipped) {
 func newBound(p *admissionregistrationv1.ValidatingAdmissionPolicy, bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, since time.Time) *bound {
 	p = defaulted(p)
 	bindings = slices.Clone(bindings)
-	slices.SortFunc(bindings, func(a, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(bindings, func(a, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) int {
+		return strings.Compare(a.Name, b.Name)
+	})
 	b := &bound{key: Key(p.Name), policy: p, since: since}
 	validator := compile(p)
 	for _, binding := range bindings {
