@@ -94,7 +94,7 @@ func listNamespaces(ctx context.Context, c kubernetes.Interface, pageSize int64,
 			if len(out) < max {
 				ns := &items[i]
 				out = append(out, &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-					ObjectMeta: metav1.ObjectMeta{Name: ns.Name, UID: ns.UID, Labels: ns.Labels, Annotations: ns.Annotations},
+					ObjectMeta: metav1.ObjectMeta{Name: ns.Name, UID: ns.UID, ResourceVersion: ns.ResourceVersion, Labels: ns.Labels, Annotations: ns.Annotations},
 					Status:     ns.Status})
 			}
 		}
