@@ -15,7 +15,7 @@ import (
 
 var deployments = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 
-func policy(t *testing.T, y string) *admissionregistrationv1.ValidatingAdmissionPolicy {
+func policy(t testing.TB, y string) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	t.Helper()
 	p := &admissionregistrationv1.ValidatingAdmissionPolicy{}
 	if err := yaml.UnmarshalStrict([]byte(y), p); err != nil {
