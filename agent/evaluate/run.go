@@ -296,6 +296,8 @@ func mapsKeys[V any](m map[string]V) func(func(string) bool) {
 func (r *Runner) Evaluate(ctx context.Context) *Result {
 	start := r.now()
 	logger := log.FromContext(ctx)
+	// The refusals are read with their own time limit, also when the evaluation ran out of its.
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
 	res := &Result{Policies: map[collect.PolicyKey]collect.PolicyInfo{}, Applications: map[types.UID]string{}}
@@ -324,7 +326,7 @@ func (r *Runner) Evaluate(ctx context.Context) *Result {
 		note("%v", err)
 		logger.Info("background evaluation of ValidatingAdmissionPolicies failed", "error", err.Error())
 		res.NotEvaluated = strings.Join(notes, "; ")
-		res.Refusals = r.refusals.read(ctx, r.now())
+		res.Refusals = r.refusals.read(parent, r.now())
 		res.hash = res.fingerprint()
 		return res
 	}
@@ -345,7 +347,7 @@ func (r *Runner) Evaluate(ctx context.Context) *Result {
 			Category: collect.Cut(a["policies.kyverno.io/category"], 64), Severity: collect.Cut(a["policies.kyverno.io/severity"], 64)}
 	}
 	r.judgeAll(ctx, set, setKey(policies, bindings, namespaces), res, note)
-	res.Refusals = r.refusals.read(ctx, r.now())
+	res.Refusals = r.refusals.read(parent, r.now())
 	res.NotEvaluated = strings.Join(notes, "; ")
 	res.Elapsed = r.now().Sub(start)
 	res.hash = res.fingerprint()
