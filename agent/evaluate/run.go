@@ -397,10 +397,15 @@ func (r *Runner) judgeAll(ctx context.Context, set *Set, key string, res *Result
 					unknownNS++
 					return
 				}
-				j = judgement{resourceVersion: rv, digest: d}
+				j = judgement{resourceVersion: strings.Clone(rv), digest: d}
 				res.Judged++
 			}
 			if uid != "" {
+				if d := j.digest; d != nil {
+					uid = d.Resource.UID // the digest's copy, not the page's
+				} else {
+					uid = types.UID(strings.Clone(string(uid)))
+				}
 				judged[uid] = j
 			}
 			d := j.digest
@@ -408,8 +413,8 @@ func (r *Runner) judgeAll(ctx context.Context, set *Set, key string, res *Result
 				return
 			}
 			res.Digests = append(res.Digests, d)
-			if app := obj.GetLabels()[r.opts.ApplicationLabel]; app != "" && obj.GetUID() != "" {
-				res.Applications[obj.GetUID()] = app
+			if app := obj.GetLabels()[r.opts.ApplicationLabel]; app != "" && d.Resource.UID != "" {
+				res.Applications[d.Resource.UID] = strings.Clone(app)
 			}
 		})
 		switch {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/generic"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/matching"
@@ -207,8 +208,9 @@ func (s *Set) Evaluate(ctx context.Context, obj *unstructured.Unstructured, gvr 
 		if d == nil {
 			d = &collect.Digest{
 				Report: "background " + gvr.GroupResource().String() + " " + obj.GetNamespace() + "/" + obj.GetName(),
-				Resource: collect.Resource{APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(),
-					Name: obj.GetName(), UID: obj.GetUID()},
+				// Copies: the object's strings may share the memory of its whole list page.
+				Resource: collect.Resource{APIVersion: strings.Clone(obj.GetAPIVersion()), Kind: strings.Clone(obj.GetKind()),
+					Namespace: strings.Clone(obj.GetNamespace()), Name: strings.Clone(obj.GetName()), UID: types.UID(strings.Clone(string(obj.GetUID())))},
 			}
 		}
 		counts := collect.Counts{Pass: 1}

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -34,6 +35,7 @@ import (
 
 type options struct {
 	objects, policies, namespaces, parallel, runs int
+	heapProfile                                   string
 }
 
 func main() {
@@ -44,6 +46,7 @@ func main() {
 	flag.IntVar(&o.namespaces, "namespaces", 100, "Namespaces the Deployments are spread over.")
 	flag.IntVar(&o.parallel, "parallel", 8, "Concurrent writes while filling the cluster.")
 	flag.IntVar(&o.runs, "runs", 3, "Full evaluations timed.")
+	flag.StringVar(&o.heapProfile, "heap-profile", "", "If set, a file where the heap profile is written after the evaluations (go tool pprof).")
 	flag.Parse()
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintf(os.Stderr, "vapbench: %v\n", err)
@@ -97,6 +100,11 @@ func run(ctx context.Context, o options) error {
 	}
 	runtime.GC()
 	heap := benchkit.HeapNow()
+	if o.heapProfile != "" {
+		if err := writeHeapProfile(o.heapProfile); err != nil {
+			return err
+		}
+	}
 	stat, err := procstat.Read(os.Getpid())
 	if err != nil {
 		return err
@@ -131,6 +139,18 @@ func run(ctx context.Context, o options) error {
 		float64(heapBefore)/(1<<20), float64(heap)/(1<<20), (float64(heap)-float64(heapBefore))/(1<<20))
 	fmt.Printf("| this process's RSS: before → after the evaluations (Go keeps the peak's pages a while) | %.1f → %.1f MiB |\n", float64(statBefore.RSS)/(1<<20), float64(stat.RSS)/(1<<20))
 	return nil
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // judgeOnly lists every Deployment and policy once, holds them in memory and times judging them.
