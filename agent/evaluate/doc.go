@@ -8,6 +8,7 @@
 // each policy's result and the API server's message (pure: objects, policies, bindings and
 // namespaces in memory; table-tested); targets.go chooses the resource types to list from the
 // policies' match rules and discovery (pure); list.go reads the cluster, bounded and paged;
-// run.go re-evaluates on a policy or binding change and on an interval, and is the Collector's
-// Source; refusals.go counts the API server's refusals from its /metrics.
+// pass.go is one evaluation (read, judge what changed, say what was left out); run.go
+// re-evaluates on a policy or binding change and on an interval, and is the Collector's Source;
+// refusals.go counts the API server's refusals from its /metrics.
 package evaluate
