@@ -81,7 +81,7 @@ spec:
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/(1<<20), "MiB-results")
+	b.ReportMetric((float64(after.HeapAlloc)-float64(before.HeapAlloc))/(1<<20), "MiB-results")
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(objects*policies), "µs/judgement")
 	runtime.KeepAlive(digests)
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unique"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +52,9 @@ type Set struct {
 	dispatcher generic.Dispatcher[validating.PolicyHook]
 	iface      admission.ObjectInterfaces
 	namespaces map[string]bool
+	// counts and violations are Evaluate's scratch space.
+	counts     []collect.PolicyCounts
+	violations []collect.Violation
 	// allNamespaces: every namespace of the cluster is in namespaces, so an object in another
 	// one is in a namespace made since they were listed (the matcher then reads it).
 	allNamespaces bool
@@ -199,31 +203,40 @@ func (s *Set) Evaluate(ctx context.Context, obj *unstructured.Unstructured, gvr 
 	if ns := obj.GetNamespace(); ns != "" && !s.namespaces[ns] && !s.allNamespaces {
 		return nil, fmt.Errorf("%s %s/%s: %w", gvr.Resource, ns, obj.GetName(), ErrUnknownNamespace)
 	}
-	var d *collect.Digest
+	// Collected in the set's scratch slices, then copied at their size: a digest is kept per
+	// object, and append's doubling would leave up to half of each unused.
+	s.counts, s.violations = s.counts[:0], s.violations[:0]
 	for _, p := range s.policies {
 		result, rule, message := s.judge(ctx, p, obj, gvr)
 		if result == "" {
 			continue
 		}
-		if d == nil {
-			d = &collect.Digest{
-				Report: "background " + gvr.GroupResource().String() + " " + obj.GetNamespace() + "/" + obj.GetName(),
-				// Copies: the object's strings may share the memory of its whole list page.
-				Resource: collect.Resource{APIVersion: strings.Clone(obj.GetAPIVersion()), Kind: strings.Clone(obj.GetKind()),
-					Namespace: strings.Clone(obj.GetNamespace()), Name: strings.Clone(obj.GetName()), UID: types.UID(strings.Clone(string(obj.GetUID())))},
-			}
-		}
 		counts := collect.Counts{Pass: 1}
 		if result != "pass" {
 			counts = collect.Counts{Fail: 1}
-			d.Violations = append(d.Violations, collect.Violation{Policy: p.key, Rule: rule, Result: result,
-				Message: collect.Cut(message, collect.MaxMessage), Time: p.since})
+			// One copy of each message: a policy's message is mostly the same for every object.
+			s.violations = append(s.violations, collect.Violation{Policy: p.key, Rule: rule, Result: result,
+				Message: unique.Make(collect.Cut(message, collect.MaxMessage)).Value(), Time: p.since})
 		}
 		pc := collect.NewPolicyCounts(p.key, "", "", counts)
 		pc.Saw(p.since)
-		d.Policies = append(d.Policies, pc)
+		s.counts = append(s.counts, pc)
 	}
-	return d, nil
+	if len(s.counts) == 0 {
+		return nil, nil
+	}
+	var violations []collect.Violation // nil for most objects
+	if len(s.violations) > 0 {
+		violations = slices.Clone(s.violations)
+	}
+	return &collect.Digest{
+		Report: "background " + gvr.GroupResource().String(),
+		// Copies: the object's strings may share the memory of its whole list page.
+		Resource: collect.Resource{APIVersion: strings.Clone(obj.GetAPIVersion()), Kind: strings.Clone(obj.GetKind()),
+			Namespace: strings.Clone(obj.GetNamespace()), Name: strings.Clone(obj.GetName()), UID: types.UID(strings.Clone(string(obj.GetUID())))},
+		Policies:   slices.Clone(s.counts),
+		Violations: violations,
+	}, nil
 }
 
 // judge is p's result for obj: "" when p does not match it, "pass", or "fail" with the binding
