@@ -70,18 +70,15 @@ spec:
 		}
 	}
 	b.StopTimer()
-	var before, after runtime.MemStats
+	// What the results hold: the heap with them, less the heap once they are dropped.
+	var held, dropped runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&held)
+	n := len(digests)
 	digests = nil
 	runtime.GC()
-	runtime.ReadMemStats(&before)
-	set, _ := NewSet(in)
-	for _, o := range objs {
-		d, _ := set.Evaluate(ctx, o, deployments)
-		digests = append(digests, d)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	b.ReportMetric((float64(after.HeapAlloc)-float64(before.HeapAlloc))/(1<<20), "MiB-results")
+	runtime.ReadMemStats(&dropped)
+	b.ReportMetric((float64(held.HeapAlloc)-float64(dropped.HeapAlloc))/(1<<20), "MiB-results")
+	b.ReportMetric(float64(n), "digests")
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/float64(objects*policies), "µs/judgement")
-	runtime.KeepAlive(digests)
 }
