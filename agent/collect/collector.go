@@ -506,6 +506,10 @@ func (c *Collector) snapshot() Snapshot {
 		Applications: map[types.UID]string{},
 		Engine:       policyhubv1.EngineInfo{ReportAPIs: append([]string(nil), c.served...), KyvernoWebhooks: c.webhooks},
 	}
+	if c.webhooks {
+		// The engines that run: Kyverno where its webhooks are registered; Sources add theirs.
+		s.Engine.Engines = []policyhubv1.PolicyEngine{policyhubv1.EngineKyverno}
+	}
 	c.engineSnapshot(&s.Engine)
 	for _, inf := range c.reports {
 		for _, obj := range inf.GetStore().List() {
