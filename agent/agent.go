@@ -51,6 +51,9 @@ type Options struct {
 	AdmissionPolicyInterval time.Duration
 	// NoAdmissionPolicies turns the background evaluation of ValidatingAdmissionPolicies off.
 	NoAdmissionPolicies bool
+	// AdmissionPolicyMaxObjects bounds the objects the evaluation reads in all; zero means
+	// 50,000 (results take some 2 KiB an object at 20 policies).
+	AdmissionPolicyMaxObjects int
 	// SyncTimeout bounds the wait for the first full read of the cluster before the first push
 	// (an empty summary would claim a clean cluster); zero means 2m, after which what is known is pushed.
 	SyncTimeout time.Duration
@@ -78,7 +81,8 @@ func Run(ctx context.Context, o Options) error {
 	}
 	var sources []collect.Source
 	if !o.NoAdmissionPolicies {
-		vap, err := evaluate.New(o.Managed, evaluate.Options{Interval: o.AdmissionPolicyInterval, ApplicationLabel: o.ApplicationLabel})
+		vap, err := evaluate.New(o.Managed, evaluate.Options{Interval: o.AdmissionPolicyInterval, ApplicationLabel: o.ApplicationLabel,
+			MaxObjects: o.AdmissionPolicyMaxObjects})
 		if err != nil {
 			return fmt.Errorf("cluster %s: %w", o.Cluster, err)
 		}
