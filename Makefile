@@ -14,7 +14,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 60m
 # How many of the e2e tests that run side by side on the one local fleet run at once.
 E2E_PARALLEL ?= 8
 
-.PHONY: all build generate manifests verify-generated testbin test unit fuzz lint fmt vet staticcheck leftovers bench-sync bench-agent bench-inventory bench-preview bench-scale demo images push release actionlint help
+.PHONY: all build generate manifests verify-generated testbin test unit fuzz lint fmt vet staticcheck leftovers bench-sync bench-agent bench-vap bench-inventory bench-preview bench-scale demo images push release actionlint help
 all: build
 
 help: ## Show the targets.
@@ -143,6 +143,10 @@ bench-sync: ## Benchmark: policyhub vs a kubectl loop vs a bare SSA loop on a lo
 bench-agent: ## Benchmark: policyhub-agent on a cluster of 100,000 report results: memory, CPU, summary latency, metric series (prints a table).
 	hack/testbin.sh $(TESTBIN_FLEET)
 	go run ./e2e/bench/agentbench $(BENCH_AGENT_FLAGS)
+
+bench-vap: ## Benchmark: the agent's background evaluation of ValidatingAdmissionPolicies, 10,000 Deployments × 20 policies on a local fleet: time per evaluation, heap, RSS (prints a table).
+	hack/testbin.sh $(TESTBIN_FLEET)
+	go run ./e2e/bench/vapbench $(BENCH_VAP_FLAGS)
 
 bench-inventory: ## Benchmark: the legacy inventory's cost per cluster at 1,000 clusters × 200 unowned legacy objects: summary bytes, hub memory, series, CLI and view (prints a table).
 	go run ./e2e/bench/inventorybench $(BENCH_INVENTORY_FLAGS)

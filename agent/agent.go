@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/policyhub/policyhub/agent/collect"
+	"github.com/policyhub/policyhub/agent/evaluate"
 	"github.com/policyhub/policyhub/agent/push"
 	"github.com/policyhub/policyhub/agent/summarize"
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -44,6 +45,15 @@ type Options struct {
 	MaxViolations int
 	// DiscoveryInterval is how often newly served report APIs are looked for; zero means 30s.
 	DiscoveryInterval time.Duration
+	// AdmissionPolicyInterval is how often the cluster's objects are evaluated again against
+	// its ValidatingAdmissionPolicies (a policy or binding change is evaluated at once); zero
+	// means 1m.
+	AdmissionPolicyInterval time.Duration
+	// NoAdmissionPolicies turns the background evaluation of ValidatingAdmissionPolicies off.
+	NoAdmissionPolicies bool
+	// AdmissionPolicyMaxObjects bounds the objects the evaluation reads in all; zero means
+	// 50,000 (results take some 2 KiB an object at 20 policies).
+	AdmissionPolicyMaxObjects int
 	// SyncTimeout bounds the wait for the first full read of the cluster before the first push
 	// (an empty summary would claim a clean cluster); zero means 2m, after which what is known is pushed.
 	SyncTimeout time.Duration
@@ -69,9 +79,18 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return fmt.Errorf("hub client: %w", err)
 	}
+	var sources []collect.Source
+	if !o.NoAdmissionPolicies {
+		vap, err := evaluate.New(o.Managed, evaluate.Options{Interval: o.AdmissionPolicyInterval, ApplicationLabel: o.ApplicationLabel,
+			MaxObjects: o.AdmissionPolicyMaxObjects})
+		if err != nil {
+			return fmt.Errorf("cluster %s: %w", o.Cluster, err)
+		}
+		sources = append(sources, vap)
+	}
 	collector, err := collect.New(o.Managed, collect.Options{
 		ApplicationLabel: o.ApplicationLabel, DiscoveryInterval: o.DiscoveryInterval, KyvernoNamespace: o.KyvernoNamespace,
-		KyvernoMetricsURLs: o.KyvernoMetricsURLs,
+		KyvernoMetricsURLs: o.KyvernoMetricsURLs, Sources: sources,
 	})
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", o.Cluster, err)

@@ -122,16 +122,27 @@ func runAgentWith(t *testing.T, cluster string, heartbeat time.Duration, kyverno
 // launchAgent runs the cluster's agent until end is called (once), which waits for it to end.
 func launchAgent(t *testing.T, cluster string, heartbeat time.Duration, kyvernoMetrics []string) (end func() error) {
 	t.Helper()
+	return launchAgentTweaked(t, cluster, heartbeat, kyvernoMetrics, nil)
+}
+
+// launchAgentTweaked runs the cluster's agent as launchAgent does, with its options changed by
+// tweak (when not nil) before it starts.
+func launchAgentTweaked(t *testing.T, cluster string, heartbeat time.Duration, kyvernoMetrics []string, tweak func(*agent.Options)) (end func() error) {
+	t.Helper()
 	hubCfg := agentHubConfig(t, cluster)
 	ctx, cancel := context.WithCancel(context.Background())
 	ctx = log.IntoContext(ctx, ctrl.Log.WithName("agent"))
+	o := agent.Options{
+		Cluster: cluster, Managed: managedCluster(t, cluster).Config, Hub: hubCfg,
+		PushInterval: 500 * time.Millisecond, Heartbeat: heartbeat, DiscoveryInterval: 2 * time.Second,
+		KyvernoMetricsURLs: kyvernoMetrics,
+	}
+	if tweak != nil {
+		tweak(&o)
+	}
 	done := make(chan error, 1)
 	go func() {
-		done <- agent.Run(ctx, agent.Options{
-			Cluster: cluster, Managed: managedCluster(t, cluster).Config, Hub: hubCfg,
-			PushInterval: 500 * time.Millisecond, Heartbeat: heartbeat, DiscoveryInterval: 2 * time.Second,
-			KyvernoMetricsURLs: kyvernoMetrics,
-		})
+		done <- agent.Run(ctx, o)
 	}()
 	return func() error {
 		cancel()

@@ -73,4 +73,24 @@ func TestChartAgentReadsTheEngineAndWritesNothing(t *testing.T) {
 			t.Errorf("the agent may read Secrets (namespace %q)", namespace)
 		}
 	}
+	// The background evaluation of ValidatingAdmissionPolicies reads them and their bindings,
+	// writes neither, and reads the API server's /metrics (admissionPolicies.readAPIServerMetrics).
+	for _, resource := range []string{"validatingadmissionpolicies", "validatingadmissionpolicybindings"} {
+		for _, verb := range []string{"list", "watch"} {
+			if !allowed(verb, "admissionregistration.k8s.io", resource, "") {
+				t.Errorf("the agent may not %s %s", verb, resource)
+			}
+		}
+		if allowed("create", "admissionregistration.k8s.io", resource, "") || allowed("delete", "admissionregistration.k8s.io", resource, "") {
+			t.Errorf("the agent may write %s", resource)
+		}
+	}
+	sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:                  "system:serviceaccount:" + ns + ":" + sa,
+		Groups:                []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+		NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: "/metrics", Verb: "get"},
+	}}, metav1.CreateOptions{})
+	if err != nil || !sar.Status.Allowed {
+		t.Errorf("the agent may not GET the API server's /metrics (%v)", err)
+	}
 }

@@ -85,6 +85,8 @@ type Options struct {
 	// KyvernoMetricsURLs are the admission controller's metrics endpoints, one per replica;
 	// empty means its Pods' in KyvernoNamespace (dryruns.PodURLs).
 	KyvernoMetricsURLs []string
+	// Sources add other engines' results to every snapshot (see Source).
+	Sources []Source
 }
 
 // Collector keeps digests of a cluster's reports, blocked admissions, policies and application
@@ -203,6 +205,13 @@ func (c *Collector) Run(ctx context.Context) error {
 		return &item{ObjectMeta: slim(ev.ObjectMeta), block: DigestEvent(ev)}, nil
 	})
 	c.mu.Unlock()
+	for _, src := range c.opts.Sources {
+		go func() {
+			if err := src.Run(ctx, c.signal); err != nil && ctx.Err() == nil {
+				log.FromContext(ctx).Error(err, "a result source stopped")
+			}
+		}()
+	}
 	ticker := time.NewTicker(c.opts.DiscoveryInterval)
 	defer ticker.Stop()
 	logger := log.FromContext(ctx)
@@ -468,6 +477,11 @@ func (c *Collector) Synced() bool {
 			return false
 		}
 	}
+	for _, src := range c.opts.Sources {
+		if !src.Synced() {
+			return false
+		}
+	}
 	return c.discovered && c.engineSynced()
 }
 
@@ -476,6 +490,9 @@ func (c *Collector) Synced() bool {
 func (c *Collector) Snapshot() Snapshot {
 	s := c.snapshot()
 	c.countDryRuns(&s)
+	for _, src := range c.opts.Sources {
+		src.AddTo(&s)
+	}
 	return s
 }
 
@@ -488,6 +505,10 @@ func (c *Collector) snapshot() Snapshot {
 		Shadows:      map[PolicyKey]ShadowInfo{},
 		Applications: map[types.UID]string{},
 		Engine:       policyhubv1.EngineInfo{ReportAPIs: append([]string(nil), c.served...), KyvernoWebhooks: c.webhooks},
+	}
+	if c.webhooks {
+		// The engines that run: Kyverno where its webhooks are registered; Sources add theirs.
+		s.Engine.Engines = []policyhubv1.PolicyEngine{policyhubv1.EngineKyverno}
 	}
 	c.engineSnapshot(&s.Engine)
 	if c.webhooks {

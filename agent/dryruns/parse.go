@@ -77,40 +77,11 @@ var ErrTooManySeries = errors.New("too many series")
 // Series whose policy or rule name is not a valid one, or whose value is not a finite count,
 // are skipped and counted in Invalid.
 func Parse(r io.Reader, maxSeries int) (Reading, error) {
-	if maxSeries <= 0 {
-		maxSeries = DefaultMaxSeries
-	}
-	var kept bytes.Buffer
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), maxLine)
-	series := 0
-	for sc.Scan() {
-		line := sc.Bytes()
-		if !ours(line) {
-			continue
-		}
-		if line[0] != '#' {
-			series++
-			if series > maxSeries {
-				return Reading{}, fmt.Errorf("%s: more than %d series: %w", MetricName, maxSeries, ErrTooManySeries)
-			}
-		}
-		kept.Write(line)
-		kept.WriteByte('\n')
-	}
-	if err := sc.Err(); err != nil {
-		return Reading{}, fmt.Errorf("read the metrics: %w", err)
+	family, err := ParseFamily(r, MetricName, maxSeries)
+	if err != nil {
+		return Reading{}, err
 	}
 	out := Reading{DryRuns: map[Key]float64{}}
-	if kept.Len() == 0 {
-		return out, nil
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(&kept)
-	if err != nil {
-		return Reading{}, fmt.Errorf("parse %s: %w", MetricName, err)
-	}
-	family := families[MetricName]
 	if family == nil {
 		return out, nil
 	}
@@ -121,8 +92,49 @@ func Parse(r io.Reader, maxSeries int) (Reading, error) {
 	return out, nil
 }
 
-// ours says whether an exposition line is of MetricName: a sample, or its HELP or TYPE line.
-func ours(line []byte) bool {
+// ParseFamily reads a Prometheus text exposition (version 0.0.4) and returns the family of
+// the metric name (nil when absent), parsed by the Prometheus parser. Other metrics are
+// skipped line by line, unparsed (an API server's exposition is tens of MiB); a line longer
+// than 64 KiB, more than maxSeries series of the metric (0: DefaultMaxSeries), or text the
+// parser refuses is an error.
+func ParseFamily(r io.Reader, name string, maxSeries int) (*dto.MetricFamily, error) {
+	if maxSeries <= 0 {
+		maxSeries = DefaultMaxSeries
+	}
+	var kept bytes.Buffer
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), maxLine)
+	series := 0
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !ours(line, name) {
+			continue
+		}
+		if line[0] != '#' {
+			series++
+			if series > maxSeries {
+				return nil, fmt.Errorf("%s: more than %d series: %w", name, maxSeries, ErrTooManySeries)
+			}
+		}
+		kept.Write(line)
+		kept.WriteByte('\n')
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read the metrics: %w", err)
+	}
+	if kept.Len() == 0 {
+		return nil, nil
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(&kept)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", name, err)
+	}
+	return families[name], nil
+}
+
+// ours says whether an exposition line is of the metric name: a sample, or its HELP or TYPE line.
+func ours(line []byte, name string) bool {
 	rest, ok := bytes.CutPrefix(line, []byte("# HELP "))
 	if !ok {
 		rest, ok = bytes.CutPrefix(line, []byte("# TYPE "))
@@ -130,7 +142,7 @@ func ours(line []byte) bool {
 	if !ok {
 		rest = line
 	}
-	rest, ok = bytes.CutPrefix(rest, []byte(MetricName))
+	rest, ok = bytes.CutPrefix(rest, []byte(name))
 	return ok && len(rest) > 0 && (rest[0] == '{' || rest[0] == ' ' || rest[0] == '\t')
 }
 

@@ -403,9 +403,10 @@ func newerBlock(a, b *collect.Block) bool {
 	return a.Message < b.Message
 }
 
-// lastBlocked is the API form of a policy's newest block.
+// lastBlocked is the API form of a policy's newest block; none for a count that names no
+// admission (the API server's refusals of a ValidatingAdmissionPolicy, read from its metrics).
 func lastBlocked(b *collect.Block) *policyhubv1.BlockedAdmission {
-	if b == nil {
+	if b == nil || (b.Message == "" && b.Resource == (collect.Resource{}) && b.Time.IsZero()) {
 		return nil
 	}
 	out := &policyhubv1.BlockedAdmission{Message: policyhubv1.CutUTF8(b.Message, collect.MaxMessage)}

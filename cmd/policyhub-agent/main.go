@@ -54,6 +54,9 @@ func run() error {
 	})
 	fs.IntVar(&o.MaxViolations, "max-violations", 50, "Violations (fail and error results, most severe and newest first) kept in the summary; at most 200.")
 	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", 30*time.Second, "How often the agent looks for report APIs installed after it started (e.g. openreports.io).")
+	fs.DurationVar(&o.AdmissionPolicyInterval, "admission-policy-interval", time.Minute, "How often the agent evaluates the cluster's existing resources again against its ValidatingAdmissionPolicies (with the API server's own admission code; a policy or binding change is evaluated at once).")
+	fs.IntVar(&o.AdmissionPolicyMaxObjects, "admission-policy-max-objects", 50000, "Objects the ValidatingAdmissionPolicy evaluation reads in all (at most 20,000 of one resource type); the rest is left out and said so in the summary. Its results take some 2 KiB an object at 20 policies: size the agent's memory with it.")
+	noVAP := fs.Bool("no-admission-policy-evaluation", false, "Do not evaluate existing resources against the cluster's ValidatingAdmissionPolicies (the summary then carries no results of engine Kubernetes).")
 	fs.StringVar(&pprofAddr, "pprof-bind-address", "", "Address of Go's /debug/pprof endpoints (heap, CPU and goroutine profiles); empty or 0 disables them.")
 	fs.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	version := fs.Bool("version", false, "Print the version, commit, build date and Go version, and exit.")
@@ -79,8 +82,12 @@ func run() error {
 	if errs := validation.IsDNS1123Label(o.Cluster); len(errs) > 0 {
 		return fmt.Errorf("--cluster-name %q must be a valid namespace name on the hub: %v", o.Cluster, errs)
 	}
-	if o.PushInterval <= 0 || o.Heartbeat <= 0 || o.DiscoveryInterval <= 0 {
-		return errors.New("--push-interval, --heartbeat-interval and --discovery-interval must be positive")
+	if o.PushInterval <= 0 || o.Heartbeat <= 0 || o.DiscoveryInterval <= 0 || o.AdmissionPolicyInterval <= 0 {
+		return errors.New("--push-interval, --heartbeat-interval, --discovery-interval and --admission-policy-interval must be positive")
+	}
+	o.NoAdmissionPolicies = *noVAP
+	if o.AdmissionPolicyMaxObjects <= 0 {
+		return errors.New("--admission-policy-max-objects must be positive")
 	}
 	if len(o.KyvernoMetricsURLs) > maxMetricsURLs {
 		return fmt.Errorf("--kyverno-metrics-url: %d URLs, at most %d", len(o.KyvernoMetricsURLs), maxMetricsURLs)

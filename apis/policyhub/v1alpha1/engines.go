@@ -114,6 +114,13 @@ type AdmissionPolicyFacts struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
 	RefusalsNotCounted string `json:"refusalsNotCounted,omitempty"`
+	// NotEvaluated says what the background evaluation left out, when it left something out:
+	// policies it does not evaluate (with paramKind, or beyond its bound), resource types it
+	// could not list or did not reach, objects beyond its bounds, an evaluation stopped at its
+	// time limit. Results of what was evaluated are reported; empty when nothing was left out.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	NotEvaluated string `json:"notEvaluated,omitempty"`
 }
 
 // ReportsResult says whether the engine's results of kind result (pass, fail, warn, error,

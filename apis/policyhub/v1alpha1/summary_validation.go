@@ -44,6 +44,8 @@ const (
 	MaxKyvernoVersionSourceLength = 256
 	// MaxDryRunsNotCountedLength bounds spec.engine.kyverno.dryRunsNotCounted.
 	MaxDryRunsNotCountedLength = 256
+	// MaxNotEvaluatedLength bounds spec.engine.admissionPolicies.notEvaluated.
+	MaxNotEvaluatedLength = 256
 	// MaxLegacyCounts bounds spec.engine.legacy.counts: one per legacy kind and owner.
 	MaxLegacyCounts = 10
 )

@@ -65,6 +65,7 @@ func (v *validator) engine(e *EngineInfo) {
 	}
 	if a := e.AdmissionPolicies; a != nil {
 		v.str("spec.engine.admissionPolicies.refusalsNotCounted", a.RefusalsNotCounted, MaxDryRunsNotCountedLength)
+		v.str("spec.engine.admissionPolicies.notEvaluated", a.NotEvaluated, MaxNotEvaluatedLength)
 	}
 }
 
