@@ -104,12 +104,16 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 	}()
 	for i, d := range decls {
 		message, err := versionMessages[i], versionErrs[i]
+		pending := false
 		if message == "" && err == nil {
-			message, err = s.unsupported(cc, cluster.Name, d.Objects)
+			message, pending, err = s.unsupported(cc, cluster.Name, d.Objects)
 		}
 		if err != nil {
 			res.Err = fmt.Errorf("cluster %s: discovery: %w", cluster.Name, err)
 			res.fail([]int{i}, res.Err)
+		} else if pending {
+			r := res.Declarations[i]
+			r.Phase, r.Message = policyhubv1.ClusterPhasePending, message
 		} else if message != "" {
 			r := res.Declarations[i]
 			r.Phase = policyhubv1.ClusterPhaseUnsupported
