@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -82,6 +83,9 @@ type Options struct {
 	// KyvernoNamespace is where Kyverno's controllers' Deployments are (its Helm chart's
 	// namespace); empty means kyverno.
 	KyvernoNamespace string
+	// GatekeeperNamespace is where Gatekeeper's Deployment is (its release's namespace); empty
+	// means gatekeeper-system.
+	GatekeeperNamespace string
 	// KyvernoMetricsURLs are the admission controller's metrics endpoints, one per replica;
 	// empty means its Pods' in KyvernoNamespace (dryruns.PodURLs).
 	KyvernoMetricsURLs []string
@@ -111,6 +115,8 @@ type Collector struct {
 	discovered bool
 	// engine watches Kyverno's Deployments and the legacy objects (engine.go).
 	engine engineWatch
+	// gatekeeper watches Gatekeeper's Constraints and facts (gatekeeper.go).
+	gatekeeper gatekeeperWatch
 	// dryRuns counts the dry-runs among Kyverno's refusals (dryruns.go).
 	dryRuns *dryruns.Counter
 	// now is the clock of the dry-run window.
@@ -139,7 +145,11 @@ func New(cfg *rest.Config, opts Options) (*Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newCollector(opts, reports, md, clientset, clientset.Discovery()), nil
+	c := newCollector(opts, reports, md, clientset, clientset.Discovery())
+	if c.gatekeeper.client, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // newCollector returns a Collector reading through the given clients (fakes, in tests).
@@ -251,7 +261,7 @@ func preferredVersion(kind PolicyKind, served func(schema.GroupVersionResource) 
 
 func served(d discovery.DiscoveryInterface, gvr schema.GroupVersionResource) (bool, error) {
 	list, err := d.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-	if apierrors.IsNotFound(err) || errors.Is(err, memory.ErrCacheNotFound) || discovery.IsGroupDiscoveryFailedError(err) {
+	if notServed(err) {
 		return false, nil
 	}
 	if err != nil {
@@ -263,6 +273,11 @@ func served(d discovery.DiscoveryInterface, gvr schema.GroupVersionResource) (bo
 		}
 	}
 	return false, nil
+}
+
+// notServed says whether a discovery error means the group version is not served.
+func notServed(err error) bool {
+	return apierrors.IsNotFound(err) || errors.Is(err, memory.ErrCacheNotFound) || discovery.IsGroupDiscoveryFailedError(err)
 }
 
 // discover starts informers for report and policy APIs the cluster serves now.
@@ -322,6 +337,11 @@ func (c *Collector) discover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	gatekeeperChanged, err := c.discoverGatekeeper(ctx)
+	if err != nil {
+		return err
+	}
+	engineChanged = engineChanged || gatekeeperChanged
 	hooks, err := c.metadata.Resource(schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}).
 		List(ctx, metav1.ListOptions{LabelSelector: kyvernoWebhookLabel, Limit: 1})
 	if err != nil && !apierrors.IsForbidden(err) {
@@ -468,7 +488,7 @@ func (c *Collector) Synced() bool {
 			return false
 		}
 	}
-	return c.discovered && c.engineSynced()
+	return c.discovered && c.engineSynced() && c.gatekeeperSynced()
 }
 
 // Snapshot returns what the collector knows now, with the server-side dry-runs among the
@@ -490,6 +510,7 @@ func (c *Collector) snapshot() Snapshot {
 		Engine:       policyhubv1.EngineInfo{ReportAPIs: append([]string(nil), c.served...), KyvernoWebhooks: c.webhooks},
 	}
 	c.engineSnapshot(&s.Engine)
+	c.gatekeeperSnapshot(&s)
 	for _, inf := range c.reports {
 		for _, obj := range inf.GetStore().List() {
 			if it, ok := obj.(*item); ok {
