@@ -111,8 +111,11 @@ func gatekeeperMissing(cluster string, missing []schema.GroupVersionKind, serves
 // gatekeeperReady reads Gatekeeper's word on a template or a Constraint from its status, which
 // Gatekeeper's status operation sums up from every Gatekeeper pod (byPod): a template is in
 // force once it is created (its Constraint CRD made) and no pod has an error for it, a
-// Constraint once every pod says enforced, without error; either at the object's generation
-// (an older word is about an older spec). known is false while no pod has said anything.
+// Constraint once every pod says enforced; either at the object's generation (an older word is
+// about an older spec). A Constraint's errors do not count against it once enforced: Gatekeeper
+// 3.23 puts there its failure to make a ValidatingAdmissionPolicyBinding for the Constraint (the
+// vap.k8s.io enforcement point, which the hub never asks for: generateVAP is refused), while its
+// webhook and audit enforce it. known is false while no pod has said anything.
 func gatekeeperReady(u *unstructured.Unstructured) (ready, known bool) {
 	status, ok := u.Object["status"].(map[string]any)
 	if !ok {
@@ -134,7 +137,7 @@ func gatekeeperReady(u *unstructured.Unstructured) (ready, known bool) {
 		if !ok {
 			return false, true
 		}
-		if errs, _ := pod["errors"].([]any); len(errs) > 0 {
+		if errs, _ := pod["errors"].([]any); len(errs) > 0 && template {
 			ready = false
 		}
 		if observed, ok := pod["observedGeneration"].(int64); ok && generation > 0 && observed < generation {

@@ -43,7 +43,8 @@ func TestGatekeeperReadiness(t *testing.T) {
 		{"constraint enforced by every pod", constraint(1, map[string]any{"byPod": []any{pod(true, 1), pod(true, 1)}}), true, true},
 		{"constraint enforced by one pod of two", constraint(1, map[string]any{"byPod": []any{pod(true, 1), pod(false, 1)}}), false, true},
 		{"constraint enforced at an older generation", constraint(3, map[string]any{"byPod": []any{pod(true, 2)}}), false, true},
-		{"constraint with an error", constraint(1, map[string]any{"byPod": []any{pod(true, 1, map[string]any{"message": "x"})}}), false, true},
+		{"constraint enforced, with an error of its generated binding", constraint(1, map[string]any{"byPod": []any{pod(true, 1, map[string]any{"message": "cannot generate ValidatingAdmissionPolicyBinding: conditions are not satisfied"})}}), true, true},
+		{"constraint not enforced, with an error", constraint(1, map[string]any{"byPod": []any{pod(false, 1, map[string]any{"message": "x"})}}), false, true},
 		{"constraint with a malformed pod entry", constraint(1, map[string]any{"byPod": []any{"x"}}), false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
