@@ -33,6 +33,8 @@ func TestGatekeeperAuditResultsReachStatusAndMetrics(t *testing.T) {
 
 	createFleetPolicy(t, gatekeeperRegoTemplate("gk-audit-template", kind))
 	createFleetPolicy(t, gatekeeperConstraint(name, "Audit", kind, ns))
+	// After the declarations: cleanups run last first, so this logs before they are deleted.
+	logGatekeeperOnFailure(t, kind)
 	for _, fp := range []string{"gk-audit-template", name} {
 		waitFleetPolicy(t, fp, "synced and in force in "+gatekeeperCluster, allInForce)
 	}

@@ -37,6 +37,8 @@ func TestGatekeeperEnforceRefusesWithGatekeepersMessage(t *testing.T) {
 	createFleetPolicy(t, gatekeeperCELTemplate("gk-enforce-cel-template", celKind))
 	createFleetPolicy(t, gatekeeperConstraint("gk-enforce-rego", "Enforce", regoKind, ns))
 	createFleetPolicy(t, gatekeeperConstraint("gk-enforce-cel", "Enforce", celKind, ns))
+	// After the declarations: cleanups run last first, so this logs before they are deleted.
+	logGatekeeperOnFailure(t, regoKind, celKind)
 	for _, name := range []string{"gk-enforce-rego-template", "gk-enforce-cel-template", "gk-enforce-rego", "gk-enforce-cel"} {
 		waitFleetPolicy(t, name, "synced and in force in "+gatekeeperCluster, allInForce)
 	}

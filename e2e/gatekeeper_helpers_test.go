@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -117,4 +118,32 @@ func constraintTemplate(ctx context.Context, c client.Client, name string) (*uns
 
 func constraint(ctx context.Context, c client.Client, kind, name string) (*unstructured.Unstructured, error) {
 	return gatekeeperObject(ctx, c, "constraints.gatekeeper.sh", "v1beta1", kind, name)
+}
+
+// logGatekeeperOnFailure logs, when the test has failed, the status Gatekeeper wrote into the
+// templates of kinds and into the Constraints of those kinds: what the hub judged in force from.
+func logGatekeeperOnFailure(t *testing.T, kinds ...string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx := context.Background()
+		c := directClient(t, fleetOf(t).Cluster(gatekeeperCluster).Config)
+		for _, kind := range kinds {
+			if u, err := constraintTemplate(ctx, c, strings.ToLower(kind)); err == nil {
+				t.Logf("template %s: generation %d, status %v", u.GetName(), u.GetGeneration(), u.Object["status"])
+			} else {
+				t.Logf("template of %s: %v", kind, err)
+			}
+			list := &unstructured.UnstructuredList{}
+			list.SetGroupVersionKind(schema.GroupVersionKind{Group: "constraints.gatekeeper.sh", Version: "v1beta1", Kind: kind + "List"})
+			if err := c.List(ctx, list); err != nil {
+				t.Logf("Constraints of %s: %v", kind, err)
+				continue
+			}
+			for _, u := range list.Items {
+				t.Logf("Constraint %s %s: generation %d, status %v", kind, u.GetName(), u.GetGeneration(), u.Object["status"])
+			}
+		}
+	})
 }
