@@ -108,3 +108,22 @@ func TestGatekeeperConstraintExemptsTheHub(t *testing.T) {
 		t.Error("a malformed excludedNamespaces was accepted")
 	}
 }
+
+// A rollout's waves give each cluster its mode: a Constraint warns in the Audit wave's clusters
+// and denies in the Enforce wave's, as a Kyverno policy's failure actions do.
+func TestGatekeeperConstraintInRolloutWaves(t *testing.T) {
+	fp := fleetPolicy(t, "must-have-team", gatekeeperConstraint)
+	versions := map[string]Version{"a": {Mode: policyhubv1.ModeAudit}, "b": {Mode: policyhubv1.ModeEnforce}}
+	got, err := FleetPolicyTargets("hub-a", fp, []placement.Target{{Cluster: "a"}, {Cluster: "b"}, {Cluster: "c"}}, versions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cluster, want := range map[string]string{"a": "warn", "b": "deny"} {
+		if action, _, _ := unstructured.NestedString(got.Objects[cluster][0].Object, "spec", "enforcementAction"); action != want {
+			t.Errorf("cluster %s: enforcementAction %q, want %q", cluster, action, want)
+		}
+	}
+	if len(got.Held) != 1 || got.Held[0] != "c" {
+		t.Errorf("held %v, want c (no wave yet)", got.Held)
+	}
+}
