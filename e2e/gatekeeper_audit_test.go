@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/e2e/fleet"
 )
 
 // A Gatekeeper declaration in Audit: the hub ships the Constraint as warn, so a violating
@@ -79,8 +80,9 @@ func TestGatekeeperAuditResultsReachStatusAndMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := summary.Spec.Engine; !slices.Contains(e.Engines, policyhubv1.EngineGatekeeper) || e.Gatekeeper == nil || !e.Gatekeeper.Webhook || e.KyvernoWebhooks {
-		t.Errorf("engine %+v (gatekeeper %+v): want Gatekeeper with its webhook, no Kyverno", e, e.Gatekeeper)
+	if e := summary.Spec.Engine; !slices.Contains(e.Engines, policyhubv1.EngineGatekeeper) || e.Gatekeeper == nil || !e.Gatekeeper.Webhook ||
+		e.Gatekeeper.Version != fleet.GatekeeperVersion || e.KyvernoWebhooks {
+		t.Errorf("engine %+v (gatekeeper %+v): want Gatekeeper %s with its webhook, no Kyverno", e, e.Gatekeeper, fleet.GatekeeperVersion)
 	}
 	i := slices.IndexFunc(summary.Spec.Policies, func(p policyhubv1.PolicySummary) bool { return p.Name == name && p.Kind == kind })
 	if i < 0 || summary.Spec.Policies[i].Engine != policyhubv1.EngineGatekeeper {
