@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -43,6 +44,27 @@ func writeStage(c *change) int {
 		return 2
 	}
 	return 0
+}
+
+// withoutUnservedConstraints is d without its Constraints of kinds the cluster does not serve
+// (mapper's answer); mixed is false when d has none, or nothing else. No object of a kind the
+// cluster does not serve can exist there, so leaving them out prunes nothing.
+func withoutUnservedConstraints(d Declaration, mapper meta.RESTMapper) (rest Declaration, mixed bool) {
+	rest = d
+	rest.Objects = make([]*unstructured.Unstructured, 0, len(d.Objects))
+	for _, obj := range d.Objects {
+		gvk := obj.GroupVersionKind()
+		if gvk.Group == policyhubv1.GatekeeperConstraintGroup {
+			if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+				continue
+			}
+		}
+		rest.Objects = append(rest.Objects, obj)
+	}
+	if len(rest.Objects) == 0 || len(rest.Objects) == len(d.Objects) {
+		return d, false
+	}
+	return rest, true
 }
 
 // writeStages is how many stages writeStage has.

@@ -1,9 +1,11 @@
 package work
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -116,6 +118,38 @@ func TestGatekeeperMissing(t *testing.T) {
 			}
 			if pending != tc.pending || refreshed != tc.refreshing || (tc.want == "") != (message == "") || !strings.Contains(message, tc.want) {
 				t.Errorf("message %q, pending %v, refreshed %v; want %q, %v, %v", message, pending, refreshed, tc.want, tc.pending, tc.refreshing)
+			}
+		})
+	}
+}
+
+// A set holding a template and its Constraint ships the template while the Constraint's kind is
+// not served; a Constraint alone has nothing else to ship.
+func TestWithoutUnservedConstraints(t *testing.T) {
+	served := schema.GroupVersionKind{Group: policyhubv1.GatekeeperConstraintGroup, Version: "v1beta1", Kind: "Served"}
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(served, meta.RESTScopeRoot)
+	u := func(apiVersion, kind string) *unstructured.Unstructured { return policyWithStatus(apiVersion, kind, nil) }
+	template := u(policyhubv1.GatekeeperTemplateAPIVersion, "ConstraintTemplate")
+	waiting := u(policyhubv1.GatekeeperConstraintAPIVersion, "Waiting")
+	ready := u(policyhubv1.GatekeeperConstraintAPIVersion, "Served")
+	for _, tc := range []struct {
+		name  string
+		objs  []*unstructured.Unstructured
+		kept  int
+		mixed bool
+	}{
+		{"a template and a Constraint not served yet", []*unstructured.Unstructured{template, waiting, ready}, 2, true},
+		{"a Constraint alone", []*unstructured.Unstructured{waiting}, 1, false},
+		{"everything served", []*unstructured.Unstructured{template, ready}, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rest, mixed := withoutUnservedConstraints(Declaration{Source: "s", Objects: tc.objs, Prune: true}, mapper)
+			if mixed != tc.mixed || len(rest.Objects) != tc.kept || !rest.Prune {
+				t.Errorf("kept %d (mixed %v), want %d (%v)", len(rest.Objects), mixed, tc.kept, tc.mixed)
+			}
+			if slices.Contains(rest.Objects, waiting) && tc.mixed {
+				t.Error("the Constraint whose kind is not served was kept")
 			}
 		})
 	}

@@ -102,6 +102,17 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 			}
 		}
 	}()
+	// Declarations whose other objects are synced while their Constraints wait for Gatekeeper to
+	// serve their kinds (see withoutUnservedConstraints): Pending once the pass is done, unless
+	// something worse happened.
+	pendingRest := map[int]string{}
+	defer func() {
+		for i, message := range pendingRest {
+			if r := res.Declarations[i]; r.Phase == policyhubv1.ClusterPhaseSynced || r.Phase == policyhubv1.ClusterPhaseDryRun {
+				r.Phase, r.Message = policyhubv1.ClusterPhasePending, message
+			}
+		}
+	}()
 	for i, d := range decls {
 		message, err := versionMessages[i], versionErrs[i]
 		pending := false
@@ -112,8 +123,15 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 			res.Err = fmt.Errorf("cluster %s: discovery: %w", cluster.Name, err)
 			res.fail([]int{i}, res.Err)
 		} else if pending {
-			r := res.Declarations[i]
-			r.Phase, r.Message = policyhubv1.ClusterPhasePending, message
+			// A set holding templates and their Constraints: the templates (and the rest) are
+			// written now, so that Gatekeeper can make the kinds the Constraints wait for.
+			if rest, mixed := withoutUnservedConstraints(d, cc.client.RESTMapper()); mixed {
+				decls[i], pendingRest[i] = rest, message
+				active = append(active, i)
+			} else {
+				r := res.Declarations[i]
+				r.Phase, r.Message = policyhubv1.ClusterPhasePending, message
+			}
 		} else if message != "" {
 			r := res.Declarations[i]
 			r.Phase = policyhubv1.ClusterPhaseUnsupported
