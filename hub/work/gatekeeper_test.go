@@ -129,7 +129,9 @@ func TestWithoutUnservedConstraints(t *testing.T) {
 	served := schema.GroupVersionKind{Group: policyhubv1.GatekeeperConstraintGroup, Version: "v1beta1", Kind: "Served"}
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(served, meta.RESTScopeRoot)
-	u := func(apiVersion, kind string) *unstructured.Unstructured { return policyWithStatus(apiVersion, kind, nil) }
+	u := func(apiVersion, kind string) *unstructured.Unstructured {
+		return policyWithStatus(apiVersion, kind, nil)
+	}
 	template := u(policyhubv1.GatekeeperTemplateAPIVersion, "ConstraintTemplate")
 	waiting := u(policyhubv1.GatekeeperConstraintAPIVersion, "Waiting")
 	ready := u(policyhubv1.GatekeeperConstraintAPIVersion, "Served")
