@@ -17,7 +17,8 @@ import (
 // Deployment is admitted; Gatekeeper's audit finds it and the one that was there before, and the
 // count Gatekeeper itself stores in the Constraint's status.totalViolations (read here from the
 // cluster) is the FleetPolicy's fail in that cluster and the hub's policyhub_policy_results; the
-// agent's summary names the engine and lists the violations with Gatekeeper's message.
+// agent's summary names the engine and lists the violations with Gatekeeper's message; what
+// Gatekeeper writes into its objects is never taken for drift.
 func TestGatekeeperAuditResultsReachStatusAndMetrics(t *testing.T) {
 	inParallel(t)
 	hub := startHub(t, time.Hour)
@@ -93,5 +94,10 @@ func TestGatekeeperAuditResultsReachStatusAndMetrics(t *testing.T) {
 	})
 	if !listed {
 		t.Errorf("the summary's violations %+v: want legacy's, with Gatekeeper's message", summary.Spec.Violations)
+	}
+	// Gatekeeper wrote the template's and the Constraint's status many times meanwhile (each a
+	// change the hub's watch sees): none of it is drift, so nothing was written again.
+	if n := hub.syncOps(t, gatekeeperCluster, "updated"); n != 0 {
+		t.Errorf("the hub updated objects in %s %v times: Gatekeeper's own writes taken for drift", gatekeeperCluster, n)
 	}
 }
