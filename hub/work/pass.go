@@ -122,17 +122,20 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 		if err != nil {
 			res.Err = fmt.Errorf("cluster %s: discovery: %w", cluster.Name, err)
 			res.fail([]int{i}, res.Err)
-		} else if pending {
+			continue
+		}
+		if pending {
 			// A set holding templates and their Constraints: the templates (and the rest) are
 			// written now, so that Gatekeeper can make the kinds the Constraints wait for.
-			if rest, mixed := withoutUnservedConstraints(d, cc.client.RESTMapper()); mixed {
-				decls[i], pendingRest[i] = rest, message
-				active = append(active, i)
-			} else {
+			rest, mixed := withoutUnservedConstraints(d, cc.client.RESTMapper())
+			if !mixed {
 				r := res.Declarations[i]
 				r.Phase, r.Message = policyhubv1.ClusterPhasePending, message
+				continue
 			}
-		} else if message != "" {
+			d, decls[i], pendingRest[i], message = rest, rest, message, ""
+		}
+		if message != "" {
 			r := res.Declarations[i]
 			r.Phase = policyhubv1.ClusterPhaseUnsupported
 			r.Message = message
