@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -13,8 +14,9 @@ import (
 
 // The fleet serves the APIs the rest of policyhub is built on: the hub serves policyhub's own,
 // OCM's placement API and KubeVela's Application; every managed cluster serves Kyverno's policy
-// kinds of both generations and both report APIs, also when asked through the gateway (the CEL
-// kinds as v1beta1 where Kyverno 1.16 runs).
+// kinds of both generations and both report APIs where Kyverno runs, Gatekeeper's templates
+// where it runs, and every cluster the API server's own admission policies, also when asked
+// through the gateway (the CEL kinds as v1beta1 where Kyverno 1.16 runs).
 func TestFleetServesTheAPIsPolicyhubUses(t *testing.T) {
 	hubWants := []schema.GroupVersionKind{
 		{Group: "policyhub.io", Version: "v1alpha1", Kind: "FleetPolicy"},
@@ -39,10 +41,23 @@ func TestFleetServesTheAPIsPolicyhubUses(t *testing.T) {
 		{Group: "openreports.io", Version: "v1alpha1", Kind: "ClusterReport"},
 	}
 	assertServes(t, "hub", fleetOf(t).Hub.Config, hubWants)
+	gatekeeperWants := []schema.GroupVersionKind{
+		{Group: "templates.gatekeeper.sh", Version: "v1", Kind: "ConstraintTemplate"},
+	}
 	for _, c := range fleetOf(t).Managed {
-		wants := managedWants
-		if c.KyvernoVersion == fleet.Kyverno116Version {
+		var wants []schema.GroupVersionKind
+		switch {
+		case c.KyvernoVersion == fleet.Kyverno116Version:
 			wants = kyverno116Serves(t, c.Config, managedWants)
+		case c.KyvernoVersion != "":
+			wants = managedWants
+		}
+		if c.GatekeeperVersion != "" {
+			wants = append(slices.Clip(wants), gatekeeperWants...)
+		}
+		if len(wants) == 0 {
+			// A cluster with no policy engine but the API server's (kubernetesCluster).
+			wants = []schema.GroupVersionKind{{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"}}
 		}
 		assertServes(t, c.Name, c.Config, wants)
 		through, err := gateway.ClusterConfig(fleetOf(t).Hub.Config, c.Name)

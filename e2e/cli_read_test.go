@@ -218,7 +218,7 @@ func TestCLIRead(t *testing.T) {
 		}{
 			{"unknown FleetPolicy", []string{"status", "cli-read-nope"}, `error: FleetPolicy "cli-read-nope" not found` + "\n"},
 			{"unknown ApplicationPolicy", []string{"status", "ap/nope", "-n", ns}, `error: ApplicationPolicy "nope" not found in namespace "cli-read"` + "\n"},
-			{"unknown cluster", []string{"clusters", "cli-read-nope"}, "error: cluster cli-read-nope is not in the inventory (clusters: cluster-1, cluster-2, cluster-3)\n"},
+			{"unknown cluster", []string{"clusters", "cli-read-nope"}, "error: cluster cli-read-nope is not in the inventory (clusters: cluster-1, cluster-2, cluster-3, cluster-4, cluster-5)\n"},
 			{"bad -o (status)", []string{"status", "-o", "xml"}, `error: -o "xml": choose table, json or yaml (see --help)` + "\n"},
 			{"bad -o (clusters)", []string{"clusters", "-o", "wide"}, `error: -o "wide": choose table, json or yaml (see --help)` + "\n"},
 			{"bad -o (info)", []string{"info", "shop", "-o", "name"}, `error: -o "name": choose table, json or yaml (see --help)` + "\n"},

@@ -22,6 +22,9 @@
 //	charts_                       the Helm charts on the fleet: dry-run against its apiservers, RBAC
 //	                              installed, rendered for its hub (those that need no cluster are
 //	                              in charts/chartcheck, run by make unit)
+//	gatekeeper_                   Gatekeeper as an engine: templates and Constraints shipped,
+//	                              enforced, audited and reported (cluster-4 runs it, cluster-5
+//	                              no engine)
 //	demo_                         make demo, end to end
 //
 // Some tests run one after another. Those that mostly wait call inParallel first and run side by

@@ -19,7 +19,8 @@ import (
 
 // testFleet is the fleet every test of this package runs on: a hub running KubeVela's vela-core
 // and two managed clusters, each with real Kyverno 1.19 (cluster-2 reporting through
-// openreports.io), and a third with Kyverno 1.16 (kyverno116Cluster). Tests reach it through
+// openreports.io), a third with Kyverno 1.16 (kyverno116Cluster), a fourth with Gatekeeper and
+// no Kyverno (gatekeeperCluster) and a fifth with neither (kubernetesCluster). Tests reach it through
 // fleetOf, which gives a test that started a fleet of its own (useOwnFleet) that one instead.
 var testFleet *fleet.Fleet
 
@@ -38,6 +39,13 @@ func fleetOf(t testing.TB) *fleet.Fleet {
 // kyverno116Cluster is the managed cluster that runs Kyverno 1.16.
 const kyverno116Cluster = "cluster-3"
 
+// gatekeeperCluster runs Gatekeeper (fleet.GatekeeperVersion) and no Kyverno; kubernetesCluster
+// runs no policy engine but the API server's own admission policies.
+const (
+	gatekeeperCluster = "cluster-4"
+	kubernetesCluster = "cluster-5"
+)
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
@@ -54,6 +62,10 @@ func TestMain(m *testing.M) {
 		// kyverno116Cluster runs Kyverno 1.16, the oldest a real fleet still runs, with its own
 		// CRDs: it serves the CEL policy kinds only as v1beta1. Only the tests that name it use it.
 		{Name: kyverno116Cluster, Labels: map[string]string{"kyverno": "v1.16"}, Kyverno: true, KyvernoVersion: fleet.Kyverno116Version},
+		// gatekeeperCluster runs Gatekeeper and no Kyverno; kubernetesCluster neither: only the
+		// API server's own admission policies. Only the tests that name them use them.
+		{Name: gatekeeperCluster, Labels: map[string]string{"engine": "gatekeeper"}, Gatekeeper: true},
+		{Name: kubernetesCluster, Labels: map[string]string{"engine": "kubernetes"}},
 		// KubeVela's own controller runs on the hub: the KubeVela tests are against the real thing;
 		// kube-controller-manager's garbage collector and namespace controller run everywhere, so
 		// ownerReferences cascade and deleted namespaces finish deleting.

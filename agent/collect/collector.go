@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -82,6 +83,9 @@ type Options struct {
 	// KyvernoNamespace is where Kyverno's controllers' Deployments are (its Helm chart's
 	// namespace); empty means kyverno.
 	KyvernoNamespace string
+	// GatekeeperNamespace is where Gatekeeper's Deployment is (its release's namespace); empty
+	// means gatekeeper-system.
+	GatekeeperNamespace string
 	// KyvernoMetricsURLs are the admission controller's metrics endpoints, one per replica;
 	// empty means its Pods' in KyvernoNamespace (dryruns.PodURLs).
 	KyvernoMetricsURLs []string
@@ -113,6 +117,8 @@ type Collector struct {
 	discovered bool
 	// engine watches Kyverno's Deployments and the legacy objects (engine.go).
 	engine engineWatch
+	// gatekeeper watches Gatekeeper's Constraints and facts (gatekeeper.go).
+	gatekeeper gatekeeperWatch
 	// dryRuns counts the dry-runs among Kyverno's refusals (dryruns.go).
 	dryRuns *dryruns.Counter
 	// now is the clock of the dry-run window.
@@ -141,7 +147,11 @@ func New(cfg *rest.Config, opts Options) (*Collector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newCollector(opts, reports, md, clientset, clientset.Discovery()), nil
+	c := newCollector(opts, reports, md, clientset, clientset.Discovery())
+	if c.gatekeeper.client, err = dynamic.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // newCollector returns a Collector reading through the given clients (fakes, in tests).
@@ -260,7 +270,7 @@ func preferredVersion(kind PolicyKind, served func(schema.GroupVersionResource) 
 
 func served(d discovery.DiscoveryInterface, gvr schema.GroupVersionResource) (bool, error) {
 	list, err := d.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
-	if apierrors.IsNotFound(err) || errors.Is(err, memory.ErrCacheNotFound) || discovery.IsGroupDiscoveryFailedError(err) {
+	if notServed(err) {
 		return false, nil
 	}
 	if err != nil {
@@ -272,6 +282,11 @@ func served(d discovery.DiscoveryInterface, gvr schema.GroupVersionResource) (bo
 		}
 	}
 	return false, nil
+}
+
+// notServed says whether a discovery error means the group version is not served.
+func notServed(err error) bool {
+	return apierrors.IsNotFound(err) || errors.Is(err, memory.ErrCacheNotFound) || discovery.IsGroupDiscoveryFailedError(err)
 }
 
 // discover starts informers for report and policy APIs the cluster serves now.
@@ -331,6 +346,11 @@ func (c *Collector) discover(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	gatekeeperChanged, err := c.discoverGatekeeper(ctx)
+	if err != nil {
+		return err
+	}
+	engineChanged = engineChanged || gatekeeperChanged
 	hooks, err := c.metadata.Resource(schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingwebhookconfigurations"}).
 		List(ctx, metav1.ListOptions{LabelSelector: kyvernoWebhookLabel, Limit: 1})
 	if err != nil && !apierrors.IsForbidden(err) {
@@ -482,7 +502,7 @@ func (c *Collector) Synced() bool {
 			return false
 		}
 	}
-	return c.discovered && c.engineSynced()
+	return c.discovered && c.engineSynced() && c.gatekeeperSynced()
 }
 
 // Snapshot returns what the collector knows now, with the server-side dry-runs among the
@@ -506,14 +526,13 @@ func (c *Collector) snapshot() Snapshot {
 		Applications: map[types.UID]string{},
 		Engine:       policyhubv1.EngineInfo{ReportAPIs: append([]string(nil), c.served...), KyvernoWebhooks: c.webhooks},
 	}
-	if c.webhooks {
-		// The engines that run: Kyverno where its webhooks are registered; Sources add theirs.
-		s.Engine.Engines = []policyhubv1.PolicyEngine{policyhubv1.EngineKyverno}
-	}
 	c.engineSnapshot(&s.Engine)
 	if c.webhooks {
+		// The engines that run: Kyverno where its webhooks are registered; Gatekeeper and the
+		// Sources add theirs.
 		s.Engine.AddEngine(policyhubv1.EngineKyverno)
 	}
+	c.gatekeeperSnapshot(&s)
 	for _, inf := range c.reports {
 		for _, obj := range inf.GetStore().List() {
 			if it, ok := obj.(*item); ok {

@@ -237,7 +237,7 @@ func (r *Runner) AddTo(s *collect.Snapshot) {
 	if res == nil || !res.Served {
 		return
 	}
-	s.Engine.Engines = withEngine(s.Engine.Engines, policyhubv1.EngineKubernetes)
+	s.Engine.AddEngine(policyhubv1.EngineKubernetes)
 	counted := res.Refusals.Counted
 	s.Engine.AdmissionPolicies = &policyhubv1.AdmissionPolicyFacts{Evaluated: true, RefusalsCounted: &counted,
 		RefusalsNotCounted: policyhubv1.CutUTF8(res.Refusals.NotCounted, policyhubv1.MaxDryRunsNotCountedLength),
@@ -260,17 +260,6 @@ func (r *Runner) AddTo(s *collect.Snapshot) {
 			s.Blocks = append(s.Blocks, &collect.Block{Policy: Key(name), Count: int32(min(n, math.MaxInt32))})
 		}
 	}
-}
-
-// withEngine adds e to engines, kept in PolicyEngines' order (a set: the order is not content).
-func withEngine(engines []policyhubv1.PolicyEngine, e policyhubv1.PolicyEngine) []policyhubv1.PolicyEngine {
-	if slices.Contains(engines, e) {
-		return engines
-	}
-	engines = append(slices.Clone(engines), e)
-	order := policyhubv1.PolicyEngines()
-	slices.SortFunc(engines, func(a, b policyhubv1.PolicyEngine) int { return slices.Index(order, a) - slices.Index(order, b) })
-	return engines
 }
 
 func mapsKeys[V any](m map[string]V) func(func(string) bool) {

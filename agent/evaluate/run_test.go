@@ -1,7 +1,6 @@
 package evaluate
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -9,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/policyhub/policyhub/agent/collect"
-	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 // A policy's results keep the time its current version (with its bindings') was first
@@ -62,18 +60,6 @@ func TestFingerprint(t *testing.T) {
 	for i, other := range []*Result{mk(0, "", 0), mk(1, "other", 0), mk(1, "no", 1)} {
 		if other.fingerprint() == base {
 			t.Errorf("change %d not seen", i)
-		}
-	}
-}
-
-func TestWithEngine(t *testing.T) {
-	for _, tc := range []struct{ in, want []policyhubv1.PolicyEngine }{
-		{nil, []policyhubv1.PolicyEngine{policyhubv1.EngineKubernetes}},
-		{[]policyhubv1.PolicyEngine{policyhubv1.EngineGatekeeper, policyhubv1.EngineKyverno}, []policyhubv1.PolicyEngine{policyhubv1.EngineKyverno, policyhubv1.EngineKubernetes, policyhubv1.EngineGatekeeper}},
-		{[]policyhubv1.PolicyEngine{policyhubv1.EngineKubernetes}, []policyhubv1.PolicyEngine{policyhubv1.EngineKubernetes}},
-	} {
-		if got := withEngine(tc.in, policyhubv1.EngineKubernetes); fmt.Sprint(got) != fmt.Sprint(tc.want) {
-			t.Errorf("withEngine(%v) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
 }

@@ -22,8 +22,9 @@ import (
 // Deployments (webhook; audit, status and generate), the fleet one process with all four, against
 // the cluster as Kyverno's processes are. What a Helm install makes in the cluster is taken from
 // the release manifest in Gatekeeper's module (deploy/gatekeeper.yaml): its 17 CRDs, its namespace
-// and service account, and its ValidatingWebhookConfiguration, whose Service reference is
-// rewritten to a URL on 127.0.0.1 (no Services route anywhere here).
+// and service account, its two Deployments scaled to zero (the process runs instead: they say
+// which Gatekeeper runs, as in a real cluster), and its ValidatingWebhookConfiguration, whose
+// Service reference is rewritten to a URL on 127.0.0.1 (no Services route anywhere here).
 //
 // Gatekeeper normally rotates its own certificate and writes the CA into its webhook
 // configuration; here --disable-cert-rotation turns that off, the fleet's CA issues the serving
@@ -139,7 +140,7 @@ func (f *Fleet) startGatekeeper(ctx context.Context, binary string, ca *certAuth
 	}
 
 	// Its namespace and service account as the release makes them, then the Pod it reads.
-	if err := applyObjects(ctx, cl, []*unstructured.Unstructured{release.namespace, release.serviceAccount}); err != nil {
+	if err := applyObjects(ctx, cl, append([]*unstructured.Unstructured{release.namespace, release.serviceAccount}, release.deployments...)); err != nil {
 		return fmt.Errorf("gatekeeper %s: %w", c.Name, err)
 	}
 	if err := applyObjects(ctx, cl, []*unstructured.Unstructured{gatekeeperPodObject(release.serviceAccount.GetName(), args)}); err != nil {
@@ -189,6 +190,10 @@ func (f *Fleet) startGatekeeper(ctx context.Context, binary string, ca *certAuth
 // gatekeeperObjects are what the fleet takes from Gatekeeper's release manifest besides its CRDs.
 type gatekeeperObjects struct {
 	namespace, serviceAccount, validatingWebhook *unstructured.Unstructured
+	// deployments are the release's two Deployments (webhook, audit): made as the release
+	// makes them, with no replicas (the process runs instead), so that whoever reads Gatekeeper's
+	// version from its Deployment's image, as policyhub's agent does, finds it.
+	deployments []*unstructured.Unstructured
 }
 
 // gatekeeperRelease reads Gatekeeper's namespace, service account and validating webhook
@@ -211,6 +216,11 @@ func gatekeeperRelease(ctx context.Context) (gatekeeperObjects, error) {
 			r.serviceAccount = obj
 		case obj.GetKind() == "ValidatingWebhookConfiguration" && obj.GetName() == GatekeeperWebhook:
 			r.validatingWebhook = obj
+		case obj.GetKind() == "Deployment":
+			if err := unstructured.SetNestedField(obj.Object, int64(0), "spec", "replicas"); err != nil {
+				return gatekeeperObjects{}, err
+			}
+			r.deployments = append(r.deployments, obj)
 		}
 	}
 	if r.namespace == nil || r.serviceAccount == nil || r.validatingWebhook == nil {

@@ -18,7 +18,9 @@ import (
 //     becomes that filter's entry of any; one of several filters cannot be written as an
 //     alternative, and that rule is left as written;
 //   - policies.kyverno.io cluster-scoped kinds with spec.matchConstraints: two
-//     excludeResourceRules entries naming the Lease and the Namespace by resource name.
+//     excludeResourceRules entries naming the Lease and the Namespace by resource name;
+//   - Gatekeeper Constraints: the hub's namespace in spec.match.excludedNamespaces (Gatekeeper
+//     matches a Namespace by its own name there, so it covers the Namespace and the Lease).
 //
 // Only rules and constraints that could match a Lease or a Namespace get it: Kyverno generates a
 // Pod policy's rules for Deployments and the other controllers only when its exclude names no
@@ -34,6 +36,8 @@ func ExemptHub(obj *unstructured.Unstructured) error {
 		return exemptRules(obj)
 	case gvk.Group == policiesGroup:
 		return exemptMatchConstraints(obj)
+	case IsGatekeeperConstraint(gvk):
+		return exemptConstraint(obj)
 	}
 	return nil
 }

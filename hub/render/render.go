@@ -122,8 +122,9 @@ func Template(owner Owner, tmpl policyhubv1.PolicyTemplate, defaultName string, 
 	obj.SetName(name)
 	obj.SetNamespace(tmpl.Metadata.Namespace)
 
-	// An admission policy's mode is its binding's (AdmissionBinding).
-	if mode != nil && !IsAdmissionPolicy(obj.GroupVersionKind()) {
+	// An admission policy's mode is its binding's (AdmissionBinding); a Gatekeeper template has
+	// none (its Constraints do), so a rollout's or an override's mode leaves it as written.
+	if mode != nil && !IsAdmissionPolicy(obj.GroupVersionKind()) && !IsGatekeeperTemplate(obj.GroupVersionKind()) {
 		if err := SetMode(obj, *mode); err != nil {
 			return nil, err
 		}
@@ -223,6 +224,8 @@ func SetMode(obj *unstructured.Unstructured, mode policyhubv1.Mode) error {
 		return setRuleFailureActions(obj, mode)
 	case validationActions(gvk):
 		return setValidationActions(obj, mode)
+	case IsGatekeeperConstraint(gvk):
+		return setEnforcementAction(obj, mode)
 	default:
 		return fmt.Errorf("mode %s does not apply to %s %s: only validating kinds have a failure action", mode, gvk.GroupKind(), obj.GetName())
 	}
@@ -230,7 +233,7 @@ func SetMode(obj *unstructured.Unstructured, mode policyhubv1.Mode) error {
 
 // HasMode says whether policies of the kind have a failure action a mode rewrites (SetMode).
 func HasMode(gvk schema.GroupVersionKind) bool {
-	return ruleFailureActions(gvk) || validationActions(gvk)
+	return ruleFailureActions(gvk) || validationActions(gvk) || IsGatekeeperConstraint(gvk)
 }
 
 func ruleFailureActions(gvk schema.GroupVersionKind) bool {

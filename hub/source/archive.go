@@ -21,13 +21,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 // FetchArchive reads the policies of a Flux source's artifact (a GitRepository, Bucket or
 // OCIRepository, as its status.artifact names it: url and digest): it downloads the tarball,
 // bounded by limits.MaxTotalBytes, verifies the digest before reading a byte of it, and takes
 // every Kyverno policy (any kind of kyverno.io or policies.kyverno.io a FleetPolicy's template
-// may be) in the .yaml and .yml files under dir, recursively, each file one or more documents.
+// may be) and every Gatekeeper template and Constraint (a library such as Gatekeeper's own keeps
+// each template beside sample Constraints) in the .yaml and .yml files under dir, recursively, each file one or more documents.
 // Documents that are not Kyverno policies (a kustomization.yaml, other manifests) are left out
 // and counted; links are not followed. A policy twice, a file or the set over limits, or a
 // document that is a Kyverno object but not a valid policy is an error naming it. The artifact's
@@ -243,7 +246,7 @@ func policiesIn(data []byte) (policies []*unstructured.Unstructured, skipped int
 			continue // empty, or comments only
 		}
 		u := &unstructured.Unstructured{Object: obj}
-		if group := u.GroupVersionKind().Group; group != "kyverno.io" && group != "policies.kyverno.io" {
+		if !libraryGroup(u.GroupVersionKind().Group) {
 			skipped++
 			continue
 		}
@@ -253,4 +256,15 @@ func policiesIn(data []byte) (policies []*unstructured.Unstructured, skipped int
 		}
 		policies = append(policies, p)
 	}
+}
+
+// libraryGroup says whether a library's documents of group are read as policies: Kyverno's and
+// Gatekeeper's templates and Constraints. Others (Gatekeeper's mutations among them: never
+// shipped) are left out and counted.
+func libraryGroup(group string) bool {
+	switch group {
+	case "kyverno.io", "policies.kyverno.io", policyhubv1.GatekeeperTemplateGroup, policyhubv1.GatekeeperConstraintGroup:
+		return true
+	}
+	return false
 }

@@ -14,8 +14,10 @@ import (
 var celGeneration = schema.GroupVersionKind{Group: "policies.kyverno.io", Version: "v1", Kind: "ValidatingPolicy"}
 
 // unsupported says why the cluster cannot take objs ("" when it serves every kind of them), from
-// the cluster's discovery: the kinds it does not serve, and what to do about it.
-func (s *Syncer) unsupported(cc *clusterClients, cluster string, objs []*unstructured.Unstructured) (string, error) {
+// the cluster's discovery: the kinds it does not serve, and what to do about it. pending says the
+// cluster will serve them soon (a Constraint kind Gatekeeper there has yet to make from its
+// template): retried, not Unsupported.
+func (s *Syncer) unsupported(cc *clusterClients, cluster string, objs []*unstructured.Unstructured) (message string, pending bool, err error) {
 	mapper := cc.client.RESTMapper()
 	serves := func(gvk schema.GroupVersionKind) (bool, error) {
 		_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -32,23 +34,30 @@ func (s *Syncer) unsupported(cc *clusterClients, cluster string, objs []*unstruc
 		}
 		ok, err := serves(gvk)
 		if err != nil {
-			return "", err
+			return "", false, err
 		}
 		if !ok {
 			missing = append(missing, gvk)
 		}
 	}
 	if len(missing) == 0 {
-		return "", nil
+		return "", false, nil
+	}
+	if !slices.ContainsFunc(missing, func(gvk schema.GroupVersionKind) bool { return !isGatekeeperGroup(gvk.Group) }) {
+		var refresh func(string) error
+		if cc.mapper != nil {
+			refresh = cc.mapper.refresh
+		}
+		return gatekeeperMissing(cluster, missing, serves, refresh)
 	}
 	celServed := false
 	if slices.ContainsFunc(missing, deprecatedGeneration) {
 		var err error
 		if celServed, err = serves(celGeneration); err != nil {
-			return "", err
+			return "", false, err
 		}
 	}
-	return unsupportedMessage(cluster, missing, celServed), nil
+	return unsupportedMessage(cluster, missing, celServed), false, nil
 }
 
 // deprecatedGeneration says whether gvk is one of Kyverno's kyverno.io kinds that Kyverno 1.17

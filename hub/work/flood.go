@@ -358,7 +358,7 @@ func (s *Syncer) noteReadiness(cluster string, byKind map[schema.GroupKind][]*un
 	}
 	for _, objs := range byKind {
 		for _, obj := range objs {
-			if ready, known := kyvernoReady(obj); known {
+			if ready, known := engineReady(obj); known {
 				f.ready[plan.KeyOf(obj)] = ready
 			}
 		}

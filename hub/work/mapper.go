@@ -102,6 +102,18 @@ func (m *groupMapper) fetch(group string) (*restmapper.APIGroupResources, error)
 	return out, nil
 }
 
+// refresh asks the cluster about group again now, however recent the last answer: for a group
+// whose kinds appear as the cluster's own controllers make them (Gatekeeper's Constraints).
+func (m *groupMapper) refresh(group string) error {
+	m.mu.Lock()
+	if e, ok := m.groups[group]; ok {
+		e.fetched = time.Time{}
+	}
+	m.mu.Unlock()
+	_, err := m.load(group, true)
+	return err
+}
+
 // Kinds are the kinds the cluster serves in group (none when it does not serve it), without
 // subresources; asked again when the last answer is older than recheck.
 func (m *groupMapper) Kinds(group string) ([]schema.GroupKind, error) {

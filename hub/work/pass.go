@@ -102,15 +102,40 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 			}
 		}
 	}()
+	// Declarations whose other objects are synced while their Constraints wait for Gatekeeper to
+	// serve their kinds (see withoutUnservedConstraints): Pending once the pass is done, unless
+	// something worse happened.
+	pendingRest := map[int]string{}
+	defer func() {
+		for i, message := range pendingRest {
+			if r := res.Declarations[i]; r.Phase == policyhubv1.ClusterPhaseSynced || r.Phase == policyhubv1.ClusterPhaseDryRun {
+				r.Phase, r.Message = policyhubv1.ClusterPhasePending, message
+			}
+		}
+	}()
 	for i, d := range decls {
 		message, err := versionMessages[i], versionErrs[i]
+		pending := false
 		if message == "" && err == nil {
-			message, err = s.unsupported(cc, cluster.Name, d.Objects)
+			message, pending, err = s.unsupported(cc, cluster.Name, d.Objects)
 		}
 		if err != nil {
 			res.Err = fmt.Errorf("cluster %s: discovery: %w", cluster.Name, err)
 			res.fail([]int{i}, res.Err)
-		} else if message != "" {
+			continue
+		}
+		if pending {
+			// A set holding templates and their Constraints: the templates (and the rest) are
+			// written now, so that Gatekeeper can make the kinds the Constraints wait for.
+			rest, mixed := withoutUnservedConstraints(d, cc.client.RESTMapper())
+			if !mixed {
+				r := res.Declarations[i]
+				r.Phase, r.Message = policyhubv1.ClusterPhasePending, message
+				continue
+			}
+			d, decls[i], pendingRest[i], message = rest, rest, message, ""
+		}
+		if message != "" {
 			r := res.Declarations[i]
 			r.Phase = policyhubv1.ClusterPhaseUnsupported
 			r.Message = message

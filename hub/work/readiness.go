@@ -12,10 +12,10 @@ import (
 	"github.com/policyhub/policyhub/hub/plan"
 )
 
-// Whether a policy is in force: Kyverno's own word, from the policy's status. Kyverno marks a
+// Whether a policy is in force: its engine's own word, from the policy's status. Kyverno marks a
 // policy ready once its admission webhooks are programmed for it; until then a resource the
-// policy forbids is still admitted. A declaration is in force in a cluster once every policy of
-// it there is ready.
+// policy forbids is still admitted. Gatekeeper says so per pod (gatekeeperReady). A declaration
+// is in force in a cluster once every policy of it there is ready.
 
 // reportsReadiness reports whether Kyverno writes a readiness into the status of policies of the
 // kind. The others (exceptions, cleanup policies) are in force once written.
@@ -25,8 +25,22 @@ func reportsReadiness(gk schema.GroupKind) bool {
 		return gk.Kind == "ClusterPolicy" || gk.Kind == "Policy"
 	case "policies.kyverno.io":
 		return gk.Kind != "PolicyException"
+	case policyhubv1.GatekeeperTemplateGroup:
+		return gk.Kind == "ConstraintTemplate"
+	case policyhubv1.GatekeeperConstraintGroup:
+		return true
 	}
 	return false
+}
+
+// engineReady reads the policy's engine's word on whether it is in force: Kyverno's or
+// Gatekeeper's (gatekeeper.go).
+func engineReady(u *unstructured.Unstructured) (ready, known bool) {
+	switch u.GroupVersionKind().Group {
+	case policyhubv1.GatekeeperTemplateGroup, policyhubv1.GatekeeperConstraintGroup:
+		return gatekeeperReady(u)
+	}
+	return kyvernoReady(u)
 }
 
 // kyvernoReady reads Kyverno's readiness from a policy's status: the Ready condition of the
@@ -58,7 +72,7 @@ func newReadiness() readiness {
 
 // keep replaces u's status by its readiness, or drops it when Kyverno has said nothing.
 func (r readiness) keep(u *unstructured.Unstructured) {
-	ready, known := kyvernoReady(u)
+	ready, known := engineReady(u)
 	switch {
 	case !known:
 		delete(u.Object, "status")

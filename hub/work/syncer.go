@@ -36,7 +36,7 @@ const requestTimeout = 30 * time.Second
 // as GlobalContextEntry) are surveyed too (surveyKinds), so no owned object is orphaned.
 // PolicyGroups are the API groups a declaration's objects may be of (the FleetPolicy template's
 // admission rule says the same).
-var PolicyGroups = []string{"kyverno.io", "policies.kyverno.io"}
+var PolicyGroups = []string{"kyverno.io", "policies.kyverno.io", policyhubv1.GatekeeperTemplateGroup, policyhubv1.GatekeeperConstraintGroup}
 
 var PolicyKinds = []schema.GroupKind{
 	{Group: "kyverno.io", Kind: "ClusterPolicy"},

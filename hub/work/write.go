@@ -17,9 +17,12 @@ func (s *Syncer) write(ctx context.Context, cc *clusterClients, w *workPlan, whi
 	for _, i := range which {
 		selected[i] = true
 	}
-	s.eachChange(w, func(c *change) bool { return selected[c.decl] && c.action.writes() }, func(c *change) {
-		s.writeOne(ctx, cc, c, dryRun)
-	})
+	// In stages (writeStage): Gatekeeper's templates before their Constraints, pruned after them.
+	for stage := range writeStages {
+		s.eachChange(w, func(c *change) bool { return selected[c.decl] && c.action.writes() && writeStage(c) == stage }, func(c *change) {
+			s.writeOne(ctx, cc, c, dryRun)
+		})
+	}
 }
 
 // eachChange runs do on the changes of w that pick selects, at most Concurrency at a time (they

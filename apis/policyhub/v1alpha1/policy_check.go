@@ -20,12 +20,15 @@ var shippedKinds = map[string][]string{
 		"DeletingPolicy", "NamespacedDeletingPolicy"},
 	// Kubernetes' own admission policy; its binding is policyhub's (render).
 	AdmissionGroup: {"ValidatingAdmissionPolicy"},
+	// Gatekeeper's template; its Constraints are of whatever kind a template names, all of
+	// constraints.gatekeeper.sh. Never mutations.gatekeeper.sh: validation only.
+	GatekeeperTemplateGroup: {"ConstraintTemplate"},
 }
 
 // AdmissionGroup is the group of Kubernetes' own admission policies.
 const AdmissionGroup = "admissionregistration.k8s.io"
 
-const shippedKindsText = "kyverno.io: ClusterPolicy, Policy, ClusterCleanupPolicy, CleanupPolicy; policies.kyverno.io: ValidatingPolicy, MutatingPolicy, GeneratingPolicy, ImageValidatingPolicy, DeletingPolicy and their Namespaced forms; admissionregistration.k8s.io: ValidatingAdmissionPolicy"
+const shippedKindsText = "kyverno.io: ClusterPolicy, Policy, ClusterCleanupPolicy, CleanupPolicy; policies.kyverno.io: ValidatingPolicy, MutatingPolicy, GeneratingPolicy, ImageValidatingPolicy, DeletingPolicy and their Namespaced forms; admissionregistration.k8s.io: ValidatingAdmissionPolicy; templates.gatekeeper.sh: ConstraintTemplate; constraints.gatekeeper.sh: any Constraint kind"
 
 // kindCapability is what a policies.kyverno.io kind (or a kyverno.io cleanup kind) does beyond
 // validating, whatever its spec says; ClusterPolicy and Policy do what their rules do.
@@ -112,6 +115,9 @@ func CheckAllowed(obj map[string]any, allow []PolicyCapability) error {
 	if err := CheckPolicy(obj); err != nil {
 		return err
 	}
+	if IsGatekeeperObject(obj) {
+		return checkGatekeeper(obj)
+	}
 	if kind, _ := obj["kind"].(string); kind == "ValidatingAdmissionPolicy" {
 		if spec, _ := obj["spec"].(map[string]any); spec["paramKind"] != nil {
 			return errors.New("spec.paramKind: a ValidatingAdmissionPolicy with parameters needs parameter objects and a paramRef, which policyhub does not ship; write the values into the policy's expressions or variables")
@@ -146,7 +152,7 @@ func CheckPolicy(obj map[string]any) error {
 	switch {
 	case kind == "PolicyException":
 		errs = append(errs, errors.New("kind PolicyException: exceptions never arrive through a template or a policy library: they are FleetPolicyExceptions (requested, approved by someone else, expiring)"))
-	case kind != "" && (group == "kyverno.io" || group == "policies.kyverno.io" || group == AdmissionGroup) && !slices.Contains(shippedKinds[group], kind):
+	case kind != "" && (group == "kyverno.io" || group == "policies.kyverno.io" || group == AdmissionGroup || group == GatekeeperTemplateGroup) && !slices.Contains(shippedKinds[group], kind):
 		errs = append(errs, fmt.Errorf("kind %s of %s: not a policy kind policyhub ships (%s)", kind, group, shippedKindsText))
 	}
 	if namespace == SyncLeaseNamespace {
@@ -169,8 +175,10 @@ func CheckPolicyShape(obj map[string]any) error {
 	var errs []error
 	if apiVersion == "" {
 		errs = append(errs, errors.New("apiVersion is required: the Kyverno policy's apiVersion, e.g. kyverno.io/v1 or policies.kyverno.io/v1"))
-	} else if !strings.HasPrefix(apiVersion, "kyverno.io/") && !strings.HasPrefix(apiVersion, "policies.kyverno.io/") && !strings.HasPrefix(apiVersion, AdmissionGroup+"/") {
-		errs = append(errs, fmt.Errorf("apiVersion %q: not a Kyverno policy or a ValidatingAdmissionPolicy: the group must be kyverno.io, policies.kyverno.io or %s", apiVersion, AdmissionGroup))
+	} else if !strings.HasPrefix(apiVersion, "kyverno.io/") && !strings.HasPrefix(apiVersion, "policies.kyverno.io/") && !strings.HasPrefix(apiVersion, AdmissionGroup+"/") &&
+		apiVersion != GatekeeperTemplateAPIVersion && apiVersion != GatekeeperConstraintAPIVersion {
+		errs = append(errs, fmt.Errorf("apiVersion %q: not a Kyverno policy, a ValidatingAdmissionPolicy or a Gatekeeper ConstraintTemplate or Constraint: the group must be kyverno.io, policies.kyverno.io or %s, or it is %s or %s (mutations.gatekeeper.sh is never shipped)",
+			apiVersion, AdmissionGroup, GatekeeperTemplateAPIVersion, GatekeeperConstraintAPIVersion))
 	}
 	if kind == "" {
 		errs = append(errs, errors.New("kind is required: the Kyverno policy's kind, e.g. ClusterPolicy or ValidatingPolicy"))
@@ -178,8 +186,12 @@ func CheckPolicyShape(obj map[string]any) error {
 	if _, ok := obj["spec"]; !ok {
 		errs = append(errs, errors.New("spec is required: the Kyverno policy's spec"))
 	}
-	if namespacedPolicyKind(kind) && namespace == "" {
+	gatekeeper := IsGatekeeperObject(obj)
+	if namespacedPolicyKind(kind) && namespace == "" && !gatekeeper {
 		errs = append(errs, fmt.Errorf("metadata.namespace is required for a namespaced Kyverno kind (%s)", kind))
+	}
+	if gatekeeper && namespace != "" {
+		errs = append(errs, fmt.Errorf("metadata.namespace %q: Gatekeeper's ConstraintTemplates and Constraints are cluster-scoped: leave it out", namespace))
 	}
 	switch {
 	case len(name) > 63:

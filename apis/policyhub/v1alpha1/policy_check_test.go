@@ -83,6 +83,18 @@ func TestCheckPolicyAgreesWithTheCRD(t *testing.T) {
 		{"a ValidatingAdmissionPolicyBinding, not a policy kind", policy("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "", "a", true)},
 		{"a ValidatingWebhookConfiguration, not a policy kind", policy("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "", "a", true)},
 		{"a look-alike admission group", policy("admissionregistration.k8s.io.evil/v1", "ValidatingAdmissionPolicy", "", "a", true)},
+		{"a Gatekeeper ConstraintTemplate", policy("templates.gatekeeper.sh/v1", "ConstraintTemplate", "", "k8srequiredlabels", true)},
+		{"a Gatekeeper Constraint of any kind", policy("constraints.gatekeeper.sh/v1beta1", "K8sRequiredLabels", "", "must-have-team", true)},
+		{"a Gatekeeper Constraint of a kind named Policy (no namespace)", policy("constraints.gatekeeper.sh/v1beta1", "Policy", "", "a", true)},
+		{"a Gatekeeper Constraint named as a Namespaced kind, cluster-wide", policy("constraints.gatekeeper.sh/v1beta1", "NamespacedLimits", "", "a", true)},
+		{"a Gatekeeper Constraint in a namespace, cluster-scoped", policy("constraints.gatekeeper.sh/v1beta1", "K8sRequiredLabels", "shop", "a", true)},
+		{"a ConstraintTemplate in a namespace, cluster-scoped", policy("templates.gatekeeper.sh/v1", "ConstraintTemplate", "shop", "a", true)},
+		{"a v1beta1 ConstraintTemplate, not a shipped version", policy("templates.gatekeeper.sh/v1beta1", "ConstraintTemplate", "", "a", true)},
+		{"a v1alpha1 Constraint, not a shipped version", policy("constraints.gatekeeper.sh/v1alpha1", "K8sRequiredLabels", "", "a", true)},
+		{"another kind of templates.gatekeeper.sh, not a policy kind", policy("templates.gatekeeper.sh/v1", "Template", "", "a", true)},
+		{"an Assign of mutations.gatekeeper.sh, not Kyverno's", policy("mutations.gatekeeper.sh/v1", "Assign", "", "a", true)},
+		{"a Provider of externaldata.gatekeeper.sh, not Kyverno's", policy("externaldata.gatekeeper.sh/v1beta1", "Provider", "", "a", true)},
+		{"a look-alike Gatekeeper group", policy("constraints.gatekeeper.sh.evil/v1beta1", "K8sRequiredLabels", "", "a", true)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs, _ := validator.Validate(context.Background(), field.NewPath("spec", "template"), s, tc.obj, nil, math.MaxInt64)
@@ -101,7 +113,7 @@ func TestCheckPolicyAgreesWithTheCRD(t *testing.T) {
 // refused: the cases above that name a fault.
 func refused(name string) bool {
 	for _, fault := range []string{"no apiVersion", "not Kyverno's", "look-alike", "no kind", "no spec", "without a namespace", "of 64", "upper-case",
-		"an exception", "not a policy kind", "the hub's namespace", "shadow's name"} {
+		"an exception", "not a policy kind", "the hub's namespace", "shadow's name", "cluster-scoped", "not a shipped version"} {
 		if strings.Contains(name, fault) {
 			return true
 		}
