@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ spec:
 	if got.Name != "pset-contested" || got.Action != "Conflict" || !strings.Contains(got.Message, "FleetPolicy/e2e-pset-owner") {
 		t.Errorf("attention member %+v: want pset-contested in Conflict, naming FleetPolicy/e2e-pset-owner", got)
 	}
-	if set.Status.Members != (policyhubv1.MemberCounts{Total: 2, Conflict: 1}) {
+	if want := (policyhubv1.MemberCounts{Total: 2, Conflict: 1, ByEngine: []policyhubv1.EngineCount{{Engine: policyhubv1.EngineKyverno, Count: 2}}}); !reflect.DeepEqual(set.Status.Members, want) {
 		t.Errorf("members %+v", set.Status.Members)
 	}
 	if clusterPolicy(t, "cluster-1", "pset-uncontested") == nil {

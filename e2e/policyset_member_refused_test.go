@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +52,7 @@ spec:
 		!strings.Contains(got.Message, "wildcard policy not allowed in background mode") {
 		t.Errorf("attention member %+v: want pset-every-kind Failed in 2 clusters with Kyverno's message", got)
 	}
-	if set.Status.Members != (policyhubv1.MemberCounts{Total: 2, Failed: 1}) {
+	if want := (policyhubv1.MemberCounts{Total: 2, Failed: 1, ByEngine: []policyhubv1.EngineCount{{Engine: policyhubv1.EngineKyverno, Count: 2}}}); !reflect.DeepEqual(set.Status.Members, want) {
 		t.Errorf("members %+v, want 2 members, 1 failed", set.Status.Members)
 	}
 	for _, cluster := range []string{"cluster-1", "cluster-2"} {

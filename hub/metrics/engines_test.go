@@ -41,8 +41,8 @@ policyhub_cluster_engine_info{cluster="mixed",engine="Kubernetes",version=""} 1
 	}
 	for _, tc := range []struct {
 		policy, engine, result string
-		want               float64
-		exists             bool
+		want                   float64
+		exists                 bool
 	}{
 		{"vap-team", "Kubernetes", "pass", 3, true},
 		{"vap-team", "Kubernetes", "fail", 2, true},

@@ -36,9 +36,9 @@ type Fleet struct {
 	Totals        FleetTotals
 	// Engines, Kinds, Severities and Categories are the filters' choices.
 	Engines, Kinds, Severities, Categories []string
-	Columns                       []Column
-	Rows                          []Row
-	RowPages, ColPages            Pages
+	Columns                                []Column
+	Rows                                   []Row
+	RowPages, ColPages                     Pages
 }
 
 // FleetTotals count over the clusters and policies the filters keep.

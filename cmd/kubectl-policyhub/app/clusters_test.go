@@ -41,7 +41,7 @@ func TestClustersTable(t *testing.T) {
 		Engine: policyhubv1.EngineInfo{Kyverno: &policyhubv1.KyvernoFacts{Version: "v1.20.0", PolicyExceptions: ptrTo(false), ReportedResults: []string{"fail"}},
 			Engines:    []policyhubv1.PolicyEngine{policyhubv1.EngineKyverno, policyhubv1.EngineGatekeeper},
 			Gatekeeper: &policyhubv1.GatekeeperFacts{Version: "v3.23.1", Webhook: true},
-			Legacy: &policyhubv1.LegacyInventory{}}})
+			Legacy:     &policyhubv1.LegacyInventory{}}})
 	report := &clustersReport{Clusters: []clusterReport{
 		{Name: "cluster-1", Labels: map[string]string{"env": "prod", "region": "eu"}, Reachable: true, Version: "v1.35.0",
 			KyvernoAPIs: []string{"kyverno.io/v1", "policies.kyverno.io/v1"}, Summary: toClusterSummary(fresh, liveness{}, now)},
