@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
 
 // celGeneration is Kyverno's CEL policy kind that takes over from the kyverno.io/v1 kinds.
@@ -80,6 +82,10 @@ func unsupportedMessage(cluster string, missing []schema.GroupVersionKind, celSe
 		return fmt.Sprintf("cluster %s does not serve %s: its Kyverno serves only the CEL policy kinds (kyverno.io/v1 ClusterPolicy and Policy are deprecated since Kyverno 1.17); "+
 			"write the policy as a %s %s (in an ApplicationPolicy: spec.validations instead of spec.rules); nothing was sent",
 			cluster, what, celGeneration.GroupVersion(), celGeneration.Kind)
+	}
+	if !slices.ContainsFunc(missing, func(gvk schema.GroupVersionKind) bool { return gvk.Group != policyhubv1.AdmissionGroup }) {
+		// Kubernetes' own admission policies: the cluster's API server is the engine.
+		return fmt.Sprintf("cluster %s does not serve %s: the Kubernetes engine's admission policies need a newer Kubernetes (ValidatingAdmissionPolicy v1 is served from 1.30); nothing was sent", cluster, what)
 	}
 	return fmt.Sprintf("cluster %s does not serve %s: install or upgrade Kyverno to a version that serves it; nothing was sent", cluster, what)
 }

@@ -25,6 +25,8 @@ func TestUnsupportedMessage(t *testing.T) {
 			[]string{"does not serve kyverno.io/v1 Policy", "deprecated since Kyverno 1.17", "policies.kyverno.io/v1 ValidatingPolicy", "spec.validations instead of spec.rules", "nothing was sent"}, []string{"upgrade"}},
 		{"kyverno.io/v1 where no Kyverno runs", []schema.GroupVersionKind{policy}, false,
 			[]string{"does not serve kyverno.io/v1 Policy: install or upgrade Kyverno"}, []string{"spec.validations"}},
+		{"a ValidatingAdmissionPolicy on a Kubernetes older than 1.30", []schema.GroupVersionKind{{Group: "admissionregistration.k8s.io", Version: "v1", Kind: "ValidatingAdmissionPolicy"}}, false,
+			[]string{"does not serve admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy: the Kubernetes engine", "from 1.30", "nothing was sent"}, []string{"Kyverno"}},
 		{"several kinds, sorted", []schema.GroupVersionKind{policy, future}, false,
 			[]string{"does not serve kyverno.io/v1 Policy, policies.kyverno.io/v9 ValidatingPolicy:"}, nil},
 	}
