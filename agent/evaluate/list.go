@@ -44,39 +44,47 @@ func paged(ctx context.Context, pageSize int64, max int, list func(ctx context.C
 	}
 }
 
-// listPolicies reads at most max ValidatingAdmissionPolicies.
-func listPolicies(ctx context.Context, c kubernetes.Interface, pageSize int64, max int) (out []*admissionregistrationv1.ValidatingAdmissionPolicy, more bool, err error) {
-	more, err = paged(ctx, pageSize, max, func(ctx context.Context, o metav1.ListOptions) (int, string, error) {
-		l, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, o)
+// pagedItems lists with list, a page at a time, and gives keep each item until max were given;
+// it says whether items were left. A page with more items than asked is cut to the page size.
+func pagedItems[T any](ctx context.Context, pageSize int64, max int, list func(context.Context, metav1.ListOptions) ([]T, string, error), keep func(*T)) (more bool, err error) {
+	given := 0
+	return paged(ctx, pageSize, max, func(ctx context.Context, o metav1.ListOptions) (int, string, error) {
+		items, next, err := list(ctx, o)
 		if err != nil {
-			return 0, "", fmt.Errorf("list ValidatingAdmissionPolicies: %w", err)
+			return 0, "", err
 		}
-		items := l.Items[:min(int64(len(l.Items)), o.Limit)]
+		items = items[:min(int64(len(items)), o.Limit)]
 		for i := range items {
-			if len(out) < max {
-				out = append(out, &items[i])
+			if given < max {
+				given++
+				keep(&items[i])
 			}
 		}
-		return len(items), l.Continue, nil
+		return len(items), next, nil
 	})
+}
+
+// listPolicies reads at most max ValidatingAdmissionPolicies.
+func listPolicies(ctx context.Context, c kubernetes.Interface, pageSize int64, max int) (out []*admissionregistrationv1.ValidatingAdmissionPolicy, more bool, err error) {
+	more, err = pagedItems(ctx, pageSize, max, func(ctx context.Context, o metav1.ListOptions) ([]admissionregistrationv1.ValidatingAdmissionPolicy, string, error) {
+		l, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, o)
+		if err != nil {
+			return nil, "", fmt.Errorf("list ValidatingAdmissionPolicies: %w", err)
+		}
+		return l.Items, l.Continue, nil
+	}, func(p *admissionregistrationv1.ValidatingAdmissionPolicy) { out = append(out, p) })
 	return out, more, err
 }
 
 // listBindings reads at most max ValidatingAdmissionPolicyBindings.
 func listBindings(ctx context.Context, c kubernetes.Interface, pageSize int64, max int) (out []*admissionregistrationv1.ValidatingAdmissionPolicyBinding, more bool, err error) {
-	more, err = paged(ctx, pageSize, max, func(ctx context.Context, o metav1.ListOptions) (int, string, error) {
+	more, err = pagedItems(ctx, pageSize, max, func(ctx context.Context, o metav1.ListOptions) ([]admissionregistrationv1.ValidatingAdmissionPolicyBinding, string, error) {
 		l, err := c.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, o)
 		if err != nil {
-			return 0, "", fmt.Errorf("list ValidatingAdmissionPolicyBindings: %w", err)
+			return nil, "", fmt.Errorf("list ValidatingAdmissionPolicyBindings: %w", err)
 		}
-		items := l.Items[:min(int64(len(l.Items)), o.Limit)]
-		for i := range items {
-			if len(out) < max {
-				out = append(out, &items[i])
-			}
-		}
-		return len(items), l.Continue, nil
-	})
+		return l.Items, l.Continue, nil
+	}, func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) { out = append(out, b) })
 	return out, more, err
 }
 
@@ -84,21 +92,16 @@ func listBindings(ctx context.Context, c kubernetes.Interface, pageSize int64, m
 // and namespaceObject read of them: namespaceObject is the namespace as the API server has it,
 // but its spec and status say nothing policies judge by in practice).
 func listNamespaces(ctx context.Context, c kubernetes.Interface, pageSize int64, max int) (out []*corev1.Namespace, more bool, err error) {
-	more, err = paged(ctx, pageSize, max, func(ctx context.Context, o metav1.ListOptions) (int, string, error) {
+	more, err = pagedItems(ctx, pageSize, max, func(ctx context.Context, o metav1.ListOptions) ([]corev1.Namespace, string, error) {
 		l, err := c.CoreV1().Namespaces().List(ctx, o)
 		if err != nil {
-			return 0, "", fmt.Errorf("list Namespaces: %w", err)
+			return nil, "", fmt.Errorf("list Namespaces: %w", err)
 		}
-		items := l.Items[:min(int64(len(l.Items)), o.Limit)]
-		for i := range items {
-			if len(out) < max {
-				ns := &items[i]
-				out = append(out, &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-					ObjectMeta: metav1.ObjectMeta{Name: ns.Name, UID: ns.UID, ResourceVersion: ns.ResourceVersion, Labels: ns.Labels, Annotations: ns.Annotations},
-					Status:     ns.Status})
-			}
-		}
-		return len(items), l.Continue, nil
+		return l.Items, l.Continue, nil
+	}, func(ns *corev1.Namespace) {
+		out = append(out, &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: ns.Name, UID: ns.UID, ResourceVersion: ns.ResourceVersion, Labels: ns.Labels, Annotations: ns.Annotations},
+			Status:     ns.Status})
 	})
 	return out, more, err
 }
@@ -106,24 +109,19 @@ func listNamespaces(ctx context.Context, c kubernetes.Interface, pageSize int64,
 // eachObject lists at most max objects of gvr, a page at a time, and gives each to fn: only one
 // page is held at once. It says whether objects were left.
 func eachObject(ctx context.Context, c dynamic.Interface, gvr schema.GroupVersionResource, pageSize int64, max int, fn func(*unstructured.Unstructured)) (more bool, err error) {
-	given := 0
-	return paged(ctx, pageSize, max, func(ctx context.Context, o metav1.ListOptions) (int, string, error) {
+	kind := ""
+	return pagedItems(ctx, pageSize, max, func(ctx context.Context, o metav1.ListOptions) ([]unstructured.Unstructured, string, error) {
 		l, err := c.Resource(gvr).List(ctx, o)
 		if err != nil {
-			return 0, "", fmt.Errorf("list %s: %w", gvr, err)
+			return nil, "", fmt.Errorf("list %s: %w", gvr, err)
 		}
-		items := l.Items[:min(int64(len(l.Items)), o.Limit)]
-		for i := range items {
-			if given < max {
-				given++
-				obj := &items[i]
-				if obj.GetAPIVersion() == "" {
-					obj.SetGroupVersionKind(gvr.GroupVersion().WithKind(kindOfList(l)))
-				}
-				fn(obj)
-			}
+		kind = kindOfList(l)
+		return l.Items, l.GetContinue(), nil
+	}, func(obj *unstructured.Unstructured) {
+		if obj.GetAPIVersion() == "" {
+			obj.SetGroupVersionKind(gvr.GroupVersion().WithKind(kind))
 		}
-		return len(items), l.GetContinue(), nil
+		fn(obj)
 	})
 }
 
