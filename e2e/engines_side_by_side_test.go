@@ -45,20 +45,7 @@ func TestEnginesSideBySideOnAMixedFleet(t *testing.T) {
 	createFleetPolicy(t, both(gatekeeperRegoTemplate("engines-mixed-template", kind)))
 	createFleetPolicy(t, both(gatekeeperConstraint("engines-mixed-gatekeeper", "Audit", kind, ns)))
 	logGatekeeperOnFailure(t, kind)
-	createFleetPolicy(t, fmt.Sprintf(`
-metadata: {name: engines-mixed-kubernetes}
-spec:
-  mode: Audit
-  placement: {clusters: [%s]}
-  template:
-    apiVersion: admissionregistration.k8s.io/v1
-    kind: ValidatingAdmissionPolicy
-    spec:
-      failurePolicy: Fail
-%s      validations:
-      - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
-        message: Deployments need a team label
-`, kubernetesCluster, deploymentsMatch(ns, 6)))
+	createFleetPolicy(t, vapTeamPolicy("engines-mixed-kubernetes", "Audit", kubernetesCluster, ns))
 
 	failsIn := func(cluster string) func(*fleetView) error {
 		return func(fp *fleetView) error {

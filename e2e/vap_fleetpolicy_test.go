@@ -27,20 +27,7 @@ func TestValidatingAdmissionPolicyFleetPolicyEnforcesThroughTheAPIServer(t *test
 	const ns, name = "vap-team", "vap-team"
 	c1 := directClient(t, fleetOf(t).Cluster("cluster-1").Config)
 	createNamespace(ctx, t, c1, ns)
-	createFleetPolicy(t, fmt.Sprintf(`
-metadata: {name: %s}
-spec:
-  mode: Enforce
-  placement: {clusters: [cluster-1]}
-  template:
-    apiVersion: admissionregistration.k8s.io/v1
-    kind: ValidatingAdmissionPolicy
-    spec:
-      failurePolicy: Fail
-%s      validations:
-      - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
-        message: Deployments need a team label
-`, name, deploymentsMatch(ns, 6)))
+	createFleetPolicy(t, vapTeamPolicy(name, "Enforce", "cluster-1", ns))
 	waitFleetPolicy(t, name, "synced in cluster-1", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
 
 	binding := &unstructured.Unstructured{}

@@ -24,19 +24,7 @@ func TestValidatingAdmissionPolicyEvaluationOfAQuietClusterWritesNothing(t *test
 	if err := c1.Create(ctx, shopDeployment(ns, "web", "")); err != nil {
 		t.Fatal(err)
 	}
-	createFleetPolicy(t, fmt.Sprintf(`
-metadata: {name: %s}
-spec:
-  mode: Audit
-  placement: {clusters: [cluster-1]}
-  template:
-    apiVersion: admissionregistration.k8s.io/v1
-    kind: ValidatingAdmissionPolicy
-    spec:
-%s      validations:
-      - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
-        message: Deployments need a team label
-`, name, deploymentsMatch(ns, 6)))
+	createFleetPolicy(t, vapTeamPolicy(name, "Audit", "cluster-1", ns))
 	waitFleetPolicy(t, name, "synced in cluster-1", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
 	end := launchAgentTweaked(t, "cluster-1", time.Minute, metricsURLs(managedCluster(t, "cluster-1").KyvernoMetricsURL),
 		func(o *agent.Options) { o.AdmissionPolicyInterval = time.Second })

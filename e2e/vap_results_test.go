@@ -33,20 +33,7 @@ func TestValidatingAdmissionPolicyResultsFromTheAgent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	createFleetPolicy(t, fmt.Sprintf(`
-metadata: {name: %s}
-spec:
-  mode: Audit
-  placement: {clusters: [cluster-1]}
-  template:
-    apiVersion: admissionregistration.k8s.io/v1
-    kind: ValidatingAdmissionPolicy
-    spec:
-      failurePolicy: Fail
-%s      validations:
-      - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
-        message: Deployments need a team label
-`, name, deploymentsMatch(ns, 6)))
+	createFleetPolicy(t, vapTeamPolicy(name, "Audit", "cluster-1", ns))
 	waitFleetPolicy(t, name, "synced in cluster-1", wantPhases(map[string]policyhubv1.ClusterPhase{"cluster-1": "Synced"}))
 	eventually(t, 30*time.Second, 500*time.Millisecond, "Audit: the API server admits a Deployment without a team", func() error {
 		return client.IgnoreAlreadyExists(c1.Create(ctx, shopDeployment(ns, "late", "")))
