@@ -178,7 +178,7 @@ func TestAdmissionRefusesInvalidDeclarations(t *testing.T) {
 		{
 			name: "FleetPolicy template that is not a Kyverno policy", base: validFleetPolicy,
 			change: set("apps/v1", "spec", "template", "apiVersion"),
-			want:   []string{"template must be a Kyverno policy or a Kubernetes ValidatingAdmissionPolicy: the group of its apiVersion must be kyverno.io, policies.kyverno.io or admissionregistration.k8s.io"},
+			want:   []string{"template must be a Kyverno policy, a Kubernetes ValidatingAdmissionPolicy or a Gatekeeper ConstraintTemplate or Constraint: the group of its apiVersion must be kyverno.io, policies.kyverno.io or admissionregistration.k8s.io, or it is templates.gatekeeper.sh/v1 or constraints.gatekeeper.sh/v1beta1"},
 		},
 		{
 			name: "FleetPolicy template in a look-alike group", base: validFleetPolicy,
@@ -441,6 +441,31 @@ func TestAdmissionRefusesInvalidDeclarations(t *testing.T) {
 				set("ValidatingAdmissionPolicyBinding", "spec", "template", "kind")(u)
 			},
 			want: []string{"template.kind: not a policy kind policyhub ships", "ValidatingAdmissionPolicy, whose binding policyhub writes"},
+		},
+		{
+			name: "valid FleetPolicy of a Gatekeeper Constraint", base: validFleetPolicy,
+			change: func(u *unstructured.Unstructured) {
+				set("constraints.gatekeeper.sh/v1beta1", "spec", "template", "apiVersion")(u)
+				set("K8sRequiredLabels", "spec", "template", "kind")(u)
+				set(map[string]any{"parameters": map[string]any{"labels": []any{"team"}}}, "spec", "template", "spec")(u)
+			},
+		},
+		{
+			name: "FleetPolicy of a Gatekeeper mutation", base: validFleetPolicy,
+			change: func(u *unstructured.Unstructured) {
+				set("mutations.gatekeeper.sh/v1", "spec", "template", "apiVersion")(u)
+				set("Assign", "spec", "template", "kind")(u)
+			},
+			want: []string{"template must be a Kyverno policy", "mutations.gatekeeper.sh is never shipped"},
+		},
+		{
+			name: "FleetPolicy of a Gatekeeper template in a namespace", base: validFleetPolicy,
+			change: func(u *unstructured.Unstructured) {
+				set("templates.gatekeeper.sh/v1", "spec", "template", "apiVersion")(u)
+				set("ConstraintTemplate", "spec", "template", "kind")(u)
+				set("shop", "spec", "template", "metadata", "namespace")(u)
+			},
+			want: []string{"Gatekeeper's ConstraintTemplates and Constraints are cluster-scoped"},
 		},
 		{
 			name: "FleetPolicy template taking a shadow's name", base: validFleetPolicy,

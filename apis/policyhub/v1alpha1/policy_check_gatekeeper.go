@@ -57,7 +57,8 @@ func checkGatekeeper(obj map[string]any) error {
 		return errors.New("spec: an object")
 	}
 	if strings.HasPrefix(apiVersion, GatekeeperConstraintGroup+"/") {
-		return checkConstraint(spec)
+		kind, _ := obj["kind"].(string)
+		return errors.Join(otherEnginesKind("kind", kind), checkConstraint(spec))
 	}
 	meta, _ := obj["metadata"].(map[string]any)
 	name, _ := meta["name"].(string)
@@ -84,6 +85,8 @@ func checkConstraintTemplate(name string, spec map[string]any) error {
 	switch {
 	case kind == "":
 		errs = append(errs, errors.New("spec.crd.spec.names.kind is required: the kind of the template's Constraints"))
+	case otherEnginesKind("spec.crd.spec.names.kind", kind) != nil:
+		errs = append(errs, otherEnginesKind("spec.crd.spec.names.kind", kind))
 	case name != "" && name != strings.ToLower(kind):
 		errs = append(errs, fmt.Errorf("metadata.name %q: Gatekeeper names a template as its Constraint kind in lower case (%q)", name, strings.ToLower(kind)))
 	}
@@ -114,6 +117,18 @@ func checkConstraintTemplate(name string, spec map[string]any) error {
 		errs = append(errs, fmt.Errorf("spec.targets[0] names %s: Rego that calls out of the cluster or reads Gatekeeper's process is never shipped (even in a comment)", strings.Join(slices.Compact(found), ", ")))
 	}
 	return errors.Join(errs...)
+}
+
+// otherEnginesKind refuses a Constraint kind named as a policy kind of another engine the hub
+// ships (ClusterPolicy, ValidatingPolicy, ValidatingAdmissionPolicy …): the hub folds a
+// cluster's results into a declaration by kind and name, and would mix the two.
+func otherEnginesKind(field, kind string) error {
+	for group, kinds := range shippedKinds {
+		if group != GatekeeperTemplateGroup && slices.Contains(kinds, kind) {
+			return fmt.Errorf("%s %q: a policy kind of %s: a Constraint kind of that name would mix its results with that engine's", field, kind, group)
+		}
+	}
+	return nil
 }
 
 // nestedString reads a string at path in m; found false when a step is missing or not a map.
