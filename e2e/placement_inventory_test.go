@@ -28,6 +28,8 @@ func TestInventoryReadsGatewaySecretsAndOCM(t *testing.T) {
 		{Name: "cluster-1", Labels: map[string]string{"env": "staging"}},
 		{Name: "cluster-2", Labels: map[string]string{"env": "prod"}},
 		{Name: "cluster-3", Labels: map[string]string{"kyverno": "v1.16"}},
+		{Name: gatekeeperCluster, Labels: map[string]string{"engine": "gatekeeper"}},
+		{Name: kubernetesCluster, Labels: map[string]string{"engine": "kubernetes"}},
 	}
 	if !reflect.DeepEqual(inv.Clusters, want) {
 		t.Fatalf("inventory %v, want %v", inv.Clusters, want)
