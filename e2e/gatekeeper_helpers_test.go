@@ -15,9 +15,10 @@ import (
 // each Constraint's, placed on gatekeeperCluster. Each test names kinds of its own, so that
 // parallel tests never render the same template.
 
-// gatekeeperRegoTemplate is a FleetPolicy (name) carrying a Rego ConstraintTemplate of kind that
-// requires the labels its Constraints list (Gatekeeper's library k8srequiredlabels, shortened).
-func gatekeeperRegoTemplate(name, kind string) string {
+// gatekeeperTemplate is a FleetPolicy (name) carrying a ConstraintTemplate of kind whose
+// Constraints list the labels they require, judged by target (its targets' one entry, after
+// "target: admission.k8s.gatekeeper.sh", indented as a field of it).
+func gatekeeperTemplate(name, kind, target string) string {
 	return fmt.Sprintf(`
 metadata: {name: %[1]s}
 spec:
@@ -37,8 +38,14 @@ spec:
                 labels: {type: array, items: {type: string}}
       targets:
       - target: admission.k8s.gatekeeper.sh
-        rego: |
-          package %[3]s
+%[5]s`, name, gatekeeperCluster, strings.ToLower(kind), kind, target)
+}
+
+// gatekeeperRegoTemplate is a FleetPolicy (name) carrying a Rego ConstraintTemplate of kind that
+// requires the labels its Constraints list (Gatekeeper's library k8srequiredlabels, shortened).
+func gatekeeperRegoTemplate(name, kind string) string {
+	return gatekeeperTemplate(name, kind, fmt.Sprintf(`        rego: |
+          package %s
 
           violation[{"msg": msg}] {
             provided := {label | input.review.object.metadata.labels[label]}
@@ -47,39 +54,20 @@ spec:
             count(missing) > 0
             msg := sprintf("you must provide labels: %%v", [missing])
           }
-`, name, gatekeeperCluster, strings.ToLower(kind), kind)
+`, strings.ToLower(kind)))
 }
 
 // gatekeeperCELTemplate is gatekeeperRegoTemplate's rule in CEL, on Gatekeeper's
 // K8sNativeValidation engine, enforced by Gatekeeper's webhook (no generated VAP).
 func gatekeeperCELTemplate(name, kind string) string {
-	return fmt.Sprintf(`
-metadata: {name: %[1]s}
-spec:
-  placement: {clusters: [%[2]s]}
-  template:
-    apiVersion: templates.gatekeeper.sh/v1
-    kind: ConstraintTemplate
-    metadata: {name: %[3]s}
-    spec:
-      crd:
-        spec:
-          names: {kind: %[4]s}
-          validation:
-            openAPIV3Schema:
-              type: object
-              properties:
-                labels: {type: array, items: {type: string}}
-      targets:
-      - target: admission.k8s.gatekeeper.sh
-        code:
+	return gatekeeperTemplate(name, kind, `        code:
         - engine: K8sNativeValidation
           source:
             generateVAP: false
             validations:
             - expression: "variables.params.labels.all(l, has(object.metadata.labels) && l in object.metadata.labels)"
               messageExpression: "'CEL: missing required labels, requires all of: ' + variables.params.labels.join(', ')"
-`, name, gatekeeperCluster, strings.ToLower(kind), kind)
+`)
 }
 
 // gatekeeperConstraint is a FleetPolicy (name, in mode) carrying a Constraint of kind, named
