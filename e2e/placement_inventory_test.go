@@ -68,6 +68,8 @@ func TestInventoryReadsGatewaySecretsAndOCM(t *testing.T) {
 		{Name: "cluster-1", Labels: map[string]string{"env": "staging", "tier": "gold"}},
 		{Name: "cluster-2", Labels: map[string]string{"env": "prod", "region": "eu"}},
 		{Name: "cluster-3", Labels: map[string]string{"kyverno": "v1.16"}},
+		{Name: gatekeeperCluster, Labels: map[string]string{"engine": "gatekeeper"}},
+		{Name: kubernetesCluster, Labels: map[string]string{"engine": "kubernetes"}},
 		{Name: "ocm-only", Labels: map[string]string{"region": "us"}},
 	}
 	if !reflect.DeepEqual(inv.Clusters, want) {
