@@ -79,6 +79,59 @@ func TestAdmissionPolicyShipsWithItsBinding(t *testing.T) {
 	}
 }
 
+// A MutatingAdmissionPolicy (a declaration that allows Mutate) goes with a
+// MutatingAdmissionPolicyBinding of the hub's own: no actions (a mutation has no mode, whatever
+// the declaration's), never the hub's namespace, owned as the policy.
+func TestMutatingAdmissionPolicyShipsWithItsBinding(t *testing.T) {
+	fp := fleetPolicy(t, "add-team", `
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {name: add-team}
+spec:
+  failurePolicy: Fail
+  reinvocationPolicy: Never
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: [v1]
+      operations: [CREATE]
+      resources: [configmaps]
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: "Object{metadata: Object.metadata{labels: {'team': 'platform'}}}"
+`)
+	fp.Spec.Allow = []policyhubv1.PolicyCapability{policyhubv1.CapabilityMutate}
+	audit := policyhubv1.ModeAudit
+	fp.Spec.Mode = &audit
+	got, err := FleetPolicyTargets("hub-a", fp, []placement.Target{{Cluster: "a", Mode: &audit}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := got.Objects["a"]
+	if len(objs) != 2 || objs[0].GetKind() != "MutatingAdmissionPolicy" || objs[1].GetKind() != "MutatingAdmissionPolicyBinding" {
+		t.Fatalf("cluster a gets %v, want the policy and its binding", names(objs))
+	}
+	binding := objs[1]
+	if name, _, _ := unstructured.NestedString(binding.Object, "spec", "policyName"); name != "add-team" {
+		t.Errorf("the binding binds %q", name)
+	}
+	if _, has := binding.Object["spec"].(map[string]any)["validationActions"]; has {
+		t.Errorf("a MutatingAdmissionPolicyBinding has no validationActions: %v", binding.Object["spec"])
+	}
+	exprs, _, _ := unstructured.NestedSlice(binding.Object, "spec", "matchResources", "namespaceSelector", "matchExpressions")
+	if len(exprs) != 1 || !strings.Contains(stringOf(exprs[0]), policyhubv1.SyncLeaseNamespace) {
+		t.Errorf("the binding's namespaceSelector %v does not leave the hub's namespace alone", exprs)
+	}
+	if binding.GetLabels()[policyhubv1.LabelManagedBy] != "hub-a" {
+		t.Errorf("the binding is not owned: %v", binding.GetLabels())
+	}
+	fp.Spec.Allow = nil
+	if _, err := FleetPolicyTargets("hub-a", fp, []placement.Target{{Cluster: "a"}}, nil); err == nil || !strings.Contains(err.Error(), "needs Mutate") {
+		t.Errorf("without spec.allow Mutate: %v, want refused", err)
+	}
+}
+
 func TestAdmissionPolicyWithParametersIsRefused(t *testing.T) {
 	fp := fleetPolicy(t, "require-team", strings.Replace(admissionPolicy, "  failurePolicy: Fail\n", "  failurePolicy: Fail\n  paramKind: {apiVersion: v1, kind: ConfigMap}\n", 1))
 	_, err := FleetPolicyTargets("hub-a", fp, []placement.Target{{Cluster: "a"}}, nil)

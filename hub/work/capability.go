@@ -85,7 +85,7 @@ func unsupportedMessage(cluster string, missing []schema.GroupVersionKind, celSe
 	}
 	if !slices.ContainsFunc(missing, func(gvk schema.GroupVersionKind) bool { return gvk.Group != policyhubv1.AdmissionGroup }) {
 		// Kubernetes' own admission policies: the cluster's API server is the engine.
-		return fmt.Sprintf("cluster %s does not serve %s: the Kubernetes engine's admission policies need a newer Kubernetes (ValidatingAdmissionPolicy v1 is served from 1.30); nothing was sent", cluster, what)
+		return fmt.Sprintf("cluster %s does not serve %s: the Kubernetes engine's admission policies need a newer Kubernetes (ValidatingAdmissionPolicy v1 is served from 1.30, MutatingAdmissionPolicy v1 from 1.36); nothing was sent", cluster, what)
 	}
 	return fmt.Sprintf("cluster %s does not serve %s: install or upgrade Kyverno to a version that serves it; nothing was sent", cluster, what)
 }

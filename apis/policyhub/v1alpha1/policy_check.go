@@ -18,8 +18,8 @@ var shippedKinds = map[string][]string{
 	"policies.kyverno.io": {"ValidatingPolicy", "NamespacedValidatingPolicy", "MutatingPolicy", "NamespacedMutatingPolicy",
 		"GeneratingPolicy", "NamespacedGeneratingPolicy", "ImageValidatingPolicy", "NamespacedImageValidatingPolicy",
 		"DeletingPolicy", "NamespacedDeletingPolicy"},
-	// Kubernetes' own admission policy; its binding is policyhub's (render).
-	AdmissionGroup: {"ValidatingAdmissionPolicy"},
+	// Kubernetes' own admission policies; their bindings are policyhub's (render).
+	AdmissionGroup: {"ValidatingAdmissionPolicy", "MutatingAdmissionPolicy"},
 	// Gatekeeper's template; its Constraints are of whatever kind a template names, all of
 	// constraints.gatekeeper.sh. Never mutations.gatekeeper.sh: validation only.
 	GatekeeperTemplateGroup: {"ConstraintTemplate"},
@@ -28,14 +28,14 @@ var shippedKinds = map[string][]string{
 // AdmissionGroup is the group of Kubernetes' own admission policies.
 const AdmissionGroup = "admissionregistration.k8s.io"
 
-const shippedKindsText = "kyverno.io: ClusterPolicy, Policy, ClusterCleanupPolicy, CleanupPolicy; policies.kyverno.io: ValidatingPolicy, MutatingPolicy, GeneratingPolicy, ImageValidatingPolicy, DeletingPolicy and their Namespaced forms; admissionregistration.k8s.io: ValidatingAdmissionPolicy; templates.gatekeeper.sh: ConstraintTemplate; constraints.gatekeeper.sh: any Constraint kind"
+const shippedKindsText = "kyverno.io: ClusterPolicy, Policy, ClusterCleanupPolicy, CleanupPolicy; policies.kyverno.io: ValidatingPolicy, MutatingPolicy, GeneratingPolicy, ImageValidatingPolicy, DeletingPolicy and their Namespaced forms; admissionregistration.k8s.io: ValidatingAdmissionPolicy, MutatingAdmissionPolicy (with spec.allow Mutate); templates.gatekeeper.sh: ConstraintTemplate; constraints.gatekeeper.sh: any Constraint kind"
 
 // kindCapability is what a policies.kyverno.io kind (or a kyverno.io cleanup kind) does beyond
 // validating, whatever its spec says; ClusterPolicy and Policy do what their rules do.
 var kindCapability = map[string]PolicyCapability{
 	"ClusterCleanupPolicy": CapabilityCleanup, "CleanupPolicy": CapabilityCleanup,
 	"DeletingPolicy": CapabilityCleanup, "NamespacedDeletingPolicy": CapabilityCleanup,
-	"MutatingPolicy": CapabilityMutate, "NamespacedMutatingPolicy": CapabilityMutate,
+	"MutatingPolicy": CapabilityMutate, "NamespacedMutatingPolicy": CapabilityMutate, "MutatingAdmissionPolicy": CapabilityMutate,
 	"GeneratingPolicy": CapabilityGenerate, "NamespacedGeneratingPolicy": CapabilityGenerate,
 	"ImageValidatingPolicy": CapabilityVerifyImages, "NamespacedImageValidatingPolicy": CapabilityVerifyImages,
 }
@@ -118,9 +118,9 @@ func CheckAllowed(obj map[string]any, allow []PolicyCapability) error {
 	if IsGatekeeperObject(obj) {
 		return checkGatekeeper(obj)
 	}
-	if kind, _ := obj["kind"].(string); kind == "ValidatingAdmissionPolicy" {
+	if kind, _ := obj["kind"].(string); kind == "ValidatingAdmissionPolicy" || kind == "MutatingAdmissionPolicy" {
 		if spec, _ := obj["spec"].(map[string]any); spec["paramKind"] != nil {
-			return errors.New("spec.paramKind: a ValidatingAdmissionPolicy with parameters needs parameter objects and a paramRef, which policyhub does not ship; write the values into the policy's expressions or variables")
+			return fmt.Errorf("spec.paramKind: a %s with parameters needs parameter objects and a paramRef, which policyhub does not ship; write the values into the policy's expressions or variables", kind)
 		}
 	}
 	needs, err := capabilitiesOf(obj)
