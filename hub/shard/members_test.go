@@ -103,8 +103,8 @@ func TestMembersDead(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		leases   func(now time.Time) []*coordinationv1.Lease // seen at start, in order
-		gone     bool                                         // hub-0's Lease deleted after
-		after    time.Duration                                // when Dead is asked
+		gone     bool                                        // hub-0's Lease deleted after
+		after    time.Duration                               // when Dead is asked
 		identity string
 		want     bool
 	}{
