@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
+	"github.com/policyhub/policyhub/hub/shard"
 	"github.com/policyhub/policyhub/hub/work"
 )
 
@@ -145,7 +146,14 @@ spec:
 	case !released:
 		t.Errorf("%s took cluster-2's sync Lease from the killed replica without releasing it first", next)
 	default:
-		t.Logf("%s took cluster-2's sync Lease %s after the kill", next, took.Sub(killed).Round(100*time.Millisecond))
+		// Taken as soon as membership judged the victim dead (its replica Lease's last renewal +
+		// LeaseDuration, on this machine's one clock), not a second Lease duration later.
+		expired := replicaLeaseRenewed(t, "replica-a").Add(shard.LeaseDuration)
+		t.Logf("%s took cluster-2's sync Lease %s after the kill, %s after replica-a's membership expired",
+			next, took.Sub(killed).Round(100*time.Millisecond), took.Sub(expired).Round(100*time.Millisecond))
+		if late := took.Sub(expired); late > shard.LeaseDuration/2 {
+			t.Errorf("%s took cluster-2's sync Lease %s after replica-a's membership expired, want at once (under %s)", next, late.Round(100*time.Millisecond), shard.LeaseDuration/2)
+		}
 	}
 	overlaps, _ := takeovers()
 	for _, o := range overlaps {
@@ -163,6 +171,23 @@ spec:
 	}
 	runHubProcess(t, binary, "single")
 	deleteDeclaration(t, &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: policy}})
+}
+
+// replicaLeaseRenewed is when a replica last renewed its replica Lease.
+func replicaLeaseRenewed(t *testing.T, replica string) time.Time {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(fleetOf(t).Hub.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := cs.CoordinationV1().Leases(e2eHubNamespace).Get(testContext(t), policyhubv1.ReplicaLeaseName(e2eHubID, replica), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease.Spec.RenewTime == nil {
+		t.Fatalf("replica %s's Lease was never renewed", replica)
+	}
+	return lease.Spec.RenewTime.Time
 }
 
 // syncLease reads a cluster's sync Lease directly in the cluster.
