@@ -22,12 +22,23 @@ type Members struct {
 	mu      sync.Mutex
 	leases  map[string]member // by replica name
 	changed func()
-	// holders are the replica each holder identity was last seen holding the Lease of: an
-	// identity no longer holding it (released, replaced by a restart) or whose Lease ran out is
-	// a process of this hub known dead (see Dead). One entry per replica process seen, kept:
-	// a dead process's sync Leases may outlive it in clusters for as long as nobody takes them.
-	holders map[string]string
+	// holders are the replica each holder identity was last seen holding the Lease of, and when:
+	// an identity no longer holding it (released, replaced by a restart) or whose Lease ran out is
+	// a process of this hub known dead (see Dead). A process seen last longer than forgetHolder
+	// ago is forgotten: any sync Lease it still holds has been unrenewed far longer than a Lease
+	// lasts, and is taken by the ordinary rule; so restarts do not grow the map without bound.
+	holders map[string]holderSeen
 }
+
+// holderSeen is which replica's Lease a process held, and when it was last seen holding it.
+type holderSeen struct {
+	replica string
+	at      time.Time
+}
+
+// forgetHolder is how long after it was last seen holding its Lease a replica process is
+// forgotten (Dead then says false for it: the ordinary expiry rule applies).
+const forgetHolder = time.Hour
 
 type member struct {
 	resourceVersion string
@@ -42,7 +53,7 @@ func NewMembers(hubID string, now func() time.Time) *Members {
 	if now == nil {
 		now = time.Now
 	}
-	return &Members{hubID: hubID, now: now, leases: map[string]member{}, holders: map[string]string{}}
+	return &Members{hubID: hubID, now: now, leases: map[string]member{}, holders: map[string]holderSeen{}}
 }
 
 // maxLeaseDuration bounds what a Lease may claim: a Lease saying it lasts a day must not keep a
@@ -78,7 +89,12 @@ func (m *Members) Seen(lease *coordinationv1.Lease) {
 	}
 	m.leases[name] = next
 	if holder != "" {
-		m.holders[holder] = name
+		m.holders[holder] = holderSeen{replica: name, at: now}
+	}
+	for id, h := range m.holders {
+		if now.Sub(h.at) > forgetHolder {
+			delete(m.holders, id)
+		}
 	}
 	m.mu.Unlock()
 	// A renewal of a live replica changes nothing: only a replica turning live (or released) is
@@ -157,11 +173,11 @@ func (m *Members) Dead(identity string) bool {
 	now := m.now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	name, known := m.holders[identity]
+	h, known := m.holders[identity]
 	if !known {
 		return false
 	}
-	l, present := m.leases[name]
+	l, present := m.leases[h.replica]
 	return !present || l.holder != identity || !l.liveAt(now)
 }
 

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -162,5 +163,27 @@ func TestMembersDead(t *testing.T) {
 				t.Errorf("Dead(%q) = %v, want %v", tc.identity, got, tc.want)
 			}
 		})
+	}
+}
+
+// Restarts do not grow what membership remembers without bound: a process last seen holding its
+// Lease longer than forgetHolder ago is forgotten (its sync Leases, unrenewed that long, fall to
+// the ordinary expiry rule), while the live one stays known.
+func TestMembersForgetLongGoneHolders(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	m := NewMembers("policyhub", func() time.Time { return now })
+	for i := range 100 {
+		m.Seen(replicaLease("policyhub", "hub-0", fmt.Sprint(i), fmt.Sprintf("policyhub/hub-0-%d", i), now, 15))
+	}
+	if !m.Dead("policyhub/hub-0-0") || m.Dead("policyhub/hub-0-99") {
+		t.Fatal("a restarted process is dead and the last one live")
+	}
+	now = now.Add(forgetHolder + time.Minute)
+	m.Seen(replicaLease("policyhub", "hub-0", "100", "policyhub/hub-0-99", now, 15)) // the live one renews
+	m.mu.Lock()
+	remembered := len(m.holders)
+	m.mu.Unlock()
+	if remembered != 1 || m.Dead("policyhub/hub-0-99") || m.Dead("policyhub/hub-0-0") {
+		t.Errorf("%d processes remembered, want only the live one (forgotten ones are not judged dead)", remembered)
 	}
 }
