@@ -41,6 +41,8 @@ type handover struct {
 
 	mu    sync.Mutex
 	owned map[string]bool
+	// last is the assignment moved last took in.
+	last shard.Assignment
 }
 
 // moved takes in a new assignment.
@@ -63,9 +65,13 @@ func (h *handover) moved(ctx context.Context, a shard.Assignment) {
 		}
 	}
 	h.owned = owned
+	inherited := shard.Inherited(h.last, a, me)
+	h.last = a
 	h.mu.Unlock()
+	// Clusters of a replica that died go first: their changes are late already.
+	h.workers.Inherit(inherited...)
 	h.metrics.Set(len(owned), a.Clusters(), len(a.Replicas()), in, out)
-	log.FromContext(ctx).Info("this replica's share of the fleet changed", "replica", me, "replicas", a.Replicas(), "clusters", len(owned), "in", in, "out", out)
+	log.FromContext(ctx).Info("this replica's share of the fleet changed", "replica", me, "replicas", a.Replicas(), "clusters", len(owned), "in", in, "out", out, "inherited", len(inherited))
 	for _, c := range h.workers.Clusters() {
 		if !h.shard.Works(c) {
 			go func() {

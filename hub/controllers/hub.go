@@ -110,8 +110,12 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 	}
 	var works func(string) bool
 	var summaryMetas cache.Cache
+	lock := o.Lock
 	if sharder != nil {
 		works = sharder.Works
+		// A cluster inherited from a replica that died mid-pass is taken as soon as membership
+		// judges it dead, not a full Lease duration after this replica first saw its sync Lease.
+		lock.HolderDead = sharder.Dead
 		if summaryMetas, err = NewSummaryMetas(mgr); err != nil {
 			return nil, err
 		}
@@ -123,7 +127,7 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 		ClusterConfig: func(cluster string) (*rest.Config, error) { return gateway.ClusterConfig(o.Gateway, cluster) },
 		Works:         works,
 		TenantBudget:  o.TenantBudget,
-		Sync: work.Options{HubID: o.HubID, Lock: o.Lock, ProbeTimeout: o.ProbeTimeout, MaxOwnedObjects: o.MaxOwnedObjects,
+		Sync: work.Options{HubID: o.HubID, Lock: lock, ProbeTimeout: o.ProbeTimeout, MaxOwnedObjects: o.MaxOwnedObjects,
 			KyvernoVersion: engines.KyvernoVersion},
 		Window:              10 * time.Millisecond,
 		Resync:              o.Resync,

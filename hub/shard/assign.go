@@ -218,6 +218,20 @@ func (a Assignment) Owned(replica string) []string {
 	return out
 }
 
+// Inherited are the clusters replica owns in next that prev gave to a replica next was not made
+// over (one that died or left), sorted: their previous owner may have left them mid-pass, and
+// they have waited for membership to judge it gone.
+func Inherited(prev, next Assignment, replica string) []string {
+	var out []string
+	for c, r := range next.owner {
+		if was := prev.owner[c]; r == replica && was != "" && was != replica && !slices.Contains(next.replicas, was) {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // FromSecrets are the clusters to assign: one per cluster-gateway credential Secret (named after
 // its cluster), pinned by its policyhubv1.LabelPinnedReplica label.
 func FromSecrets(secrets []metav1.PartialObjectMetadata) []Cluster {

@@ -193,3 +193,46 @@ func TestWorksNamesOneReplicaForEveryClusterKnownOrNot(t *testing.T) {
 		t.Error("a replica that is not live works a cluster")
 	}
 }
+
+// A replica inherits the clusters it gets from a replica the new assignment was not made over
+// (dead or gone); clusters moving between live replicas, or never owned before, are not inherited.
+func TestInherited(t *testing.T) {
+	clusters := []Cluster{{Name: "c0"}, {Name: "c1"}, {Name: "c2"}, {Name: "c3"}, {Name: "c4", Pin: "b"}, {Name: "c5"}}
+	three := Assign(clusters, []string{"a", "b", "c"}, 0)
+	for _, tc := range []struct {
+		name       string
+		prev, next Assignment
+		replica    string
+		want       func(prev, next Assignment, replica string) []string
+	}{
+		{"b died: a and c inherit what b owned and they now own", three, Assign(clusters, []string{"a", "c"}, 0), "a", ownedFromDead},
+		{"b died, seen by c", three, Assign(clusters, []string{"a", "c"}, 0), "c", ownedFromDead},
+		{"d joined: nothing inherited", three, Assign(clusters, []string{"a", "b", "c", "d"}, 0), "d", none},
+		{"first assignment: nothing inherited", Assignment{}, three, "a", none},
+		{"unchanged", three, three, "a", none},
+		{"the dead replica inherits nothing", three, Assign(clusters, []string{"a", "c"}, 0), "b", none},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, want := Inherited(tc.prev, tc.next, tc.replica), tc.want(tc.prev, tc.next, tc.replica)
+			if !slices.Equal(got, want) {
+				t.Errorf("Inherited = %v, want %v", got, want)
+			}
+		})
+	}
+	if got := Inherited(three, Assign(clusters, []string{"a", "c"}, 0), "a"); len(got)+len(Inherited(three, Assign(clusters, []string{"a", "c"}, 0), "c")) != three.Load("b") {
+		t.Errorf("a and c inherit %d clusters in all, want all %d of b's", len(got), three.Load("b"))
+	}
+}
+
+// ownedFromDead are the clusters replica owns in next that b owned in prev.
+func ownedFromDead(prev, next Assignment, replica string) []string {
+	var out []string
+	for _, c := range next.Owned(replica) {
+		if prev.Owner(c) == "b" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func none(Assignment, Assignment, string) []string { return nil }

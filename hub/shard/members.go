@@ -22,11 +22,28 @@ type Members struct {
 	mu      sync.Mutex
 	leases  map[string]member // by replica name
 	changed func()
+	// holders are the replica each holder identity was last seen holding the Lease of, and when:
+	// an identity no longer holding it (released, replaced by a restart) or whose Lease ran out is
+	// a process of this hub known dead (see Dead). A process seen last longer than forgetHolder
+	// ago is forgotten: any sync Lease it still holds has been unrenewed far longer than a Lease
+	// lasts, and is taken by the ordinary rule; so restarts do not grow the map without bound.
+	holders map[string]holderSeen
 }
+
+// holderSeen is which replica's Lease a process held, and when it was last seen holding it.
+type holderSeen struct {
+	replica string
+	at      time.Time
+}
+
+// forgetHolder is how long after it was last seen holding its Lease a replica process is
+// forgotten (Dead then says false for it: the ordinary expiry rule applies).
+const forgetHolder = time.Hour
 
 type member struct {
 	resourceVersion string
 	held            bool
+	holder          string
 	heard           time.Time
 	duration        time.Duration
 }
@@ -36,7 +53,7 @@ func NewMembers(hubID string, now func() time.Time) *Members {
 	if now == nil {
 		now = time.Now
 	}
-	return &Members{hubID: hubID, now: now, leases: map[string]member{}}
+	return &Members{hubID: hubID, now: now, leases: map[string]member{}, holders: map[string]holderSeen{}}
 }
 
 // maxLeaseDuration bounds what a Lease may claim: a Lease saying it lasts a day must not keep a
@@ -55,7 +72,8 @@ func (m *Members) Seen(lease *coordinationv1.Lease) {
 	duration = min(max(duration, time.Second), maxLeaseDuration)
 	m.mu.Lock()
 	prev, known := m.leases[name]
-	next := member{resourceVersion: lease.ResourceVersion, held: ptr.Deref(lease.Spec.HolderIdentity, "") != "", duration: duration, heard: prev.heard}
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	next := member{resourceVersion: lease.ResourceVersion, held: holder != "", holder: holder, duration: duration, heard: prev.heard}
 	switch {
 	case known && prev.resourceVersion == lease.ResourceVersion:
 		// An informer's resync: nothing was renewed.
@@ -70,6 +88,14 @@ func (m *Members) Seen(lease *coordinationv1.Lease) {
 		}
 	}
 	m.leases[name] = next
+	if holder != "" {
+		m.holders[holder] = holderSeen{replica: name, at: now}
+	}
+	for id, h := range m.holders {
+		if now.Sub(h.at) > forgetHolder {
+			delete(m.holders, id)
+		}
+	}
 	m.mu.Unlock()
 	// A renewal of a live replica changes nothing: only a replica turning live (or released) is
 	// news; one running out is the expiry's, which Live says when to look for.
@@ -130,6 +156,29 @@ func (m *Members) notify() {
 	if f != nil {
 		f()
 	}
+}
+
+// Dead says whether identity is a holder of one of this hub's replica Leases that membership
+// has judged dead by the hub's clock: its Lease ran out unrenewed, was released, deleted, or is
+// held by another identity now (the replica restarted). An identity never seen holding a replica
+// Lease of this hub (another hub's process, the CLI, a Lease not listed yet) is not dead: false.
+//
+// A replica that cannot renew its Lease stops working its clusters after RenewDeadline by its own
+// clock, LeaseDuration−RenewDeadline before the hub judges it dead by its clock: what a dead
+// holder left unfinished may be taken over at once without two writers.
+func (m *Members) Dead(identity string) bool {
+	if identity == "" {
+		return false
+	}
+	now := m.now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h, known := m.holders[identity]
+	if !known {
+		return false
+	}
+	l, present := m.leases[h.replica]
+	return !present || l.holder != identity || !l.liveAt(now)
 }
 
 // LiveAt are the replicas of hubID whose Leases are held and not expired at now by their own

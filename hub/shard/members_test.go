@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -92,5 +93,97 @@ func TestLiveAtTrustsTheLeasesOwnRenewTime(t *testing.T) {
 	}
 	if got := LiveAt("policyhub", leases, now); !slices.Equal(got, []string{"hub-0", "hub-1"}) {
 		t.Errorf("live = %v, want [hub-0 hub-1]", got)
+	}
+}
+
+// A holder identity is dead once membership judges its replica gone by the hub's clock: its
+// Lease ran out, was released, deleted or taken by a restarted process; an identity never seen
+// holding this hub's replica Lease (another hub's, the CLI's) is not judged at all.
+func TestMembersDead(t *testing.T) {
+	start := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		leases   func(now time.Time) []*coordinationv1.Lease // seen at start, in order
+		gone     bool                                        // hub-0's Lease deleted after
+		after    time.Duration                               // when Dead is asked
+		identity string
+		want     bool
+	}{
+		{"live", func(now time.Time) []*coordinationv1.Lease {
+			return []*coordinationv1.Lease{replicaLease("policyhub", "hub-0", "1", "policyhub/hub-0-a", now, 15)}
+		}, false, 10 * time.Second, "policyhub/hub-0-a", false},
+		{"ran out unrenewed", func(now time.Time) []*coordinationv1.Lease {
+			return []*coordinationv1.Lease{replicaLease("policyhub", "hub-0", "1", "policyhub/hub-0-a", now, 15)}
+		}, false, 16 * time.Second, "policyhub/hub-0-a", true},
+		{"found already expired on start", func(now time.Time) []*coordinationv1.Lease {
+			return []*coordinationv1.Lease{replicaLease("policyhub", "hub-0", "1", "policyhub/hub-0-a", now.Add(-20*time.Second), 15)}
+		}, false, 0, "policyhub/hub-0-a", true},
+		{"released on a clean stop", func(now time.Time) []*coordinationv1.Lease {
+			return []*coordinationv1.Lease{
+				replicaLease("policyhub", "hub-0", "1", "policyhub/hub-0-a", now, 15),
+				replicaLease("policyhub", "hub-0", "2", "", now, 15),
+			}
+		}, false, 0, "policyhub/hub-0-a", true},
+		{"replaced by a restarted process", func(now time.Time) []*coordinationv1.Lease {
+			return []*coordinationv1.Lease{
+				replicaLease("policyhub", "hub-0", "1", "policyhub/hub-0-a", now, 15),
+				replicaLease("policyhub", "hub-0", "2", "policyhub/hub-0-b", now, 15),
+			}
+		}, false, 0, "policyhub/hub-0-a", true},
+		{"the restarted process is live", func(now time.Time) []*coordinationv1.Lease {
+			return []*coordinationv1.Lease{
+				replicaLease("policyhub", "hub-0", "1", "policyhub/hub-0-a", now, 15),
+				replicaLease("policyhub", "hub-0", "2", "policyhub/hub-0-b", now, 15),
+			}
+		}, false, 0, "policyhub/hub-0-b", false},
+		{"its Lease deleted", func(now time.Time) []*coordinationv1.Lease {
+			return []*coordinationv1.Lease{replicaLease("policyhub", "hub-0", "1", "policyhub/hub-0-a", now, 15)}
+		}, true, 0, "policyhub/hub-0-a", true},
+		{"unknown identity (the CLI)", func(now time.Time) []*coordinationv1.Lease {
+			return []*coordinationv1.Lease{replicaLease("policyhub", "hub-0", "1", "policyhub/hub-0-a", now, 15)}
+		}, false, time.Hour, "kubectl-policyhub/alice", false},
+		{"another hub's replica, expired", func(now time.Time) []*coordinationv1.Lease {
+			return []*coordinationv1.Lease{replicaLease("other", "hub-0", "1", "other/hub-0-a", now.Add(-time.Hour), 15)}
+		}, false, time.Hour, "other/hub-0-a", false},
+		{"empty holder", func(now time.Time) []*coordinationv1.Lease {
+			return []*coordinationv1.Lease{replicaLease("policyhub", "hub-0", "1", "", now.Add(-time.Hour), 15)}
+		}, false, time.Hour, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := start
+			m := NewMembers("policyhub", func() time.Time { return now })
+			for _, l := range tc.leases(now) {
+				m.Seen(l)
+			}
+			if tc.gone {
+				m.Gone(policyhubv1.ReplicaLeaseName("policyhub", "hub-0"))
+			}
+			now = now.Add(tc.after)
+			if got := m.Dead(tc.identity); got != tc.want {
+				t.Errorf("Dead(%q) = %v, want %v", tc.identity, got, tc.want)
+			}
+		})
+	}
+}
+
+// Restarts do not grow what membership remembers without bound: a process last seen holding its
+// Lease longer than forgetHolder ago is forgotten (its sync Leases, unrenewed that long, fall to
+// the ordinary expiry rule), while the live one stays known.
+func TestMembersForgetLongGoneHolders(t *testing.T) {
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	m := NewMembers("policyhub", func() time.Time { return now })
+	for i := range 100 {
+		m.Seen(replicaLease("policyhub", "hub-0", fmt.Sprint(i), fmt.Sprintf("policyhub/hub-0-%d", i), now, 15))
+	}
+	if !m.Dead("policyhub/hub-0-0") || m.Dead("policyhub/hub-0-99") {
+		t.Fatal("a restarted process is dead and the last one live")
+	}
+	now = now.Add(forgetHolder + time.Minute)
+	m.Seen(replicaLease("policyhub", "hub-0", "100", "policyhub/hub-0-99", now, 15)) // the live one renews
+	m.mu.Lock()
+	remembered := len(m.holders)
+	m.mu.Unlock()
+	if remembered != 1 || m.Dead("policyhub/hub-0-99") || m.Dead("policyhub/hub-0-0") {
+		t.Errorf("%d processes remembered, want only the live one (forgotten ones are not judged dead)", remembered)
 	}
 }

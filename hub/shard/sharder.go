@@ -72,6 +72,10 @@ func (s *Sharder) Works(cluster string) bool {
 	return !s.lost.Load() && s.current.Load().Works(s.replica.Name, cluster)
 }
 
+// Dead says whether identity is a process of this hub whose replica Lease membership judged
+// dead (Members.Dead): the holder of a cluster's sync Lease it names will never renew it.
+func (s *Sharder) Dead(identity string) bool { return s.members.Dead(identity) }
+
 // Name is this replica's name.
 func (s *Sharder) Name() string { return s.replica.Name }
 

@@ -8,7 +8,7 @@
 // per-declaration results it publishes.
 //
 // Files by job: worker.go (the Workers: a worker per cluster, what is wanted of it and what it
-// answered), worker_run.go (a worker's loop and its passes), syncer.go (clients and caches per cluster), lease.go (the sync Lease), pass.go
+// answered), worker_run.go (a worker's loop and its passes), slots.go (the pass slots, inherited clusters first), syncer.go (clients and caches per cluster), lease.go (the sync Lease; a dead replica's taken at once), pass.go
 // (one pass), plan.go (desired vs live), write.go (server-side apply and prune), result.go (what
 // a pass reports), action.go (the typed actions of a plan), capability.go and legacy.go (what the
 // cluster serves and what its Kyverno enforces).

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 )
@@ -38,6 +39,11 @@ type LockOptions struct {
 	// objects never meet (hubs each scoped to declarations of their own, as the e2e tests that run
 	// side by side on one fleet are), and the rendered exemptions still name LeaseName only.
 	LeaseName string
+	// HolderDead, when set, says whether a holder identity is a process known to have stopped
+	// writing: a replica of this hub whose membership Lease ran out (shard.Sharder.Dead). A Lease
+	// such a holder left is taken at once, not after a full LeaseDuration of this process's own
+	// watching. It must not block, and must say false for any holder it does not know.
+	HolderDead func(holder string) bool
 
 	// namespaceExists skips ensuring the Lease's namespace (the Syncer knows it from before).
 	namespaceExists bool
@@ -109,9 +115,39 @@ func (o *leaseObserver) unchangedFor(cluster, resourceVersion string, now time.T
 	return now.Sub(obs.since)
 }
 
+// releaseVerdict is what releaseIfExpired does with a Lease another writer may hold.
+type releaseVerdict int
+
+const (
+	// keepHolder leaves the Lease alone: free, ours, or a holder that may still renew it.
+	keepHolder releaseVerdict = iota
+	// releaseExpired: this process saw the record unchanged for longer than its duration.
+	releaseExpired
+	// releaseDead: the holder is a replica of this hub that membership judged dead.
+	releaseDead
+)
+
+// judgeHolder decides whether to empty the holder of a Lease: when it is another writer that
+// is known dead (dead(holder)), or whose record this process has seen unchanged for longer than
+// the Lease's duration. Any other holder (live, or unknown to membership: another hub, the CLI)
+// keeps the Lease until then.
+func judgeHolder(holder, identity string, dead func(string) bool, unchanged, duration time.Duration) releaseVerdict {
+	switch {
+	case holder == "" || holder == identity:
+		return keepHolder
+	case dead != nil && dead(holder):
+		return releaseDead
+	case unchanged > duration:
+		return releaseExpired
+	}
+	return keepHolder
+}
+
 // releaseIfExpired empties the holder of a Lease another writer has not renewed for longer than
-// its duration, as this process has seen it, so the elector can take it at once.
-func releaseIfExpired(ctx context.Context, cs kubernetes.Interface, cluster, name, identity string, o *leaseObserver, defaultDuration time.Duration) error {
+// its duration, as this process has seen it, or that a dead replica of this hub holds, so the
+// elector can take it at once. The empty holder is written conditionally on the Lease's
+// resourceVersion: a holder that renews meanwhile wins, and nothing is released.
+func releaseIfExpired(ctx context.Context, cs kubernetes.Interface, cluster, name, identity string, o *leaseObserver, defaultDuration time.Duration, dead func(string) bool) error {
 	leases := cs.CoordinationV1().Leases(LeaseNamespace)
 	lease, err := leases.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -131,14 +167,21 @@ func releaseIfExpired(ctx context.Context, cs kubernetes.Interface, cluster, nam
 	if lease.Spec.LeaseDurationSeconds != nil {
 		duration = time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second
 	}
-	if o.unchangedFor(cluster, lease.ResourceVersion, time.Now()) <= duration {
+	verdict := judgeHolder(holder, identity, dead, o.unchangedFor(cluster, lease.ResourceVersion, time.Now()), duration)
+	if verdict == keepHolder {
 		return nil
 	}
 	empty := ""
 	lease.Spec.HolderIdentity = &empty
 	// The resourceVersion makes this conditional: a holder that renews meanwhile wins.
-	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		if apierrors.IsConflict(err) {
+			return nil
+		}
 		return fmt.Errorf("cluster %s: release the sync Lease %q left unrenewed: %w", cluster, holder, err)
+	}
+	if verdict == releaseDead {
+		ctrllog.FromContext(ctx).Info("released the sync Lease of a replica known dead", "holder", holder)
 	}
 	return nil
 }
@@ -301,7 +344,7 @@ func acquire(ctx context.Context, cs kubernetes.Interface, cluster string, opts 
 	}
 
 	if opts.observer != nil {
-		if err := releaseIfExpired(ctx, cs, cluster, opts.leaseName(), opts.Identity, opts.observer, opts.LeaseDuration); err != nil {
+		if err := releaseIfExpired(ctx, cs, cluster, opts.leaseName(), opts.Identity, opts.observer, opts.LeaseDuration, opts.HolderDead); err != nil {
 			return nil, err
 		}
 	}

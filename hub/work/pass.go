@@ -32,7 +32,10 @@ type PassOptions struct {
 	KeepLease bool
 	// Slots, when not nil, bound the passes planning and writing at once across clusters: once
 	// the cluster has answered its probe, the pass holds a slot for the rest of its work.
-	Slots chan struct{}
+	Slots *Slots
+	// First lets the pass in before every waiting pass not First (a cluster inherited from a
+	// dead replica).
+	First bool
 	// Superseded, when set, says a declaration (by source) was handed a newer wanted state since
 	// the pass began. It is asked under the Lease, right before each write: a replica that
 	// rendered a moment behind another (its cache had not seen a change yet), or waited on the
@@ -76,13 +79,12 @@ func (s *Syncer) SyncWith(ctx context.Context, cluster Cluster, decls []Declarat
 		return res
 	}
 	if opts.Slots != nil {
-		select {
-		case opts.Slots <- struct{}{}:
-			defer func() { <-opts.Slots }()
-		case <-ctx.Done():
-			res.fail(nil, ctx.Err())
+		release, err := opts.Slots.Acquire(ctx, opts.First)
+		if err != nil {
+			res.fail(nil, err)
 			return res
 		}
+		defer release()
 	}
 
 	// Render for the cluster's Kyverno: the policies.kyverno.io versions it serves (versions.go);

@@ -59,11 +59,13 @@ type WorkersOptions struct {
 type Workers struct {
 	opts   WorkersOptions
 	syncer *Syncer
-	passes chan struct{}
+	passes *Slots
 
 	mu      sync.Mutex
 	workers map[string]*worker
 	closed  bool
+	// first are the clusters whose next pass goes before the others waiting (see Inherit).
+	first map[string]bool
 }
 
 // Result is a declaration's latest result in one cluster.
@@ -130,7 +132,7 @@ func NewWorkers(opts WorkersOptions) (*Workers, error) {
 	if opts.TenantBudget <= 0 {
 		opts.TenantBudget = DefaultTenantBudget
 	}
-	ws := &Workers{opts: opts, workers: map[string]*worker{}, passes: make(chan struct{}, opts.MaxConcurrentPasses)}
+	ws := &Workers{opts: opts, workers: map[string]*worker{}, first: map[string]bool{}, passes: NewSlots(opts.MaxConcurrentPasses)}
 	syncOpts := opts.Sync
 	syncOpts.OnOwnedChange = ws.ownedChanged
 	syncer, err := NewSyncer(syncOpts)
@@ -246,12 +248,29 @@ func (ws *Workers) EngineChanged(cluster string) {
 	}
 }
 
+// Inherit marks clusters just inherited from a replica that died: their next pass (the one that
+// takes over the dead replica's sync Lease and brings them the changes they missed) is let in
+// before every other pass waiting for a slot.
+func (ws *Workers) Inherit(clusters ...string) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for c := range ws.first {
+		if ws.opts.Works != nil && !ws.opts.Works(c) {
+			delete(ws.first, c) // moved on before its pass: nothing to hurry
+		}
+	}
+	for _, c := range clusters {
+		ws.first[c] = true
+	}
+}
+
 // Forget stops the cluster's worker and drops everything kept for the cluster: its wants and
 // results, clients, watch cache and kept Lease (it left the fleet).
 func (ws *Workers) Forget(cluster string) {
 	ws.mu.Lock()
 	w := ws.workers[cluster]
 	delete(ws.workers, cluster)
+	delete(ws.first, cluster)
 	ws.mu.Unlock()
 	if w != nil {
 		w.stop()

@@ -156,6 +156,8 @@ func retried(r DeclarationResult) bool {
 func (ws *Workers) pass(ctx context.Context, w *worker, decls []Declaration, tokens, refused []string) time.Duration {
 	ws.mu.Lock()
 	cluster := w.cluster
+	first := ws.first[cluster.Name]
+	delete(ws.first, cluster.Name) // once: the takeover pass
 	ws.mu.Unlock()
 	// Taken before the pass writes: what Kyverno evaluates after a write is later than this.
 	wroteAt := time.Now()
@@ -164,7 +166,7 @@ func (ws *Workers) pass(ctx context.Context, w *worker, decls []Declaration, tok
 	for i, d := range decls {
 		handed[d.Source] = tokens[i]
 	}
-	res := ws.syncer.SyncWith(ctx, cluster, decls, PassOptions{KeepLease: true, Slots: ws.passes,
+	res := ws.syncer.SyncWith(ctx, cluster, decls, PassOptions{KeepLease: true, Slots: ws.passes, First: first,
 		Superseded: func(source string) bool {
 			ws.mu.Lock()
 			defer ws.mu.Unlock()
