@@ -440,7 +440,7 @@ func TestAdmissionRefusesInvalidDeclarations(t *testing.T) {
 				set("admissionregistration.k8s.io/v1", "spec", "template", "apiVersion")(u)
 				set("ValidatingAdmissionPolicyBinding", "spec", "template", "kind")(u)
 			},
-			want: []string{"template.kind: not a policy kind policyhub ships", "ValidatingAdmissionPolicy, whose binding policyhub writes"},
+			want: []string{"template.kind: not a policy kind policyhub ships", "ValidatingAdmissionPolicy, MutatingAdmissionPolicy, whose bindings policyhub writes"},
 		},
 		{
 			name: "valid FleetPolicy of a Gatekeeper Constraint", base: validFleetPolicy,
