@@ -32,6 +32,15 @@ func TestSyncCreatesThenNoOpResyncPersistsNothing(t *testing.T) {
 		if live.GetLabels()[policyhubv1.LabelManagedBy] != e2eHubID || live.GetAnnotations()[policyhubv1.AnnotationSource] != source {
 			t.Errorf("%s: ownership marks missing: labels %v", cluster, live.GetLabels())
 		}
+	}
+	// Kyverno writes the policy's status once it has taken it in (its resourceVersion moves):
+	// the versions compared are those after it did, so only a write of ours can move them.
+	syncCLIKyvernoReady(t, obj.GetName())
+	for _, cluster := range []string{"cluster-1", "cluster-2"} {
+		live, err := liveObject(t, cluster, obj)
+		if err != nil {
+			t.Fatalf("%s: %v", cluster, err)
+		}
 		versions[cluster] = live.GetResourceVersion()
 	}
 	t.Cleanup(func() {
