@@ -442,6 +442,11 @@ type PolicyReportSummaryStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Pacing is how often the hub asks the cluster's agent to write: its share of the fleet's
+	// summary and renewal budgets (see SummaryPacing). The agent reads it back from its writes.
+	// +optional
+	Pacing *SummaryPacing `json:"pacing,omitempty"`
 }
 
 // PolicyReportSummary is a bounded summary of one managed cluster's policy reports, written by the
