@@ -188,7 +188,7 @@ func gateReports(plan *rollout.Plan, own []Outcome, clusters []policyhubv1.Clust
 	if plan == nil {
 		for i := range clusters {
 			if !read.Unread[clusters[i].Name] {
-				clusters[i].ReportsFresh = nil
+				clusters[i].ReportsFresh, clusters[i].ReportsFreshFor = nil, nil
 			}
 		}
 		return clusters, 0
@@ -225,7 +225,11 @@ func gateReports(plan *rollout.Plan, own []Outcome, clusters []policyhubv1.Clust
 		if read.Unread[c.Name] || !mine {
 			continue
 		}
-		c.ReportsFresh = nil
+		judgedFor := c.ReportsFreshFor
+		if c.ReportsFresh == nil || !*c.ReportsFresh {
+			judgedFor = nil
+		}
+		c.ReportsFresh, c.ReportsFreshFor = nil, nil
 		if _, rolling := plan.Modes[c.Name]; !rolling {
 			continue // held at the stable version: not judged
 		}
@@ -241,7 +245,13 @@ func gateReports(plan *rollout.Plan, own []Outcome, clusters []policyhubv1.Clust
 		if s, ok := read.Summaries[c.Name]; ok && !arrived.IsZero() {
 			res := aggregate.ForPolicies(s, owned[c.Name], now)
 			heard := read.LastHeard(s, now)
-			if fresh = freshReport(res, heard, arrived, known); !fresh && !done[waveOf[c.Name]] {
+			// A summary pushed after the version's reports were judged fresh speaks of the same
+			// version or a later state of it; until the hub observes when it came, the judgement
+			// made for this arrival stands (the summary controller observes it within moments,
+			// and this is judged again then).
+			if res.Observed.IsZero() && judgedFor != nil && judgedFor.Time.Equal(arrivalMicro(arrived)) {
+				fresh = true
+			} else if fresh = freshReport(res, heard, arrived, known); !fresh && !done[waveOf[c.Name]] {
 				// Look again when the agent's next renewal is due, or when one would be late
 				// enough to count.
 				at := arrived.Add(quietProof)
@@ -257,11 +267,20 @@ func gateReports(plan *rollout.Plan, own []Outcome, clusters []policyhubv1.Clust
 			}
 		}
 		c.ReportsFresh = &fresh
+		if fresh {
+			c.ReportsFreshFor = &metav1.MicroTime{Time: arrivalMicro(arrived)}
+		}
 	}
 	if recheck.IsZero() {
 		return clusters, 0
 	}
 	return clusters, max(recheck.Sub(now)+time.Second, time.Millisecond)
+}
+
+// arrivalMicro is an arrival as the status stores it (RFC 3339 with microseconds, UTC), so a
+// judgement read back from a slice compares equal to the arrival it was made for.
+func arrivalMicro(arrived time.Time) time.Time {
+	return arrived.Truncate(time.Microsecond).UTC()
 }
 
 // reportGrace is how long after a policy arrived in a cluster its agent's summary may still

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -152,6 +153,55 @@ func TestGateReportsOfALateAgent(t *testing.T) {
 		SummaryRead{Summaries: map[string]*policyhubv1.PolicyReportSummary{"late": s}}, nil, now)
 	if want := aggregate.Heartbeat(s) + time.Second; recheck != want {
 		t.Errorf("recheck in %v, want %v", recheck, want)
+	}
+}
+
+// A wave judged on fresh reports stays judged while its agent's next summary waits for the hub
+// to observe it (moments): the flicker to "waiting for reports" seen in the rollout e2e. The
+// judgement holds only for the arrival it was made for, read back from the status as stored
+// (microseconds), and never for a new version.
+func TestGateReportsKeepAFreshJudgementWhileANewSummaryIsUnobserved(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	wrote := now.Add(-20*time.Second + 123*time.Nanosecond) // not whole microseconds
+	policy := []aggregate.Policy{{Kind: "ClusterPolicy", Name: "p"}}
+	spec := policyhubv1.PolicyReportSummarySpec{Cluster: "c", Policies: []policyhubv1.PolicySummary{{Name: "p", Kind: "ClusterPolicy", Results: policyhubv1.ResultCounts{Fail: 2}}}}
+	plan := &rollout.Plan{Waves: []rollout.Wave{{Name: "canary", Clusters: []string{"c"}}}, Modes: map[string]policyhubv1.Mode{"c": policyhubv1.ModeAudit}}
+	owned := map[string][]aggregate.Policy{"c": policy}
+	judge := func(s *policyhubv1.PolicyReportSummary, before policyhubv1.ClusterStatus, wroteAt time.Time) policyhubv1.ClusterStatus {
+		t.Helper()
+		got, _ := gateReports(plan, []Outcome{{Cluster: "c", WroteAt: wroteAt}}, []policyhubv1.ClusterStatus{before},
+			SummaryRead{Summaries: map[string]*policyhubv1.PolicyReportSummary{"c": s}}, owned, now)
+		return got[0]
+	}
+	first := judge(seenSummary(now.Add(-5*time.Second), spec), policyhubv1.ClusterStatus{Name: "c"}, wrote)
+	if first.ReportsFresh == nil || !*first.ReportsFresh || first.ReportsFreshFor == nil {
+		t.Fatalf("a summary seen after the version arrived: fresh %v for %v; want true, for its arrival", first.ReportsFresh, first.ReportsFreshFor)
+	}
+	// As a slice stores it and the next reconcile reads it back.
+	raw, err := json.Marshal(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored policyhubv1.ClusterStatus
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		t.Fatal(err)
+	}
+	unobserved := seenSummary(now.Add(-5*time.Second), spec)
+	unobserved.Generation++ // pushed again; the summary controller has not recorded when yet
+	if got := judge(unobserved, stored, wrote); got.ReportsFresh == nil || !*got.ReportsFresh {
+		t.Errorf("an unobserved newer summary undid the fresh judgement: %v", got.ReportsFresh)
+	}
+	if got := judge(unobserved, policyhubv1.ClusterStatus{Name: "c"}, wrote); got.ReportsFresh == nil || *got.ReportsFresh {
+		t.Errorf("with no judgement before, an unobserved summary is not fresh: %v", got.ReportsFresh)
+	}
+	if got := judge(unobserved, stored, now.Add(-time.Second)); got.ReportsFresh == nil || *got.ReportsFresh || got.ReportsFreshFor != nil {
+		t.Errorf("a new version arrived: the old judgement must not stand (fresh %v for %v)", got.ReportsFresh, got.ReportsFreshFor)
+	}
+	notFresh := stored
+	f := false
+	notFresh.ReportsFresh = &f
+	if got := judge(unobserved, notFresh, wrote); *got.ReportsFresh {
+		t.Error("a judgement of not fresh was turned fresh by an unobserved summary")
 	}
 }
 

@@ -368,6 +368,12 @@ type ClusterStatus struct {
 	// that writes the declaration's status gates the wave on it. Absent for clusters not rolling.
 	// +optional
 	ReportsFresh *bool `json:"reportsFresh,omitempty"`
+	// ReportsFreshFor is when the version whose reports were judged fresh arrived in the cluster,
+	// by the hub's clock: a newer summary the hub has not observed yet (it records when within
+	// moments) keeps that judgement instead of undoing it for those moments. Set only with
+	// reportsFresh true.
+	// +optional
+	ReportsFreshFor *metav1.MicroTime `json:"reportsFreshFor,omitempty"`
 
 	// Preview is the declaration's preview in this cluster (spec.preview), when one runs.
 	// +optional

@@ -513,6 +513,10 @@ func (in *ClusterStatus) DeepCopyInto(out *ClusterStatus) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.ReportsFreshFor != nil {
+		in, out := &in.ReportsFreshFor, &out.ReportsFreshFor
+		*out = (*in).DeepCopy()
+	}
 	if in.Preview != nil {
 		in, out := &in.Preview, &out.Preview
 		*out = new(ClusterPreview)
