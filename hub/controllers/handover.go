@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -80,11 +81,13 @@ func (h *handover) moved(ctx context.Context, a shard.Assignment) {
 			}()
 		}
 	}
-	h.wakeAll(ctx)
+	h.wakeAll(ctx, inherited)
 }
 
-// wakeAll enqueues every declaration and summary the cache holds.
-func (h *handover) wakeAll(ctx context.Context) {
+// wakeAll enqueues every declaration and summary the cache holds; the summaries of the clusters
+// inherited from a replica that died go first, so their results are labelled, cached and judged
+// ahead of the clusters that merely moved (the queues are first in, first out).
+func (h *handover) wakeAll(ctx context.Context, inherited []string) {
 	wake := func(kind string, list client.ObjectList, keys func() []types.NamespacedName) {
 		reader := h.reader
 		if kind == kindSummaryLabel {
@@ -101,12 +104,35 @@ func (h *handover) wakeAll(ctx context.Context) {
 		wake(k.Kind, list, func() []types.NamespacedName { return keysOfList(list) })
 	}
 	summaries := &policyhubv1.PolicyReportSummaryList{}
-	wake(kindSummary, summaries, func() []types.NamespacedName { return keysOf(summaries.Items) })
+	wake(kindSummary, summaries, func() []types.NamespacedName { return inheritedFirst(keysOf(summaries.Items), inherited) })
 	// Every cluster's summary, by its metadata: those of the clusters this replica now works
 	// are labelled for it (SummaryLabeler), and so enter its cache.
 	metas := &metav1.PartialObjectMetadataList{}
 	metas.SetGroupVersionKind(policyhubv1.GroupVersion.WithKind(kindSummary + "List"))
-	wake(kindSummaryLabel, metas, func() []types.NamespacedName { return keysOf(metas.Items) })
+	wake(kindSummaryLabel, metas, func() []types.NamespacedName { return inheritedFirst(keysOf(metas.Items), inherited) })
+}
+
+// inheritedFirst orders the keys of per-cluster objects (namespace = cluster) so that those of
+// the inherited clusters come first, each part in its former order.
+func inheritedFirst(keys []types.NamespacedName, inherited []string) []types.NamespacedName {
+	if len(inherited) == 0 {
+		return keys
+	}
+	first := make(map[string]bool, len(inherited))
+	for _, c := range inherited {
+		first[c] = true
+	}
+	slices.SortStableFunc(keys, func(a, b types.NamespacedName) int {
+		switch {
+		case first[a.Namespace] == first[b.Namespace]:
+			return 0
+		case first[a.Namespace]:
+			return -1
+		default:
+			return 1
+		}
+	})
+	return keys
 }
 
 // keysOf are the keys of items.
