@@ -15,59 +15,89 @@ import (
 // each Constraint's, placed on gatekeeperCluster. Each test names kinds of its own, so that
 // parallel tests never render the same template.
 
-// gatekeeperTemplate is a FleetPolicy (name) carrying a ConstraintTemplate of kind whose
-// Constraints list the labels they require, judged by target (its targets' one entry, after
-// "target: admission.k8s.gatekeeper.sh", indented as a field of it).
-func gatekeeperTemplate(name, kind, target string) string {
-	return fmt.Sprintf(`
+// constraintTemplateYAML is a ConstraintTemplate of kind whose Constraints list the labels they
+// require, judged by target (its targets' one entry, after "target: admission.k8s.gatekeeper.sh",
+// indented as a field of it: four spaces), at column 0.
+func constraintTemplateYAML(kind, target string) string {
+	return fmt.Sprintf(`apiVersion: templates.gatekeeper.sh/v1
+kind: ConstraintTemplate
 metadata: {name: %[1]s}
 spec:
-  placement: {clusters: [%[2]s]}
-  template:
-    apiVersion: templates.gatekeeper.sh/v1
-    kind: ConstraintTemplate
-    metadata: {name: %[3]s}
+  crd:
     spec:
-      crd:
-        spec:
-          names: {kind: %[4]s}
-          validation:
-            openAPIV3Schema:
-              type: object
-              properties:
-                labels: {type: array, items: {type: string}}
-      targets:
-      - target: admission.k8s.gatekeeper.sh
-%[5]s`, name, gatekeeperCluster, strings.ToLower(kind), kind, target)
+      names: {kind: %[2]s}
+      validation:
+        openAPIV3Schema:
+          type: object
+          properties:
+            labels: {type: array, items: {type: string}}
+  targets:
+  - target: admission.k8s.gatekeeper.sh
+%[3]s`, strings.ToLower(kind), kind, target)
+}
+
+// regoTarget is a Rego target of kind's template that requires the labels its Constraints list
+// (Gatekeeper's library k8srequiredlabels, shortened), its message msgPrefix then the missing
+// labels.
+func regoTarget(kind, msgPrefix string) string {
+	return fmt.Sprintf(`    rego: |
+      package %s
+
+      violation[{"msg": msg}] {
+        provided := {label | input.review.object.metadata.labels[label]}
+        required := {label | label := input.parameters.labels[_]}
+        missing := required - provided
+        count(missing) > 0
+        msg := sprintf("%s%%v", [missing])
+      }
+`, strings.ToLower(kind), msgPrefix)
+}
+
+// gatekeeperTemplate is a FleetPolicy (name) carrying constraintTemplateYAML(kind, target).
+func gatekeeperTemplate(name, kind, target string) string {
+	return fmt.Sprintf(`
+metadata: {name: %s}
+spec:
+  placement: {clusters: [%s]}
+  template:
+%s`, name, gatekeeperCluster, indented(constraintTemplateYAML(kind, target), 4))
 }
 
 // gatekeeperRegoTemplate is a FleetPolicy (name) carrying a Rego ConstraintTemplate of kind that
-// requires the labels its Constraints list (Gatekeeper's library k8srequiredlabels, shortened).
+// requires the labels its Constraints list.
 func gatekeeperRegoTemplate(name, kind string) string {
-	return gatekeeperTemplate(name, kind, fmt.Sprintf(`        rego: |
-          package %s
-
-          violation[{"msg": msg}] {
-            provided := {label | input.review.object.metadata.labels[label]}
-            required := {label | label := input.parameters.labels[_]}
-            missing := required - provided
-            count(missing) > 0
-            msg := sprintf("you must provide labels: %%v", [missing])
-          }
-`, strings.ToLower(kind)))
+	return gatekeeperTemplate(name, kind, regoTarget(kind, "you must provide labels: "))
 }
 
 // gatekeeperCELTemplate is gatekeeperRegoTemplate's rule in CEL, on Gatekeeper's
 // K8sNativeValidation engine, enforced by Gatekeeper's webhook (no generated VAP).
 func gatekeeperCELTemplate(name, kind string) string {
-	return gatekeeperTemplate(name, kind, `        code:
-        - engine: K8sNativeValidation
-          source:
-            generateVAP: false
-            validations:
-            - expression: "variables.params.labels.all(l, has(object.metadata.labels) && l in object.metadata.labels)"
-              messageExpression: "'CEL: missing required labels, requires all of: ' + variables.params.labels.join(', ')"
+	return gatekeeperTemplate(name, kind, `    code:
+    - engine: K8sNativeValidation
+      source:
+        generateVAP: false
+        validations:
+        - expression: "variables.params.labels.all(l, has(object.metadata.labels) && l in object.metadata.labels)"
+          messageExpression: "'CEL: missing required labels, requires all of: ' + variables.params.labels.join(', ')"
 `)
+}
+
+// indented is text with every non-empty line indented by n spaces.
+func indented(text string, n int) string {
+	pad := strings.Repeat(" ", n)
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = pad + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// listItem is text as an item of a YAML list whose dashes are n spaces in.
+func listItem(text string, n int) string {
+	item := indented(text, n+2)
+	return strings.Repeat(" ", n) + "- " + item[n+2:]
 }
 
 // gatekeeperConstraint is a FleetPolicy (name, in mode) carrying a Constraint of kind, named

@@ -28,28 +28,7 @@ spec:
   placement: {clusters: [%[2]s]}
   source:
     inline:
-    - apiVersion: templates.gatekeeper.sh/v1
-      kind: ConstraintTemplate
-      metadata: {name: %[3]s}
-      spec:
-        crd:
-          spec:
-            names: {kind: %[4]s}
-            validation:
-              openAPIV3Schema:
-                type: object
-                properties:
-                  labels: {type: array, items: {type: string}}
-        targets:
-        - target: admission.k8s.gatekeeper.sh
-          rego: |
-            package %[3]s
-            violation[{"msg": msg}] {
-              missing := {l | l := input.parameters.labels[_]; not input.review.object.metadata.labels[l]}
-              count(missing) > 0
-              msg := sprintf("set: missing labels %%v", [missing])
-            }
-    - apiVersion: constraints.gatekeeper.sh/v1beta1
+%[6]s    - apiVersion: constraints.gatekeeper.sh/v1beta1
       kind: %[4]s
       metadata: {name: gk-set-team}
       spec:
@@ -57,7 +36,7 @@ spec:
           namespaces: [%[5]s]
           kinds: [{apiGroups: [apps], kinds: [Deployment]}]
         parameters: {labels: [team]}
-`, name, gatekeeperCluster, strings.ToLower(kind), kind, ns))
+`, name, gatekeeperCluster, strings.ToLower(kind), kind, ns, listItem(constraintTemplateYAML(kind, regoTarget(kind, "set: missing labels ")), 4)))
 	logGatekeeperOnFailure(t, kind)
 	waitPolicySet(t, name, "synced and in force in "+gatekeeperCluster, func(s *setView) error {
 		for _, c := range s.Clusters {

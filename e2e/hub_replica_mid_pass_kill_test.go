@@ -52,21 +52,8 @@ func TestHubReplicaKilledMidPassHandsOverWithin30s(t *testing.T) {
 		clusters = append(clusters, name)
 	}
 	fleetSize := len(fleetOf(t).Managed) + len(clusters)
-	// Registered before the processes, so it runs after they stopped: no sync or replica Lease
-	// (the killed replica's stays) is left behind.
-	t.Cleanup(func() {
-		for _, c := range []string{"cluster-1", "cluster-2"} {
-			deleteLease(t, c)
-		}
-		cs, err := kubernetes.NewForConfig(fleetOf(t).Hub.Config)
-		if err == nil {
-			err = cs.CoordinationV1().Leases(e2eHubNamespace).DeleteCollection(context.Background(), metav1.DeleteOptions{},
-				metav1.ListOptions{LabelSelector: policyhubv1.LabelReplicaOf + "=" + e2eHubID})
-		}
-		if err != nil {
-			t.Errorf("delete the replicas' Leases: %v", err)
-		}
-	})
+	// Registered before the processes, so it runs after they stopped.
+	cleanReplicaLeases(t, "cluster-1", "cluster-2")
 	takeovers := leaseTakeovers(t, ctx, "cluster-2")
 	holders := watchHolders(t, ctx, "cluster-2")
 	a, b, c := runReplica(t, binary, "replica-a"), runReplica(t, binary, "replica-b"), runReplica(t, binary, "replica-c")

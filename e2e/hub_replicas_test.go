@@ -285,21 +285,8 @@ func TestHubReplicasShareTheFleet(t *testing.T) {
 	}
 	// Every cluster of the fleet (its own managed clusters, cluster-3 included) and the nine.
 	fleetSize := len(fleetOf(t).Managed) + len(shared)
-	// Registered before the processes, so it runs after they stopped: no sync Lease, and no
-	// replica Lease (a killed replica's would stay) is left behind.
-	t.Cleanup(func() {
-		for _, c := range []string{"cluster-1", "cluster-2"} {
-			deleteLease(t, c)
-		}
-		cs, err := kubernetes.NewForConfig(fleetOf(t).Hub.Config)
-		if err == nil {
-			err = cs.CoordinationV1().Leases(e2eHubNamespace).DeleteCollection(context.Background(), metav1.DeleteOptions{},
-				metav1.ListOptions{LabelSelector: policyhubv1.LabelReplicaOf + "=" + e2eHubID})
-		}
-		if err != nil {
-			t.Errorf("delete the replicas' Leases: %v", err)
-		}
-	})
+	// Registered before the processes, so it runs after they stopped.
+	cleanReplicaLeases(t, "cluster-1", "cluster-2")
 	takeovers1, takeovers2 := leaseTakeovers(t, ctx, "cluster-1"), leaseTakeovers(t, ctx, "cluster-2")
 	a, b, c := runReplica(t, binary, "replica-a"), runReplica(t, binary, "replica-b"), runReplica(t, binary, "replica-c")
 	three := []*hubReplica{a, b, c}
@@ -600,4 +587,24 @@ func ruleFailureAction(obj *unstructured.Unstructured) string {
 	rule, _ := rules[0].(map[string]any)
 	action, _, _ := unstructured.NestedString(rule, "validate", "failureAction")
 	return action
+}
+
+// cleanReplicaLeases registers the removal, when the test ends, of the sync Leases of clusters
+// and of every replica Lease of the e2e hub: a killed replica's stays behind otherwise. Register it
+// before starting the replicas, so it runs after they stopped.
+func cleanReplicaLeases(t *testing.T, clusters ...string) {
+	t.Helper()
+	t.Cleanup(func() {
+		for _, c := range clusters {
+			deleteLease(t, c)
+		}
+		cs, err := kubernetes.NewForConfig(fleetOf(t).Hub.Config)
+		if err == nil {
+			err = cs.CoordinationV1().Leases(e2eHubNamespace).DeleteCollection(context.Background(), metav1.DeleteOptions{},
+				metav1.ListOptions{LabelSelector: policyhubv1.LabelReplicaOf + "=" + e2eHubID})
+		}
+		if err != nil {
+			t.Errorf("delete the replicas' Leases: %v", err)
+		}
+	})
 }
