@@ -47,6 +47,9 @@ type SummaryReconciler struct {
 	Wake source.Source
 	// Engines, when set, takes each accepted summary's engine facts (the workers act on them).
 	Engines *EngineFacts
+	// Pacer, when set, gives the pacing every summary's status publishes to its agent; when
+	// the pacing changes it wakes every summary (through Wake) so quiet agents learn it.
+	Pacer *Pacer
 }
 
 // SetupWithManager registers the reconciler for PolicyReportSummaries.
@@ -86,6 +89,14 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	orig := s.DeepCopy()
+	if r.Pacer != nil {
+		// Set before the verdict: an agent told a longer heartbeat is judged by it.
+		pacing, err := r.Pacer.Current(ctx)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("pacing of summary %s/%s: %w", s.Namespace, s.Name, err)
+		}
+		s.Status.Pacing = &pacing
+	}
 	v := judgeSummary(s, r.Heard.At(s.Namespace), now())
 	switch {
 	case v.accepted:
