@@ -95,7 +95,7 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("pacing of summary %s/%s: %w", s.Namespace, s.Name, err)
 		}
-		s.Status.Pacing = &pacing
+		publishPacing(s, pacing)
 	}
 	v := judgeSummary(s, r.Heard.At(s.Namespace), now())
 	switch {

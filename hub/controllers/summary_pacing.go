@@ -26,21 +26,33 @@ type fleetPacing struct {
 	known                        bool
 }
 
-// observe takes in the fleet's size and says the pacing to publish for it, and whether it
-// differs from the one published so far, in which case every summary must be looked at again
-// (its agent may be quiet, and learns it only from a write of its status). Only a step of an
-// interval changes it: the pacing published, its Clusters too, stays while the fleet grows or
-// shrinks within a step, since each change would otherwise write every summary's status (a
-// fleet onboarded one cluster at a time would cost the square of its size). The first size
+// observe takes in the fleet's size and says the pacing to publish for it, and whether its
+// intervals differ from those published so far, in which case every summary must be looked at
+// again (its agent may be quiet, and learns it only from a write of its status). The first size
 // taken in is no change: no summary has been given a pacing before it.
 func (f *fleetPacing) observe(clusters int) (policyhubv1.SummaryPacing, bool) {
 	p := policyhubv1.PacingFor(clusters, f.summaryBudget, f.renewalBudget)
-	if f.known && p.PushInterval == f.current.PushInterval && p.HeartbeatInterval == f.current.HeartbeatInterval {
-		return f.current, false
-	}
-	changed := f.known
+	changed := f.known && !samePace(p, f.current)
 	f.current, f.known = p, true
 	return p, changed
+}
+
+// samePace says whether two pacings ask the same of an agent: their intervals, whatever the
+// fleet size each was sized for.
+func samePace(a, b policyhubv1.SummaryPacing) bool {
+	return a.PushInterval == b.PushInterval && a.HeartbeatInterval == b.HeartbeatInterval
+}
+
+// publishPacing puts pacing in the summary's status unless the status already asks the same of
+// the agent: a fleet growing or shrinking within a step writes no summary (onboarding a fleet one
+// cluster at a time would otherwise write every summary each time), and hubs (replicas, one
+// taking over) that counted the fleet at different moments do not rewrite each other's. Clusters
+// is then the fleet's size when the summary's pacing last changed.
+func publishPacing(s *policyhubv1.PolicyReportSummary, pacing policyhubv1.SummaryPacing) {
+	if old := s.Status.Pacing; old != nil && samePace(*old, pacing) {
+		return
+	}
+	s.Status.Pacing = &pacing
 }
 
 // Pacer publishes each agent's pacing: its share of the summary writes and Lease renewals a
