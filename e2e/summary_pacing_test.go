@@ -11,6 +11,7 @@ import (
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
 	"github.com/policyhub/policyhub/cmd/kubectl-policyhub/app"
+	"github.com/policyhub/policyhub/hub/controllers"
 	"github.com/policyhub/policyhub/hub/placement"
 )
 
@@ -19,9 +20,11 @@ import (
 // credential Secrets), and kubectl policyhub clusters shows it. Changing the fleet's size across a
 // step is not practical here; that path (every summary woken once) is hub/controllers'
 // TestFleetPacingWakesOnlyOnAStep.
+//
+// Serial, as the only test whose hub publishes pacing: its agents' floors (a 1m heartbeat) would
+// slow the parallel tests' sub-minute heartbeats, which their hubs (publishing none) restore.
 func TestSummaryCarriesPublishedPacing(t *testing.T) {
-	inParallel(t)
-	startHub(t, time.Hour)
+	startHub(t, time.Hour, func(o *controllers.HubOptions) { o.Pacing = &controllers.PacingOptions{} })
 	startAgent(t, "cluster-1")
 	ctx := testContext(t)
 	hub := directClient(t, fleetOf(t).Hub.Config)
@@ -43,8 +46,8 @@ func TestSummaryCarriesPublishedPacing(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		// The parallel tests add clusters of their own (aliases): the fleet's size may move, within
-		// the step the published intervals are for.
+		// Clusters other tests left behind (aliases) count too: the fleet's size is the hub's
+		// inventory, whatever it holds, within the step the published intervals are for.
 		want := policyhubv1.PacingFor(len(secrets), 0, 0)
 		if published.PushInterval != want.PushInterval || published.HeartbeatInterval != want.HeartbeatInterval {
 			return fmt.Errorf("published %+v, want %+v (%d clusters, the default budgets)", published, want, len(secrets))

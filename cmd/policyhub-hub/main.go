@@ -222,11 +222,10 @@ func run() error {
 		ApprovableServiceAccounts: approvable,
 		MaxConcurrentReconciles:   o.maxConcurrentReconciles,
 		// The hub's namespace: where its leader election Lease is.
-		Namespace:     o.leaderElectionNamespace,
-		Replica:       replica(o),
-		Flux:          &fluxFence,
-		SummaryBudget: o.summaryBudget,
-		RenewalBudget: o.heartbeatBudget,
+		Namespace: o.leaderElectionNamespace,
+		Replica:   replica(o),
+		Flux:      &fluxFence,
+		Pacing:    &controllers.PacingOptions{SummaryBudget: o.summaryBudget, RenewalBudget: o.heartbeatBudget},
 	})
 	if err != nil {
 		return err

@@ -86,10 +86,11 @@ type HubOptions struct {
 	// the defaults: sources in the hub's namespace and flux-system, artifacts from
 	// source.DefaultFluxStorage.
 	Flux *source.FluxFence
-	// SummaryBudget and RenewalBudget are the summary writes and agent Lease renewals a second
-	// the hub's API server is given for the whole fleet; each agent is told its share (see
-	// Pacer). Zero means policyhubv1.DefaultSummaryBudget and DefaultRenewalBudget.
-	SummaryBudget, RenewalBudget float64
+	// Pacing, when set, makes the hub publish each agent's pacing in its summary's status (see
+	// Pacer). Nil: it publishes none, and removes any a summary's status holds, so agents keep
+	// their own flags and are judged by the heartbeat they say (policyhub-hub always sets it;
+	// tests of sub-minute heartbeats leave it out).
+	Pacing *PacingOptions
 	// Replica, when set, makes this process one of the hub's replicas that share the fleet,
 	// active-active: it holds a Lease of its own, works the clusters assigned to it and writes
 	// the status of its share of the declarations (see hub/engine's share.go). Nil: it works every cluster.
@@ -178,15 +179,18 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 		if err := mgr.Add(hubInfo{client: mgr.GetClient(), namespace: o.Namespace, hubID: o.HubID}); err != nil {
 			return fmt.Errorf("publish the hub's id: %w", err)
 		}
-		// The fleet's size is counted from the credential Secrets' cache, which holds the whole
-		// fleet even on a replica working a share of it.
-		pacer := NewPacer(mgr.GetClient(), o.SecretNamespace, o.SummaryBudget, o.RenewalBudget,
-			func(keys ...types.NamespacedName) { results.Wake(kindSummary, keys...) })
-		if err := pacer.Watch(ctx, mgr.GetCache()); err != nil {
-			return err
-		}
-		if err := mgr.Add(pacer); err != nil {
-			return fmt.Errorf("publish the agents' pacing: %w", err)
+		var pacer *Pacer
+		if o.Pacing != nil {
+			// The fleet's size is counted from the credential Secrets' cache, which holds the
+			// whole fleet even on a replica working a share of it.
+			pacer = NewPacer(mgr.GetClient(), o.SecretNamespace, o.Pacing.SummaryBudget, o.Pacing.RenewalBudget,
+				func(keys ...types.NamespacedName) { results.Wake(kindSummary, keys...) })
+			if err := pacer.Watch(ctx, mgr.GetCache()); err != nil {
+				return err
+			}
+			if err := mgr.Add(pacer); err != nil {
+				return fmt.Errorf("publish the agents' pacing: %w", err)
+			}
 		}
 		summaries := &SummaryReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub"), Heard: heard,

@@ -18,6 +18,17 @@ import (
 	"github.com/policyhub/policyhub/hub/placement"
 )
 
+// PacingOptions are the budgets the hub's API server is given for the whole fleet's agents; each
+// agent is told its share.
+type PacingOptions struct {
+	// SummaryBudget is summary writes a second; zero or less means
+	// policyhubv1.DefaultSummaryBudget.
+	SummaryBudget float64
+	// RenewalBudget is agent Lease renewals a second; zero or less means
+	// policyhubv1.DefaultRenewalBudget.
+	RenewalBudget float64
+}
+
 // fleetPacing is the pacing the hub publishes for a fleet, as the fleet's size changes: pure,
 // so what a change of size does to every agent is a table test.
 type fleetPacing struct {
@@ -48,11 +59,17 @@ func samePace(a, b policyhubv1.SummaryPacing) bool {
 // cluster at a time would otherwise write every summary each time), and hubs (replicas, one
 // taking over) that counted the fleet at different moments do not rewrite each other's. Clusters
 // is then the fleet's size when the summary's pacing last changed.
-func publishPacing(s *policyhubv1.PolicyReportSummary, pacing policyhubv1.SummaryPacing) {
-	if old := s.Status.Pacing; old != nil && samePace(*old, pacing) {
+// A hub that publishes none (nil) removes what the status holds: its agent then keeps its own
+// flags, and is judged by the heartbeat it says.
+func publishPacing(s *policyhubv1.PolicyReportSummary, pacing *policyhubv1.SummaryPacing) {
+	if pacing == nil {
+		s.Status.Pacing = nil
 		return
 	}
-	s.Status.Pacing = &pacing
+	if old := s.Status.Pacing; old != nil && samePace(*old, *pacing) {
+		return
+	}
+	s.Status.Pacing = pacing
 }
 
 // Pacer publishes each agent's pacing: its share of the summary writes and Lease renewals a

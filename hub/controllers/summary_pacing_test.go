@@ -73,21 +73,23 @@ func TestPublishPacing(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		published *policyhubv1.SummaryPacing
-		pacing    policyhubv1.SummaryPacing
-		want      policyhubv1.SummaryPacing
+		pacing    *policyhubv1.SummaryPacing // nil: the hub publishes none
+		want      *policyhubv1.SummaryPacing
 	}{
-		{"none yet: published", nil, pace(10*time.Second, time.Minute, 5), pace(10*time.Second, time.Minute, 5)},
-		{"the same: kept", ptrTo(pace(10*time.Second, time.Minute, 5)), pace(10*time.Second, time.Minute, 5), pace(10*time.Second, time.Minute, 5)},
-		{"the same intervals for a fleet grown within the step: kept as sized", ptrTo(pace(10*time.Second, time.Minute, 5)), pace(10*time.Second, time.Minute, 7), pace(10*time.Second, time.Minute, 5)},
-		{"a longer push interval: published", ptrTo(pace(10*time.Second, time.Minute, 100)), pace(20*time.Second, time.Minute, 101), pace(20*time.Second, time.Minute, 101)},
-		{"a shorter heartbeat: published", ptrTo(pace(10*time.Second, 2*time.Minute, 101)), pace(10*time.Second, time.Minute, 100), pace(10*time.Second, time.Minute, 100)},
-		{"whatever else the status held: replaced", ptrTo(pace(-time.Second, 365*24*time.Hour, -3)), pace(10*time.Second, time.Minute, 5), pace(10*time.Second, time.Minute, 5)},
+		{"none yet: published", nil, ptrTo(pace(10*time.Second, time.Minute, 5)), ptrTo(pace(10*time.Second, time.Minute, 5))},
+		{"the same: kept", ptrTo(pace(10*time.Second, time.Minute, 5)), ptrTo(pace(10*time.Second, time.Minute, 5)), ptrTo(pace(10*time.Second, time.Minute, 5))},
+		{"the same intervals for a fleet grown within the step: kept as sized", ptrTo(pace(10*time.Second, time.Minute, 5)), ptrTo(pace(10*time.Second, time.Minute, 7)), ptrTo(pace(10*time.Second, time.Minute, 5))},
+		{"a longer push interval: published", ptrTo(pace(10*time.Second, time.Minute, 100)), ptrTo(pace(20*time.Second, time.Minute, 101)), ptrTo(pace(20*time.Second, time.Minute, 101))},
+		{"a shorter heartbeat: published", ptrTo(pace(10*time.Second, 2*time.Minute, 101)), ptrTo(pace(10*time.Second, time.Minute, 100)), ptrTo(pace(10*time.Second, time.Minute, 100))},
+		{"whatever else the status held: replaced", ptrTo(pace(-time.Second, 365*24*time.Hour, -3)), ptrTo(pace(10*time.Second, time.Minute, 5)), ptrTo(pace(10*time.Second, time.Minute, 5))},
+		{"a hub that publishes none removes what was published", ptrTo(pace(20*time.Second, time.Minute, 101)), nil, nil},
+		{"a hub that publishes none, none published: none", nil, nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &policyhubv1.PolicyReportSummary{}
 			s.Status.Pacing = tc.published
 			publishPacing(s, tc.pacing)
-			if s.Status.Pacing == nil || *s.Status.Pacing != tc.want {
+			if (s.Status.Pacing == nil) != (tc.want == nil) || (tc.want != nil && *s.Status.Pacing != *tc.want) {
 				t.Errorf("status.pacing %+v, want %+v", s.Status.Pacing, tc.want)
 			}
 		})
