@@ -75,8 +75,9 @@ func publishPacing(s *policyhubv1.PolicyReportSummary, pacing *policyhubv1.Summa
 // Pacer publishes each agent's pacing: its share of the summary writes and Lease renewals a
 // second the hub's API server is given, for the whole fleet's size (cluster-gateway's credential
 // Secrets, which every replica caches whole, even when it works only a share of the fleet). When
-// the fleet's size changes it wakes every summary this replica caches, so each summary's status
-// is written with the new pacing once; the agents read it back from their writes.
+// the fleet's size crosses a step of an interval it wakes every summary this replica caches, so
+// each summary's status is written with the new pacing once; the agents read it back from their
+// writes.
 type Pacer struct {
 	reader          client.Reader
 	secretNamespace string
