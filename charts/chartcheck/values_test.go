@@ -37,6 +37,8 @@ func TestChartValuesSchema(t *testing.T) {
 		{hubChartDir, "alert window", `prometheusRule: {alerts: {syncFailing: {window: 15}}}`, []string{"'/prometheusRule/alerts/syncFailing/window'", "got number, want string"}},
 		{hubChartDir, "no tenant budget", `maxObjectsPerTenantPerCluster: 0`, []string{"'/maxObjectsPerTenantPerCluster'", "minimum: got 0, want 1"}},
 		{hubChartDir, "kubevela.enabled", `kubevela: {enabled: "yes"}`, []string{"'/kubevela/enabled'", "got string, want boolean"}},
+		{hubChartDir, "no summary budget", `pacing: {summaryBudget: 0}`, []string{"'/pacing/summaryBudget'", "exclusiveMinimum"}},
+		{hubChartDir, "heartbeat budget as text", `pacing: {heartbeatBudget: "10/s"}`, []string{"'/pacing/heartbeatBudget'", "got string, want number"}},
 		// The lifetime lands in a CEL expression of the admission policy: only a Go duration passes.
 		{hubChartDir, "exception lifetime in days", `exceptions: {maxLifetime: 90d}`, []string{"'/exceptions/maxLifetime'", "'90d' does not match pattern"}},
 		{hubChartDir, "exception lifetime quoting out", `exceptions: {maxLifetime: "1h') || true || ('"}`, []string{"'/exceptions/maxLifetime'", "does not match pattern"}},

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,6 +66,9 @@ type options struct {
 	qps                     float64
 	burst                   int
 	maxExceptionLifetime    time.Duration
+	// summaryBudget and heartbeatBudget are the fleet's summary writes and Lease renewals a
+	// second (--summary-budget, --heartbeat-budget).
+	summaryBudget, heartbeatBudget float64
 	// approvableServiceAccounts is NAMESPACE/NAME,… (--approvable-service-accounts).
 	approvableServiceAccounts string
 
@@ -117,6 +121,8 @@ func run() error {
 	fs.StringVar(&o.approvableServiceAccounts, "approvable-service-accounts", "", "ServiceAccounts, as NAMESPACE/NAME separated by commas, whose FleetPolicyException requests (and spec changes) may be approved, e.g. a GitOps controller's: its approvers must then know who wrote what it applies. Any other ServiceAccount's request is never approved, as whoever may take its token could approve their own request.")
 	fs.StringVar(&o.fluxSourceNamespaces, "flux-source-namespaces", source.DefaultFluxNamespace, "Comma-separated namespaces whose Flux sources (GitRepository, OCIRepository, Bucket) a PolicySet's spec.source.fluxSource may name; the hub's own namespace (--leader-election-namespace) always may. Whoever may edit a source there decides what the sets reading it ship. A set naming another namespace is refused (SourceReady False) and nothing is read.")
 	fs.StringVar(&o.fluxArtifactHost, "flux-artifact-host", source.DefaultFluxStorage, "The one server Flux artifacts are downloaded from, source-controller's storage as it advertises it (its --storage-adv-addr): host, host:port or http[s]://host[:port] (http, port 80 when not said). An artifact URL to any other scheme, host or port is refused before a connection is made; redirects are not followed and no proxy from the environment is used.")
+	fs.Float64Var(&o.summaryBudget, "summary-budget", policyhubv1.DefaultSummaryBudget, "PolicyReportSummary writes a second the hub's API server is given for the whole fleet: each cluster's agent is told its share (status.pacing.pushInterval of its summary: the fleet's size over this, rounded up to 10s doubled, at most 1h) and holds changes of pass, warn and skip counts that long. About 25 a second saturate a 2-core hub (docs/benchmarks.md).")
+	fs.Float64Var(&o.heartbeatBudget, "heartbeat-budget", policyhubv1.DefaultRenewalBudget, "Agent Lease renewals a second the hub's API server is given for the whole fleet: each agent is told its share (status.pacing.heartbeatInterval: the fleet's size over this, rounded up to 1m doubled, at most 1h), renews its Lease that often, and is judged silent after three.")
 	version := fs.Bool("version", false, "Print the version, commit, build date and Go version, and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(fs)
@@ -138,6 +144,9 @@ func run() error {
 	}
 	if o.resyncInterval <= 0 || o.maxConcurrentPasses <= 0 || o.maxConcurrentReconciles <= 0 || o.probeTimeout <= 0 || o.maxOwnedObjects <= 0 || o.tenantBudget <= 0 || o.maxExceptionLifetime <= 0 {
 		return errors.New("--resync-interval, --max-concurrent-passes, --max-concurrent-reconciles, --probe-timeout, --max-owned-objects-per-cluster, --" + work.TenantBudgetFlag + " and --max-exception-lifetime must be positive")
+	}
+	if err := checkBudgets(o); err != nil {
+		return err
 	}
 	var approvable []string
 	if o.approvableServiceAccounts != "" {
@@ -216,6 +225,7 @@ func run() error {
 		Namespace: o.leaderElectionNamespace,
 		Replica:   replica(o),
 		Flux:      &fluxFence,
+		Pacing:    &controllers.PacingOptions{SummaryBudget: o.summaryBudget, RenewalBudget: o.heartbeatBudget},
 	})
 	if err != nil {
 		return err
@@ -262,6 +272,20 @@ func audiences(flag string) []string {
 		}
 	}
 	return out
+}
+
+// checkBudgets refuses a budget that is not a positive, finite rate: the pacing is the fleet's
+// size over it.
+func checkBudgets(o options) error {
+	for _, b := range []struct {
+		flag  string
+		value float64
+	}{{"--summary-budget", o.summaryBudget}, {"--heartbeat-budget", o.heartbeatBudget}} {
+		if !(b.value > 0) || math.IsInf(b.value, 0) {
+			return fmt.Errorf("%s %v must be a positive, finite number of writes a second", b.flag, b.value)
+		}
+	}
+	return nil
 }
 
 // checkMetricsCertDir refuses a --metrics-cert-dir without its certificate and key: controller-runtime

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,6 +66,29 @@ func TestAudiences(t *testing.T) {
 	for flag, want := range map[string][]string{"policyhub": {"policyhub"}, " a, b ,,": {"a", "b"}, "": nil, ",": nil} {
 		if got := audiences(flag); !slices.Equal(got, want) {
 			t.Errorf("%q: %q, want %q", flag, got, want)
+		}
+	}
+}
+
+// --summary-budget and --heartbeat-budget are positive, finite rates; a refusal names the flag.
+func TestCheckBudgets(t *testing.T) {
+	for _, c := range []struct {
+		summary, heartbeat float64
+		want               string
+	}{
+		{10, 10, ""},
+		{0.5, 1000, ""},
+		{0, 10, "--summary-budget 0 must be"},
+		{-1, 10, "--summary-budget -1 must be"},
+		{math.NaN(), 10, "--summary-budget NaN must be"},
+		{math.Inf(1), 10, "--summary-budget +Inf must be"},
+		{10, 0, "--heartbeat-budget 0 must be"},
+		{10, math.Inf(-1), "--heartbeat-budget -Inf must be"},
+		{10, math.NaN(), "--heartbeat-budget NaN must be"},
+	} {
+		err := checkBudgets(options{summaryBudget: c.summary, heartbeatBudget: c.heartbeat})
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%v, %v: %v, want an error with %q", c.summary, c.heartbeat, err, c.want)
 		}
 	}
 }

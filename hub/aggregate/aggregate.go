@@ -153,12 +153,21 @@ func AddCount(a, b int64) int64 {
 	return a + b
 }
 
-// Heartbeat is the summary's agent heartbeat interval, at most MaxHeartbeat.
+// Heartbeat is the summary's agent heartbeat interval, at most MaxHeartbeat: the longer of the
+// one its agent says it renews at (spec, DefaultHeartbeat when it says none) and the one the hub
+// published to it (status.pacing), so an agent that took a longer published heartbeat is not
+// judged silent before its agent said so, nor one still at its own longer one before it moves.
+// The cap holds for both: the spec is the agent's to write, and the status holds whatever the
+// status subresource's writers put there.
 func Heartbeat(s *policyhubv1.PolicyReportSummary) time.Duration {
+	beat := DefaultHeartbeat
 	if h := s.Spec.HeartbeatInterval; h != nil && h.Duration > 0 {
-		return min(h.Duration, MaxHeartbeat)
+		beat = h.Duration
 	}
-	return DefaultHeartbeat
+	if p := s.Status.Pacing; p != nil && p.HeartbeatInterval.Duration > beat {
+		beat = p.HeartbeatInterval.Duration
+	}
+	return min(beat, MaxHeartbeat)
 }
 
 // ObservedAt is when the hub saw the summary's current generation, by the hub's clock, and

@@ -232,6 +232,53 @@ func TestStaleness(t *testing.T) {
 	}
 }
 
+// A summary's heartbeat is the longer of its agent's own (spec) and the one the hub published to
+// it (status.pacing), capped either way.
+func TestHeartbeat(t *testing.T) {
+	paced := func(spec, published time.Duration) *policyhubv1.PolicyReportSummary {
+		s := &policyhubv1.PolicyReportSummary{}
+		if spec != 0 {
+			s.Spec.HeartbeatInterval = &metav1.Duration{Duration: spec}
+		}
+		if published != 0 {
+			s.Status.Pacing = &policyhubv1.SummaryPacing{HeartbeatInterval: metav1.Duration{Duration: published}}
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name            string
+		spec, published time.Duration
+		want            time.Duration
+	}{
+		{"neither: the default", 0, 0, DefaultHeartbeat},
+		{"the agent's own", 10 * time.Second, 0, 10 * time.Second},
+		{"a longer one published (the agent may have taken it): the published", time.Minute, 4 * time.Minute, 4 * time.Minute},
+		{"published, no spec: the published over the default", 0, 2 * time.Minute, 2 * time.Minute},
+		{"a shorter one published (the agent may not have taken it yet): the agent's", 8 * time.Minute, 2 * time.Minute, 8 * time.Minute},
+		{"a shorter one published than the default the agent said nothing of: the default", 0, 10 * time.Second, DefaultHeartbeat},
+		{"a negative spec is none", -time.Hour, 2 * time.Minute, 2 * time.Minute},
+		{"a year in the spec: capped", 365 * 24 * time.Hour, 2 * time.Minute, MaxHeartbeat},
+		{"a year in the status: capped", time.Minute, 365 * 24 * time.Hour, MaxHeartbeat},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Heartbeat(paced(tc.spec, tc.published)); got != tc.want {
+				t.Errorf("heartbeat %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// An agent that took a published heartbeat of 4m, heard last 5m ago, is not stale: three of
+	// its heartbeats are 12m. Judged by its old 1m spec it would be.
+	seen := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	s := observed(policyhubv1.PolicyReportSummarySpec{HeartbeatInterval: &metav1.Duration{Duration: time.Minute}}, seen, seen)
+	s.Status.Pacing = &policyhubv1.SummaryPacing{HeartbeatInterval: metav1.Duration{Duration: 4 * time.Minute}}
+	if Stale(s, seen.Add(5*time.Minute), seen.Add(10*time.Minute)) {
+		t.Errorf("stale 5m after a renewal at a published 4m heartbeat")
+	}
+	if !Stale(s, seen.Add(5*time.Minute), seen.Add(17*time.Minute)) {
+		t.Errorf("not stale three published heartbeats after the last renewal")
+	}
+}
+
 // Kyverno's result times are the cluster's clock: translated into the hub's by the offset
 // measured when the hub saw the summary.
 func TestOldestResultInHubTime(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -85,6 +86,11 @@ type HubOptions struct {
 	// the defaults: sources in the hub's namespace and flux-system, artifacts from
 	// source.DefaultFluxStorage.
 	Flux *source.FluxFence
+	// Pacing, when set, makes the hub publish each agent's pacing in its summary's status (see
+	// Pacer). Nil: it publishes none, and removes any a summary's status holds, so agents keep
+	// their own flags and are judged by the heartbeat they say (policyhub-hub always sets it;
+	// tests of sub-minute heartbeats leave it out).
+	Pacing *PacingOptions
 	// Replica, when set, makes this process one of the hub's replicas that share the fleet,
 	// active-active: it holds a Lease of its own, works the clusters assigned to it and writes
 	// the status of its share of the declarations (see hub/engine's share.go). Nil: it works every cluster.
@@ -173,10 +179,23 @@ func SetupHub(ctx context.Context, mgr ctrl.Manager, o HubOptions) (*work.Worker
 		if err := mgr.Add(hubInfo{client: mgr.GetClient(), namespace: o.Namespace, hubID: o.HubID}); err != nil {
 			return fmt.Errorf("publish the hub's id: %w", err)
 		}
+		var pacer *Pacer
+		if o.Pacing != nil {
+			// The fleet's size is counted from the credential Secrets' cache, which holds the
+			// whole fleet even on a replica working a share of it.
+			pacer = NewPacer(mgr.GetClient(), o.SecretNamespace, o.Pacing.SummaryBudget, o.Pacing.RenewalBudget,
+				func(keys ...types.NamespacedName) { results.Wake(kindSummary, keys...) })
+			if err := pacer.Watch(ctx, mgr.GetCache()); err != nil {
+				return err
+			}
+			if err := mgr.Add(pacer); err != nil {
+				return fmt.Errorf("publish the agents' pacing: %w", err)
+			}
+		}
 		summaries := &SummaryReconciler{
 			Client: mgr.GetClient(), Recorder: mgr.GetEventRecorder("policyhub-hub"), Heard: heard,
 			Compliance: metrics.NewCompliance(o.Registry, time.Now, heard.At), MaxConcurrentReconciles: o.MaxConcurrentReconciles,
-			Works: works, Wake: results.For(kindSummary), Engines: engines,
+			Works: works, Wake: results.For(kindSummary), Engines: engines, Pacer: pacer,
 		}
 		if err := summaries.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("PolicyReportSummary controller: %w", err)

@@ -47,6 +47,10 @@ type SummaryReconciler struct {
 	Wake source.Source
 	// Engines, when set, takes each accepted summary's engine facts (the workers act on them).
 	Engines *EngineFacts
+	// Pacer, when set, gives the pacing every summary's status publishes to its agent; when
+	// the pacing changes it wakes every summary (through Wake) so quiet agents learn it. Nil:
+	// the hub publishes none (see publishPacing).
+	Pacer *Pacer
 }
 
 // SetupWithManager registers the reconciler for PolicyReportSummaries.
@@ -86,6 +90,16 @@ func (r *SummaryReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	orig := s.DeepCopy()
+	// Set before the verdict: an agent told a longer heartbeat is judged by it.
+	var pacing *policyhubv1.SummaryPacing
+	if r.Pacer != nil {
+		current, err := r.Pacer.Current(ctx)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("pacing of summary %s/%s: %w", s.Namespace, s.Name, err)
+		}
+		pacing = &current
+	}
+	publishPacing(s, pacing)
 	v := judgeSummary(s, r.Heard.At(s.Namespace), now())
 	switch {
 	case v.accepted:

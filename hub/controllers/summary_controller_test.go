@@ -127,3 +127,36 @@ func TestJudgeSummaryRefuses(t *testing.T) {
 		})
 	}
 }
+
+// An agent told a longer heartbeat (status.pacing) is judged by it: fresh while its Lease is
+// renewed within three of them, and looked at again when three have passed.
+func TestJudgeSummaryByPublishedHeartbeat(t *testing.T) {
+	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name        string
+		published   time.Duration // 0: none
+		heardAgo    time.Duration
+		wantReady   string
+		wantRequeue time.Duration
+		wantMessage string
+	}{
+		{"none published: its own 1m heartbeat, heard 5m ago", 0, 5 * time.Minute, policyhubv1.ReasonStale, 0, "renewed every 1m0s"},
+		{"4m published, heard 5m ago: fresh until 12m", 4 * time.Minute, 5 * time.Minute, "Aggregated", 7*time.Minute + time.Second, ""},
+		{"4m published, heard 13m ago: stale, by the published heartbeat", 4 * time.Minute, 13 * time.Minute, policyhubv1.ReasonStale, 0, "renewed every 4m0s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &policyhubv1.PolicyReportSummary{Spec: policyhubv1.PolicyReportSummarySpec{Cluster: "c1", GeneratedAt: &metav1.Time{Time: now.Add(-time.Hour)},
+				HeartbeatInterval: &metav1.Duration{Duration: time.Minute}}}
+			s.Namespace, s.Name, s.Generation = "c1", policyhubv1.SummaryName, 1
+			s.Status.ObservedGeneration, s.Status.ObservedTime = 1, &metav1.MicroTime{Time: now.Add(-time.Hour)}
+			if tc.published != 0 {
+				s.Status.Pacing = &policyhubv1.SummaryPacing{HeartbeatInterval: metav1.Duration{Duration: tc.published}}
+			}
+			v := judgeSummary(s, now.Add(-tc.heardAgo), now)
+			ready := apimeta.FindStatusCondition(s.Status.Conditions, policyhubv1.ConditionReady)
+			if ready == nil || ready.Reason != tc.wantReady || v.requeueAfter != tc.wantRequeue || !strings.Contains(ready.Message, tc.wantMessage) {
+				t.Errorf("Ready %+v, requeue %v; want %s saying %q, requeue %v", ready, v.requeueAfter, tc.wantReady, tc.wantMessage, tc.wantRequeue)
+			}
+		})
+	}
+}

@@ -463,6 +463,8 @@ type PolicyReportSummaryStatus struct {
 // +kubebuilder:printcolumn:name="Blocked",type=integer,JSONPath=`.spec.blocked`
 // +kubebuilder:printcolumn:name="Generated",type=date,JSONPath=`.spec.generatedAt`
 // +kubebuilder:printcolumn:name="Observed",type=date,JSONPath=`.status.observedTime`
+// +kubebuilder:printcolumn:name="Push",type=string,JSONPath=`.status.pacing.pushInterval`,priority=1
+// +kubebuilder:printcolumn:name="Heartbeat",type=string,JSONPath=`.status.pacing.heartbeatInterval`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PolicyReportSummary struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -103,6 +103,9 @@ type clusterSummary struct {
 	// AdmissionPolicies is what the agent reads of the API server's own admission policies:
 	// whether it evaluates existing resources, whether it counts refusals; null when unknown.
 	AdmissionPolicies *policyhubv1.AdmissionPolicyFacts `json:"admissionPolicies"`
+	// Pacing is what the hub asks of the cluster's agent (its summary's status.pacing); null
+	// when the hub published none.
+	Pacing *pacingReport `json:"pacing"`
 }
 
 // kyvernoReport is what a cluster's Kyverno says of itself, as its agent reported it.
@@ -178,7 +181,10 @@ policies.kyverno.io/v1beta1, policies.kyverno.io/v1); what its agent last report
 from 1.20, unknown when the version does not say; --enablePolicyException and
 --exceptionNamespace; a warning for Kyverno 1.19.0, which honours exceptions outside that
 namespace, kyverno#17367) and how many legacy objects it holds (see kubectl policyhub inventory); the age of the last PolicyReportSummary its agent sent ("stale" when the
-agent missed three heartbeats); and the cluster's violations (fail, error) and blocked admissions.
+agent missed three heartbeats, by the longer of the agent's heartbeat and the one the hub asks of it);
+PACING, what the hub asks of the agent so the fleet's writes fit its API server (push interval/heartbeat,
+e.g. 10s/1m; see Pacing in docs/hub.md; <none> when the hub published none); and the cluster's
+violations (fail, error) and blocked admissions.
 
 An unreachable cluster is a row, not an error: the command exits 0 whatever the clusters' state.
 Naming clusters restricts the list to them; an unknown name is an error.
@@ -189,7 +195,7 @@ Naming clusters restricts the list to them; an unknown name is an error.
 "kyverno": {"version", "versionSource", "enforcesLegacy", "policyExceptions", "exceptionNamespace",
 "reportedResults"} | null, "legacyObjects", "engines", "gatekeeper": {"version", "versionSource",
 "webhook"} | null, "admissionPolicies": {"evaluated", "refusalsCounted", "refusalsNotCounted"} |
-null} | null, "replica"}]}. A result kind the cluster's Kyverno does not write (its
+null, "pacing": {"pushInterval", "heartbeatInterval"} | null} | null, "replica"}]}. A result kind the cluster's Kyverno does not write (its
 --allowedResults, kyverno.reportedResults) is null, never 0. ENGINES lists the policy engines
 the cluster's agent found: Kyverno, Kubernetes (the API server's own admission policies) and
 Gatekeeper (with its version).
@@ -385,7 +391,7 @@ func toClusterSummary(s *policyhubv1.PolicyReportSummary, live liveness, now tim
 		Results: results, Violations: results.violations(), Blocked: s.Spec.Blocked,
 		KyvernoWebhooks: s.Spec.Engine.KyvernoWebhooks, ReportAPIs: slices.Clone(s.Spec.Engine.ReportAPIs),
 		PolicyAPIs: slices.Sorted(slices.Values(s.Spec.Engine.PolicyAPIs)), Kyverno: toKyvernoReport(s.Spec.Engine.Kyverno),
-		Gatekeeper: s.Spec.Engine.Gatekeeper, AdmissionPolicies: s.Spec.Engine.AdmissionPolicies,
+		Gatekeeper: s.Spec.Engine.Gatekeeper, AdmissionPolicies: s.Spec.Engine.AdmissionPolicies, Pacing: toPacingReport(s.Status.Pacing),
 	}
 	if s.Spec.Engine.Engines != nil {
 		out.Engines = []string{}
@@ -489,7 +495,7 @@ func printClustersTable(w io.Writer, report *clustersReport) {
 	}
 	shared := slices.ContainsFunc(report.Clusters, func(c clusterReport) bool { return c.Replica != "" })
 	header := []string{"CLUSTER", "REACHABLE", "VERSION", "ENGINES", "KYVERNO", "KYVERNO-VERSION", "LEGACY-ENFORCED", "EXCEPTIONS", "LEGACY",
-		"SUMMARY-AGE", "FAIL", "ERROR", "BLOCKED", "LABELS"}
+		"SUMMARY-AGE", "PACING", "FAIL", "ERROR", "BLOCKED", "LABELS"}
 	if shared {
 		header = slices.Insert(header, 1, "REPLICA")
 	}
@@ -502,7 +508,7 @@ func printClustersTable(w io.Writer, report *clustersReport) {
 		if c.KyvernoAPIs == nil {
 			kyverno = "<unknown>"
 		}
-		age, fail, errs, blocked, engines := "<none>", "-", "-", "-", "<unknown>"
+		age, pacing, fail, errs, blocked, engines := "<none>", "-", "-", "-", "-", "<unknown>"
 		kyvernoVersion, legacyEnforced, exceptions, legacy := "<unknown>", "unknown", "<unknown>", "<unknown>"
 		if s := c.Summary; s != nil {
 			if k := s.Kyverno; k != nil {
@@ -518,13 +524,14 @@ func printClustersTable(w io.Writer, report *clustersReport) {
 			if s.Stale {
 				age += " (stale)"
 			}
+			pacing = pacingCell(s.Pacing)
 			fail, errs, blocked = s.Results.cell("fail"), s.Results.cell("error"), itoa(s.Blocked)
 			if s.Engines != nil {
 				engines = engineCell(s)
 			}
 		}
 		row := []string{c.Name, reachable, c.Version, engines, kyverno, kyvernoVersion, legacyEnforced, exceptions, legacy,
-			age, fail, errs, blocked, labelString(c.Labels)}
+			age, pacing, fail, errs, blocked, labelString(c.Labels)}
 		if shared {
 			replica := c.Replica
 			if replica == "" {
@@ -534,4 +541,41 @@ func printClustersTable(w io.Writer, report *clustersReport) {
 		}
 		tableRow(w, row...)
 	}
+}
+
+// pacingReport is what the hub asks of a cluster's agent so the fleet's writes fit its API server.
+type pacingReport struct {
+	// PushInterval is the least time between two pushes of a change of pass, warn or skip counts.
+	PushInterval metav1.Duration `json:"pushInterval"`
+	// HeartbeatInterval is how often the agent renews its Lease.
+	HeartbeatInterval metav1.Duration `json:"heartbeatInterval"`
+}
+
+// toPacingReport is what `clusters` shows of a summary's pacing (nil: none published).
+func toPacingReport(p *policyhubv1.SummaryPacing) *pacingReport {
+	if p == nil {
+		return nil
+	}
+	return &pacingReport{PushInterval: p.PushInterval, HeartbeatInterval: p.HeartbeatInterval}
+}
+
+// pacingCell is the pacing the hub asks of an agent as push interval/heartbeat, e.g. 10s/1m;
+// <none> when it asks none.
+func pacingCell(p *pacingReport) string {
+	if p == nil {
+		return "<none>"
+	}
+	return shortDuration(p.PushInterval.Duration) + "/" + shortDuration(p.HeartbeatInterval.Duration)
+}
+
+// shortDuration is d without its zero units: 1m, 2m40s, 1h (time.Duration's String says 1m0s).
+func shortDuration(d time.Duration) string {
+	out := d.String()
+	if strings.HasSuffix(out, "m0s") {
+		out = strings.TrimSuffix(out, "0s")
+	}
+	if strings.HasSuffix(out, "h0m") {
+		out = strings.TrimSuffix(out, "0m")
+	}
+	return out
 }

@@ -42,6 +42,7 @@ func TestClustersTable(t *testing.T) {
 			Engines:    []policyhubv1.PolicyEngine{policyhubv1.EngineKyverno, policyhubv1.EngineGatekeeper},
 			Gatekeeper: &policyhubv1.GatekeeperFacts{Version: "v3.23.1", Webhook: true},
 			Legacy:     &policyhubv1.LegacyInventory{}}})
+	fresh.Status.Pacing = &policyhubv1.SummaryPacing{PushInterval: metav1.Duration{Duration: 10 * time.Second}, HeartbeatInterval: metav1.Duration{Duration: time.Minute}, Clusters: 3}
 	report := &clustersReport{Clusters: []clusterReport{
 		{Name: "cluster-1", Labels: map[string]string{"env": "prod", "region": "eu"}, Reachable: true, Version: "v1.35.0",
 			KyvernoAPIs: []string{"kyverno.io/v1", "policies.kyverno.io/v1"}, Summary: toClusterSummary(fresh, liveness{}, now)},
@@ -66,14 +67,20 @@ func TestClustersTable(t *testing.T) {
 		!strings.Contains(string(data), `"enforcesLegacy":"no"`) || !strings.Contains(string(data), `"legacyObjects":0`) {
 		t.Errorf("a fail-only cluster's JSON: %s", data)
 	}
+	if data, _ := json.Marshal(report.Clusters[0].Summary); !strings.Contains(string(data), `"pacing":{"pushInterval":"10s","heartbeatInterval":"1m0s"}`) {
+		t.Errorf("a paced cluster's JSON: %s", data)
+	}
+	if !strings.Contains(string(data), `"pacing":null`) {
+		t.Errorf("an unpaced cluster's JSON: %s", data)
+	}
 	var out bytes.Buffer
 	tw := newTableWriter(&out)
 	printClustersTable(tw, report)
 	_ = tw.Flush()
-	want := `CLUSTER     REACHABLE   VERSION   ENGINES                       KYVERNO                                KYVERNO-VERSION   LEGACY-ENFORCED   EXCEPTIONS                  LEGACY      SUMMARY-AGE   FAIL   ERROR   BLOCKED   LABELS
-cluster-1   yes         v1.35.0   Kyverno,Kubernetes            kyverno.io/v1,policies.kyverno.io/v1   v1.19.1           yes               on(ns=kyverno-exceptions)   5           42s           2      1       3         env=prod,region=eu
-cluster-2   yes         v1.30.0   Kyverno,Gatekeeper(v3.23.1)   <none>                                 v1.20.0           no                off                         0           10m (stale)   0      -       0         <none>
-cluster-3   no          -         <unknown>                     <unknown>                              <unknown>         unknown           <unknown>                   <unknown>   <none>        -      -       -         <none>
+	want := `CLUSTER     REACHABLE   VERSION   ENGINES                       KYVERNO                                KYVERNO-VERSION   LEGACY-ENFORCED   EXCEPTIONS                  LEGACY      SUMMARY-AGE   PACING   FAIL   ERROR   BLOCKED   LABELS
+cluster-1   yes         v1.35.0   Kyverno,Kubernetes            kyverno.io/v1,policies.kyverno.io/v1   v1.19.1           yes               on(ns=kyverno-exceptions)   5           42s           10s/1m   2      1       3         env=prod,region=eu
+cluster-2   yes         v1.30.0   Kyverno,Gatekeeper(v3.23.1)   <none>                                 v1.20.0           no                off                         0           10m (stale)   <none>   0      -       0         <none>
+cluster-3   no          -         <unknown>                     <unknown>                              <unknown>         unknown           <unknown>                   <unknown>   <none>        -        -      -       -         <none>
 `
 	if out.String() != want {
 		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
@@ -106,9 +113,9 @@ func TestClustersTableNamesTheReplica(t *testing.T) {
 	tw := newTableWriter(&out)
 	printClustersTable(tw, report)
 	_ = tw.Flush()
-	want := `CLUSTER     REPLICA                 REACHABLE   VERSION   ENGINES     KYVERNO     KYVERNO-VERSION   LEGACY-ENFORCED   EXCEPTIONS   LEGACY      SUMMARY-AGE   FAIL   ERROR   BLOCKED   LABELS
-cluster-1   policyhub-hub-7d9f-x2   yes         v1.36.3   <unknown>   <none>      <unknown>         unknown           <unknown>    <unknown>   <none>        -      -       -         <none>
-ocm-only    <none>                  no          -         <unknown>   <unknown>   <unknown>         unknown           <unknown>    <unknown>   <none>        -      -       -         <none>
+	want := `CLUSTER     REPLICA                 REACHABLE   VERSION   ENGINES     KYVERNO     KYVERNO-VERSION   LEGACY-ENFORCED   EXCEPTIONS   LEGACY      SUMMARY-AGE   PACING   FAIL   ERROR   BLOCKED   LABELS
+cluster-1   policyhub-hub-7d9f-x2   yes         v1.36.3   <unknown>   <none>      <unknown>         unknown           <unknown>    <unknown>   <none>        -        -      -       -         <none>
+ocm-only    <none>                  no          -         <unknown>   <unknown>   <unknown>         unknown           <unknown>    <unknown>   <none>        -        -      -       -         <none>
 `
 	if out.String() != want {
 		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
@@ -139,5 +146,26 @@ func TestClustersWarnOfKyverno1190ExceptionBypass(t *testing.T) {
 	}
 	if data, _ := json.Marshal(fixed); strings.Contains(string(data), "exceptionBypass") {
 		t.Errorf("1.19.1 JSON: %s", data)
+	}
+}
+
+// PACING reads as push interval/heartbeat, without zero units.
+func TestPacingCell(t *testing.T) {
+	paced := func(push, beat time.Duration) *pacingReport {
+		return toPacingReport(&policyhubv1.SummaryPacing{PushInterval: metav1.Duration{Duration: push}, HeartbeatInterval: metav1.Duration{Duration: beat}, Clusters: 5})
+	}
+	for _, c := range []struct {
+		pacing *pacingReport
+		want   string
+	}{
+		{nil, "<none>"},
+		{paced(10*time.Second, time.Minute), "10s/1m"},
+		{paced(160*time.Second, 2*time.Minute), "2m40s/2m"},
+		{paced(1280*time.Second, time.Hour), "21m20s/1h"},
+		{paced(20*time.Second, 32*time.Minute), "20s/32m"},
+	} {
+		if got := pacingCell(c.pacing); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.pacing, got, c.want)
+		}
 	}
 }

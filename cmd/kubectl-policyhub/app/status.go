@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -194,7 +195,9 @@ func newStatusCommand(o *options) *cobra.Command {
 		Short: "Show the declarations' state per cluster: phase, sync actions, results, blocked admissions",
 		Long: `Show each declaration's state in each of its clusters: the sync phase and message, what the last
 sync did (created, updated, unchanged, deleted, conflict, failed), the policy report results
-(fail, error) its agents reported, and the admissions its policies refused (blocked).
+(fail, error) its agents reported, the admissions its policies refused (blocked), and how fresh
+those are (REPORTED: how long ago the hub received the summary they come from; "-" before the
+cluster's agent reported).
 
 Without arguments: every FleetPolicy and PolicySet, and the ApplicationPolicies of the namespace
 (-n, else the kubeconfig context's; -A for every namespace). Arguments name declarations: NAME is a
@@ -251,8 +254,9 @@ audit counts violations only, so its pass, warn, error and skip are null.`,
 				return err
 			}
 			if err := o.printReport(report, func(w io.Writer) error {
-				printStatusTable(w, report)
-				printStatusExceptions(w, report, time.Now())
+				now := time.Now()
+				printStatusTable(w, report, now)
+				printStatusExceptions(w, report, now)
 				return nil
 			}); err != nil {
 				return err
@@ -538,11 +542,13 @@ func (d *declarationStatus) ref() string {
 	return d.Kind + "/" + d.Namespace + "/" + d.Name
 }
 
-func printStatusTable(w io.Writer, report *statusReport) {
+// printStatusTable prints a row per declaration and cluster; REPORTED is how long before now the
+// hub received the summary the cluster's results come from.
+func printStatusTable(w io.Writer, report *statusReport, now time.Time) {
 	if len(report.Declarations) == 0 {
 		return
 	}
-	tableRow(w, "DECLARATION", "CLUSTER", "ENGINE", "PHASE", "ACTIONS", "FAIL", "ERROR", "BLOCKED", "MESSAGE")
+	tableRow(w, "DECLARATION", "CLUSTER", "ENGINE", "PHASE", "ACTIONS", "FAIL", "ERROR", "BLOCKED", "REPORTED", "MESSAGE")
 	for _, d := range report.Declarations {
 		engine := cmp.Or(strings.Join(d.Engines, ","), "-")
 		if len(d.Clusters) == 0 {
@@ -556,16 +562,16 @@ func printStatusTable(w io.Writer, report *statusReport) {
 			if msg == "" && !d.UpToDate {
 				msg = "not reconciled yet"
 			}
-			tableRow(w, d.ref(), "<none>", engine, phase, "-", "-", "-", "-", oneLine(msg))
+			tableRow(w, d.ref(), "<none>", engine, phase, "-", "-", "-", "-", "-", oneLine(msg))
 			continue
 		}
 		// What the clusters' rows cannot say: the declaration's own state (its source, a
 		// rollout waiting, a placement missing...), when it is why the declaration is not Ready.
 		if src := d.Source; src != nil && src.Ready != string(metav1.ConditionTrue) && d.Reason != policyhubv1.ReasonSourceNotReady {
-			tableRow(w, d.ref(), "<source>", engine, src.Reason, "-", "-", "-", "-", oneLine(src.Message))
+			tableRow(w, d.ref(), "<source>", engine, src.Reason, "-", "-", "-", "-", "-", oneLine(src.Message))
 		}
 		if d.Ready == string(metav1.ConditionFalse) && !slices.ContainsFunc(d.Clusters, func(c declarationCluster) bool { return c.Phase == d.Reason }) {
-			tableRow(w, d.ref(), "<all>", engine, cmp.Or(d.Reason, "Unknown"), "-", "-", "-", "-", oneLine(d.Message))
+			tableRow(w, d.ref(), "<all>", engine, cmp.Or(d.Reason, "Unknown"), "-", "-", "-", "-", "-", oneLine(d.Message))
 		}
 		for _, c := range d.Clusters {
 			fail, errs := "-", "-"
@@ -579,7 +585,11 @@ func printStatusTable(w io.Writer, report *statusReport) {
 			if c.Engines != nil && !slices.ContainsFunc(d.Engines, func(e string) bool { return slices.Contains(c.Engines, e) }) {
 				msg = strings.TrimSuffix(fmt.Sprintf("the cluster runs %s, not %s; %s", cmp.Or(strings.Join(c.Engines, ","), "no policy engine"), engine, msg), "; ")
 			}
-			tableRow(w, d.ref(), c.Name, engine, c.Phase, c.Actions.String(), fail, errs, itoa(c.Blocked), oneLine(msg))
+			reported := "-"
+			if c.ReportTime != nil {
+				reported = duration.HumanDuration(max(now.Sub(c.ReportTime.Time), 0))
+			}
+			tableRow(w, d.ref(), c.Name, engine, c.Phase, c.Actions.String(), fail, errs, itoa(c.Blocked), reported, oneLine(msg))
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -72,12 +73,14 @@ func TestDeclarationStatusPassUnknown(t *testing.T) {
 
 // Totals add up the clusters' results; a cluster without a summary has none (null, "-").
 func TestDeclarationStatusFill(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	reportedAt := now.Add(-4 * time.Minute)
 	d := declarationStatus{Kind: kindFleetPolicy, Name: "team"}
 	d.fill([]metav1.Condition{{Type: policyhubv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Failed", Message: "not synced in cluster-2: Failed"}},
 		[]policyhubv1.ClusterStatus{
 			{Name: "cluster-2", Phase: policyhubv1.ClusterPhaseFailed, Message: "unreachable"},
 			{Name: "cluster-1", Phase: policyhubv1.ClusterPhaseSynced, Actions: policyhubv1.ActionCounts{Unchanged: 1},
-				Results: &policyhubv1.ResultCounts{Pass: 3, Fail: 2, Error: 1}, Blocked: 4, Stale: true},
+				Results: &policyhubv1.ResultCounts{Pass: 3, Fail: 2, Error: 1}, Blocked: 4, Stale: true, ReportTime: &metav1.Time{Time: reportedAt}},
 		}, nil)
 	if d.Ready != "False" || d.Reason != "Failed" || d.Violations != 3 || d.Blocked != 4 || d.Results.Pass != 3 {
 		t.Errorf("%+v", d)
@@ -88,13 +91,13 @@ func TestDeclarationStatusFill(t *testing.T) {
 	var out bytes.Buffer
 	tw := newTableWriter(&out)
 	printStatusTable(tw, &statusReport{Declarations: []declarationStatus{d,
-		{Kind: kindApplicationPolicy, Namespace: "shop", Name: "limits", Ready: "True", Reason: "NoClusters", Message: "the placement selects no cluster", UpToDate: true, Engines: []string{"Kyverno"}}}})
+		{Kind: kindApplicationPolicy, Namespace: "shop", Name: "limits", Ready: "True", Reason: "NoClusters", Message: "the placement selects no cluster", UpToDate: true, Engines: []string{"Kyverno"}}}}, now)
 	_ = tw.Flush()
 	want := []string{
-		"DECLARATION                     CLUSTER     ENGINE    PHASE        ACTIONS       FAIL   ERROR   BLOCKED   MESSAGE",
-		"FleetPolicy/team                cluster-1   -         Synced       unchanged=1   2      1       4         results are stale (the agent missed three heartbeats)",
-		"FleetPolicy/team                cluster-2   -         Failed       -             -      -       0         unreachable",
-		"ApplicationPolicy/shop/limits   <none>      Kyverno   NoClusters   -             -      -       -         the placement selects no cluster",
+		"DECLARATION                     CLUSTER     ENGINE    PHASE        ACTIONS       FAIL   ERROR   BLOCKED   REPORTED   MESSAGE",
+		"FleetPolicy/team                cluster-1   -         Synced       unchanged=1   2      1       4         4m         results are stale (the agent missed three heartbeats)",
+		"FleetPolicy/team                cluster-2   -         Failed       -             -      -       0         -          unreachable",
+		"ApplicationPolicy/shop/limits   <none>      Kyverno   NoClusters   -             -      -       -         -          the placement selects no cluster",
 	}
 	if got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("table:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -120,14 +123,14 @@ func TestStatusTableSaysWhatNoClusterRowSays(t *testing.T) {
 	fine.fill([]metav1.Condition{{Type: policyhubv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Synced", Message: "synced in 1 clusters"}}, synced, nil)
 	var out bytes.Buffer
 	tw := newTableWriter(&out)
-	printStatusTable(tw, &statusReport{Declarations: []declarationStatus{set, failing, waiting, fine}})
+	printStatusTable(tw, &statusReport{Declarations: []declarationStatus{set, failing, waiting, fine}}, time.Now())
 	_ = tw.Flush()
 	got := out.String()
 	for _, want := range []string{
-		"PolicySet/lib      <all>       -        SourceNotReady       -         -      -       -         the source cannot be read: dial tcp: refused; the clusters keep version sha256:aaa (reg/lib:stable)",
-		"PolicySet/lib2     <source>    -        ReadFailed           -         -      -       -         dial tcp: refused; the clusters keep version sha256:bbb",
+		"PolicySet/lib      <all>       -        SourceNotReady       -         -      -       -         -          the source cannot be read: dial tcp: refused; the clusters keep version sha256:aaa (reg/lib:stable)",
+		"PolicySet/lib2     <source>    -        ReadFailed           -         -      -       -         -          dial tcp: refused; the clusters keep version sha256:bbb",
 		"PolicySet/lib2     cluster-1   -        Failed ",
-		"FleetPolicy/team   <all>       -        WaitingForApproval   -         -      -       -         wave canary waits for approval",
+		"FleetPolicy/team   <all>       -        WaitingForApproval   -         -      -       -         -          wave canary waits for approval",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, got)
@@ -164,11 +167,11 @@ func TestStatusOfEachEngine(t *testing.T) {
 	}
 	var out bytes.Buffer
 	tw := newTableWriter(&out)
-	printStatusTable(tw, &statusReport{Declarations: []declarationStatus{gk, vap}})
+	printStatusTable(tw, &statusReport{Declarations: []declarationStatus{gk, vap}}, time.Now())
 	_ = tw.Flush()
 	for _, want := range []string{
 		"FleetPolicy/must-have-team   gk        Gatekeeper   Synced ",
-		"FleetPolicy/must-have-team   kyverno   Gatekeeper   Unsupported   -         -      -       0         the cluster runs Kyverno,Kubernetes, not Gatekeeper; cluster kyverno does not serve",
+		"FleetPolicy/must-have-team   kyverno   Gatekeeper   Unsupported   -         -      -       0         -          the cluster runs Kyverno,Kubernetes, not Gatekeeper; cluster kyverno does not serve",
 		"FleetPolicy/vap-team         kyverno   Kubernetes   Synced ",
 	} {
 		if !strings.Contains(out.String(), want) {

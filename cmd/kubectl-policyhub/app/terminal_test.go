@@ -127,7 +127,7 @@ func TestTablesAreTerminalSafe(t *testing.T) {
 		print func(w io.Writer)
 		rows  int // lines the table prints, when each field stays on its line; 0: not counted
 	}{
-		{name: "status", print: func(w io.Writer) { printStatusTable(w, poisoned[statusReport](hostile)) }, rows: 3}, // header, <source>, cluster
+		{name: "status", print: func(w io.Writer) { printStatusTable(w, poisoned[statusReport](hostile), now) }, rows: 3}, // header, <source>, cluster
 		{name: "info", print: func(w io.Writer) { printInfoTable(w, poisoned[infoReport](hostile), now) }, rows: 21},
 		{name: "status exceptions", print: func(w io.Writer) { printStatusExceptions(w, poisoned[statusReport](hostile), now) }, rows: 1},
 		{name: "exception list", print: func(w io.Writer) {
@@ -161,14 +161,14 @@ func TestStatusMessageWithEscapes(t *testing.T) {
 	report := &statusReport{Declarations: []declarationStatus{{Kind: kindFleetPolicy, Name: "team",
 		Clusters: []declarationCluster{{Name: "cluster-1", Phase: "Failed", Message: "\x1b[2J\x1b[31mEVIL\r"}}}}}
 	var out bytes.Buffer
-	if err := writeReport(&out, "table", report, func(w io.Writer) error { printStatusTable(w, report); return nil }); err != nil {
+	if err := writeReport(&out, "table", report, func(w io.Writer) error { printStatusTable(w, report, time.Now()); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if bytes.ContainsAny(out.Bytes(), "\x1b\r") {
 		t.Errorf("ESC or CR reached the terminal:\n%q", out.String())
 	}
 	// (The status table puts messages on one line by their words: the CR goes with the spaces.)
-	if !strings.Contains(out.String(), `cluster-1   -        Failed   -         -      -       0         \x1b[2J\x1b[31mEVIL`+"\n") {
+	if !strings.Contains(out.String(), `cluster-1   -        Failed   -         -      -       0         -          \x1b[2J\x1b[31mEVIL`+"\n") {
 		t.Errorf("the message is not shown escaped in its cell:\n%s", out.String())
 	}
 }
