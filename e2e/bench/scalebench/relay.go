@@ -20,7 +20,6 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -189,7 +188,7 @@ func (rl *leaseRelay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			if err == nil {
 				var did bool
-				if body, did, err = renameObject(body, policyhubv1.SyncLeaseName, name.lease); did {
+				if body, did, err = renameLease(body, r.Header.Get("Content-Type"), policyhubv1.SyncLeaseName, name.lease); did {
 					rl.renamed.Add(1)
 				}
 			}
@@ -251,7 +250,7 @@ func (rl *leaseRelay) renameBack(resp *http.Response) error {
 	if !ok || !req.renameBody {
 		return nil
 	}
-	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || resp.Header.Get("Content-Encoding") != "" {
+	if resp.Header.Get("Content-Encoding") != "" {
 		return nil
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxLeaseBody+1))
@@ -262,7 +261,7 @@ func (rl *leaseRelay) renameBack(resp *http.Response) error {
 	if len(body) > maxLeaseBody {
 		return fmt.Errorf("lease relay: a Lease answer of more than %d bytes", maxLeaseBody)
 	}
-	if out, did, err := renameObject(body, req.name.lease, policyhubv1.SyncLeaseName); err == nil && did {
+	if out, did, err := renameLease(body, resp.Header.Get("Content-Type"), req.name.lease, policyhubv1.SyncLeaseName); err == nil && did {
 		body = out
 	}
 	resp.Body, resp.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))

@@ -2,10 +2,16 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
+	"mime"
 	"net/http"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	policyhubv1 "github.com/policyhub/policyhub/apis/policyhub/v1alpha1"
@@ -42,7 +48,7 @@ type leaseRoute struct {
 
 // routeLeaseRequest routes a request of the cluster whose own sync Lease is own: a request of
 // the sync Lease goes to own, a create in the sync Lease's collection may carry the sync Lease
-// in its body (renameObject decides); every other request goes as it came. A list or watch of
+// in its body (renameLease decides); every other request goes as it came. A list or watch of
 // the collection is not rewritten: it shows every name's Lease (the hub makes none).
 func routeLeaseRequest(method, path, own string) leaseRoute {
 	switch {
@@ -54,42 +60,48 @@ func routeLeaseRequest(method, path, own string) leaseRoute {
 	return leaseRoute{path: path}
 }
 
-// renameObject renames a JSON object whose metadata.name is from to to, every other byte of it
-// kept but for the object's key order and spacing. It reports whether it renamed: a body that is
-// not a JSON object (a patch of another type, a Status), or names another object, is returned
-// as it is.
-func renameObject(body []byte, from, to string) ([]byte, bool, error) {
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return body, false, nil
+// leaseCodecs decode and encode Leases in the media types the hub's clients send and accept:
+// client-go's generated clients send built-in kinds as protobuf, kubectl as JSON.
+var leaseCodecs = serializer.NewCodecFactory(leaseScheme())
+
+func leaseScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(coordinationv1.AddToScheme(s))
+	utilruntime.Must(metav1.AddMetaToScheme(s))
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	return s
+}
+
+// renameLease renames a Lease named from to to, in a body of the given content type (JSON or
+// protobuf), and reports whether it did. Any other body (another Lease, a Status, a patch, a
+// media type it does not know) is returned as it came; a body of its media types that does not
+// decode is an error.
+func renameLease(body []byte, contentType, from, to string) ([]byte, bool, error) {
+	mediaType, _, err := mime.ParseMediaType(contentType)
+	if err != nil || (mediaType != runtime.ContentTypeJSON && mediaType != runtime.ContentTypeProtobuf) || len(bytes.TrimSpace(body)) == 0 {
+		return body, false, nil // a media type not ours passes as it came
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &obj); err != nil {
-		return nil, false, fmt.Errorf("read the Lease body: %w", err)
-	}
-	rawMeta, ok := obj["metadata"]
+	info, ok := runtime.SerializerInfoForMediaType(leaseCodecs.SupportedMediaTypes(), mediaType)
 	if !ok {
 		return body, false, nil
 	}
-	var meta map[string]json.RawMessage
-	if err := json.Unmarshal(rawMeta, &meta); err != nil {
-		// metadata that is not an object: the apiserver refuses it; it is passed on for it to say so.
-		return body, false, nil
-	}
-	var name string
-	if raw, ok := meta["name"]; !ok || json.Unmarshal(raw, &name) != nil || name != from {
-		return body, false, nil
-	}
-	var err error
-	if meta["name"], err = json.Marshal(to); err != nil {
-		return nil, false, err
-	}
-	if obj["metadata"], err = json.Marshal(meta); err != nil {
-		return nil, false, err
-	}
-	out, err := json.Marshal(obj)
+	obj, _, err := info.Serializer.Decode(body, nil, nil)
 	if err != nil {
-		return nil, false, err
+		// A body that is not a kind of this scheme (another object in the collection) passes.
+		if runtime.IsNotRegisteredError(err) {
+			return body, false, nil
+		}
+		return nil, false, fmt.Errorf("read the %s body: %w", mediaType, err)
 	}
-	return out, true, nil
+	lease, ok := obj.(*coordinationv1.Lease)
+	if !ok || lease.Name != from {
+		return body, false, nil
+	}
+	lease.Name = to
+	lease.TypeMeta = metav1.TypeMeta{APIVersion: coordinationv1.SchemeGroupVersion.String(), Kind: "Lease"}
+	var out bytes.Buffer
+	if err := info.Serializer.Encode(lease, &out); err != nil {
+		return nil, false, fmt.Errorf("write the %s body: %w", mediaType, err)
+	}
+	return out.Bytes(), true, nil
 }

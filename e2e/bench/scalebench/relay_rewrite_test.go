@@ -1,10 +1,15 @@
 package main
 
 import (
-	"encoding/json"
+	"bytes"
 	"net/http"
 	"strings"
 	"testing"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 )
 
 func TestRouteLeaseRequest(t *testing.T) {
@@ -32,76 +37,115 @@ func TestRouteLeaseRequest(t *testing.T) {
 	}
 }
 
-func TestRenameObject(t *testing.T) {
-	const from, to = "policyhub-sync", "policyhub-sync-rc-0007"
-	lease := `{"kind":"Lease","apiVersion":"coordination.k8s.io/v1","metadata":{"name":"policyhub-sync","namespace":"policyhub-system","resourceVersion":"42"},"spec":{"holderIdentity":"bench-rep/replica-0","leaseDurationSeconds":15}}`
-	for _, tc := range []struct {
-		name, body string
-		renamed    bool
-		wantName   string // metadata.name after, when the body is an object with one
-		wantErr    bool
-	}{
-		{name: "the sync Lease", body: lease, renamed: true, wantName: to},
-		{name: "with spacing and a newline", body: " \n" + lease + "\n", renamed: true, wantName: to},
-		{name: "another Lease", body: strings.Replace(lease, `"name":"policyhub-sync"`, `"name":"other"`, 1), wantName: "other"},
-		{name: "already renamed", body: strings.Replace(lease, `"name":"policyhub-sync"`, `"name":"`+to+`"`, 1), wantName: to},
-		{name: "a name prefixed like it", body: strings.Replace(lease, `"name":"policyhub-sync"`, `"name":"policyhub-sync2"`, 1), wantName: "policyhub-sync2"},
-		{name: "no metadata (a merge patch of the spec)", body: `{"spec":{"holderIdentity":""}}`},
-		{name: "no name (generateName)", body: `{"metadata":{"generateName":"policyhub-sync"}}`},
-		{name: "a name that is not a string", body: `{"metadata":{"name":7}}`},
-		{name: "metadata that is not an object", body: `{"metadata":"policyhub-sync"}`},
-		{name: "a JSON patch", body: `[{"op":"replace","path":"/metadata/name","value":"x"}]`},
-		{name: "empty", body: ""},
-		{name: "a protobuf body", body: "k8s\x00\n\x10"},
-		{name: "broken JSON", body: `{"metadata":{"name":"policyhub-sync"`, wantErr: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			out, renamed, err := renameObject([]byte(tc.body), from, to)
-			if (err != nil) != tc.wantErr {
-				t.Fatalf("err = %v, want an error: %v", err, tc.wantErr)
-			}
-			if err != nil {
-				return
-			}
-			if renamed != tc.renamed {
-				t.Errorf("renamed = %v, want %v", renamed, tc.renamed)
-			}
-			if !renamed && string(out) != tc.body {
-				t.Errorf("a body not renamed changed: %q, was %q", out, tc.body)
-			}
-			if tc.wantName == "" {
-				return
-			}
-			var obj struct {
-				Metadata struct {
-					Name, Namespace, ResourceVersion string
-				}
-				Spec map[string]any
-			}
-			if err := json.Unmarshal(out, &obj); err != nil {
-				t.Fatalf("the renamed body is no JSON: %v: %s", err, out)
-			}
-			if obj.Metadata.Name != tc.wantName {
-				t.Errorf("metadata.name = %q, want %q", obj.Metadata.Name, tc.wantName)
-			}
-			// Everything else stays: the resourceVersion makes the hub's update conditional.
-			if obj.Metadata.Namespace != "policyhub-system" || obj.Metadata.ResourceVersion != "42" || obj.Spec["holderIdentity"] != "bench-rep/replica-0" {
-				t.Errorf("the rest of the Lease changed: %s", out)
-			}
-		})
+// encodeAs writes obj in the media type, as client-go or kubectl would send it.
+func encodeAs(t *testing.T, obj runtime.Object, mediaType string) []byte {
+	t.Helper()
+	info, ok := runtime.SerializerInfoForMediaType(leaseCodecs.SupportedMediaTypes(), mediaType)
+	if !ok {
+		t.Fatalf("no serializer for %s", mediaType)
 	}
-	// Renaming back gives the Lease the hub sent.
-	there, _, err := renameObject([]byte(lease), from, to)
-	if err != nil {
+	var out bytes.Buffer
+	if err := info.Serializer.Encode(obj, &out); err != nil {
 		t.Fatal(err)
 	}
-	back, renamed, err := renameObject(there, to, from)
-	if err != nil || !renamed {
-		t.Fatalf("renaming back: renamed %v, %v", renamed, err)
+	return out.Bytes()
+}
+
+func decodeLease(t *testing.T, body []byte, mediaType string) *coordinationv1.Lease {
+	t.Helper()
+	info, _ := runtime.SerializerInfoForMediaType(leaseCodecs.SupportedMediaTypes(), mediaType)
+	obj, _, err := info.Serializer.Decode(body, nil, nil)
+	if err != nil {
+		t.Fatalf("decode %s: %v", mediaType, err)
 	}
-	var a, b any
-	if json.Unmarshal(back, &a) != nil || json.Unmarshal([]byte(lease), &b) != nil || !jsonEqual(a, b) {
-		t.Errorf("renamed there and back: %s, want %s", back, lease)
+	lease, ok := obj.(*coordinationv1.Lease)
+	if !ok {
+		t.Fatalf("decoded a %T, want a Lease", obj)
+	}
+	return lease
+}
+
+func TestRenameLease(t *testing.T) {
+	const from, to = "policyhub-sync", "policyhub-sync-rc-0007"
+	lease := func(name string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "policyhub-system", ResourceVersion: "42"},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("bench-rep/replica-0"), LeaseDurationSeconds: ptr.To[int32](15)},
+		}
+	}
+	status := &metav1.Status{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Status"}, Status: metav1.StatusFailure, Reason: metav1.StatusReasonConflict,
+		Message: `Operation cannot be fulfilled on leases.coordination.k8s.io "policyhub-sync"`, Details: &metav1.StatusDetails{Name: from}}
+	for _, mediaType := range []string{runtime.ContentTypeJSON, runtime.ContentTypeProtobuf} {
+		for _, tc := range []struct {
+			name        string
+			body        []byte
+			contentType string // default: mediaType
+			renamed     bool
+			wantName    string // the Lease's name after, when the body is one
+			wantErr     bool
+		}{
+			{name: "the sync Lease", body: encodeAs(t, lease(from), mediaType), renamed: true, wantName: to},
+			{name: "with a charset", body: encodeAs(t, lease(from), mediaType), contentType: mediaType + "; charset=utf-8", renamed: true, wantName: to},
+			{name: "another Lease", body: encodeAs(t, lease("other"), mediaType), wantName: "other"},
+			{name: "already renamed", body: encodeAs(t, lease(to), mediaType), wantName: to},
+			{name: "a name prefixed like it", body: encodeAs(t, lease(from+"2"), mediaType), wantName: from + "2"},
+			{name: "a Status naming it (an error answer)", body: encodeAs(t, status, mediaType)},
+			{name: "empty", body: nil},
+			{name: "a merge patch", body: []byte(`{"metadata":{"name":"policyhub-sync"}}`), contentType: "application/merge-patch+json"},
+			{name: "no media type", body: []byte(`{"metadata":{"name":"policyhub-sync"}}`), contentType: "-"},
+			{name: "broken", body: encodeAs(t, lease(from), mediaType)[:20], wantErr: true},
+		} {
+			t.Run(mediaType+"/"+tc.name, func(t *testing.T) {
+				ct := tc.contentType
+				switch ct {
+				case "":
+					ct = mediaType
+				case "-":
+					ct = ""
+				}
+				out, renamed, err := renameLease(tc.body, ct, from, to)
+				if (err != nil) != tc.wantErr {
+					t.Fatalf("err = %v, want an error: %v", err, tc.wantErr)
+				}
+				if err != nil {
+					return
+				}
+				if renamed != tc.renamed {
+					t.Errorf("renamed = %v, want %v", renamed, tc.renamed)
+				}
+				if !renamed && !bytes.Equal(out, tc.body) {
+					t.Errorf("a body not renamed changed: %q, was %q", out, tc.body)
+				}
+				if tc.wantName == "" {
+					return
+				}
+				got := decodeLease(t, out, mediaType)
+				if got.Name != tc.wantName {
+					t.Errorf("name = %q, want %q", got.Name, tc.wantName)
+				}
+				// Everything else stays: the resourceVersion makes the hub's update conditional.
+				want := lease(tc.wantName)
+				if got.Namespace != want.Namespace || got.ResourceVersion != want.ResourceVersion || *got.Spec.HolderIdentity != *want.Spec.HolderIdentity || *got.Spec.LeaseDurationSeconds != 15 {
+					t.Errorf("the rest of the Lease changed: %+v", got)
+				}
+			})
+		}
+		// Renamed there and back, the Lease is the one the hub sent, byte for byte.
+		t.Run(mediaType+"/there and back", func(t *testing.T) {
+			sent := encodeAs(t, lease(from), mediaType)
+			there, _, err := renameLease(sent, mediaType, from, to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, renamed, err := renameLease(there, mediaType, to, from)
+			if err != nil || !renamed {
+				t.Fatalf("renaming back: renamed %v, %v", renamed, err)
+			}
+			if !bytes.Equal(back, sent) {
+				t.Errorf("there and back: %q, want %q", back, sent)
+			}
+		})
 	}
 }
 
@@ -114,10 +158,4 @@ func TestOwnSyncLease(t *testing.T) {
 			t.Errorf("ownSyncLease(%q) = %q, want an error", bad, got)
 		}
 	}
-}
-
-func jsonEqual(a, b any) bool {
-	x, err1 := json.Marshal(a)
-	y, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(x) == string(y)
 }
