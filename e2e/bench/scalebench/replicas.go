@@ -133,7 +133,7 @@ func (b *bench) runReplicas(ctx context.Context) error {
 		return err
 	}
 	res.fleet = &replicasFleet{}
-	stopProgress := b.progress(t, procs, res.fleet)
+	stopProgress := b.progress("replicas", t, procs, res.fleet)
 	last, missing, ok := t.waitAll(ctx, stampSynced, fps, names, start.Add(b.o.timeout))
 	stopProgress()
 	res.ok, res.converge = ok, last.Sub(start)

@@ -99,10 +99,10 @@ func memAvailableMiB() float64 {
 	return 0
 }
 
-// progress logs, every minute until stopped, the cluster entries by phase, the replicas' RSS and
+// progress logs, every minute until stopped, the cluster entries by phase, the hubs' RSS and
 // the machine's available memory (a 10,000-name run is long: this is how far it got so far),
-// and remembers the least available memory seen.
-func (b *bench) progress(t *tracker, procs []*hubProc, f *replicasFleet) (stop func()) {
+// and remembers the least available memory seen in f.
+func (b *bench) progress(scenario string, t *tracker, procs []*hubProc, f *replicasFleet) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	start := time.Now()
@@ -128,7 +128,7 @@ func (b *bench) progress(t *tracker, procs []*hubProc, f *replicasFleet) (stop f
 				pids = append(pids, h.pid)
 			}
 			rss := procstat.Sum([]procstat.Group{{Name: "r", PIDs: pids}})["r"].RSS
-			logf("replicas: after %s: %s; replicas' RSS %s in all; %.0f MiB available", time.Since(start).Round(time.Second), t.phases(), mib(float64(rss)), avail)
+			logf("%s: after %s: %s; hubs' RSS %s in all; %.0f MiB available", scenario, time.Since(start).Round(time.Second), t.phases(), mib(float64(rss)), avail)
 		}
 	}()
 	return func() { close(done); <-finished }
@@ -178,4 +178,13 @@ func printReplicasFleet(f *replicasFleet, replicas []string) {
 	if f.relay != "" {
 		fmt.Printf("| relay | – | %s |\n", f.relay)
 	}
+}
+
+// rssByPart is each part's RSS, for a log line.
+func rssByPart(snap map[string]procstat.Totals) map[string]string {
+	out := map[string]string{}
+	for part, t := range snap {
+		out[part] = mib(float64(t.RSS))
+	}
+	return out
 }
