@@ -148,8 +148,8 @@ func (b *bench) runReplicas(ctx context.Context) error {
 		res.rss[replicaNames[i]] = float64(procstat.Sum([]procstat.Group{{Name: "r", PIDs: []int{h.pid}}})["r"].RSS)
 	}
 	logf("replicas: %d replicas on %d clusters: converged %s (%d missing); clusters %v; RSS %v", k, n, fmtDur(res.converge, ok, b.o.timeout), missing, res.owned, res.rss)
-	logf("replicas: %s; goroutines %v; watches %.0f; lock_held %v; unreachable %v; sync Lease conflicts %d, failed renewals %d in the logs; least MemAvailable %.0f MiB; %s",
-		res.fleet.phases, res.fleet.goroutines, res.fleet.watches, res.fleet.lockHeld, res.fleet.unreach, res.fleet.leaseConflicts, res.fleet.leaseRenewFailed, res.fleet.minAvailMiB, res.fleet.relay)
+	logf("replicas: %s; goroutines %v; watches %.0f; lock_held %v; unreachable %v; sync Lease conflicts %d, failed writes %d, failed renewals %d in the logs; least MemAvailable %.0f MiB; %s",
+		res.fleet.phases, res.fleet.goroutines, res.fleet.watches, res.fleet.lockHeld, res.fleet.unreach, res.fleet.leaseConflicts, res.fleet.leaseWritesFailed, res.fleet.leaseRenewFailed, res.fleet.minAvailMiB, res.fleet.relay)
 	if b.o.replicaSummaries {
 		if res.summaries, err = b.measureSummaryCaches(ctx, procs, replicaNames, names); err != nil {
 			return err

@@ -23,10 +23,11 @@ type replicasFleet struct {
 	watches    float64            // opened in the real apiservers by the replicas
 	lockHeld   map[string]float64 // policyhub_sync_errors_total{reason="lock_held"}, by replica
 	unreach    map[string]float64 // policyhub_sync_errors_total{reason="unreachable"}, by replica
-	// In the replicas' logs, the sync Lease's: update or create conflicts, failed renewals.
-	leaseConflicts, leaseRenewFailed int
-	minAvailMiB                      float64 // the least MemAvailable seen while waiting
-	relay                            string
+	// In the replicas' logs, the sync Lease's: writes lost to another writer's (conflict, or a
+	// create racing one), writes that failed otherwise (a timeout), failed renewals.
+	leaseConflicts, leaseWritesFailed, leaseRenewFailed int
+	minAvailMiB                                         float64 // the least MemAvailable seen while waiting
+	relay                                               string
 }
 
 // measureReplicasFleet reads the replicas' and the machine's state once the wait is over.
@@ -41,9 +42,10 @@ func (b *bench) measureReplicasFleet(ctx context.Context, procs []*hubProc, repl
 		f.goroutines[replicaNames[i]], _ = m.sum("go_goroutines", nil)
 		f.lockHeld[replicaNames[i]], _ = m.sum("policyhub_sync_errors_total", map[string]string{"reason": "lock_held"})
 		f.unreach[replicaNames[i]], _ = m.sum("policyhub_sync_errors_total", map[string]string{"reason": "unreachable"})
-		c, r := leaseTrouble(h.logPath)
-		f.leaseConflicts += c
-		f.leaseRenewFailed += r
+		lt := leaseTrouble(h.logPath)
+		f.leaseConflicts += lt.conflicts
+		f.leaseWritesFailed += lt.writesFailed
+		f.leaseRenewFailed += lt.renewFailed
 	}
 	if w, err := b.openWatches(ctx); err == nil {
 		f.watches = w - baselineWatches
@@ -55,13 +57,22 @@ func (b *bench) measureReplicasFleet(ctx context.Context, procs []*hubProc, repl
 	f.relay = b.relayLine()
 }
 
+// lockTrouble is what a hub's log says of the cluster sync Lease's trouble.
+type lockTrouble struct {
+	// conflicts: writes that lost to another writer's (a conflict, or a create racing one).
+	conflicts int
+	// writesFailed: every failed write, conflicts included (the others: timeouts).
+	writesFailed int
+	// renewFailed: renewals that failed (the Lease lost while working).
+	renewFailed int
+}
+
 // leaseTrouble counts the lines of a hub's log where client-go's leader election met trouble
-// with the cluster sync Lease: a write that lost to another writer's (conflict, or a create
-// racing another), and a renewal that failed (the Lease lost while working).
-func leaseTrouble(path string) (conflicts, renewFailed int) {
+// with the cluster sync Lease.
+func leaseTrouble(path string) (t lockTrouble) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, 0
+		return t
 	}
 	defer f.Close()
 	s := bufio.NewScanner(f)
@@ -73,13 +84,16 @@ func leaseTrouble(path string) (conflicts, renewFailed int) {
 		}
 		switch {
 		case strings.Contains(line, "Failed to renew lease"):
-			renewFailed++
+			t.renewFailed++
 		case strings.Contains(line, "Failed to update lease"), strings.Contains(line, "Failed to update lock"),
 			strings.Contains(line, "Error initially creating lease lock"):
-			conflicts++
+			t.writesFailed++
+			if strings.Contains(line, "Operation cannot be fulfilled") || strings.Contains(line, "already exists") {
+				t.conflicts++
+			}
 		}
 	}
-	return conflicts, renewFailed
+	return t
 }
 
 // memAvailableMiB reads the machine's MemAvailable (0 when unknown).
@@ -162,7 +176,7 @@ func printReplicasFleet(f *replicasFleet, replicas []string) {
 	fmt.Printf("| watches the replicas opened in the real apiservers | – | %.0f |\n", f.watches)
 	fmt.Printf("| passes ended LockHeld (policyhub_sync_errors_total) | – | %s|\n", perReplica(f.lockHeld))
 	fmt.Printf("| passes ended unreachable | – | %s|\n", perReplica(f.unreach))
-	fmt.Printf("| sync Lease conflicts / failed renewals in the replicas' logs | – | %d / %d |\n", f.leaseConflicts, f.leaseRenewFailed)
+	fmt.Printf("| sync Lease conflicts / failed writes (conflicts and timeouts) / failed renewals in the replicas' logs | – | %d / %d / %d |\n", f.leaseConflicts, f.leaseWritesFailed, f.leaseRenewFailed)
 	secs := f.took.Seconds()
 	cores := ""
 	for _, p := range parts {

@@ -13,9 +13,9 @@ import (
 func TestLeaseTrouble(t *testing.T) {
 	lines := []string{
 		`{"level":"error","msg":"Failed to update lease optimistically, falling back to slow path","cluster":"rc-1","lock":"policyhub-system/policyhub-sync","error":"Operation cannot be fulfilled"}`,
-		`{"level":"error","msg":"Failed to update lease","cluster":"rc-2","lock":"policyhub-system/policyhub-sync"}`,
+		`{"level":"error","msg":"Failed to update lease","cluster":"rc-2","lock":"policyhub-system/policyhub-sync","error":"Put \"https://hub/...\": context canceled"}`,
 		`{"level":"error","msg":"Error initially creating lease lock","cluster":"rc-3","lock":"policyhub-system/policyhub-sync","error":"already exists"}`,
-		`{"level":"error","msg":"Failed to update lock","cluster":"rc-3","lock":"policyhub-system/policyhub-sync"}`,
+		`{"level":"error","msg":"Failed to update lock","cluster":"rc-3","lock":"policyhub-system/policyhub-sync","error":"Operation cannot be fulfilled on leases.coordination.k8s.io"}`,
 		`{"level":"info","msg":"Failed to renew lease","cluster":"rc-4","lock":"policyhub-system/policyhub-sync"}`,
 		`{"level":"info","msg":"Failed to renew lease","lock":"vela-system/policyhub-replica.bench-rep.replica-0"}`,
 		`{"level":"error","msg":"Failed to update lease","lock":"vela-system/policyhub-replica.bench-rep.replica-0"}`,
@@ -27,12 +27,11 @@ func TestLeaseTrouble(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	conflicts, renewFailed := leaseTrouble(path)
-	if conflicts != 4 || renewFailed != 2 {
-		t.Errorf("leaseTrouble = %d conflicts, %d failed renewals; want 4, 2", conflicts, renewFailed)
+	if got, want := leaseTrouble(path), (lockTrouble{conflicts: 3, writesFailed: 4, renewFailed: 2}); got != want {
+		t.Errorf("leaseTrouble = %+v, want %+v", got, want)
 	}
-	if c, r := leaseTrouble(filepath.Join(t.TempDir(), "missing.log")); c != 0 || r != 0 {
-		t.Errorf("a missing log: %d, %d; want 0, 0", c, r)
+	if got := leaseTrouble(filepath.Join(t.TempDir(), "missing.log")); got != (lockTrouble{}) {
+		t.Errorf("a missing log: %+v, want nothing", got)
 	}
 }
 
