@@ -110,11 +110,14 @@ func (b *bench) converge(ctx context.Context, r *result, set string, wait func(t
 	if err != nil {
 		return h, t, err
 	}
+	stopProgress := b.progress(r.name, t, []*hubProc{h}, &replicasFleet{})
 	wait(t, r.start.Add(b.o.timeout))
+	stopProgress()
 	r.cpu = cpuBetween(before, b.snapshot(h))
 	r.hubWrites = writesBetween(writes, b.hubWrites(ctx))
 	r.phases = t.phases()
 	logf("%s: converged: %s; statuses: %s", r.name, fmtDur(r.converge, r.converged, b.o.timeout), r.phases)
+	logf("%s: CPU seconds while converging %v; RSS now %v", r.name, r.cpu, rssByPart(b.snapshot(h)))
 	if err := h.exitError(); err != nil {
 		return h, t, err
 	}

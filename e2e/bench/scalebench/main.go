@@ -71,8 +71,12 @@ type options struct {
 	replicas                int
 	replicaSummaries        bool
 	setMembers              int
-	logDir                  string
-	profileDir              string
+	// leasePerName: unset means on for the replicas scenario from leasePerNameFrom names.
+	leasePerName    optionalBool
+	replicaBaseline bool
+	replicaKill     bool
+	logDir          string
+	profileDir      string
 }
 
 func main() {
@@ -93,6 +97,9 @@ func main() {
 	flag.IntVar(&o.setMembers, "set-members", 100, "members of the sets scenario's PolicySet (at most 500, a PolicySet's source limit): small ClusterPolicies as -policies places, declared first as this many FleetPolicies, then as the set's members, so the two compare one to one (-policies does not apply to the sets scenario)")
 	flag.IntVar(&o.replicaClusters, "replica-clusters", 3000, "cluster names of the replicas scenario: -replicas hub replicas share them (after one replica on a third of them, the baseline)")
 	flag.IntVar(&o.replicas, "replicas", 3, "hub replicas of the replicas scenario, sharing the fleet (--share-fleet)")
+	flag.Var(&o.leasePerName, "lease-per-name", fmt.Sprintf("give every cluster name its own sync Lease through an in-process relay in front of the real apiservers (a real cluster has one; the names of one apiserver otherwise share it, and take turns); default: on for the replicas scenario from %d names, off elsewhere", leasePerNameFrom))
+	flag.BoolVar(&o.replicaBaseline, "replica-baseline", true, "in the replicas scenario, first converge one replica on a third of the names (the baseline)")
+	flag.BoolVar(&o.replicaKill, "replica-kill", true, "in the replicas scenario, once converged, SIGKILL the replica working the most and change a FleetPolicy at once (skipped when the replicas did not converge)")
 	flag.BoolVar(&o.replicaSummaries, "replica-summaries", false, "in the replicas scenario, once converged, write an agent's summary for every name (30 policies, 10 violations) and measure how the replicas label and cache them, before the kill; on 2 cores this saturates the hub's apiserver for minutes")
 	flag.StringVar(&o.logDir, "log-dir", "", "directory for the hubs' logs (default: a new directory under $TMPDIR, kept and printed)")
 	flag.StringVar(&o.profileDir, "profile", "", "directory for the hubs' pprof profiles: heap and goroutines once settled, CPU over the first 30 s of converging and of the no-op resync, and the first 60 s of the aggregation (none when empty)")
@@ -134,6 +141,7 @@ type bench struct {
 	// replicasRes is the replicas scenario's.
 	replicasRes *replicasResult
 	notes       []string
+	relayState
 }
 
 func run(o options) error {
@@ -204,6 +212,11 @@ func run(o options) error {
 		k /= 2
 	}
 	defer b.f.Stop()
+	defer func() {
+		if b.relay != nil {
+			b.relay.close()
+		}
+	}()
 	logf("fleet ready; fleet logs in %s, hub logs in %s", b.f.LogDir, b.logDir)
 	if err := b.setup(ctx); err != nil {
 		return err

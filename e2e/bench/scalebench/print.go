@@ -19,6 +19,9 @@ func (b *bench) print(commit string) {
 	for _, n := range b.notes {
 		fmt.Printf("note: %s\n", n)
 	}
+	if line := b.relayLine(); line != "" {
+		fmt.Printf("note: %s\n", line)
+	}
 
 	fmt.Println("\nThe hub settled after converging (idle: a hub with no cluster and no FleetPolicy):")
 	fmt.Println()

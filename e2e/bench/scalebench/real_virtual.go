@@ -49,16 +49,22 @@ func (b *bench) virtualNames() []string {
 func (b *bench) addVirtualClusters(ctx context.Context) error {
 	names := b.virtualNames()
 	logf("adding %d cluster names over %d apiservers...", len(names), len(b.f.Managed))
-	return b.addClusters(ctx, names, func(int) map[string]string { return map[string]string{setLabel: "virtual"} })
+	return b.addClusters(ctx, names, func(int) map[string]string { return map[string]string{setLabel: "virtual"} }, b.leasePerName("virtual", len(names)))
 }
 
 // addClusters writes a credential Secret per name (labelled labels(i)), pointing at the real
 // apiservers round-robin with their credentials, and a hub namespace per name, then waits until
-// the gateway serves the last one.
-func (b *bench) addClusters(ctx context.Context, names []string, labels func(i int) map[string]string) error {
+// the gateway serves the last one. With leasePerName each name reaches its apiserver through the
+// lease relay, with a sync Lease of its own.
+func (b *bench) addClusters(ctx context.Context, names []string, labels func(i int) map[string]string, leasePerName bool) error {
 	err := inParallel(16, len(names), func(i int) error {
-		real := b.f.Managed[i%len(b.f.Managed)]
-		if err := b.f.AddClusterSecret(ctx, names[i], real.URL, real.Name, labels(i)); err != nil {
+		backend := i % len(b.f.Managed)
+		real := b.f.Managed[backend]
+		if leasePerName {
+			if err := b.addRelayedClusterSecret(ctx, names[i], backend, labels(i)); err != nil {
+				return err
+			}
+		} else if err := b.f.AddClusterSecret(ctx, names[i], real.URL, real.Name, labels(i)); err != nil {
 			return err
 		}
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: names[i]}}

@@ -50,6 +50,8 @@ type replicasResult struct {
 	pendingAtChange int
 	// summaries: every name's agent summary, each cached by its cluster's replica only.
 	summaries *summaryCaches
+	// fleet: the machine and the replicas while converging on every name.
+	fleet *replicasFleet
 }
 
 // replicaClusterNames are the replicas scenario's cluster names.
@@ -76,34 +78,16 @@ func (b *bench) runReplicas(ctx context.Context) error {
 			labels[replicaThird] = "yes"
 		}
 		return labels
-	}); err != nil {
+	}, b.leasePerName("replicas", n)); err != nil {
 		return fmt.Errorf("replicas: %w", err)
 	}
 	res := &replicasResult{names: n, replicas: k, policies: b.o.policies, baseClusters: base, owned: map[string]float64{}, rss: map[string]float64{}}
 	b.replicasRes = res
 
-	// The baseline: one replica (sharing, alone) on the first third.
-	solo, err := b.startReplica(ctx, "bench-rep1", "solo")
-	if err != nil {
-		return err
-	}
-	fps := b.fleetPolicyNames("rep1")
-	t, stop, err := newTracker(ctx, b.informer, "rep1")
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	if err := b.createFleetPolicies(ctx, fps, map[string]string{replicaThird: "yes"}); err != nil {
-		return err
-	}
-	last, missing, ok := t.waitAll(ctx, stampSynced, fps, names[:base], start.Add(b.o.timeout))
-	stop()
-	res.baseOK, res.baseConverge = ok, last.Sub(start)
-	res.baseRSS = float64(procstat.Sum([]procstat.Group{{Name: "solo", PIDs: []int{solo.pid}}})["solo"].RSS)
-	logf("replicas: baseline, 1 replica on %d clusters: converged %s (%d missing), RSS %s", base, fmtDur(res.baseConverge, ok, b.o.timeout), missing, mib(res.baseRSS))
-	_, _, _ = solo.stop()
-	if err := b.dropFleetPolicies(ctx, fps); err != nil {
-		return err
+	if b.o.replicaBaseline {
+		if err := b.replicaBaseline(ctx, names[:base], res); err != nil {
+			return err
+		}
 	}
 
 	// k replicas on every name.
@@ -133,18 +117,30 @@ func (b *bench) runReplicas(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("replicas: the %d replicas did not see each other live: %w", k, err)
 	}
-	fps = b.fleetPolicyNames("rep")
-	t, stop, err = newTracker(ctx, b.informer, "rep-")
+	fps := b.fleetPolicyNames("rep")
+	t, stop, err := newTracker(ctx, b.informer, "rep-")
 	if err != nil {
 		return err
 	}
 	defer stop()
-	start = time.Now()
+	baselineWatches, err := b.openWatches(ctx)
+	if err != nil {
+		return err
+	}
+	before := b.snapshotReplicas(procs)
+	start := time.Now()
 	if err := b.createFleetPolicies(ctx, fps, map[string]string{setLabel: "replicas"}); err != nil {
 		return err
 	}
-	last, missing, ok = t.waitAll(ctx, stampSynced, fps, names, start.Add(b.o.timeout))
+	res.fleet = &replicasFleet{}
+	stopProgress := b.progress("replicas", t, procs, res.fleet)
+	last, missing, ok := t.waitAll(ctx, stampSynced, fps, names, start.Add(b.o.timeout))
+	stopProgress()
 	res.ok, res.converge = ok, last.Sub(start)
+	res.fleet.took, res.fleet.phases = time.Since(start), t.phases()
+	after := b.snapshotReplicas(procs)
+	res.fleet.cpu = cpuBetween(before, after)
+	b.measureReplicasFleet(ctx, procs, replicaNames, baselineWatches, res.fleet)
 	for i, h := range procs {
 		if m, err := h.scrape(ctx, "policyhub_replica_clusters"); err == nil {
 			res.owned[replicaNames[i]], _ = m.sum("policyhub_replica_clusters", nil)
@@ -152,10 +148,21 @@ func (b *bench) runReplicas(ctx context.Context) error {
 		res.rss[replicaNames[i]] = float64(procstat.Sum([]procstat.Group{{Name: "r", PIDs: []int{h.pid}}})["r"].RSS)
 	}
 	logf("replicas: %d replicas on %d clusters: converged %s (%d missing); clusters %v; RSS %v", k, n, fmtDur(res.converge, ok, b.o.timeout), missing, res.owned, res.rss)
+	logf("replicas: %s; goroutines %v; watches %.0f; lock_held %v; unreachable %v; sync Lease conflicts %d, failed writes %d, failed renewals %d in the logs; least MemAvailable %.0f MiB; %s",
+		res.fleet.phases, res.fleet.goroutines, res.fleet.watches, res.fleet.lockHeld, res.fleet.unreach, res.fleet.leaseConflicts, res.fleet.leaseWritesFailed, res.fleet.leaseRenewFailed, res.fleet.minAvailMiB, res.fleet.relay)
 	if b.o.replicaSummaries {
 		if res.summaries, err = b.measureSummaryCaches(ctx, procs, replicaNames, names); err != nil {
 			return err
 		}
+	}
+
+	if !b.o.replicaKill || !ok {
+		logf("replicas: no kill (-replica-kill=%v, converged %v)", b.o.replicaKill, ok)
+		for _, h := range procs {
+			_, _, _ = h.stop()
+		}
+		procs = nil
+		return b.dropFleetPolicies(ctx, fps)
 	}
 
 	// Kill the replica working the most, and change every FleetPolicy at once.
@@ -213,6 +220,33 @@ func (b *bench) runReplicas(ctx context.Context) error {
 	}
 	procs = nil
 	return b.dropFleetPolicies(ctx, fps)
+}
+
+// replicaBaseline converges one replica (sharing, alone) on the first third of the names.
+func (b *bench) replicaBaseline(ctx context.Context, names []string, res *replicasResult) error {
+	solo, err := b.startReplica(ctx, "bench-rep1", "solo")
+	if err != nil {
+		return err
+	}
+	fps := b.fleetPolicyNames("rep1")
+	t, stop, err := newTracker(ctx, b.informer, "rep1")
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := b.createFleetPolicies(ctx, fps, map[string]string{replicaThird: "yes"}); err != nil {
+		return err
+	}
+	last, missing, ok := t.waitAll(ctx, stampSynced, fps, names, start.Add(b.o.timeout))
+	stop()
+	res.baseOK, res.baseConverge = ok, last.Sub(start)
+	res.baseRSS = float64(procstat.Sum([]procstat.Group{{Name: "solo", PIDs: []int{solo.pid}}})["solo"].RSS)
+	logf("replicas: baseline, 1 replica on %d clusters: converged %s (%d missing), RSS %s", len(names), fmtDur(res.baseConverge, ok, b.o.timeout), missing, mib(res.baseRSS))
+	_, _, _ = solo.stop()
+	if err := b.dropFleetPolicies(ctx, fps); err != nil {
+		return err
+	}
+	return nil
 }
 
 // startReplica starts a hub replica sharing the fleet.
@@ -368,7 +402,11 @@ func (b *bench) printReplicas() {
 	fmt.Println("| measure | 1 replica, a third of the names | " + fmt.Sprint(r.replicas) + " replicas, every name |")
 	fmt.Println("|---|---|---|")
 	fmt.Printf("| clusters | %d | %d |\n", r.baseClusters, r.names)
-	fmt.Printf("| converge | %s | %s |\n", fmtDur(r.baseConverge, r.baseOK, b.o.timeout), fmtDur(r.converge, r.ok, b.o.timeout))
+	baseConverge, baseRSS := fmtDur(r.baseConverge, r.baseOK, b.o.timeout), mib(r.baseRSS)
+	if !b.o.replicaBaseline {
+		baseConverge, baseRSS = "not run (-replica-baseline=false)", "–"
+	}
+	fmt.Printf("| converge | %s | %s |\n", baseConverge, fmtDur(r.converge, r.ok, b.o.timeout))
 	names := make([]string, 0, len(r.owned))
 	for n := range r.rss {
 		names = append(names, n)
@@ -385,8 +423,13 @@ func (b *bench) printReplicas() {
 		imbalance = most / (sum / float64(len(names)))
 	}
 	fmt.Printf("| clusters per replica (max/mean) | %d | %s(%.3f) |\n", r.baseClusters, owned, imbalance)
-	fmt.Printf("| RSS per replica | %s | %s|\n", mib(r.baseRSS), rss)
+	fmt.Printf("| RSS per replica | %s | %s|\n", baseRSS, rss)
+	printReplicasFleet(r.fleet, names)
 	printSummaryCaches(r.summaries, r.owned, names, b.o.timeout)
+	if r.victim == "" {
+		fmt.Println("| a replica killed | – | not run (-replica-kill=false, or the replicas did not converge) |")
+		return
+	}
 	fmt.Printf("| killed replica's %d clusters, a FleetPolicy changed at the kill: the first holds it | – | %s |\n", r.victimClusters, fmtDur(r.first, r.firstOK, b.o.timeout))
 	fmt.Printf("| … all of them hold it | – | %s |\n", fmtDur(r.resumed, r.resumedOK, b.o.timeout))
 	fmt.Printf("| every cluster holds it | – | %s (%d entries not at the end) |\n", fmtDur(r.allDone, r.allOK, b.o.timeout), r.pendingAtChange)
