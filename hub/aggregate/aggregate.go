@@ -170,6 +170,21 @@ func Heartbeat(s *policyhubv1.PolicyReportSummary) time.Duration {
 	return min(beat, MaxHeartbeat)
 }
 
+// PushInterval is the least time the hub asked the summary's agent to leave between two pushes
+// (status.pacing, the hub's own; at least policyhubv1.MinPushInterval, at most MaxHeartbeat): how
+// long a change may wait in the agent before the hub sees it, once the agent's reserve of
+// urgent pushes is spent.
+func PushInterval(s *policyhubv1.PolicyReportSummary) time.Duration {
+	push := policyhubv1.MinPushInterval
+	if s == nil {
+		return push
+	}
+	if p := s.Status.Pacing; p != nil && p.PushInterval.Duration > push {
+		push = p.PushInterval.Duration
+	}
+	return min(push, MaxHeartbeat)
+}
+
 // ObservedAt is when the hub saw the summary's current generation, by the hub's clock, and
 // whether it has. Until it has (its summary controller records status.observedTime within
 // moments of each push), the agent's generatedAt stands in. Either is never later than now: a

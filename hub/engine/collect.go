@@ -251,10 +251,10 @@ func gateReports(plan *rollout.Plan, own []Outcome, clusters []policyhubv1.Clust
 			// and this is judged again then).
 			if res.Observed.IsZero() && judgedFor != nil && judgedFor.Time.Equal(arrivalMicro(arrived)) {
 				fresh = true
-			} else if fresh = freshReport(res, heard, arrived, known); !fresh && !done[waveOf[c.Name]] {
+			} else if fresh = freshReport(res, heard, arrived, known, quietProof(s)); !fresh && !done[waveOf[c.Name]] {
 				// Look again when the agent's next renewal is due, or when one would be late
 				// enough to count.
-				at := arrived.Add(quietProof)
+				at := arrived.Add(quietProof(s))
 				if next := heard.Add(aggregate.Heartbeat(s)); next.After(at) {
 					at = next
 				}
@@ -292,8 +292,12 @@ const reportGrace = 30 * time.Second
 // quietProof is how long after a version arrived the hub must have heard its cluster's agent
 // (its Lease renewed) for an unchanged summary to count as the agent's report of that version:
 // Kyverno's grace, plus the time an agent may hold a change before pushing it (its push
-// interval, 10s by default), so a renewal cannot overtake a push of new results.
-const quietProof = reportGrace + 15*time.Second
+// interval: 10s by default, longer when the hub paces a big fleet, and a paced agent may hold
+// even a new failure that long once its reserve of urgent pushes is spent), so a renewal cannot
+// overtake a push of new results.
+func quietProof(s *policyhubv1.PolicyReportSummary) time.Duration {
+	return reportGrace + max(15*time.Second, aggregate.PushInterval(s)+5*time.Second)
+}
 
 // freshReport tells whether a summary's results of a declaration's policies are of the version
 // that arrived at arrived (by the hub's clock: when the worker wrote it, or when the wave was
@@ -314,7 +318,7 @@ const quietProof = reportGrace + 15*time.Second
 // of summaries), so translated result times read that much later than they were, and a summary
 // the agent built just before the arrival but the hub saw just after counts as after it. Both
 // are the push's latency: sub-second normally, seconds when the hub is busy.
-func freshReport(res aggregate.Results, lastHeard, arrived time.Time, written bool) bool {
+func freshReport(res aggregate.Results, lastHeard, arrived time.Time, written bool, quietProof time.Duration) bool {
 	if res.Observed.IsZero() {
 		return false
 	}
@@ -389,13 +393,13 @@ func setPreviews(clusters []policyhubv1.ClusterStatus, read SummaryRead, t *rend
 // at is when it may be.
 func settledAt(s *policyhubv1.PolicyReportSummary, read SummaryRead, arrived, now time.Time) (at time.Time, ok bool) {
 	if arrived.IsZero() {
-		return now.Add(quietProof), false
+		return now.Add(quietProof(s)), false
 	}
 	observed, _ := aggregate.ObservedAt(s, now)
-	if !observed.Before(arrived.Add(reportGrace)) || !read.LastHeard(s, now).Before(arrived.Add(quietProof)) {
+	if !observed.Before(arrived.Add(reportGrace)) || !read.LastHeard(s, now).Before(arrived.Add(quietProof(s))) {
 		return time.Time{}, true
 	}
-	at = arrived.Add(quietProof)
+	at = arrived.Add(quietProof(s))
 	if next := read.LastHeard(s, now).Add(aggregate.Heartbeat(s)); next.After(at) {
 		at = next
 	}

@@ -36,18 +36,18 @@ func TestFreshReport(t *testing.T) {
 		// arrival, its unchanged summary is its report of the version, but never one whose
 		// results Kyverno made before the version arrived.
 		{"seen before, agent heard just after the arrival", aggregate.Results{Observed: at(-time.Minute), Unlisted: 1}, at(5 * time.Second), false},
-		{"seen before, agent heard quietProof after the arrival, no results", aggregate.Results{Observed: at(-time.Minute), Unlisted: 1}, arrived.Add(quietProof), true},
+		{"seen before, agent heard quietProof after the arrival, no results", aggregate.Results{Observed: at(-time.Minute), Unlisted: 1}, arrived.Add(unpacedQuietProof), true},
 		{"seen before, agent heard long after, but older results are there", aggregate.Results{Observed: at(-time.Minute), OldestResult: at(-time.Hour)}, arrived.Add(time.Hour), false},
-		{"seen after, a policy without results, agent heard quietProof after", aggregate.Results{Observed: at(5 * time.Second), Unlisted: 1}, arrived.Add(quietProof), true},
+		{"seen after, a policy without results, agent heard quietProof after", aggregate.Results{Observed: at(5 * time.Second), Unlisted: 1}, arrived.Add(unpacedQuietProof), true},
 	} {
-		if got := freshReport(tc.res, tc.heard, arrived, true); got != tc.want {
+		if got := freshReport(tc.res, tc.heard, arrived, true, unpacedQuietProof); got != tc.want {
 			t.Errorf("%s: fresh %v, want %v", tc.name, got, tc.want)
 		}
 	}
 	// After a hub restart the arrival is the moment the wave was seen synced, and the results
 	// Kyverno made before it are of what the cluster held all along.
 	older := aggregate.Results{Observed: at(5 * time.Second), OldestResult: at(-time.Hour)}
-	if !freshReport(older, time.Time{}, arrived, false) || freshReport(older, time.Time{}, arrived, true) {
+	if !freshReport(older, time.Time{}, arrived, false, unpacedQuietProof) || freshReport(older, time.Time{}, arrived, true, unpacedQuietProof) {
 		t.Error("older results count only when the arrival is not known to be a write")
 	}
 }
@@ -83,7 +83,7 @@ func TestFreshReportWithClusterClockSkew(t *testing.T) {
 		} {
 			now := arrived.Add(time.Minute)
 			res := aggregate.ForPolicies(summary(skew, tc.seen, tc.result), policies, now)
-			if got := freshReport(res, time.Time{}, arrived, true); got != tc.want {
+			if got := freshReport(res, time.Time{}, arrived, true, unpacedQuietProof); got != tc.want {
 				t.Errorf("clock %v off, %s: fresh %v, want %v", skew, tc.name, got, tc.want)
 			}
 		}
@@ -91,7 +91,7 @@ func TestFreshReportWithClusterClockSkew(t *testing.T) {
 	// Not seen by the hub yet: whatever its clock says, not fresh.
 	unseen := summary(time.Hour, after, after)
 	unseen.Generation++
-	if freshReport(aggregate.ForPolicies(unseen, policies, arrived.Add(time.Minute)), arrived.Add(time.Hour), arrived, true) {
+	if freshReport(aggregate.ForPolicies(unseen, policies, arrived.Add(time.Minute)), arrived.Add(time.Hour), arrived, true, unpacedQuietProof) {
 		t.Error("a generation the hub has not seen counted as fresh")
 	}
 }
@@ -130,7 +130,7 @@ func TestGateReports(t *testing.T) {
 	if fresh(0) != "true" || fresh(1) != "false" || fresh(2) != "unjudged" || fresh(3) != "true" {
 		t.Errorf("fresh: after %s, before %s, held %s, theirs %s; want true, false, unjudged, true (its owner's)", fresh(0), fresh(1), fresh(2), fresh(3))
 	}
-	if want := wrote.Add(quietProof).Sub(now) + time.Second; recheck != want {
+	if want := wrote.Add(unpacedQuietProof).Sub(now) + time.Second; recheck != want {
 		t.Errorf("recheck in %v, want %v (when a renewal would be late enough to count)", recheck, want)
 	}
 	plan.States = []rollout.WaveState{{Name: "canary", Phase: rollout.Done}}
@@ -202,6 +202,37 @@ func TestGateReportsKeepAFreshJudgementWhileANewSummaryIsUnobserved(t *testing.T
 	notFresh.ReportsFresh = &f
 	if got := judge(unobserved, notFresh, wrote); *got.ReportsFresh {
 		t.Error("a judgement of not fresh was turned fresh by an unobserved summary")
+	}
+}
+
+// unpacedQuietProof is quietProof of an agent the hub does not pace (it pushes within 10 s).
+var unpacedQuietProof = quietProof(nil)
+
+// A paced agent may hold a change for its push interval: the hub must hear it that long (and
+// Kyverno's grace) after a version arrived before its unchanged summary counts as the report of
+// that version; an unpaced one, 10 s.
+func TestQuietProofCoversThePublishedPushInterval(t *testing.T) {
+	paced := &policyhubv1.PolicyReportSummary{}
+	if got, want := quietProof(paced), reportGrace+15*time.Second; got != want {
+		t.Errorf("unpaced: %s, want %s", got, want)
+	}
+	paced.Status.Pacing = &policyhubv1.SummaryPacing{PushInterval: metav1.Duration{Duration: 160 * time.Second}}
+	if got, want := quietProof(paced), reportGrace+165*time.Second; got != want {
+		t.Errorf("paced at 160s: %s, want %s", got, want)
+	}
+	paced.Status.Pacing.PushInterval.Duration = 100 * time.Hour // the hub's own, but bounded all the same
+	if got, want := quietProof(paced), reportGrace+aggregate.MaxHeartbeat+5*time.Second; got != want {
+		t.Errorf("paced beyond the cap: %s, want %s", got, want)
+	}
+	arrived := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	res := aggregate.Results{Observed: arrived.Add(-time.Minute)}
+	heard := arrived.Add(time.Minute) // a renewal a minute after the version arrived, nothing pushed
+	if !freshReport(res, heard, arrived, false, unpacedQuietProof) {
+		t.Error("an unpaced agent heard a minute after the arrival with nothing new: not fresh")
+	}
+	paced.Status.Pacing.PushInterval.Duration = 160 * time.Second
+	if freshReport(res, heard, arrived, false, quietProof(paced)) {
+		t.Error("an agent paced at 160s, heard a minute after: fresh, though it may still hold a change")
 	}
 }
 
