@@ -26,7 +26,9 @@ func (w *writes) Summary(context.Context, policyhubv1.PolicyReportSummarySpec, t
 	w.summaries.Add(1)
 	return push.PacingRead{}, nil
 }
-func (w *writes) Pacing(context.Context) (push.PacingRead, bool, error) { return push.PacingRead{}, false, nil }
+func (w *writes) Pacing(context.Context) (push.PacingRead, bool, error) {
+	return push.PacingRead{}, false, nil
+}
 
 // readAt is a collector whose first full read ends when the test says so.
 type readAt struct {

@@ -85,12 +85,16 @@ func TestUrgent(t *testing.T) {
 		{"a namespace's counts (the policies' again)", func(s *policyhubv1.PolicyReportSummarySpec) { s.Namespaces[0].Results.Pass = 1 }, false},
 		{"an exception's results", func(s *policyhubv1.PolicyReportSummarySpec) { s.Exceptions[0].Results = 4 }, false},
 		{"a shadow's counts", func(s *policyhubv1.PolicyReportSummarySpec) { s.Shadows[0].WouldFail = 5 }, false},
-		{"a policy's title and severity", func(s *policyhubv1.PolicyReportSummarySpec) { s.Policies[0].Title, s.Policies[0].Severity = "t", "high" }, false},
+		{"a policy's title and severity", func(s *policyhubv1.PolicyReportSummarySpec) {
+			s.Policies[0].Title, s.Policies[0].Severity = "t", "high"
+		}, false},
 		{"a passing application listed", func(s *policyhubv1.PolicyReportSummarySpec) {
 			s.Applications = append(s.Applications, policyhubv1.ApplicationSummary{Namespace: "a", Name: "b", Policy: "p", Results: policyhubv1.ResultCounts{Pass: 1}})
 		}, false},
 		{"a passing application dropped", func(s *policyhubv1.PolicyReportSummarySpec) { s.Applications = s.Applications[:1] }, false},
-		{"policies reordered", func(s *policyhubv1.PolicyReportSummarySpec) { s.Policies[0], s.Policies[1] = s.Policies[1], s.Policies[0] }, false},
+		{"policies reordered", func(s *policyhubv1.PolicyReportSummarySpec) {
+			s.Policies[0], s.Policies[1] = s.Policies[1], s.Policies[0]
+		}, false},
 		{"an empty list for none (nil and empty alike)", func(s *policyhubv1.PolicyReportSummarySpec) { s.Engine.ReportAPIs = []string{} }, false},
 		{"an absent truncation made explicit", func(s *policyhubv1.PolicyReportSummarySpec) { s.Truncated = &policyhubv1.Truncation{} }, false},
 	}

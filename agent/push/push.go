@@ -501,6 +501,7 @@ func mayPush(s state, now time.Time, pc pace, urgent bool) bool {
 	left, _ := s.left(now, pc.PushInterval)
 	return left > 0
 }
+
 // leaseState is what RenewLease knows between two renewals.
 type leaseState struct {
 	// Renewed: a renewal has succeeded.
