@@ -121,6 +121,16 @@ func New(hub client.Client, o Options) (*Pusher, error) {
 	return newPusher(&APIWrites{hub: hub, cluster: o.Cluster, beat: o.beat()}, o), nil
 }
 
+// NewAPIWrites returns the writes New makes, for a Pusher made by NewWith that wraps them (a
+// benchmark that stamps each write); o is checked as New checks it.
+func NewAPIWrites(hub client.Client, o Options) (*APIWrites, error) {
+	p, err := New(hub, o)
+	if err != nil {
+		return nil, err
+	}
+	return p.writes.(*APIWrites), nil
+}
+
 // NewWith returns a Pusher whose writes go to w instead of the hub's API.
 func NewWith(w Writes, o Options) (*Pusher, error) {
 	if w == nil {
