@@ -47,11 +47,14 @@ const attemptTimeout = 30 * time.Second
 type Options struct {
 	// Cluster is the managed cluster's name; required. The hub namespace written to is the cluster name.
 	Cluster string
-	// Interval is the minimum time between summary pushes; 0 means DefaultInterval (10s).
+	// Interval is the minimum time between summary pushes; 0 means DefaultInterval (10s). It is
+	// how soon an urgent change is pushed; any other waits for the share the hub publishes
+	// (status.pacing.pushInterval) when that is longer.
 	Interval time.Duration
 	// Heartbeat is how often the agent renews its Lease on the hub, so the hub can tell it is
 	// alive; the Lease lasts three heartbeats, and the hub marks results stale after three missed
-	// renewals. 0 means DefaultHeartbeat (1m). A Heartbeat shorter than Interval acts as Interval.
+	// renewals. 0 means DefaultHeartbeat (1m). A Heartbeat shorter than Interval acts as Interval,
+	// and one shorter than the heartbeat the hub publishes as that.
 	// An unchanged summary is never pushed again: liveness is not content.
 	Heartbeat time.Duration
 	// MaxBackoff caps the wait between retries after failed writes (starting at 1s, doubling);
