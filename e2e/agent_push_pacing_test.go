@@ -102,3 +102,67 @@ func setFail(src *summarySource, hash string, fail int64) {
 	defer src.mu.Unlock()
 	src.spec = policyhubv1.PolicyReportSummarySpec{ContentHash: hash, Totals: policyhubv1.ResultCounts{Pass: 10, Fail: fail}}
 }
+
+// A summary write's response is the whole object, status included: the apply that creates or
+// takes back the summary and the patch after it each return the pacing the status holds, as does
+// the read of it from the apiserver's cache, on a real kube-apiserver.
+func TestSummaryWritesReturnPublishedPacing(t *testing.T) {
+	ctx := testContext(t)
+	const cluster = "push-pacing-2"
+	hub := directClient(t, fleetOf(t).Hub.Config)
+	createNamespace(ctx, t, hub, cluster)
+	o := push.Options{Cluster: cluster, Interval: 200 * time.Millisecond, Heartbeat: 2 * time.Second}
+	spec := func(n int64) policyhubv1.PolicyReportSummarySpec {
+		return policyhubv1.PolicyReportSummarySpec{ContentHash: fmt.Sprintf("w-%d", n), Totals: policyhubv1.ResultCounts{Pass: n}}
+	}
+	first, err := push.NewAPIWrites(hub, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Summary(ctx, spec(1), time.Now()); err != nil {
+		t.Fatalf("create the summary: %v", err)
+	}
+	summary := &policyhubv1.PolicyReportSummary{}
+	summary.Namespace, summary.Name = cluster, push.SummaryName
+	published := `{"status":{"pacing":{"pushInterval":"40s","heartbeatInterval":"2m0s","clusters":9}}}`
+	if err := hub.Status().Patch(ctx, summary, client.RawPatch(types.MergePatchType, []byte(published))); err != nil {
+		t.Fatalf("publish the pacing in the summary's status: %v", err)
+	}
+
+	// Each round: a new agent's first write (an apply), its second (a patch), and a read; each
+	// must return what the status holds when read back right after.
+	n := int64(1)
+	eventually(t, time.Minute, 500*time.Millisecond, "every write's response and the read return the status's pacing", func() error {
+		w, err := push.NewAPIWrites(hub, o)
+		if err != nil {
+			return err
+		}
+		var got []push.PacingRead
+		for range 2 {
+			n++
+			read, err := w.Summary(ctx, spec(n), time.Now())
+			if err != nil {
+				return err
+			}
+			got = append(got, read)
+		}
+		read, found, err := w.Pacing(ctx)
+		if err != nil || !found {
+			return fmt.Errorf("read the pacing: found %t, %v", found, err)
+		}
+		got = append(got, read)
+		s, err := hubSummary(ctx, hub, cluster)
+		if err != nil {
+			return err
+		}
+		if s.Status.Pacing == nil {
+			return fmt.Errorf("the summary's status has no pacing (the test published one)")
+		}
+		for i, what := range []string{"the apply's response", "the patch's response", "the read"} {
+			if got[i].Unreadable != "" || got[i].Pacing == nil || *got[i].Pacing != *s.Status.Pacing {
+				return fmt.Errorf("%s: %+v, the status holds %+v", what, got[i], *s.Status.Pacing)
+			}
+		}
+		return nil
+	})
+}
