@@ -178,3 +178,34 @@ func TestPublishedPacingBoundedAndDropped(t *testing.T) {
 		r.stop(t)
 	})
 }
+
+// A pass-only change deferred to the share is pushed with an urgent change that comes after it,
+// at Interval, not a share later: the push carries the latest build, both changes in it.
+func TestUrgentChangeCarriesADeferredOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hub := newWriteLog()
+		hub.publish(testShare, time.Minute)
+		r := start(t, hub, defaultOptions())
+		advance(5 * time.Second)
+		r.src.set("pass-only")
+		r.signal()
+		advance(25 * time.Second)
+		if r.Pushes() != 1 {
+			t.Fatalf("%d pushes 30s in: the pass-only change was not deferred", r.Pushes())
+		}
+		r.src.setFail(3)
+		r.signal()
+		synctest.Wait()
+		if r.Pushes() != 2 {
+			t.Fatalf("%d pushes right after an urgent change, Interval after the last push: want 2", r.Pushes())
+		}
+		if s, _ := hub.summary(t); s.Totals.Fail != 3 {
+			t.Errorf("the push carries fail %d, want 3 (the latest build)", s.Totals.Fail)
+		}
+		advance(testShare)
+		if r.Pushes() != 2 {
+			t.Errorf("%d pushes a share later with nothing new, want 2: the deferred change went with the urgent one", r.Pushes())
+		}
+		r.stop(t)
+	})
+}
