@@ -18,10 +18,16 @@ type writes struct {
 	renewals, summaries atomic.Int64
 }
 
-func (w *writes) Renew(context.Context, time.Time) error { w.renewals.Add(1); return nil }
-func (w *writes) Summary(context.Context, policyhubv1.PolicyReportSummarySpec, time.Time) error {
-	w.summaries.Add(1)
+func (w *writes) Renew(context.Context, time.Time, time.Duration) error {
+	w.renewals.Add(1)
 	return nil
+}
+func (w *writes) Summary(context.Context, policyhubv1.PolicyReportSummarySpec, time.Time) (push.PacingRead, error) {
+	w.summaries.Add(1)
+	return push.PacingRead{}, nil
+}
+func (w *writes) Pacing(context.Context) (push.PacingRead, bool, error) {
+	return push.PacingRead{}, false, nil
 }
 
 // readAt is a collector whose first full read ends when the test says so.

@@ -54,7 +54,8 @@ func TestDecide(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			next, force := decide(c.s, c.now, interval)
+			// With no published pacing, the share is Interval: today's behaviour.
+			next, force := decide(c.s, c.now, pace{Interval: interval, PushInterval: interval, Beat: time.Minute})
 			if !next.Equal(c.next) || force != c.force {
 				t.Errorf("decide = (%s, force %t), want (%s, force %t)", show(next), force, show(c.next), c.force)
 			}
@@ -252,7 +253,7 @@ func TestSummaryObject(t *testing.T) {
 // The Lease says who holds it (the cluster), for how long (three beats) and when it was renewed,
 // and nothing else the agent has no use for.
 func TestLeaseObject(t *testing.T) {
-	l := (&APIWrites{cluster: "cluster-1", beat: time.Minute}).leaseObject(t0)
+	l := leaseObject("cluster-1", t0, time.Minute)
 	if l.Name == nil || *l.Name != LeaseName || l.Namespace == nil || *l.Namespace != "cluster-1" {
 		t.Errorf("Lease %v/%v, want cluster-1/%s", l.Namespace, l.Name, LeaseName)
 	}
@@ -283,7 +284,7 @@ func TestNewWritesWithTheLongerOfHeartbeatAndInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := p.writes.(*APIWrites)
-	if d := w.leaseObject(t0).Spec.LeaseDurationSeconds; d == nil || *d != 30 {
+	if d := leaseObject("cluster-1", t0, p.beat()).Spec.LeaseDurationSeconds; d == nil || *d != 30 {
 		t.Errorf("leaseDurationSeconds %v, want 30", d)
 	}
 	obj, err := w.summaryObject(policyhubv1.PolicyReportSummarySpec{}, t0)

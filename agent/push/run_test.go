@@ -3,6 +3,7 @@ package push
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -45,6 +47,17 @@ type writeLog struct {
 	lastRenewal time.Time
 	lastSummary *policyhubv1.PolicyReportSummarySpec
 	summaryAt   time.Time
+	// summaries are every summary landed; beats the beat of every renewal landed.
+	summaries []landedSummary
+	beats     []time.Duration
+	// pacing is what the hub publishes; pacingReads counts the reads of it.
+	pacing      *policyhubv1.SummaryPacing
+	pacingReads int
+}
+
+type landedSummary struct {
+	spec policyhubv1.PolicyReportSummarySpec
+	at   time.Time
 }
 
 func newWriteLog() *writeLog {
@@ -66,24 +79,43 @@ func (l *writeLog) attempt(ctx context.Context, kind string) error {
 	return nil
 }
 
-func (l *writeLog) Renew(ctx context.Context, at time.Time) error {
+func (l *writeLog) Renew(ctx context.Context, at time.Time, beat time.Duration) error {
 	if err := l.attempt(ctx, leaseWrite); err != nil {
 		return err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lastRenewal = at
+	l.beats = append(l.beats, beat)
 	return nil
 }
 
-func (l *writeLog) Summary(ctx context.Context, spec policyhubv1.PolicyReportSummarySpec, at time.Time) error {
+func (l *writeLog) Summary(ctx context.Context, spec policyhubv1.PolicyReportSummarySpec, at time.Time) (PacingRead, error) {
 	if err := l.attempt(ctx, summaryWrite); err != nil {
-		return err
+		return PacingRead{}, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lastSummary, l.summaryAt = &spec, at
-	return nil
+	l.summaries = append(l.summaries, landedSummary{spec: spec, at: at})
+	return PacingRead{Pacing: l.pacing}, nil
+}
+
+// Pacing is what the hub publishes, as a write's response says it (a summary is there once one
+// landed).
+func (l *writeLog) Pacing(context.Context) (PacingRead, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pacingReads++
+	return PacingRead{Pacing: l.pacing}, l.landed[summaryWrite] > 0, nil
+}
+
+// publish makes the hub publish pacing (nil: none) from now on.
+func (l *writeLog) publish(pushInterval, heartbeat time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pacing = &policyhubv1.SummaryPacing{PushInterval: metav1.Duration{Duration: pushInterval},
+		HeartbeatInterval: metav1.Duration{Duration: heartbeat}, Clusters: 1000}
 }
 
 // failing makes every write of kind answer what fail returns (nil: they land again).
@@ -130,9 +162,11 @@ func stalled(ctx context.Context) error {
 }
 
 // content stands for collect+summarize: a content hash the test changes, and the builds made.
+// The fail count is urgent to push; the hash alone (pass counts) is not.
 type content struct {
 	mu     sync.Mutex
 	hash   string
+	fail   int64
 	builds int
 }
 
@@ -142,11 +176,19 @@ func (c *content) set(hash string) {
 	c.hash = hash
 }
 
+// setFail sets the fail count, with a hash that says so.
+func (c *content) setFail(fail int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fail = fail
+	c.hash = fmt.Sprintf("fail-%d", fail)
+}
+
 func (c *content) build() policyhubv1.PolicyReportSummarySpec {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.builds++
-	return policyhubv1.PolicyReportSummarySpec{ContentHash: c.hash, Totals: policyhubv1.ResultCounts{Pass: int64(len(c.hash))}}
+	return policyhubv1.PolicyReportSummarySpec{ContentHash: c.hash, Totals: policyhubv1.ResultCounts{Pass: int64(len(c.hash)), Fail: c.fail}}
 }
 
 // run is a Pusher running in the bubble until stop.

@@ -25,78 +25,133 @@ import (
 type APIWrites struct {
 	hub     client.Client
 	cluster string
-	// beat is the Lease's renewal interval, and the heartbeat the summary announces.
+	// beat is the heartbeat a summary announces when its spec names none (the Pusher names its
+	// current one).
 	beat time.Duration
 	// leaseApplied, summaryApplied: applied whole since this started.
 	leaseApplied, summaryApplied bool
+	// leaseBeat is the beat the Lease was last applied whole with: a renewal with another
+	// applies it whole again, so its leaseDurationSeconds follows the heartbeat.
+	leaseBeat time.Duration
 }
 
-// Renew applies the cluster's Lease with renewTime at. Only spec's holder, duration and renew
-// time are sent, so the agent owns nothing else of it.
+// Renew applies the cluster's Lease with renewTime at, lasting three beats. Only spec's holder,
+// duration and renew time are sent, so the agent owns nothing else of it.
 //
 // The first renewal applies the whole Lease (creating it, and taking its fields back should
-// anyone have changed them); later ones patch renewTime alone, which costs the hub's apiserver
-// about 40 % less than an apply at a thousand agents (docs/benchmarks.md, the quiet fleet). A
-// patch that finds no Lease (it was deleted) applies it again.
-func (w *APIWrites) Renew(ctx context.Context, at time.Time) error {
+// anyone have changed them), and so does the first with a new beat (its duration changes); later
+// ones patch renewTime alone, which costs the hub's apiserver about 40 % less than an apply at a
+// thousand agents (docs/benchmarks.md, the quiet fleet). A patch that finds no Lease (it was
+// deleted) applies it again.
+func (w *APIWrites) Renew(ctx context.Context, at time.Time, beat time.Duration) error {
+	if beat != w.leaseBeat {
+		w.leaseApplied = false
+	}
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: w.cluster, Name: LeaseName}}
 	patch := fmt.Sprintf(`{"spec":{"renewTime":%q}}`, metav1.NewMicroTime(at).Format(metav1.RFC3339Micro))
-	return w.patchOrApply(ctx, &w.leaseApplied, "Lease "+w.cluster+"/"+LeaseName,
-		lease, client.RawPatch(types.MergePatchType, []byte(patch)), w.leaseObject(at))
+	patched, err := w.patchOrApply(ctx, &w.leaseApplied, "Lease "+w.cluster+"/"+LeaseName,
+		lease, client.RawPatch(types.MergePatchType, []byte(patch)), leaseObject(w.cluster, at, beat))
+	if err == nil && !patched {
+		w.leaseBeat = beat
+	}
+	return err
 }
 
 // patchOrApply patches obj, once *applied says it was applied whole since this started; else, or
-// when the patch finds it gone, applies it whole.
-func (w *APIWrites) patchOrApply(ctx context.Context, applied *bool, what string, obj client.Object, patch client.Patch, whole runtime.ApplyConfiguration) error {
+// when the patch finds it gone, applies it whole. patched says which: obj holds the patch's
+// response, whole the apply's.
+func (w *APIWrites) patchOrApply(ctx context.Context, applied *bool, what string, obj client.Object, patch client.Patch, whole runtime.ApplyConfiguration) (patched bool, err error) {
 	if *applied {
 		err := w.hub.Patch(ctx, obj, patch, client.FieldOwner(FieldManager))
 		if !apierrors.IsNotFound(err) {
 			if err != nil {
-				return fmt.Errorf("patch %s on the hub: %w", what, err)
+				return true, fmt.Errorf("patch %s on the hub: %w", what, err)
 			}
-			return nil
+			return true, nil
 		}
 		*applied = false
 	}
 	if err := w.hub.Apply(ctx, whole, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return fmt.Errorf("apply %s on the hub: %w", what, err)
+		return false, fmt.Errorf("apply %s on the hub: %w", what, err)
 	}
 	*applied = true
-	return nil
+	return false, nil
 }
 
-// leaseObject is the Lease applied at a renewal at: held by the cluster, lasting three
-// heartbeats (as kubelets' node Leases last several renew intervals), renewed at.
-func (w *APIWrites) leaseObject(at time.Time) *coordinationv1ac.LeaseApplyConfiguration {
-	return coordinationv1ac.Lease(LeaseName, w.cluster).WithSpec(coordinationv1ac.LeaseSpec().
-		WithHolderIdentity(w.cluster).
-		WithLeaseDurationSeconds(leaseDurationSeconds(w.beat)).
+// leaseObject is cluster's Lease applied at a renewal at: held by the cluster, lasting three
+// heartbeats of beat (as kubelets' node Leases last several renew intervals), renewed at.
+func leaseObject(cluster string, at time.Time, beat time.Duration) *coordinationv1ac.LeaseApplyConfiguration {
+	return coordinationv1ac.Lease(LeaseName, cluster).WithSpec(coordinationv1ac.LeaseSpec().
+		WithHolderIdentity(cluster).
+		WithLeaseDurationSeconds(leaseDurationSeconds(beat)).
 		WithRenewTime(metav1.NewMicroTime(at)))
 }
 
 // Summary writes spec as the cluster's summary on the hub, generated at at; it never writes
-// status.
+// status, and returns the pacing the hub publishes there, from the write's response (the whole
+// object, for the apply as for the patch: no read is added).
 //
 // The first write applies the whole summary (creating it, and taking its spec back should anyone
 // have changed it); later ones replace spec with a JSON patch, as the Lease's renewals patch. For
 // the summary the verb hardly matters to the apiserver (docs/benchmarks.md, session 15's busy
 // fleet: ~5 % less a write); the patch keeps every write of an agent after its first the same
 // kind. A patch that finds no summary (it was deleted) applies it again.
-func (w *APIWrites) Summary(ctx context.Context, spec policyhubv1.PolicyReportSummarySpec, at time.Time) error {
+func (w *APIWrites) Summary(ctx context.Context, spec policyhubv1.PolicyReportSummarySpec, at time.Time) (PacingRead, error) {
 	obj, err := w.summaryObject(spec, at)
 	if err != nil {
-		return err
+		return PacingRead{}, err
 	}
 	patch, err := summaryPatch(obj)
 	if err != nil {
-		return err
+		return PacingRead{}, err
 	}
 	target := &unstructured.Unstructured{}
 	target.SetGroupVersionKind(obj.GroupVersionKind())
 	target.SetNamespace(obj.GetNamespace())
 	target.SetName(obj.GetName())
-	return w.patchOrApply(ctx, &w.summaryApplied, "PolicyReportSummary "+w.cluster+"/"+SummaryName,
+	patched, err := w.patchOrApply(ctx, &w.summaryApplied, "PolicyReportSummary "+w.cluster+"/"+SummaryName,
 		target, client.RawPatch(types.JSONPatchType, patch), client.ApplyConfigurationFromUnstructured(obj))
+	if err != nil {
+		return PacingRead{}, err
+	}
+	response := obj
+	if patched {
+		response = target
+	}
+	return pacingOf(response), nil
+}
+
+// Pacing reads the pacing the hub publishes in the cluster's summary's status, from the
+// apiserver's cache (resourceVersion 0: no etcd read; a pacing a moment old is as good).
+func (w *APIWrites) Pacing(ctx context.Context) (PacingRead, bool, error) {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(policyhubv1.GroupVersion.WithKind("PolicyReportSummary"))
+	err := w.hub.Get(ctx, client.ObjectKey{Namespace: w.cluster, Name: SummaryName}, obj,
+		&client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+	if apierrors.IsNotFound(err) {
+		return PacingRead{}, false, nil
+	}
+	if err != nil {
+		return PacingRead{}, false, fmt.Errorf("read PolicyReportSummary %s/%s on the hub: %w", w.cluster, SummaryName, err)
+	}
+	return pacingOf(obj), true, nil
+}
+
+// pacingOf is the summary obj's status.pacing, decoded. The schema types its intervals as mere
+// strings, so one may not decode: that is said (Unreadable), not taken for none.
+func pacingOf(obj *unstructured.Unstructured) PacingRead {
+	raw, found, err := unstructured.NestedMap(obj.Object, "status", "pacing")
+	if err != nil {
+		return PacingRead{Unreadable: fmt.Sprintf("status.pacing: %v", err)}
+	}
+	if !found {
+		return PacingRead{}
+	}
+	var pacing policyhubv1.SummaryPacing
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &pacing); err != nil {
+		return PacingRead{Unreadable: fmt.Sprintf("status.pacing: %v", err)}
+	}
+	return PacingRead{Pacing: &pacing}
 }
 
 // summaryPatch is the JSON patch that replaces the summary obj's spec.
@@ -132,7 +187,9 @@ func (w *APIWrites) summaryObject(spec policyhubv1.PolicyReportSummarySpec, at t
 	spec.Cluster = w.cluster
 	generated := metav1.NewTime(at)
 	spec.GeneratedAt = &generated
-	spec.HeartbeatInterval = &metav1.Duration{Duration: w.beat}
+	if spec.HeartbeatInterval == nil || spec.HeartbeatInterval.Duration <= 0 {
+		spec.HeartbeatInterval = &metav1.Duration{Duration: w.beat}
+	}
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
 	if err != nil {
 		return nil, fmt.Errorf("push: encode the summary: %w", err)

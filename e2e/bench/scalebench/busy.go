@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -47,6 +49,9 @@ func (b *bench) busyFleet(ctx context.Context, r *result, h *hubProc) error {
 	}
 	defer stopSlices()
 	defer stop()
+	if b.o.busyPaced {
+		return b.busyPacedFleet(ctx, r, h, obs, rounds)
+	}
 	// One agent's Pusher per cluster: each applies its summary whole at its first write, then
 	// patches it, as the agent does.
 	pushers := make([]*push.Pusher, len(names))
@@ -97,6 +102,137 @@ func (b *bench) busyFleet(ctx context.Context, r *result, h *hubProc) error {
 	logf("%s: busy fleet: %d rounds in %s (%d writes skipped: the cluster's last still in flight); hub apiserver %.2f cores, hub %.2f cores; summary → status p99 %.2fs (%d not reached); writes %s", r.name, rounds,
 		took.Round(time.Second), done.skipped, q.cores[partHubAPIServer], q.cores[partHub], percentile(q.latencies, 99), q.notReached, writesLine(q.hubWrites))
 	return nil
+}
+
+// busyPacedFleet is busyFleet with every cluster's agent scheduling its own pushes
+// (-busy-paced): each round only changes the cluster's content and signals its Pusher, which
+// pushes when the agent would (push.Pusher.PushSummary: at once when urgent — -busy-moves fail —
+// while its reserve lasts, else at the share the hub publishes). What reaches the hub, and how
+// late, is then the pacing's doing: the latencies count from each write, the rounds a push
+// skipped (coalesced) are the pacing's deferral.
+func (b *bench) busyPacedFleet(ctx context.Context, r *result, h *hubProc, obs *busyObserver, rounds int) error {
+	names := r.clusterNames
+	agentsCtx, stopAgents := context.WithCancel(ctx)
+	defer stopAgents()
+	agents := make([]*pacedAgent, len(names))
+	for i, name := range names {
+		o := push.Options{Cluster: name, Heartbeat: time.Hour} // no result turns stale
+		apiWrites, err := push.NewAPIWrites(b.hub, o)
+		if err != nil {
+			return err
+		}
+		a := &pacedAgent{ci: i, round: -1, changed: make(chan struct{}, 1), obs: obs}
+		a.writes = stampedWrites{Writes: apiWrites, agent: a}
+		if a.pusher, err = push.NewWith(a.writes, o); err != nil {
+			return err
+		}
+		a.build = func() policyhubv1.PolicyReportSummarySpec { return a.spec(b, r) }
+		agents[i] = a
+	}
+	logf("%s: busy fleet (paced): %d agents, each's results changing every %s for %s, pushed as the agent schedules...", r.name, len(names), b.o.busyEvery, b.o.busy)
+	writes := b.hubWrites(ctx)
+	before := b.snapshot(h)
+	start := time.Now()
+	obs.start()
+	var running sync.WaitGroup
+	done := pacedWrites(start, start.Add(b.o.busy), b.o.busyEvery, len(names), func(ci, k int) error {
+		a := agents[ci]
+		a.mu.Lock()
+		a.round = k
+		a.mu.Unlock()
+		if k == 0 { // the agent starts at its first round: its start push spread like the rounds
+			running.Go(func() { _ = a.pusher.PushSummary(agentsCtx, a.changed, a.build) })
+			return nil
+		}
+		select {
+		case a.changed <- struct{}{}:
+		default:
+		}
+		return nil
+	})
+	took := time.Since(start)
+	stopAgents()
+	running.Wait()
+	after := b.snapshot(h)
+	writesAfter := b.hubWrites(ctx)
+	obs.waitLast(time.Now().Add(2 * time.Minute))
+	var pushes, summaryBytes int64
+	for _, a := range agents {
+		pushes += a.pusher.Pushes()
+		summaryBytes += a.bytes.Load()
+	}
+	pushInterval, _ := agents[0].pusher.Pace()
+	q := &r.busy
+	q.ran, q.took, q.failed, q.skipped, q.rounds = true, took, done.failed, done.skipped, rounds
+	q.cores = coresBetween(before, after, took)
+	q.hubWrites = writesBetween(writes, writesAfter)
+	q.statusBytesPerMin, q.summaryBytesPerMin = float64(obs.statusBytes())/took.Minutes(), float64(summaryBytes)/took.Minutes()
+	q.latencies, q.notReached = obs.latencies()
+	logf("%s: busy fleet (paced): %d rounds in %s, %d pushes (%.1f/s; cluster 0 keeps a share of %s); hub apiserver %.2f cores, hub %.2f cores; summary → status p99 %.2fs (%d not reached); writes %s", r.name, rounds,
+		took.Round(time.Second), pushes, float64(pushes)/took.Seconds(), pushInterval, q.cores[partHubAPIServer], q.cores[partHub], percentile(q.latencies, 99), q.notReached, writesLine(q.hubWrites))
+	return nil
+}
+
+// pacedAgent is one virtual cluster's agent in the paced busy fleet: its latest round, and the
+// Pusher that schedules its pushes.
+type pacedAgent struct {
+	ci      int
+	pusher  *push.Pusher
+	writes  push.Writes
+	changed chan struct{}
+	build   func() policyhubv1.PolicyReportSummarySpec
+	obs     *busyObserver
+	bytes   atomic.Int64
+
+	// last is the last good build (PushSummary's goroutine only).
+	last policyhubv1.PolicyReportSummarySpec
+
+	mu    sync.Mutex
+	round int
+}
+
+// spec is the cluster's summary of its latest round, its hash naming the round.
+func (a *pacedAgent) spec(b *bench, r *result) policyhubv1.PolicyReportSummarySpec {
+	a.mu.Lock()
+	k := a.round
+	a.mu.Unlock()
+	u, err := b.summary(r, a.ci)
+	if err != nil {
+		logf("cluster %d: build round %d: %v (its last build stands)", a.ci, k, err)
+		return a.last
+	}
+	setBusyRound(u, max(k, 0), b.o.busyMoves)
+	var spec policyhubv1.PolicyReportSummarySpec
+	content, _ := u.Object["spec"].(map[string]any)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(content, &spec); err != nil {
+		logf("cluster %d: build round %d: %v (its last build stands)", a.ci, k, err)
+		return a.last
+	}
+	a.last = spec
+	return spec
+}
+
+// stampedWrites are an agent's writes through the hub's API, each summary that lands stamped
+// for the observer with the round its hash names.
+type stampedWrites struct {
+	push.Writes
+	agent *pacedAgent
+}
+
+func (w stampedWrites) Summary(ctx context.Context, spec policyhubv1.PolicyReportSummarySpec, at time.Time) (push.PacingRead, error) {
+	read, err := w.Writes.Summary(ctx, spec, at)
+	if err != nil {
+		return read, err
+	}
+	if i := strings.LastIndex(spec.ContentHash, "-round-"); i >= 0 {
+		if k, convErr := strconv.Atoi(spec.ContentHash[i+len("-round-"):]); convErr == nil && k >= 0 && k < len(w.agent.obs.writtenAt[w.agent.ci]) {
+			w.agent.obs.written(w.agent.ci, k, time.Now())
+		}
+	}
+	if raw, err := json.Marshal(spec); err == nil {
+		w.agent.bytes.Add(int64(len(raw)))
+	}
+	return read, nil
 }
 
 // setBusyRound makes a summary report round k: every policy's count of result moved (pass or

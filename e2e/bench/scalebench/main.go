@@ -66,6 +66,7 @@ type options struct {
 	quietWrite              string
 	busy, busyEvery         time.Duration
 	busyMoves               string
+	busyPaced               bool
 	cliClusters             int
 	replicaClusters         int
 	replicas                int
@@ -93,6 +94,7 @@ func main() {
 	flag.DurationVar(&o.busy, "busy", 3*time.Minute, "how long the virtual scenario's busy fleet runs: every cluster's results change each -busy-every (0: skip)")
 	flag.DurationVar(&o.busyEvery, "busy-every", 10*time.Second, "how often each cluster's results change in the busy fleet")
 	flag.StringVar(&o.busyMoves, "busy-moves", "fail", "which count the busy fleet's rounds move: fail (every cluster's violations change every round: the worst case, each shown in the slices) or pass (pod churn that passes: the hub writes nothing for it, so no latency is measured)")
+	flag.BoolVar(&o.busyPaced, "busy-paced", false, "in the busy fleet, every cluster's agent schedules its own pushes (push.Pusher.PushSummary, keeping the pacing the hub publishes: urgent changes from a reserve, others at the share) instead of writing every round: what the pacing spares the hub")
 	flag.IntVar(&o.cliClusters, "cli-clusters", 10000, "clusters of the cli scenario's FleetPolicy: its ClusterStatusSlices are written by the benchmark and `kubectl policyhub status` is timed reading them")
 	flag.IntVar(&o.setMembers, "set-members", 100, "members of the sets scenario's PolicySet (at most 500, a PolicySet's source limit): small ClusterPolicies as -policies places, declared first as this many FleetPolicies, then as the set's members, so the two compare one to one (-policies does not apply to the sets scenario)")
 	flag.IntVar(&o.replicaClusters, "replica-clusters", 3000, "cluster names of the replicas scenario: -replicas hub replicas share them (after one replica on a third of them, the baseline)")
