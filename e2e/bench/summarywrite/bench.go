@@ -25,8 +25,29 @@ import (
 	"github.com/policyhub/policyhub/hub/gateway"
 )
 
-// benchGroup is the group of the PolicyReportSummary CRD's copy without CEL rules (shape e).
-const benchGroup = "bench.policyhub.io"
+// Groups of the PolicyReportSummary CRD's copies: benchGroup's has no CEL rules (shape e),
+// schemalessGroup's no schema for spec and status (shape i), atomicGroup's its whole schema with
+// spec one atomic value to field management (shape j).
+const (
+	benchGroup      = "bench.policyhub.io"
+	schemalessGroup = "schemaless.policyhub.io"
+	atomicGroup     = "atomic.policyhub.io"
+)
+
+// crdCopies are the CRD copies installed, each with the edit that makes it.
+var crdCopies = []struct {
+	group string
+	edit  func(crd map[string]any) error
+}{
+	{benchGroup, func(crd map[string]any) error {
+		if removed := withoutValidations(crd["spec"]); removed == 0 {
+			return fmt.Errorf("the CRD has no x-kubernetes-validations: shape e would measure nothing")
+		}
+		return nil
+	}},
+	{schemalessGroup, schemaless},
+	{atomicGroup, atomicSpec},
+}
 
 // managedCluster is the managed cluster shape h writes to through the gateway.
 const managedCluster = "cluster-1"
@@ -39,6 +60,8 @@ type bench struct {
 	// directly (setup only).
 	hub, viaGateway, managed rest.Interface
 	dyn                      dynamic.Interface
+	// watch holds the hub's watches (nil with -watchers 0).
+	watch *watchers
 	// start is when the bodies are stamped from; each write's times are later than the last's.
 	start time.Time
 }
@@ -76,7 +99,9 @@ func summaryPath(group, ns string) string {
 	return fmt.Sprintf("/apis/%s/v1alpha1/namespaces/%s/policyreportsummaries/%s", group, ns, policyhubv1.SummaryName)
 }
 
-func configMapPath(ns string) string { return fmt.Sprintf("/api/v1/namespaces/%s/configmaps/summary", ns) }
+func configMapPath(ns string) string {
+	return fmt.Sprintf("/api/v1/namespaces/%s/configmaps/summary", ns)
+}
 
 func leasePath(ns string) string {
 	return fmt.Sprintf("/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s", ns, policyhubv1.AgentLeaseName)
@@ -98,7 +123,7 @@ func (w write) send(ctx context.Context, c rest.Interface) ([]byte, error) {
 	}
 	raw, err := req.Body(w.body).Do(ctx).Raw()
 	if err != nil {
-		return nil, fmt.Errorf("PATCH %s %s: %w", w.path, w.subresource, err)
+		return nil, fmt.Errorf("PATCH %s %s: %w (%.600s)", w.path, w.subresource, err, raw)
 	}
 	return raw, nil
 }
@@ -108,16 +133,14 @@ var agentParams = map[string]string{"fieldManager": push.FieldManager}
 // setup installs the CRD copy without CEL rules and creates every namespace's objects as their
 // first writes make them (the summaries applied, as an agent's first push does).
 func (b *bench) setup(ctx context.Context) error {
-	if err := b.installBenchCRD(ctx); err != nil {
-		return err
+	for _, c := range crdCopies {
+		if err := b.installCRDCopy(ctx, c.group, c.edit); err != nil {
+			return err
+		}
 	}
 	errs := benchkit.InParallel(b.o.parallel, b.o.namespaces, func(i int) error {
 		ns := namespace(i)
 		apply, _, err := agentBodies(ns, fullSpec(b.o.policies, b.o.violations, 0, b.start), b.start)
-		if err != nil {
-			return err
-		}
-		benchApply, err := withAPIVersion(apply, benchGroup+"/v1alpha1")
 		if err != nil {
 			return err
 		}
@@ -134,18 +157,27 @@ func (b *bench) setup(ctx context.Context) error {
 		leaseBody := fmt.Appendf(nil, `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":%q,"namespace":%q},"spec":{"holderIdentity":%q,"leaseDurationSeconds":180,"renewTime":%q}}`,
 			policyhubv1.AgentLeaseName, ns, ns, metav1.NewMicroTime(b.start).Format(metav1.RFC3339Micro))
 		applyParams := map[string]string{"fieldManager": push.FieldManager, "force": "true"}
-		for _, w := range []struct {
+		type setupWrite struct {
 			c rest.Interface
 			w write
-		}{
+		}
+		writes := []setupWrite{
 			{b.hub, write{path: "/api/v1/namespaces/" + ns, body: nsBody}},
 			{b.hub, write{path: summaryPath(policyhubv1.GroupVersion.Group, ns), body: apply}},
-			{b.hub, write{path: summaryPath(benchGroup, ns), body: benchApply}},
+		}
+		for _, c := range crdCopies {
+			body, err := withAPIVersion(apply, c.group+"/v1alpha1")
+			if err != nil {
+				return err
+			}
+			writes = append(writes, setupWrite{b.hub, write{path: summaryPath(c.group, ns), body: body}})
+		}
+		for _, w := range append(writes, []setupWrite{
 			{b.hub, write{path: configMapPath(ns), body: cmBody}},
 			{b.hub, write{path: leasePath(ns), body: leaseBody}},
 			{b.managed, write{path: "/api/v1/namespaces/" + ns, body: nsBody}},
 			{b.managed, write{path: configMapPath(ns), body: cmBody}},
-		} {
+		}...) {
 			w.w.patchType, w.w.params = types.ApplyPatchType, applyParams
 			if _, err := w.w.send(ctx, w.c); err != nil {
 				return fmt.Errorf("setup: %w", err)
@@ -161,9 +193,9 @@ func (b *bench) setup(ctx context.Context) error {
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// installBenchCRD installs a copy of the PolicyReportSummary CRD in benchGroup with every
-// x-kubernetes-validations removed, and waits until it is Established.
-func (b *bench) installBenchCRD(ctx context.Context) error {
+// installCRDCopy installs a copy of the PolicyReportSummary CRD in group, changed by edit, and
+// waits until it is Established.
+func (b *bench) installCRDCopy(ctx context.Context, group string, edit func(crd map[string]any) error) error {
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		return fmt.Errorf("cannot tell where the policyhub checkout is")
@@ -177,13 +209,13 @@ func (b *bench) installBenchCRD(ctx context.Context) error {
 	if err := yaml.Unmarshal(data, &crd.Object); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	if removed := withoutValidations(crd.Object["spec"]); removed == 0 {
-		return fmt.Errorf("%s has no x-kubernetes-validations: shape e would measure nothing", path)
+	if err := edit(crd.Object); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	name := "policyreportsummaries." + benchGroup
+	name := "policyreportsummaries." + group
 	crd.SetName(name)
 	crd.SetAnnotations(nil)
-	if err := unstructured.SetNestedField(crd.Object, benchGroup, "spec", "group"); err != nil {
+	if err := unstructured.SetNestedField(crd.Object, group, "spec", "group"); err != nil {
 		return err
 	}
 	if _, err := b.dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {

@@ -16,7 +16,7 @@ import (
 // facts. round moves one policy's fail count, so every write of a run is a change.
 func fullSpec(policies, violations, round int, at time.Time) policyhubv1.PolicyReportSummarySpec {
 	spec := policyhubv1.PolicyReportSummarySpec{
-		ContentHash: fmt.Sprintf("sha256:%064x", round),
+		ContentHash: fmt.Sprintf("%064x", round),
 		Engine: policyhubv1.EngineInfo{
 			ReportAPIs:      []string{"wgpolicyk8s.io/v1alpha2"},
 			KyvernoWebhooks: true,
@@ -40,8 +40,8 @@ func fullSpec(policies, violations, round int, at time.Time) policyhubv1.PolicyR
 	for v := range violations {
 		spec.Violations = append(spec.Violations, policyhubv1.Violation{
 			Policy: policyName(v % max(policies, 1)), Rule: "check-labels", Result: "fail", Severity: "medium",
-			Resource: policyhubv1.ResourceRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: fmt.Sprintf("team-%02d", v), Name: fmt.Sprintf("checkout-api-%02d", v)},
-			Message:  "validation error: label 'app.kubernetes.io/name' is required. rule check-labels failed at path /metadata/labels/app.kubernetes.io/name/",
+			Resource:  policyhubv1.ResourceRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: fmt.Sprintf("team-%02d", v), Name: fmt.Sprintf("checkout-api-%02d", v)},
+			Message:   "validation error: label 'app.kubernetes.io/name' is required. rule check-labels failed at path /metadata/labels/app.kubernetes.io/name/",
 			Timestamp: &stamp,
 		})
 	}
@@ -52,7 +52,7 @@ func fullSpec(policies, violations, round int, at time.Time) policyhubv1.PolicyR
 // and its fail, error and blocked counts only (no pass, warn or skip, no descriptions, no
 // violations, no engine facts): what would change every 10 s when pods churn.
 func failOnlySpec(policies, round int) policyhubv1.PolicyReportSummarySpec {
-	spec := policyhubv1.PolicyReportSummarySpec{ContentHash: fmt.Sprintf("sha256:%064x", round)}
+	spec := policyhubv1.PolicyReportSummarySpec{ContentHash: fmt.Sprintf("%064x", round)}
 	for j := range policies {
 		res := policyhubv1.ResultCounts{Fail: int64(1 + (j+round)%7), Error: int64(j % 2)}
 		blocked := int64(j % 4)
@@ -144,4 +144,65 @@ func withoutValidations(v any) int {
 		}
 	}
 	return removed
+}
+
+// atomicSpec makes a CRD object's every version's spec one atomic value to field management
+// (x-kubernetes-map-type: atomic, what +structType=atomic generates): its schema and CEL rules
+// are kept, but managedFields record spec whole instead of every field of every list entry.
+func atomicSpec(crd map[string]any) error {
+	return eachVersionRoot(crd, func(properties map[string]any) error {
+		spec, _ := properties["spec"].(map[string]any)
+		if spec == nil {
+			return fmt.Errorf("no spec schema")
+		}
+		spec["x-kubernetes-map-type"] = "atomic"
+		return nil
+	})
+}
+
+// eachVersionRoot calls edit with the openAPIV3Schema properties of each version of a CRD object.
+func eachVersionRoot(crd map[string]any, edit func(properties map[string]any) error) error {
+	spec, _ := crd["spec"].(map[string]any)
+	versions, _ := spec["versions"].([]any)
+	if len(versions) == 0 {
+		return fmt.Errorf("the CRD has no versions")
+	}
+	for _, v := range versions {
+		version, _ := v.(map[string]any)
+		schema, _ := version["schema"].(map[string]any)
+		root, _ := schema["openAPIV3Schema"].(map[string]any)
+		properties, _ := root["properties"].(map[string]any)
+		if properties == nil {
+			return fmt.Errorf("version %v has no openAPIV3Schema properties", version["name"])
+		}
+		if err := edit(properties); err != nil {
+			return fmt.Errorf("version %v: %w", version["name"], err)
+		}
+	}
+	return nil
+}
+
+// schemaless makes a CRD object's every version keep spec and status without a schema
+// (x-kubernetes-preserve-unknown-fields) and drops its CEL rules: the apiserver then neither
+// validates them nor knows their lists' keys.
+func schemaless(crd map[string]any) error {
+	spec, _ := crd["spec"].(map[string]any)
+	versions, _ := spec["versions"].([]any)
+	if len(versions) == 0 {
+		return fmt.Errorf("the CRD has no versions")
+	}
+	for _, v := range versions {
+		version, _ := v.(map[string]any)
+		schema, _ := version["schema"].(map[string]any)
+		root, _ := schema["openAPIV3Schema"].(map[string]any)
+		properties, _ := root["properties"].(map[string]any)
+		if properties == nil {
+			return fmt.Errorf("version %v has no openAPIV3Schema properties", version["name"])
+		}
+		for _, field := range []string{"spec", "status"} {
+			properties[field] = map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+		}
+		delete(root, "x-kubernetes-validations")
+	}
+	return nil
 }

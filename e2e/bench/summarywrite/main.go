@@ -27,8 +27,10 @@ import (
 )
 
 type options struct {
-	writes, namespaces, parallel, policies, violations int
-	only                                               string
+	writes, namespaces, parallel, policies, violations, watchers int
+	only                                                         string
+	// rate paces the measured writes (per second; 0: as fast as parallel allows).
+	rate float64
 }
 
 func main() {
@@ -38,6 +40,8 @@ func main() {
 	flag.IntVar(&o.parallel, "parallel", 8, "Writes in flight at once.")
 	flag.IntVar(&o.policies, "policies", 50, "Policies in a summary.")
 	flag.IntVar(&o.violations, "violations", 10, "Violations listed in the full summary.")
+	flag.IntVar(&o.watchers, "watchers", 1, "Watches held open on each written collection of the hub, as the hub's informers hold one (0: none).")
+	flag.Float64Var(&o.rate, "rate", 0, "Measured writes per second, paced evenly (0: as fast as -parallel allows). A paced fleet's writes arrive one by one, not back to back.")
 	flag.StringVar(&o.only, "only", "", "Comma-separated shape letters to run (e.g. a,d,g); empty: all.")
 	flag.Parse()
 	if err := o.validate(); err != nil {
@@ -62,6 +66,10 @@ func (o options) validate() error {
 		return fmt.Errorf("-parallel %d: want 1..%d (fewer than -namespaces, so no object has two writes in flight)", o.parallel, o.namespaces-1)
 	case o.policies < 1 || o.policies > 1000:
 		return fmt.Errorf("-policies %d: want 1..1000", o.policies)
+	case o.rate < 0 || o.rate > 10_000:
+		return fmt.Errorf("-rate %g: want 0..10000", o.rate)
+	case o.watchers < 0 || o.watchers > 100:
+		return fmt.Errorf("-watchers %d: want 0..100", o.watchers)
 	case o.violations < 0 || o.violations > 200:
 		return fmt.Errorf("-violations %d: want 0..200 (the CRD's maxItems)", o.violations)
 	}
@@ -90,6 +98,13 @@ func run(ctx context.Context, o options) error {
 	progress("creating %d namespaces and their objects...", o.namespaces)
 	if err := b.setup(ctx); err != nil {
 		return err
+	}
+	if o.watchers > 0 {
+		watchCtx, cancel := context.WithCancel(ctx)
+		defer cancel() // before the fleet stops: the watches end quietly
+		if b.watch, err = startWatchers(watchCtx, b.hub, o.watchers); err != nil {
+			return err
+		}
 	}
 	progress("measuring the idle fleet for 10 s...")
 	idle := b.idleRates(10 * time.Second)

@@ -18,7 +18,9 @@ type row struct {
 	// apiserver returns it, managedFieldsBytes the part of it that is metadata.managedFields.
 	bodyBytes, objectBytes, managedFieldsBytes int
 	writes                                     int
-	took                                       time.Duration
+	// watchBytes is what the watches received per write.
+	watchBytes float64
+	took       time.Duration
 	// cpuMS is each part's CPU milliseconds per write, less what it spends idle.
 	cpuMS    map[string]float64
 	p50, p99 time.Duration
@@ -64,8 +66,11 @@ func (b *bench) measure(ctx context.Context, s shape, idle map[string]float64) (
 		return r, fmt.Errorf("warm-up: %d of %d writes failed: %w", len(errs), warm, errs[0])
 	}
 	latencies := make([]time.Duration, o.writes)
-	before, t0 := b.pids.snapshot(), time.Now()
+	before, t0, watched := b.pids.snapshot(), time.Now(), b.watch.bytes()
 	errs := benchkit.InParallel(o.parallel, o.writes, func(k int) error {
+		if o.rate > 0 {
+			time.Sleep(time.Until(t0.Add(time.Duration(float64(k) / o.rate * float64(time.Second)))))
+		}
 		start := time.Now()
 		_, err := writes[warm+k].send(ctx, s.client)
 		latencies[k] = time.Since(start)
@@ -74,8 +79,12 @@ func (b *bench) measure(ctx context.Context, s shape, idle map[string]float64) (
 	r.took = time.Since(t0)
 	time.Sleep(time.Second)
 	after, window := b.pids.snapshot(), time.Since(t0)
+	r.watchBytes = float64(b.watch.bytes()-watched) / float64(o.writes)
 	if len(errs) > 0 {
 		return r, fmt.Errorf("%d of %d writes failed: %w", len(errs), o.writes, errs[0])
+	}
+	if err := b.watch.ended(); err != nil {
+		return r, err
 	}
 	r.cpuMS = map[string]float64{}
 	for part, a := range after {
@@ -117,24 +126,33 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 }
 
 func printTable(o options, commit string, idle map[string]float64, rows []row) {
-	fmt.Printf("\n%s; commit %s; %d cores; %d writes per shape over %d namespaces, %d in flight, after %d warm-up writes; summaries of %d policies, %d violations\n",
-		time.Now().UTC().Format("2006-01-02 15:04 MST"), commit, cores(), o.writes, o.namespaces, o.parallel, o.namespaces, o.policies, o.violations)
+	fmt.Printf("\n%s; commit %s; %d cores; %d writes per shape over %d namespaces, %d in flight, after %d warm-up writes; summaries of %d policies, %d violations; %d watch(es) on each written collection of the hub; %s\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), commit, cores(), o.writes, o.namespaces, o.parallel, o.namespaces, o.policies, o.violations, o.watchers, pace(o.rate))
 	fmt.Printf("idle (subtracted below): hub kube-apiserver %.3f cores, etcd %.3f, gateway and managed kube-apiserver %.3f\n\n",
 		idle[partHubAPIServer], idle[partEtcd], idle[partOthers])
-	fmt.Println("| shape | body bytes | stored object bytes (managedFields) | writes/s | hub kube-apiserver CPU-ms/write | hub apiserver cores at 100 writes/s | etcd CPU-ms/write | gateway + managed apiserver CPU-ms/write | p50 | p99 |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| shape | body bytes | stored object bytes (managedFields) | writes/s | hub kube-apiserver CPU-ms/write | hub apiserver cores at 100 writes/s | etcd CPU-ms/write | gateway + managed apiserver CPU-ms/write | p50 | p99 | watch bytes/write |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		api := r.cpuMS[partHubAPIServer]
-		fmt.Printf("| %s. %s | %d | %d (%d) | %.0f | %.2f | %.2f | %.2f | %.2f | %s | %s |\n",
+		fmt.Printf("| %s. %s | %d | %d (%d) | %.0f | %.2f | %.2f | %.2f | %.2f | %s | %s | %.0f |\n",
 			r.shape.letter, r.shape.name, r.bodyBytes, r.objectBytes, r.managedFieldsBytes,
 			float64(r.writes)/r.took.Seconds(), api, api*100/1000, r.cpuMS[partEtcd], r.cpuMS[partOthers],
-			fmtLatency(r.p50), fmtLatency(r.p99))
+			fmtLatency(r.p50), fmtLatency(r.p99), r.watchBytes)
 	}
 	fmt.Println()
 	fmt.Println(strings.TrimSpace(`
 CPU: /proc's user+system time of each process over the writes and one second after, less its idle
 rate over the same window, divided by the writes. etcd serves every apiserver of the fleet; in
-shape h the managed apiserver stores the ConfigMap in it too.`))
+shape h the managed apiserver stores the ConfigMap in it too (and no watch of the hub sees it).`))
 }
 
-func fmtLatency(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+func fmtLatency(d time.Duration) string {
+	return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000)
+}
+
+func pace(rate float64) string {
+	if rate == 0 {
+		return "writes back to back (-rate 0)"
+	}
+	return fmt.Sprintf("writes paced at %g/s (-rate)", rate)
+}

@@ -60,6 +60,18 @@ func (b *bench) shapes() []shape {
 				_, patch, err := full(i)
 				return write{path: summaryPath(benchGroup, ns(i)), patchType: types.JSONPatchType, params: agentParams, body: patch}, err
 			}},
+		{letter: "i", name: "full summary, JSON patch, CRD copy with no schema for spec and status", client: b.hub,
+			objectPath: func(ns string) string { return summaryPath(schemalessGroup, ns) },
+			writeFor: func(i int) (write, error) {
+				_, patch, err := full(i)
+				return write{path: summaryPath(schemalessGroup, ns(i)), patchType: types.JSONPatchType, params: agentParams, body: patch}, err
+			}},
+		{letter: "j", name: "full summary, JSON patch, CRD copy with spec atomic (x-kubernetes-map-type; schema and CEL kept)", client: b.hub,
+			objectPath: func(ns string) string { return summaryPath(atomicGroup, ns) },
+			writeFor: func(i int) (write, error) {
+				_, patch, err := full(i)
+				return write{path: summaryPath(atomicGroup, ns(i)), patchType: types.JSONPatchType, params: agentParams, body: patch}, err
+			}},
 		{letter: "f", name: "ConfigMap holding the full summary's JSON, JSON patch", client: b.hub, objectPath: configMapPath,
 			writeFor: func(i int) (write, error) { return b.configMapWrite(full, ns, i) }},
 		{letter: "g", name: "Lease renewTime merge patch", client: b.hub, objectPath: leasePath,
