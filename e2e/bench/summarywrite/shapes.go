@@ -72,6 +72,12 @@ func (b *bench) shapes() []shape {
 				_, patch, err := full(i)
 				return write{path: summaryPath(atomicGroup, ns(i)), patchType: types.JSONPatchType, params: agentParams, body: patch}, err
 			}},
+		{letter: "k", name: "fail-only summary, JSON patch, CRD copy with spec atomic (d and j together)", client: b.hub,
+			objectPath: func(ns string) string { return summaryPath(atomicGroup, ns) },
+			writeFor: func(i int) (write, error) {
+				_, patch, err := agentBodies(ns(i), failOnlySpec(o.policies, i+1), b.at(i))
+				return write{path: summaryPath(atomicGroup, ns(i)), patchType: types.JSONPatchType, params: agentParams, body: patch}, err
+			}},
 		{letter: "f", name: "ConfigMap holding the full summary's JSON, JSON patch", client: b.hub, objectPath: configMapPath,
 			writeFor: func(i int) (write, error) { return b.configMapWrite(full, ns, i) }},
 		{letter: "g", name: "Lease renewTime merge patch", client: b.hub, objectPath: leasePath,
