@@ -14,7 +14,7 @@ GO_TEST_FLAGS ?= -count=1 -timeout 60m
 # How many of the e2e tests that run side by side on the one local fleet run at once.
 E2E_PARALLEL ?= 8
 
-.PHONY: all build generate manifests verify-generated testbin test unit fuzz lint fmt vet staticcheck leftovers bench-sync bench-agent bench-vap bench-inventory bench-preview bench-scale demo images push release actionlint help
+.PHONY: all build generate manifests verify-generated testbin test unit fuzz lint fmt vet staticcheck leftovers bench-sync bench-agent bench-vap bench-inventory bench-preview bench-scale bench-summary-write demo images push release actionlint help
 all: build
 
 help: ## Show the targets.
@@ -157,6 +157,10 @@ bench-preview: ## Benchmark: a preview's cost at 1,000 clusters: agent bytes per
 bench-scale: ## Benchmark: the hub binary at fleet scale (real, virtual and dark clusters) on a local fleet (prints a table).
 	hack/testbin.sh $(TESTBIN_FLEET)
 	go run ./e2e/bench/scalebench $(BENCH_SCALE_FLAGS)
+
+bench-summary-write: ## Benchmark: what one summary write costs the hub's kube-apiserver and etcd, by shape (agent patch, apply, status, fail-only, no CEL, ConfigMap, aggregated API, Lease) on a local fleet (prints a table).
+	hack/testbin.sh $(TESTBIN_FLEET)
+	go run ./e2e/bench/summarywrite $(BENCH_SUMMARY_WRITE_FLAGS)
 
 leftovers: ## Fail if a process started by a local fleet is still running.
 	hack/leftovers.sh
