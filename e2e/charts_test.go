@@ -78,6 +78,7 @@ hubAccess: {enabled: true}`))
 		{"the exception approvers' ClusterRole", rendered(hub, "ClusterRole", "", "-exception-approver"), configObject("../config/rbac/exception-approver/cluster_role.yaml", "ClusterRole"), "rules"},
 		{"the hub's gateway Secrets Role", rendered(hub, "Role", "vela-system", "-cluster-inventory"), configObject("../config/rbac/hub/gateway_secrets_role.yaml", "Role"), "rules"},
 		{"the hub's leader election Role", rendered(hub, "Role", "policyhub-system", "-leader-election"), configObject("../config/rbac/hub/leader_election_role.yaml", "Role"), "rules"},
+		{"the hub's Leases' FlowSchema", rendered(hub, "FlowSchema", "", "-leases"), configObject("../config/flowcontrol/hub_leases.yaml", "FlowSchema"), "spec"},
 		{"the hub's metrics auth ClusterRole", rendered(hub, "ClusterRole", "", "-metrics-auth"), configObject("../config/rbac/hub/metrics_auth_role.yaml", "ClusterRole"), "rules"},
 		{"the metrics reader ClusterRole", rendered(hub, "ClusterRole", "", "-metrics-reader"), configObject("../config/rbac/hub/metrics_reader_role.yaml", "ClusterRole"), "rules"},
 		{"the web view's viewer ClusterRole", rendered(hub, "ClusterRole", "", "-ui-viewer"), configObject("../config/rbac/hub/ui_viewer_role.yaml", "ClusterRole"), "rules"},
@@ -117,7 +118,7 @@ func TestChartHubDryRunOnTheHub(t *testing.T) {
 	// exceptions' requester stamp (mutating), requester check, approval and lifetime (validating).
 	base := map[string]int{"ServiceAccount": 1, "ClusterRole": 5, "ClusterRoleBinding": 2, "Role": 2, "RoleBinding": 2, "Deployment": 1, "Service": 1, "ConfigMap": 1,
 		"MutatingAdmissionPolicy": 2, "MutatingAdmissionPolicyBinding": 2, "ValidatingAdmissionPolicy": 3, "ValidatingAdmissionPolicyBinding": 3,
-		"NetworkPolicy": 1, "PodDisruptionBudget": 1}
+		"NetworkPolicy": 1, "PodDisruptionBudget": 1, "FlowSchema": 1}
 	with := func(extra map[string]int) map[string]int {
 		out := map[string]int{}
 		for k, v := range base {

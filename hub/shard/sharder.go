@@ -113,9 +113,13 @@ func (s *Sharder) Start(ctx context.Context) error {
 		return fmt.Errorf("watch the replicas' Leases: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	// Shutdown waits for the informers, which stop only when ctx ends: cancelled first, or a
+	// replica that lost its Lease would wait here for ever instead of stopping.
+	defer func() {
+		cancel()
+		factory.Shutdown()
+	}()
 
 	held := make(chan error, 1)
 	go func() { held <- Hold(ctx, s.client.CoordinationV1(), s.replica) }()
