@@ -66,6 +66,7 @@ type options struct {
 	quietWrite              string
 	busy, busyEvery         time.Duration
 	busyMoves               string
+	busyFailShare           float64
 	busyPaced               bool
 	cliClusters             int
 	replicaClusters         int
@@ -89,11 +90,12 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "deadline of each measured wait (convergence, dark clusters Failed, summaries in status); the table then says \"not reached in\" it")
 	flag.Float64Var(&o.summaryRate, "summary-rate", 100, "summaries written per second in the virtual scenario (1000 agents at their default 10 s push interval: 100/s)")
 	flag.DurationVar(&o.quiet, "quiet", 3*time.Minute, "how long the virtual scenario's quiet fleet runs: every agent renews its Lease each -quiet-heartbeat, nothing else changes (0: skip)")
-	flag.DurationVar(&o.quietHeartbeat, "quiet-heartbeat", time.Minute, "how often each agent renews its Lease in the quiet fleet (the agent's default heartbeat)")
+	flag.DurationVar(&o.quietHeartbeat, "quiet-heartbeat", 0, "how often each agent renews its Lease in the quiet fleet; 0: the heartbeat the hub publishes (status.pacing.heartbeatInterval of a summary the aggregation wrote), as the agents keep it (1m: the agent's own default)")
 	flag.StringVar(&o.quietWrite, "quiet-write", "apply", "how renewals are written in the quiet fleet, one window each, comma-separated: apply (server-side apply, as the agent does), merge-patch (renewTime alone), update (kubelet's way)")
 	flag.DurationVar(&o.busy, "busy", 3*time.Minute, "how long the virtual scenario's busy fleet runs: every cluster's results change each -busy-every (0: skip)")
 	flag.DurationVar(&o.busyEvery, "busy-every", 10*time.Second, "how often each cluster's results change in the busy fleet")
 	flag.StringVar(&o.busyMoves, "busy-moves", "fail", "which count the busy fleet's rounds move: fail (every cluster's violations change every round: the worst case, each shown in the slices) or pass (pod churn that passes: the hub writes nothing for it, so no latency is measured)")
+	flag.Float64Var(&o.busyFailShare, "busy-fail-share", 1, "with -busy-moves fail, the share of the clusters (0..1) whose fail count each round moves, in turn (each cluster's every 1/share rounds); the others' pass count moves (pod churn). 1: every cluster's fail count every round")
 	flag.BoolVar(&o.busyPaced, "busy-paced", false, "in the busy fleet, every cluster's agent schedules its own pushes (push.Pusher.PushSummary, keeping the pacing the hub publishes: urgent changes from a reserve, others at the share) instead of writing every round: what the pacing spares the hub")
 	flag.IntVar(&o.cliClusters, "cli-clusters", 10000, "clusters of the cli scenario's FleetPolicy: its ClusterStatusSlices are written by the benchmark and `kubectl policyhub status` is timed reading them")
 	flag.IntVar(&o.setMembers, "set-members", 100, "members of the sets scenario's PolicySet (at most 500, a PolicySet's source limit): small ClusterPolicies as -policies places, declared first as this many FleetPolicies, then as the set's members, so the two compare one to one (-policies does not apply to the sets scenario)")

@@ -132,11 +132,13 @@ func (b *bench) print(commit string) {
 			fmt.Printf("| aggregation: CPU seconds (first write until the last FleetPolicy and summary status) | %s |\n", cpuLine(r.agg.cpu))
 			fmt.Printf("| aggregation: mutating requests to the hub's apiserver (the %d summaries included) | %s |\n", r.clusters, writesLine(r.agg.hubWrites))
 			for _, q := range r.quiet {
-				fmt.Printf("| quiet fleet: %d agents renewing their Leases (%s) every %s for %s (%d renewals, %d failed): cores (above settled) | %s |\n",
-					r.clusters, q.write, o.quietHeartbeat, q.took.Round(time.Second), q.renewals, q.failed, coresLine(q.cores, r.state.idleCores))
+				fmt.Printf("| quiet fleet: %d agents renewing their Leases (%s) every %s (%s) for %s (%d renewals, %d failed): cores (above settled) | %s |\n",
+					r.clusters, q.write, q.heartbeat, q.heartbeatFrom, q.took.Round(time.Second), q.renewals, q.failed, coresLine(q.cores, r.state.idleCores))
 				fmt.Printf("| quiet fleet (%s): mutating requests to the hub's apiserver | %s |\n", q.write, writesLine(q.hubWrites))
 			}
-			if r.busy.ran {
+			if r.busy.ran && r.busy.paced {
+				printPacedBusy(r, o)
+			} else if r.busy.ran {
 				fmt.Printf("| busy fleet: every cluster's %s count changing every %s for %s (%d rounds; %d writes skipped, the cluster's last still in flight; %d failed): cores (above settled) | %s |\n",
 					o.busyMoves, o.busyEvery, r.busy.took.Round(time.Second), r.busy.rounds, r.busy.skipped, r.busy.failed, coresLine(r.busy.cores, r.state.idleCores))
 				fmt.Printf("| busy fleet: mutating requests to the hub's apiserver | %s |\n", writesLine(r.busy.hubWrites))
@@ -317,7 +319,9 @@ func (b *bench) printTargets() {
 		fmt.Printf("| 1000 × 50 quiet fleet (%s): ≤ 0.05 hub apiserver cores above settled, 0 declaration status writes | %+.3f cores, %.0f FleetPolicy writes%s | %s |\n",
 			q.write, above, declWrites, scale, verdict(above <= 0.05 && declWrites == 0))
 	}
-	if v.busy.ran {
+	if v.busy.ran && v.busy.paced {
+		printPacedBusyTargets(v, scale, verdict)
+	} else if v.busy.ran {
 		p99 := percentile(v.busy.latencies, 99)
 		fmt.Printf("| 1000 × 50 busy fleet: summary → status p99 ≤ 2 s, hub apiserver ≤ 0.5 cores | p99 %.2fs, %.2f cores%s | %s |\n",
 			p99, v.busy.cores[partHubAPIServer], scale, verdict(len(v.busy.latencies) > 0 && v.busy.notReached == 0 && p99 <= 2 && v.busy.cores[partHubAPIServer] <= 0.5))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -16,7 +17,8 @@ import (
 )
 
 // quietFleet is the steady state of a fleet where nothing changes: every cluster's agent renews
-// its Lease once a -quiet-heartbeat (the agent's default, 1m), spread evenly, for -quiet, and
+// its Lease once a heartbeat (-quiet-heartbeat; 0, the default: the one the hub publishes, as
+// agents keep it), spread evenly, for -quiet, and
 // pushes nothing else. Before the window every Lease is renewed once (created), so the window
 // holds only renewals. It measures what that costs the hub: cores of every part and writes by
 // resource on the hub's apiserver.
@@ -24,25 +26,68 @@ func (b *bench) quietFleet(ctx context.Context, r *result, h *hubProc) error {
 	if b.o.quiet <= 0 {
 		return nil
 	}
+	beat, from := b.o.quietHeartbeat, "-quiet-heartbeat"
+	if beat < 0 {
+		return fmt.Errorf("-quiet-heartbeat %s: 0 (the hub's) or more", beat)
+	}
+	if beat == 0 {
+		var err error
+		if beat, err = b.publishedHeartbeat(ctx, r); err != nil {
+			return err
+		}
+		from = "published"
+	}
 	for _, write := range strings.Split(b.o.quietWrite, ",") {
-		q, err := b.quietRun(ctx, r, h, strings.TrimSpace(write))
+		q, err := b.quietRun(ctx, r, h, strings.TrimSpace(write), beat)
 		if err != nil {
 			return err
 		}
+		q.heartbeat, q.heartbeatFrom = beat, from
 		r.quiet = append(r.quiet, q)
 	}
 	return nil
 }
 
+// publishedHeartbeat is the heartbeat the hub publishes to the agents
+// (status.pacing.heartbeatInterval), read from the first cluster's summary, which the
+// aggregation wrote: what a real agent renews by. It waits for it at most a minute.
+func (b *bench) publishedHeartbeat(ctx context.Context, r *result) (time.Duration, error) {
+	if len(r.clusterNames) == 0 {
+		return 0, errors.New("quiet fleet: no cluster to read the published heartbeat from")
+	}
+	key := client.ObjectKey{Namespace: r.clusterNames[0], Name: policyhubv1.SummaryName}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var s policyhubv1.PolicyReportSummary
+		err := b.hub.Get(ctx, key, &s)
+		if err == nil && s.Status.Pacing != nil {
+			beat := s.Status.Pacing.HeartbeatInterval.Duration
+			if beat < policyhubv1.MinHeartbeatInterval || beat > policyhubv1.MaxPacingInterval {
+				return 0, fmt.Errorf("quiet fleet: %s's summary publishes heartbeat %s, outside [%s, %s]", key.Namespace, beat, policyhubv1.MinHeartbeatInterval, policyhubv1.MaxPacingInterval)
+			}
+			logf("%s: the hub publishes heartbeat %s (push interval %s) for %d clusters in %s's summary: the quiet fleet renews by it", r.name, beat,
+				s.Status.Pacing.PushInterval.Duration, s.Status.Pacing.Clusters, key.Namespace)
+			return beat, nil
+		}
+		if !time.Now().Before(deadline) {
+			if err == nil {
+				err = errors.New("no status.pacing")
+			}
+			return 0, fmt.Errorf("quiet fleet: read the published heartbeat from %s's summary: %w (-quiet-heartbeat 1m renews at the agent's own default)", key.Namespace, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 // quietRun is one quiet window with renewals written as write says.
-func (b *bench) quietRun(ctx context.Context, r *result, h *hubProc, write string) (quietResult, error) {
+func (b *bench) quietRun(ctx context.Context, r *result, h *hubProc, write string, beat time.Duration) (quietResult, error) {
 	q := quietResult{write: write}
 	names := r.clusterNames
 	create := func(i int) error {
 		now := metav1.NewMicroTime(time.Now())
 		lease := coordinationv1ac.Lease(policyhubv1.AgentLeaseName, names[i]).WithSpec(coordinationv1ac.LeaseSpec().
 			WithHolderIdentity("policyhub-agent/" + names[i]).
-			WithLeaseDurationSeconds(int32(3 * b.o.quietHeartbeat / time.Second)).
+			WithLeaseDurationSeconds(int32(3 * beat / time.Second)).
 			WithRenewTime(now))
 		return b.hub.Apply(ctx, lease, client.FieldOwner("policyhub-agent"), client.ForceOwnership)
 	}
@@ -87,11 +132,11 @@ func (b *bench) quietRun(ctx context.Context, r *result, h *hubProc, write strin
 	if _, _, ok, _ := b.settle(h, 2*time.Minute); !ok {
 		logf("%s: the hub did not settle within 2m after the Leases were created; measuring anyway", r.name)
 	}
-	logf("%s: %d agents renewing their Leases (%s) every %s, nothing else changing, for %s...", r.name, len(names), write, b.o.quietHeartbeat, b.o.quiet)
+	logf("%s: %d agents renewing their Leases (%s) every %s, nothing else changing, for %s...", r.name, len(names), write, beat, b.o.quiet)
 	writes := b.hubWrites(ctx)
 	before := b.snapshot(h)
 	start := time.Now()
-	done := pacedWrites(start, start.Add(b.o.quiet), b.o.quietHeartbeat, len(names), func(ci, _ int) error { return renew(ci) })
+	done := pacedWrites(start, start.Add(b.o.quiet), beat, len(names), func(ci, _ int) error { return renew(ci) })
 	took := time.Since(start)
 	after := b.snapshot(h)
 	q.took = took

@@ -72,8 +72,20 @@ type result struct {
 		cores                                 map[string]float64
 		hubWrites                             map[string]float64
 		statusBytesPerMin, summaryBytesPerMin float64
-		latencies                             []float64 // seconds, sorted
+		latencies                             []float64 // seconds, sorted: from each summary written
 		notReached                            int
+		// changeLatencies: from each round that changed the watched count, written or not.
+		changeLatencies  []float64
+		changeNotReached int
+		failShare        float64
+		// paced (-busy-paced): the agents scheduled their pushes.
+		paced                   bool
+		pushes                  int64 // pushes in the window
+		pushInterval, heartbeat time.Duration
+		startTook, drainTook    time.Duration
+		// lastLanded, lastMissing: clusters whose summary on the hub held their last round, or
+		// not, after the drain.
+		lastLanded, lastMissing int
 	}
 	// cli is `kubectl policyhub status NAME` of one FleetPolicy (cliStatus).
 	cli struct {
@@ -110,6 +122,8 @@ type result struct {
 // quietResult is one run of the quiet fleet.
 type quietResult struct {
 	write            string // how renewals were written (-quiet-write)
+	heartbeat        time.Duration
+	heartbeatFrom    string // "-quiet-heartbeat" or "published"
 	took             time.Duration
 	renewals, failed int
 	cores            map[string]float64 // cores of each part over the window
