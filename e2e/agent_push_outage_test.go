@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -157,12 +158,21 @@ func checkStamps(t *testing.T, s *policyhubv1.PolicyReportSummary, cluster strin
 	if s.Spec.HeartbeatInterval == nil || s.Spec.HeartbeatInterval.Duration != heartbeat {
 		t.Errorf("spec.heartbeatInterval %v, want %s", s.Spec.HeartbeatInterval, heartbeat)
 	}
-	managers := map[string]bool{}
+	// The spec is atomic: whoever wrote it last owns it whole — the agent's first apply, then its
+	// patches (an Update). Nobody else may own any of it.
+	specOwners := map[string]bool{}
 	for _, m := range s.ManagedFields {
-		managers[m.Manager+" "+string(m.Operation)] = true
+		if m.FieldsV1 != nil && strings.Contains(string(m.FieldsV1.Raw), `"f:spec"`) {
+			specOwners[m.Manager+" "+string(m.Operation)] = true
+		}
 	}
-	if !managers[push.FieldManager+" Apply"] {
-		t.Errorf("managed fields %v: no server-side apply by %s", managers, push.FieldManager)
+	if len(specOwners) == 0 {
+		t.Errorf("managed fields: nobody owns spec")
+	}
+	for owner := range specOwners {
+		if !strings.HasPrefix(owner, push.FieldManager+" ") {
+			t.Errorf("spec owned by %s as well as %s (owners %v)", owner, push.FieldManager, specOwners)
+		}
 	}
 }
 

@@ -274,7 +274,7 @@ func TestCLIRead(t *testing.T) {
 			t.Fatalf("exit %d, want 0; stderr %q", code, errOut)
 		}
 		rows := strings.Split(strings.TrimSpace(out), "\n")
-		if len(rows) != 3 || !regexp.MustCompile(`^cli-read-ghost\s+no\s+-\s+<unknown>\s+<unknown>\s+<unknown>\s+unknown\s+<unknown>\s+<unknown>\s+<none>\s+-\s+-\s+-\s+env=ghost$`).MatchString(rows[1]) ||
+		if len(rows) != 3 || !regexp.MustCompile(`^cli-read-ghost\s+no\s+-\s+<unknown>\s+<unknown>\s+<unknown>\s+unknown\s+<unknown>\s+<unknown>\s+<none>\s+-\s+-\s+-\s+-\s+env=ghost$`).MatchString(rows[1]) ||
 			!regexp.MustCompile(`^cluster-1\s+yes\s`).MatchString(rows[2]) {
 			t.Errorf("table:\n%s", out)
 		}
