@@ -65,8 +65,6 @@ func (o *busyObserver) resetBytes() {
 	o.bytes = 0
 }
 
-func (o *busyObserver) rounds() int { return len(o.writtenAt[0]) }
-
 func (o *busyObserver) written(ci, k int, at time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
