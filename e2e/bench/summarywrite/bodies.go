@@ -150,7 +150,7 @@ func withoutValidations(v any) int {
 // (x-kubernetes-map-type: atomic, what +structType=atomic generates): its schema and CEL rules
 // are kept, but managedFields record spec whole instead of every field of every list entry.
 func atomicSpec(crd map[string]any) error {
-	return eachVersionRoot(crd, func(properties map[string]any) error {
+	return eachVersionRoot(crd, func(_, properties map[string]any) error {
 		spec, _ := properties["spec"].(map[string]any)
 		if spec == nil {
 			return fmt.Errorf("no spec schema")
@@ -160,8 +160,9 @@ func atomicSpec(crd map[string]any) error {
 	})
 }
 
-// eachVersionRoot calls edit with the openAPIV3Schema properties of each version of a CRD object.
-func eachVersionRoot(crd map[string]any, edit func(properties map[string]any) error) error {
+// eachVersionRoot calls edit with the openAPIV3Schema (root) and its properties of each version
+// of a CRD object.
+func eachVersionRoot(crd map[string]any, edit func(root, properties map[string]any) error) error {
 	spec, _ := crd["spec"].(map[string]any)
 	versions, _ := spec["versions"].([]any)
 	if len(versions) == 0 {
@@ -175,7 +176,7 @@ func eachVersionRoot(crd map[string]any, edit func(properties map[string]any) er
 		if properties == nil {
 			return fmt.Errorf("version %v has no openAPIV3Schema properties", version["name"])
 		}
-		if err := edit(properties); err != nil {
+		if err := edit(root, properties); err != nil {
 			return fmt.Errorf("version %v: %w", version["name"], err)
 		}
 	}
@@ -186,23 +187,11 @@ func eachVersionRoot(crd map[string]any, edit func(properties map[string]any) er
 // (x-kubernetes-preserve-unknown-fields) and drops its CEL rules: the apiserver then neither
 // validates them nor knows their lists' keys.
 func schemaless(crd map[string]any) error {
-	spec, _ := crd["spec"].(map[string]any)
-	versions, _ := spec["versions"].([]any)
-	if len(versions) == 0 {
-		return fmt.Errorf("the CRD has no versions")
-	}
-	for _, v := range versions {
-		version, _ := v.(map[string]any)
-		schema, _ := version["schema"].(map[string]any)
-		root, _ := schema["openAPIV3Schema"].(map[string]any)
-		properties, _ := root["properties"].(map[string]any)
-		if properties == nil {
-			return fmt.Errorf("version %v has no openAPIV3Schema properties", version["name"])
-		}
+	return eachVersionRoot(crd, func(root, properties map[string]any) error {
 		for _, field := range []string{"spec", "status"} {
 			properties[field] = map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}
 		}
 		delete(root, "x-kubernetes-validations")
-	}
-	return nil
+		return nil
+	})
 }
