@@ -110,7 +110,7 @@ func (b *bench) converge(ctx context.Context, r *result, set string, wait func(t
 	if err != nil {
 		return h, t, err
 	}
-	stopProgress := b.progress(r.name, t, []*hubProc{h}, &replicasFleet{})
+	stopProgress := b.progress(r.name, t, func() []*hubProc { return []*hubProc{h} }, &replicasFleet{})
 	wait(t, r.start.Add(b.o.timeout))
 	stopProgress()
 	r.cpu = cpuBetween(before, b.snapshot(h))

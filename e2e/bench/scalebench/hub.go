@@ -55,6 +55,7 @@ type hubProc struct {
 	logPath    string
 	exited     chan struct{}
 	waitErr    error
+	cpuSeconds float64 // user and system CPU, once exited
 }
 
 // startHub runs the hub binary as its own process group, logging to logPath. It dies with this
@@ -102,6 +103,9 @@ func startHub(bin, name, logPath string, args ...string) (*hubProc, error) {
 		h.pid = cmd.Process.Pid
 		started <- nil
 		h.waitErr = cmd.Wait()
+		if ps := cmd.ProcessState; ps != nil {
+			h.cpuSeconds = (ps.UserTime() + ps.SystemTime()).Seconds()
+		}
 		close(h.exited)
 	}()
 	if err := <-started; err != nil {

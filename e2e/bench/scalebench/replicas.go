@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"syscall"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -34,6 +33,7 @@ type replicasResult struct {
 	converge time.Duration
 	ok       bool
 	owned    map[string]float64 // policyhub_replica_clusters, by replica
+	restarts map[string]int     // by replica: started again after exiting while wanted
 	rss      map[string]float64
 	// kill: the replica working the most clusters SIGKILLed, one FleetPolicy changed at once.
 	victim          string
@@ -90,24 +90,20 @@ func (b *bench) runReplicas(ctx context.Context) error {
 		}
 	}
 
-	// k replicas on every name.
-	var procs []*hubProc
-	defer func() {
-		for _, h := range procs {
-			_, _, _ = h.stop()
-		}
-	}()
+	// k replicas on every name, restarted when they exit as their Deployment would restart them.
 	replicaNames := make([]string, k)
 	for i := range k {
 		replicaNames[i] = fmt.Sprintf("replica-%d", i)
-		h, err := b.startReplica(ctx, "bench-rep", replicaNames[i])
-		if err != nil {
-			return err
-		}
-		procs = append(procs, h)
 	}
+	set, err := startReplicaSet(ctx, replicaNames, func(ctx context.Context, name string) (*hubProc, error) {
+		return b.startReplica(ctx, "bench-rep", name)
+	})
+	if err != nil {
+		return err
+	}
+	defer set.stop()
 	if err := waitFor(ctx, time.Minute, func() bool {
-		for _, h := range procs {
+		for _, h := range set.current() {
 			m, err := h.scrape(ctx, "policyhub_replica_live_replicas")
 			if live, found := m.sum("policyhub_replica_live_replicas", nil); err != nil || !found || live != float64(k) {
 				return false
@@ -127,27 +123,33 @@ func (b *bench) runReplicas(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	before := b.snapshotReplicas(procs)
+	before := b.snapshotReplicas(set.current())
+	endedBefore := set.endedCPU()
 	start := time.Now()
 	if err := b.createFleetPolicies(ctx, fps, map[string]string{setLabel: "replicas"}); err != nil {
 		return err
 	}
 	res.fleet = &replicasFleet{}
-	stopProgress := b.progress("replicas", t, procs, res.fleet)
+	stopProgress := b.progress("replicas", t, set.current, res.fleet)
 	last, missing, ok := t.waitAll(ctx, stampSynced, fps, names, start.Add(b.o.timeout))
 	stopProgress()
 	res.ok, res.converge = ok, last.Sub(start)
 	res.fleet.took, res.fleet.phases = time.Since(start), t.phases()
-	after := b.snapshotReplicas(procs)
+	after := b.snapshotReplicas(set.current())
+	hubCPU := after[partHub]
+	hubCPU.CPU += set.endedCPU() - endedBefore // the replicas' processes that ended while waiting
+	after[partHub] = hubCPU
 	res.fleet.cpu = cpuBetween(before, after)
+	procs := set.current()
 	b.measureReplicasFleet(ctx, procs, replicaNames, baselineWatches, res.fleet)
+	res.restarts = set.restartCounts()
 	for i, h := range procs {
 		if m, err := h.scrape(ctx, "policyhub_replica_clusters"); err == nil {
 			res.owned[replicaNames[i]], _ = m.sum("policyhub_replica_clusters", nil)
 		}
 		res.rss[replicaNames[i]] = float64(procstat.Sum([]procstat.Group{{Name: "r", PIDs: []int{h.pid}}})["r"].RSS)
 	}
-	logf("replicas: %d replicas on %d clusters: converged %s (%d missing); clusters %v; RSS %v", k, n, fmtDur(res.converge, ok, b.o.timeout), missing, res.owned, res.rss)
+	logf("replicas: %d replicas on %d clusters: converged %s (%d missing); clusters %v; RSS %v; restarts %v; membership Leases lost %v", k, n, fmtDur(res.converge, ok, b.o.timeout), missing, res.owned, res.rss, res.restarts, res.fleet.leasesLost)
 	logf("replicas: %s; goroutines %v; watches %.0f; lock_held %v; unreachable %v; sync Lease conflicts %d, failed writes %d, failed renewals %d in the logs; least MemAvailable %.0f MiB; %s",
 		res.fleet.phases, res.fleet.goroutines, res.fleet.watches, res.fleet.lockHeld, res.fleet.unreach, res.fleet.leaseConflicts, res.fleet.leaseWritesFailed, res.fleet.leaseRenewFailed, res.fleet.minAvailMiB, res.fleet.relay)
 	if b.o.replicaSummaries {
@@ -158,10 +160,7 @@ func (b *bench) runReplicas(ctx context.Context) error {
 
 	if !b.o.replicaKill || !ok {
 		logf("replicas: no kill (-replica-kill=%v, converged %v)", b.o.replicaKill, ok)
-		for _, h := range procs {
-			_, _, _ = h.stop()
-		}
-		procs = nil
+		set.stop()
 		return b.dropFleetPolicies(ctx, fps)
 	}
 
@@ -182,7 +181,7 @@ func (b *bench) runReplicas(ctx context.Context) error {
 	// The fleet is converged and quiet: one FleetPolicy changes as the replica dies, so the times
 	// are the handover's (detection, then the new owners' passes), not the fleet's throughput.
 	changed := fps[:1]
-	_ = syscall.Kill(-procs[victim].pid, syscall.SIGKILL)
+	set.kill(victim)
 	killed := time.Now()
 	if err := b.hub.Patch(ctx, &policyhubv1.FleetPolicy{ObjectMeta: metav1.ObjectMeta{Name: changed[0]}},
 		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"mode":"Enforce"}}`))); err != nil {
@@ -215,10 +214,7 @@ func (b *bench) runReplicas(ctx context.Context) error {
 	if err := b.countWrites(ctx, fps, changed, res); err != nil {
 		return err
 	}
-	for _, h := range procs {
-		_, _, _ = h.stop()
-	}
-	procs = nil
+	set.stop()
 	return b.dropFleetPolicies(ctx, fps)
 }
 
@@ -424,6 +420,11 @@ func (b *bench) printReplicas() {
 	}
 	fmt.Printf("| clusters per replica (max/mean) | %d | %s(%.3f) |\n", r.baseClusters, owned, imbalance)
 	fmt.Printf("| RSS per replica | %s | %s|\n", baseRSS, rss)
+	restarts := ""
+	for _, n := range names {
+		restarts += fmt.Sprintf("%s %d; ", n, r.restarts[n])
+	}
+	fmt.Printf("| restarts per replica (exited while wanted, started again after a 1–10 s backoff) | – | %s|\n", restarts)
 	printReplicasFleet(r.fleet, names)
 	printSummaryCaches(r.summaries, r.owned, names, b.o.timeout)
 	if r.victim == "" {

@@ -23,6 +23,7 @@ type replicasFleet struct {
 	watches    float64            // opened in the real apiservers by the replicas
 	lockHeld   map[string]float64 // policyhub_sync_errors_total{reason="lock_held"}, by replica
 	unreach    map[string]float64 // policyhub_sync_errors_total{reason="unreachable"}, by replica
+	leasesLost map[string]int     // membership Leases lost, by replica, from its log (every run of it)
 	// In the replicas' logs, the sync Lease's: writes lost to another writer's (conflict, or a
 	// create racing one), writes that failed otherwise (a timeout), failed renewals.
 	leaseConflicts, leaseWritesFailed, leaseRenewFailed int
@@ -33,7 +34,14 @@ type replicasFleet struct {
 // measureReplicasFleet reads the replicas' and the machine's state once the wait is over.
 func (b *bench) measureReplicasFleet(ctx context.Context, procs []*hubProc, replicaNames []string, baselineWatches float64, f *replicasFleet) {
 	f.goroutines, f.lockHeld, f.unreach = map[string]float64{}, map[string]float64{}, map[string]float64{}
+	f.leasesLost = map[string]int{}
 	for i, h := range procs {
+		// Read the log first: a replica that has exited still has one.
+		lt := leaseTrouble(h.logPath)
+		f.leaseConflicts += lt.conflicts
+		f.leaseWritesFailed += lt.writesFailed
+		f.leaseRenewFailed += lt.renewFailed
+		f.leasesLost[replicaNames[i]] = lt.membershipLost
 		m, err := h.scrape(ctx, "go_goroutines", "policyhub_sync_errors_total")
 		if err != nil {
 			logf("replicas: %s /metrics: %v", replicaNames[i], err)
@@ -42,10 +50,6 @@ func (b *bench) measureReplicasFleet(ctx context.Context, procs []*hubProc, repl
 		f.goroutines[replicaNames[i]], _ = m.sum("go_goroutines", nil)
 		f.lockHeld[replicaNames[i]], _ = m.sum("policyhub_sync_errors_total", map[string]string{"reason": "lock_held"})
 		f.unreach[replicaNames[i]], _ = m.sum("policyhub_sync_errors_total", map[string]string{"reason": "unreachable"})
-		lt := leaseTrouble(h.logPath)
-		f.leaseConflicts += lt.conflicts
-		f.leaseWritesFailed += lt.writesFailed
-		f.leaseRenewFailed += lt.renewFailed
 	}
 	if w, err := b.openWatches(ctx); err == nil {
 		f.watches = w - baselineWatches
@@ -65,6 +69,8 @@ type lockTrouble struct {
 	writesFailed int
 	// renewFailed: renewals that failed (the Lease lost while working).
 	renewFailed int
+	// membershipLost: times the replica lost its membership Lease (and exited).
+	membershipLost int
 }
 
 // leaseTrouble counts the lines of a hub's log where client-go's leader election met trouble
@@ -79,6 +85,10 @@ func leaseTrouble(path string) (t lockTrouble) {
 	s.Buffer(make([]byte, 1<<20), 16<<20)
 	for s.Scan() {
 		line := s.Text()
+		if strings.Contains(line, "this replica lost its Lease") { // hub/shard's Sharder.Start
+			t.membershipLost++
+			continue
+		}
 		if !strings.Contains(line, "policyhub-system/policyhub-sync") {
 			continue
 		}
@@ -116,7 +126,7 @@ func memAvailableMiB() float64 {
 // progress logs, every minute until stopped, the cluster entries by phase, the hubs' RSS and
 // the machine's available memory (a 10,000-name run is long: this is how far it got so far),
 // and remembers the least available memory seen in f.
-func (b *bench) progress(scenario string, t *tracker, procs []*hubProc, f *replicasFleet) (stop func()) {
+func (b *bench) progress(scenario string, t *tracker, procs func() []*hubProc, f *replicasFleet) (stop func()) {
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	start := time.Now()
@@ -138,7 +148,7 @@ func (b *bench) progress(scenario string, t *tracker, procs []*hubProc, f *repli
 				continue
 			}
 			var pids []int
-			for _, h := range procs {
+			for _, h := range procs() {
 				pids = append(pids, h.pid)
 			}
 			rss := procstat.Sum([]procstat.Group{{Name: "r", PIDs: pids}})["r"].RSS
@@ -176,6 +186,7 @@ func printReplicasFleet(f *replicasFleet, replicas []string) {
 	fmt.Printf("| watches the replicas opened in the real apiservers | – | %.0f |\n", f.watches)
 	fmt.Printf("| passes ended LockHeld (policyhub_sync_errors_total) | – | %s|\n", perReplica(f.lockHeld))
 	fmt.Printf("| passes ended unreachable | – | %s|\n", perReplica(f.unreach))
+	fmt.Printf("| membership Leases lost (in the replicas' logs) | – | %s|\n", perReplicaInt(f.leasesLost, replicas))
 	fmt.Printf("| sync Lease conflicts / failed writes (conflicts and timeouts) / failed renewals in the replicas' logs | – | %d / %d / %d |\n", f.leaseConflicts, f.leaseWritesFailed, f.leaseRenewFailed)
 	secs := f.took.Seconds()
 	cores := ""
@@ -199,6 +210,14 @@ func rssByPart(snap map[string]procstat.Totals) map[string]string {
 	out := map[string]string{}
 	for part, t := range snap {
 		out[part] = mib(float64(t.RSS))
+	}
+	return out
+}
+
+func perReplicaInt(m map[string]int, replicas []string) string {
+	out := ""
+	for _, n := range replicas {
+		out += fmt.Sprintf("%s %d; ", n, m[n])
 	}
 	return out
 }
